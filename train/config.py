@@ -1,0 +1,178 @@
+"""Typed run configuration: the resolved `config.yaml` of one run, validated.
+
+    cfg = RunConfig.from_dict(yaml.safe_load(open("runs/rope/seed_0/config.yaml")))
+
+Pure Python (no torch): the sweeper parent validates every planned run with it before anything starts.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+POS_ENCODINGS = ("rope", "none")
+ROPE_IMPLS = ("auto", "torch", "triton", "reference", "fault_no_qk_grad")
+DATA_KINDS = ("stdlib", "text")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+class ConfigError(ValueError):
+    """A config value is wrong; the message names the key, the value and what is accepted."""
+
+
+@dataclass
+class ModelConfig:
+    d_model: int = 128
+    n_layers: int = 2
+    n_heads: int = 4
+    context: int = 64
+    pos_encoding: str = "rope"
+    rope_impl: str = "auto"
+    rope_base: float = 10000.0
+    mlp_ratio: int = 4
+    dropout: float = 0.0
+
+
+@dataclass
+class DataConfig:
+    kind: str = "stdlib"
+    n_files: int = 60
+    path: str | None = None
+    val_fraction: float = 0.1
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 200
+    batch_size: int = 32
+    lr: float = 3e-3
+    weight_decay: float = 0.1
+    warmup_steps: int = 20
+    grad_clip: float = 1.0
+    log_interval: int = 10
+    eval_interval: int = 50
+    eval_batches: int = 4
+    ckpt_interval: int = 50
+    keep_checkpoints: int = 2
+    deterministic: bool = True
+    device: str = "auto"
+
+
+@dataclass
+class HealthConfig:
+    interval: int = 10
+    preflight: bool = True
+
+
+@dataclass
+class RunConfig:
+    seed: int = 0
+    experiment: str = "adhoc"
+    variant: str = "default"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    health: HealthConfig = field(default_factory=HealthConfig)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RunConfig":
+        """Build and validate; unknown keys and bad values raise ConfigError naming them."""
+        d = dict(d)
+        subs = {"model": ModelConfig, "data": DataConfig, "train": TrainConfig, "health": HealthConfig}
+        kwargs: dict[str, Any] = {}
+        for name, sub_cls in subs.items():
+            kwargs[name] = _build(sub_cls, d.pop(name, {}) or {}, name)
+        for key in ("seed", "experiment", "variant"):
+            if key in d:
+                kwargs[key] = d.pop(key)
+        d.pop("experiment_spec", None)
+        if d:
+            raise ConfigError(f"unknown run config key(s): {', '.join(sorted(d))}")
+        cfg = cls(**kwargs)
+        cfg.validate()
+        return cfg
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def config_hash(self) -> str:
+        """Hash of everything that shapes the run's numbers (seed included)."""
+        return stable_hash(self.to_dict())
+
+    def validate(self) -> None:
+        m, t, d = self.model, self.train, self.data
+        _positive(self, "model.d_model", "model.n_layers", "model.n_heads", "model.context", "model.mlp_ratio",
+                  "train.steps", "train.batch_size", "train.eval_batches", "train.log_interval",
+                  "train.eval_interval", "health.interval")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
+            raise ConfigError(f"seed={self.seed!r}: a seed is a non-negative integer")
+        if m.d_model % m.n_heads:
+            raise ConfigError(f"model.d_model={m.d_model} must be divisible by model.n_heads={m.n_heads}")
+        if m.pos_encoding == "rope" and (m.d_model // m.n_heads) % 2:
+            raise ConfigError(f"model.d_model / model.n_heads = {m.d_model // m.n_heads}: RoPE needs an even head dim")
+        _choice("model.pos_encoding", m.pos_encoding, POS_ENCODINGS)
+        _choice("model.rope_impl", m.rope_impl, ROPE_IMPLS)
+        _choice("data.kind", d.kind, DATA_KINDS)
+        _choice("train.device", t.device, DEVICES)
+        if not 0.0 <= m.dropout < 1.0:
+            raise ConfigError(f"model.dropout={m.dropout}: accepted is 0 <= dropout < 1")
+        if not 0.0 < d.val_fraction < 0.5:
+            raise ConfigError(f"data.val_fraction={d.val_fraction}: accepted is 0 < val_fraction < 0.5")
+        if d.kind == "stdlib" and d.n_files <= 0:
+            raise ConfigError(f"data.n_files={d.n_files}: must be a positive integer")
+        if t.lr <= 0:
+            raise ConfigError(f"train.lr={t.lr}: must be positive")
+        if t.ckpt_interval < 0 or t.warmup_steps < 0 or t.grad_clip < 0 or t.weight_decay < 0:
+            raise ConfigError("train.ckpt_interval, train.warmup_steps, train.grad_clip and train.weight_decay "
+                              "must be >= 0")
+        if t.keep_checkpoints < 2:
+            raise ConfigError(f"train.keep_checkpoints={t.keep_checkpoints}: keep at least 2 so a corrupt newest "
+                              "checkpoint can fall back to the previous one")
+
+
+def stable_hash(obj: Any, n: int = 12) -> str:
+    """Short sha256 of a JSON-able object, independent of dict order."""
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:n]
+
+
+def _build(sub_cls: type, values: Mapping[str, Any], prefix: str):
+    known = {f.name: f for f in dataclasses.fields(sub_cls)}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown config key {prefix}.{unknown[0]}: accepted keys of {prefix} are "
+                          f"{', '.join(sorted(known))}")
+    out = {}
+    for key, value in values.items():
+        out[key] = _coerce(f"{prefix}.{key}", value, known[key].type)
+    return sub_cls(**out)
+
+
+def _coerce(key: str, value: Any, annotation: str):
+    kinds = {"int": int, "float": float, "bool": bool, "str": str}
+    want = annotation.split("|")[0].strip()
+    if value is None and "None" in annotation:
+        return None
+    if want == "float" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    expected = kinds.get(want)
+    if expected is not None:
+        bad = not isinstance(value, expected) or (expected is int and isinstance(value, bool))
+        if bad:
+            raise ConfigError(f"{key}={value!r}: expected {want}")
+    return value
+
+
+def _positive(cfg: RunConfig, *keys: str) -> None:
+    for key in keys:
+        section, name = key.split(".")
+        value = getattr(getattr(cfg, section), name)
+        if value <= 0:
+            raise ConfigError(f"{key}={value}: must be a positive integer")
+
+
+def _choice(key: str, value: str, accepted: tuple[str, ...]) -> None:
+    if value not in accepted:
+        raise ConfigError(f"{key}={value!r}: accepted values are {', '.join(accepted)}")
