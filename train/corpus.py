@@ -69,7 +69,7 @@ def corpus_text(cfg: DataConfig) -> tuple[str, str]:
         text = "".join(f.read_text(encoding="utf-8", errors="replace") for f in files)
         return text, f"stdlib:{files[0].parent} ({len(files)} files, {files[0].name}..{files[-1].name})"
     if cfg.kind == "text":
-        if not cfg.path:
+        if not cfg.path or cfg.path == "???":
             raise ConfigError("data.path is required with data=text: data=text data.path=/path/to/corpus.txt")
         return read_text_file(cfg.path), f"file:{Path(cfg.path).expanduser().resolve()}"
     raise ConfigError(f"data.kind={cfg.kind!r}: accepted values are stdlib, text")

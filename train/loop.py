@@ -127,7 +127,8 @@ def run(cfg: RunConfig | dict, run_dir: str | Path) -> dict:
     if done and done.get("status") == "finished" and done.get("fingerprint", {}).get("config_hash") == cfg.config_hash():
         return done
     t0 = time.time()
-    status = {"status": "running", "run_id": run_dir.name, "variant": cfg.variant, "seed": cfg.seed,
+    run_id = (read_json(run_dir / "status.json") or {}).get("run_id") or run_dir.name   # the plan's id
+    status = {"status": "running", "run_id": run_id, "variant": cfg.variant, "seed": cfg.seed,
               "error": None, "exit_code": None, "started": t0, "ended": None}
     atomic_write_json(run_dir / "status.json", status)
     trainer = Trainer(cfg, run_dir)
@@ -137,7 +138,7 @@ def run(cfg: RunConfig | dict, run_dir: str | Path) -> dict:
     with StopRequest() as stop:
         outcome = _train(trainer, run_dir, step, stop)
     status.update(outcome["status_fields"], ended=time.time())
-    summary = {"run_id": run_dir.name, "variant": cfg.variant, "seed": cfg.seed, "status": status["status"],
+    summary = {"run_id": run_id, "variant": cfg.variant, "seed": cfg.seed, "status": status["status"],
                "steps": outcome["step"], "wall_time_s": time.time() - t0, "final": outcome["final"],
                "fingerprint": trainer.fingerprint, "env": env, "determinism": trainer.flags,
                "resumed_from": notes.get("resumed_from"), "skipped_checkpoints": notes.get("skipped", [])}

@@ -1,0 +1,8 @@
+"""sweeper: seed sweeps that tell you whether a change really helps.
+
+    python -m sweeper +experiment=rope seeds=0-3      # every variant x every seed, pinned parallel runs, report
+    python -m sweeper.report SWEEP_DIR                 # the decision report of a (partial) sweep
+
+Importing `sweeper` is light: torch, submitit and matplotlib are imported only where they are used.
+"""
+__version__ = "0.1.0"

@@ -1,0 +1,92 @@
+"""`python -m sweeper +experiment=NAME seeds=0-3 [key=value ...]`: plan, launch and report a seed sweep.
+
+    python -m sweeper +experiment=rope seeds=0-3                 # 3 variants x 4 seeds on the local pool
+    python -m sweeper +experiment=rope seeds=0-1 train.steps=50  # any config key, for every variant
+    python -m sweeper +experiment=rope sweeper.dry_run=true      # print the plan, launch nothing
+    python -m sweeper +experiment=rope launcher=slurm            # a Slurm job array through submitit
+    python -m sweeper +experiment=rope --cfg                     # print the composed config
+
+Bad input (unknown experiment or key, malformed override, bad seeds, bad values) is one line on stderr and
+exit status 2, before any directory is created or any run started. Exit status: 0 when every run finished
+(or diverged: an outcome, flagged in the report), 1 when a run failed, 130 after Ctrl-C.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+from sweeper.errors import UsageError
+
+USAGE = __doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1]
+
+
+def validate_launcher(launcher: dict):
+    """The backend module and its validated config for launcher.name (local | slurm)."""
+    name = launcher.get("name")
+    if name not in ("local", "slurm"):
+        raise UsageError(f"launcher.name={name!r}: accepted values are local, slurm")
+    backend = importlib.import_module(f"sweeper.{name}")
+    return backend, backend.parse_launcher_config(launcher)
+
+
+def prepare(argv: list[str]):
+    """Everything that can be checked before launching: returns (plan, backend, launcher config)."""
+    from sweeper.compose import compose_sweep
+    from sweeper.plan import make_plan, reconcile
+    from sweeper.seeds import parse_seeds
+
+    sweep = compose_sweep(argv)
+    seeds = parse_seeds(sweep.cfg["seeds"])
+    backend, launcher_cfg = validate_launcher(sweep.launcher)
+    plan = reconcile(make_plan(sweep, seeds), extend=bool(sweep.sweeper.get("extend")))
+    return plan, backend, launcher_cfg
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help") for a in argv):
+        print(USAGE)
+        return 0
+    try:
+        if "--cfg" in argv:
+            from sweeper.compose import compose, to_yaml
+
+            print(to_yaml(compose([a for a in argv if a != "--cfg"])), end="")
+            return 0
+        plan, backend, launcher_cfg = prepare(argv)
+    except UsageError as e:
+        print(f"sweeper: error: {e}", file=sys.stderr)
+        return 2
+    from sweeper.plan import format_plan, write_plan
+
+    if plan.sweep.sweeper.get("dry_run"):
+        print(format_plan(plan))
+        print("dry run: nothing launched")
+        return 0
+    from sweeper.lock import SweepLocked, sweep_lock
+    from sweeper.progress import Progress
+
+    try:
+        with sweep_lock(plan.sweep_dir):
+            write_plan(plan, argv)
+            progress = Progress(total=len(plan.runs))
+            progress.log(f"sweep dir {plan.sweep_dir}: {len(plan.runs)} runs "
+                         f"({len(plan.experiment.variants)} variants x {len(plan.seeds)} seeds)")
+            try:
+                statuses = backend.launch(plan, launcher_cfg, progress)
+            except KeyboardInterrupt:
+                print(f"sweeper: interrupted; finished runs are kept. Resume with the same command or "
+                      f"`python -m sweeper.resume {plan.sweep_dir}`", file=sys.stderr)
+                return 130
+    except SweepLocked as e:
+        print(f"sweeper: error: {e}", file=sys.stderr)
+        return 2
+    if statuses is None:   # submitted without waiting (launcher.wait=false)
+        print(f"submitted; report later with `python -m sweeper.report {plan.sweep_dir}`")
+        return 0
+    if plan.sweep.sweeper.get("report", True):
+        from sweeper.report import report_sweep
+
+        print(report_sweep(plan.sweep_dir, plots=True))
+    print(f"sweep dir: {plan.sweep_dir}")
+    return 1 if any(s == "failed" for s in statuses.values()) else 0
