@@ -45,7 +45,7 @@ class DataConfig:
 
 @dataclass
 class TrainConfig:
-    steps: int = 200
+    steps: int = 300
     batch_size: int = 32
     lr: float = 3e-3
     weight_decay: float = 0.1
@@ -54,7 +54,7 @@ class TrainConfig:
     log_interval: int = 10
     eval_interval: int = 50
     eval_batches: int = 4
-    ckpt_interval: int = 50
+    ckpt_interval: int = 100
     keep_checkpoints: int = 2
     deterministic: bool = True
     device: str = "auto"

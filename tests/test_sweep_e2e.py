@@ -1,0 +1,66 @@
+"""A real mini sweep through the CLI in a subprocess: run dirs, metrics, the table, reproducibility."""
+import json
+
+import pytest
+
+from conftest import TINY, run_sweeper
+from train.atomic import read_jsonl
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def mini_sweep(tmp_path_factory):
+    sweep_dir = tmp_path_factory.mktemp("e2e") / "sweep"
+    proc = run_sweeper("+experiment=rope", "seeds=0-1", "~experiment.variants.rope_frozen_qk", *TINY,
+                       f"sweeper.dir={sweep_dir}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return sweep_dir, proc
+
+
+def test_run_dirs_hold_everything(mini_sweep):
+    sweep_dir, _ = mini_sweep
+    manifest = json.loads((sweep_dir / "sweep.json").read_text())
+    assert {(r["variant"], r["seed"]) for r in manifest["runs"]} == {("rope", 0), ("rope", 1), ("nope", 0), ("nope", 1)}
+    for entry in manifest["runs"]:
+        run_dir = sweep_dir / entry["run_dir"]
+        for name in ("config.yaml", "status.json", "metrics.jsonl", "summary.json", "env.json", "stdout.log"):
+            assert (run_dir / name).is_file(), f"{run_dir / name} missing"
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["status"] == "finished" and summary["steps"] == 20
+        assert summary["run_id"] == entry["run_id"]
+        assert summary["fingerprint"]["corpus_hash"]          # the corpus hash is recorded in every run
+        metrics = read_jsonl(run_dir / "metrics.jsonl")
+        assert [m["step"] for m in metrics] == [5, 10, 15, 20]
+        assert {"train_loss", "grad_norm", "lr", "tokens_per_s"} <= set(metrics[0])
+        assert metrics[-1]["val_loss"] == pytest.approx(summary["final"]["val_loss"])
+
+
+def test_terminal_table_names_every_variant_and_the_sweep_dir(mini_sweep):
+    sweep_dir, proc = mini_sweep
+    out = proc.stdout
+    assert "rope" in out and "nope" in out
+    assert str(sweep_dir) in out
+    assert (sweep_dir / "summary.csv").is_file() and (sweep_dir / "report.md").is_file()
+
+
+def _final(sweep_dir, variant, seed):
+    return json.loads((sweep_dir / "runs" / variant / f"seed_{seed}" / "summary.json").read_text())["final"]
+
+
+def test_same_seed_twice_gives_identical_metrics(mini_sweep, tmp_path):
+    sweep_dir, _ = mini_sweep
+    again = tmp_path / "again"
+    proc = run_sweeper("+experiment=rope", "seeds=1", "~experiment.variants.rope_frozen_qk",
+                       "~experiment.variants.nope", *TINY, f"sweeper.dir={again}", "sweeper.report=false")
+    assert proc.returncode == 0, proc.stderr
+    first = read_jsonl(sweep_dir / "runs" / "rope" / "seed_1" / "metrics.jsonl")
+    second = read_jsonl(again / "runs" / "rope" / "seed_1" / "metrics.jsonl")
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "tokens_per_s"} for r in rows]
+    assert strip(first) == strip(second)
+
+
+def test_different_seeds_give_different_metrics(mini_sweep):
+    sweep_dir, _ = mini_sweep
+    assert _final(sweep_dir, "rope", 0)["val_loss"] != _final(sweep_dir, "rope", 1)["val_loss"]
+    assert _final(sweep_dir, "nope", 0)["val_loss"] != _final(sweep_dir, "nope", 1)["val_loss"]
