@@ -1,0 +1,57 @@
+"""The Triton kernel as a ``torch.library.custom_op`` with registered autograd and fake (meta) impls.
+
+Run it: ``apply_rope(q, k, cos, sin, impl="triton")``; it also works inside ``torch.compile`` (the fake impl
+gives output shapes and strides without running the kernel).
+
+Backward: the same op with ``conjugate`` flipped (rotation by -angle is the transpose of the rotation), so the
+gradient always flows through autograd to q and k, and double backward works. Outputs are fresh tensors
+(``empty_like``: a dense input's layout, e.g. a (B, H, T, D) buffer seen through a transpose, is kept; other
+inputs give contiguous outputs); inputs are never written.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from kernels.rope_triton import launch_rope
+
+
+def _empty_outputs(q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.empty_like(q), torch.empty_like(k)
+
+
+@torch.library.custom_op("sweeper_kernels::rope", mutates_args=())
+def rope_op(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, offset: int,
+            batch_offsets: Optional[torch.Tensor], position_ids: Optional[torch.Tensor], interleaved: bool,
+            conjugate: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """q (B, T, Hq, D), k (B, T, Hk, D) logical views -> rotated copies. Positions already validated."""
+    q_out, k_out = _empty_outputs(q, k)
+    launch_rope(q, k, cos, sin, q_out, k_out, offset, batch_offsets, position_ids, interleaved, conjugate)
+    return q_out, k_out
+
+
+@rope_op.register_fake
+def _(q, k, cos, sin, offset, batch_offsets, position_ids, interleaved, conjugate):
+    return _empty_outputs(q, k)
+
+
+def _setup_context(ctx, inputs, output):
+    _, _, cos, sin, offset, batch_offsets, position_ids, interleaved, conjugate = inputs
+    ctx.save_for_backward(cos, sin, batch_offsets, position_ids)
+    ctx.offset, ctx.interleaved, ctx.conjugate = offset, interleaved, conjugate
+
+
+def _backward(ctx, grad_q, grad_k):
+    cos, sin, batch_offsets, position_ids = ctx.saved_tensors
+    dq, dk = rope_op(grad_q, grad_k, cos, sin, ctx.offset, batch_offsets, position_ids, ctx.interleaved,
+                     not ctx.conjugate)
+    return dq, dk, None, None, None, None, None, None, None
+
+
+rope_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+def rope_triton(q, k, cos, sin, offset: int, batch_offsets, position_ids, interleaved: bool):
+    """Entry used by kernels/op.py: q, k logical (B, T, H, D) views, positions normalized and checked."""
+    return rope_op(q, k, cos, sin, offset, batch_offsets, position_ids, interleaved, False)
