@@ -5,7 +5,9 @@
             if stop.requested: save a checkpoint, write status "interrupted", return
 
 The launcher's Ctrl-C handling and Slurm preemption (submitit forwards its signal) both go through this.
-A second signal while stopping is not caught again: the default action (termination) applies.
+A second Ctrl-C (SIGINT) while stopping is not caught again: the default action (termination) applies.
+Repeated SIGTERM/SIGUSR1/SIGUSR2 change nothing (Slurm signals every process of a job, and the Slurm task
+forwards its own signal too): re-arming their default action would kill the run before its checkpoint.
 """
 from __future__ import annotations
 
@@ -21,9 +23,8 @@ class StopRequest:
         self._previous: dict = {}
 
     def _handle(self, signum, _frame):
-        self.requested = signal.Signals(signum).name
-        for sig in STOP_SIGNALS:      # a second signal terminates at once
-            signal.signal(sig, signal.SIG_DFL)
+        self.requested = self.requested or signal.Signals(signum).name
+        signal.signal(signal.SIGINT, signal.SIG_DFL)    # a second Ctrl-C terminates at once
 
     def __enter__(self) -> "StopRequest":
         if threading.current_thread() is threading.main_thread():
