@@ -24,6 +24,7 @@ from scipy import optimize, special
 from scipy import stats as sps
 
 ALTERNATIVES = ("two-sided", "greater", "less")
+_ROUNDING = 1e-12   # a spread below this fraction of the values is float rounding: treated as zero variance
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def welch_test(a, b, alternative: str = "two-sided", confidence: float = 0.95) -
         return TestResult("Welch t-test", math.nan, math.nan, note="needs at least 2 seeds per arm")
     va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
     se = math.sqrt(va + vb)
-    if se == 0:
+    if se <= _ROUNDING * max(np.abs(a).max(), np.abs(b).max()):
         return TestResult("Welch t-test", math.nan, math.nan, note="undefined: zero variance in both arms")
     df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
     diff = a.mean() - b.mean()
@@ -146,7 +147,7 @@ def paired_t_test(a, b, alternative: str = "two-sided", confidence: float = 0.95
     if d.size < 2:
         return TestResult("paired t-test", math.nan, math.nan, note="needs at least 2 pairs")
     se = d.std(ddof=1) / math.sqrt(d.size)
-    if se == 0:
+    if se <= _ROUNDING * max(np.abs(a).max(), np.abs(b).max()):
         return TestResult("paired t-test", math.nan, math.nan,
                           note="undefined: every paired difference is the same")
     df = d.size - 1

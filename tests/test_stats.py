@@ -61,6 +61,8 @@ def test_degenerate_t_tests_give_nan_with_a_reason():
     assert math.isnan(one.pvalue) and "at least 2" in one.note
     shifted = stats.paired_t_test([2.0, 3.0, 4.0], [1.0, 2.0, 3.0])
     assert math.isnan(shifted.pvalue) and "same" in shifted.note
+    rounding = stats.paired_t_test([1.1, 2.2, 3.3], [1.0, 2.1, 3.2])       # differences 0.1 up to float rounding
+    assert np.std(np.subtract([1.1, 2.2, 3.3], [1.0, 2.1, 3.2])) > 0 and math.isnan(rounding.pvalue)
     # zero variance in one arm only is a valid Welch test
     assert 0 < stats.welch_test([2.0, 2.0, 2.0], [3.0, 3.5, 2.9]).pvalue < 1
 

@@ -1,0 +1,99 @@
+"""PNG plots of a sweep (matplotlib, Agg backend; imported only when plots are asked for).
+
+    from sweeper.plots import write_plots
+    paths = write_plots(sweep_dir / "plots", curves, analysis)   # {"val_loss": Path, "final_metric": ..., "grad_norm": ...}
+
+val_loss.png: evaluation metric against step, mean across seeds per variant with a +-1 sd band.
+final_metric.png: the decision metric of every seed (dots), the mean with its bootstrap CI (bar), lost seeds
+counted in the axis label. grad_norm.png: gradient norm against step (log scale), mean and band per variant.
+Every file is always written; a plot without data says so instead of being skipped.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+PLOTS = {"val_loss": "val_loss.png", "final_metric": "final_metric.png", "grad_norm": "grad_norm.png"}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
+    tmp.replace(path)          # atomic: a reader never sees half a PNG
+    return path
+
+
+def _curve_plot(plt, curves: pd.DataFrame, metric: str, variants: list[str], title: str, log: bool, path: Path):
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    sub = curves[curves["metric"] == metric] if len(curves) else curves
+    drawn = 0
+    for i, variant in enumerate(variants):
+        rows = sub[sub["variant"] == variant]
+        if rows.empty:
+            continue
+        table = rows.pivot_table(index="step", columns="run_id", values="value", aggfunc="last")   # (steps, runs)
+        mean, sd = table.mean(axis=1), table.std(axis=1, ddof=1).fillna(0.0)
+        color = f"C{i % 10}"
+        ax.plot(mean.index, mean.to_numpy(), color=color, label=f"{variant} (n={table.shape[1]})")
+        ax.fill_between(mean.index, (mean - sd).to_numpy(), (mean + sd).to_numpy(), color=color, alpha=0.2, lw=0)
+        drawn += 1
+    if not drawn:
+        ax.text(0.5, 0.5, f"no {metric} logged yet", ha="center", va="center", transform=ax.transAxes)
+    else:
+        ax.legend(fontsize=8)
+    if log and drawn:
+        ax.set_yscale("log")
+    ax.set(xlabel="step", ylabel=metric, title=title)
+    ax.grid(alpha=0.3)
+    _save(fig, path)
+    plt.close(fig)
+
+
+def _final_plot(plt, analysis, path: Path):
+    arms = list(analysis.arms.values())
+    fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(arms) + 2), 4.2))
+    rng = np.random.default_rng(0)                        # fixed jitter: the same sweep gives the same picture
+    for i, arm in enumerate(arms):
+        x = i + rng.uniform(-0.12, 0.12, arm.usable)
+        ax.scatter(x, arm.values, s=18, color=f"C{i % 10}", alpha=0.8, zorder=3)
+        ci = arm.mean_ci
+        if np.isfinite(ci.low):
+            ax.errorbar(i + 0.3, ci.estimate, yerr=[[ci.estimate - ci.low], [ci.high - ci.estimate]], fmt="o",
+                        color="k", capsize=4, zorder=4)
+        elif arm.usable:
+            ax.plot(i + 0.3, ci.estimate, "o", color="k")
+    labels = [f"{a.variant}\n{a.usable}/{a.planned} usable" + (f"\n{a.lost} lost" if a.lost else "") for a in arms]
+    ax.set_xticks(range(len(arms)), labels, fontsize=8)
+    if not any(a.usable for a in arms):
+        ax.text(0.5, 0.5, "no finished seeds yet", ha="center", va="center", transform=ax.transAxes)
+    arrow = "lower is better" if analysis.lower_is_better else "higher is better"
+    ax.set(ylabel=f"final {analysis.metric} ({arrow})",
+           title=f"final {analysis.metric} per seed; black: mean, {analysis.confidence:.0%} bootstrap CI")
+    ax.grid(alpha=0.3, axis="y")
+    _save(fig, path)
+    plt.close(fig)
+
+
+def write_plots(out_dir: str | Path, curves: pd.DataFrame, analysis, eval_metric: str = "val_loss") -> dict[str, Path]:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plt = _pyplot()
+    variants = list(analysis.arms)
+    paths = {name: out_dir / file for name, file in PLOTS.items()}
+    _curve_plot(plt, curves, eval_metric, variants, f"{eval_metric}: mean +- 1 sd across seeds", False,
+                paths["val_loss"])
+    _final_plot(plt, analysis, paths["final_metric"])
+    _curve_plot(plt, curves, "grad_norm", variants, "gradient norm: mean +- 1 sd across seeds", True,
+                paths["grad_norm"])
+    return paths

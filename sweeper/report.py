@@ -1,0 +1,349 @@
+"""The decision report of a sweep: report.md, summary.csv and plots/*.png in the sweep dir, table on the terminal.
+
+    python -m sweeper.report SWEEP_DIR                      # finished, partial or interrupted sweep
+    python -m sweeper.report NEW_SWEEP --against OLD_SWEEP  # same variants, new vs old (see sweeper.compare)
+    python -m sweeper.report SWEEP_DIR --no-plots --alpha 0.05 --min-seeds 3 --resamples 10000 --seed 0
+
+    from sweeper.report import report_sweep
+    text = report_sweep(sweep_dir, plots=True)   # what the sweep CLI calls at the end of every sweep
+
+Every variant is compared with the experiment's baseline (sweep.json "experiment"); the statistics and the
+decision rule are in sweeper.verdict (its docstring is printed in the Methods section of report.md).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sweeper import verdict
+from sweeper.errors import UsageError
+from sweeper.results import load_curves, load_experiment, load_runs
+from train.atomic import atomic_write_text
+
+SECTIONS = ("Decision", "Per-seed values", "Variants", "Comparisons", "Plots", "Fingerprints", "Methods",
+            "Problems reading the sweep")
+
+
+@dataclass
+class ReportInput:
+    """Everything a report is made of; sweeper.compare builds one for two sweeps."""
+    title: str
+    header: list[str]
+    runs: pd.DataFrame
+    curves: pd.DataFrame
+    analysis: verdict.Analysis
+    problems: list[str] = field(default_factory=list)
+
+
+def fmt(x, digits: int = 4) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if isinstance(x, (float, np.floating)):
+        return "inf" if math.isinf(x) and x > 0 else "-inf" if math.isinf(x) else f"{x:.{digits}g}"
+    return str(x)
+
+
+def _signed(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x:+.3g}"
+
+
+# ----------------------------------------------------------------------------- tables
+def decision_rows(an: verdict.Analysis) -> list[list[str]]:
+    by_variant = {c.variant: c for c in an.comparisons}
+    rows = []
+    for arm in an.arms.values():
+        c = by_variant.get(arm.variant)
+        role = f"vs {c.baseline}" if c else "baseline" if any(x.baseline == arm.variant for x in an.comparisons) else ""
+        cells = [arm.variant, role, f"{arm.usable}/{arm.planned}", str(arm.lost),
+                 f"{fmt(arm.summary['mean'])} ± {fmt(arm.summary['sd'], 2)}"]
+        if c and c.delta is not None:
+            d = c.delta
+            cells += [f"{_signed(d.estimate)} [{_signed(d.low)}, {_signed(d.high)}]",
+                      f"{c.p_better.estimate:.2f}", f"{c.primary.name}", fmt(c.primary.pvalue, 3),
+                      fmt(c.p_adjusted, 3), c.verdict]
+        elif c:
+            cells += ["-", "-", "-", "-", "-", c.verdict]
+        else:
+            cells += [""] * 6
+        rows.append(cells)
+    return rows
+
+
+DECISION_HEADER = ["variant", "role", "usable", "lost", "mean ± sd", "Δ [95% CI]", "P(better)", "driving test",
+                   "p", "p (Holm)", "verdict"]
+
+
+def text_table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    line = lambda r: "  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> str:
+    esc = lambda v: str(v).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    return "\n".join(["| " + " | ".join(map(esc, header)) + " |", "|" + "---|" * len(header)]
+                     + ["| " + " | ".join(map(esc, r)) + " |" for r in rows])
+
+
+def decision_text(inp: ReportInput) -> str:
+    an = inp.analysis
+    lines = [inp.title, *inp.header, "", text_table(DECISION_HEADER, decision_rows(an)), ""]
+    lines += [f"{c.variant} vs {c.baseline}: {c.verdict.upper()}: {c.reason}" for c in an.comparisons]
+    return "\n".join(lines + ["", headline(an)])
+
+
+def headline(an: verdict.Analysis) -> str:
+    """One sentence per baseline: which variants it beats, loses to, and cannot tell apart."""
+    out = []
+    for baseline in dict.fromkeys(c.baseline for c in an.comparisons):
+        group = {v: [c.variant for c in an.comparisons if c.baseline == baseline and c.verdict == v]
+                 for v in ("worse", "better", "inconclusive", "insufficient")}
+        parts = [f"{baseline} beats {', '.join(group['worse'])}" if group["worse"] else "",
+                 f"loses to {', '.join(group['better'])}" if group["better"] else "",
+                 f"no decision vs {', '.join(group['inconclusive'] + group['insufficient'])}"
+                 if group["inconclusive"] or group["insufficient"] else ""]
+        out.append("; ".join(p for p in parts if p) + ".")
+    return " ".join(out)
+
+
+def per_seed_rows(inp: ReportInput) -> tuple[list[str], list[list[str]]]:
+    column = f"final_{inp.analysis.metric}"
+    runs = inp.runs
+    last_step = (inp.curves.groupby("run_id")["step"].max().to_dict() if len(inp.curves) else {})
+    variants = list(inp.analysis.arms)
+    cells: dict[tuple, str] = {}
+    for r in runs.itertuples(index=False):
+        value = getattr(r, column) if column in runs else math.nan
+        if r.status == "finished" and np.isfinite(value):
+            text = fmt(float(value), 5)
+        elif r.status == "finished":
+            text = "finished, no finite metric"
+        else:
+            step = last_step.get(r.run_id)
+            text = r.status + (f" @ step {int(step)}" if step is not None and r.status != "missing" else "")
+        cells[(r.seed, r.variant)] = text
+    seeds = sorted({s for s, _ in cells})
+    return ["seed"] + variants, [[str(s)] + [cells.get((s, v), "-") for v in variants] for s in seeds]
+
+
+def summary_frame(an: verdict.Analysis) -> pd.DataFrame:
+    """summary.csv: one row per variant, with its comparison (if it is compared with another arm)."""
+    by_variant = {c.variant: c for c in an.comparisons}
+    rows = []
+    for arm in an.arms.values():
+        s = arm.summary
+        row = {"variant": arm.variant, "planned": arm.planned, "usable": arm.usable, "failed": arm.failed,
+               "diverged": arm.diverged, "not_finished": arm.incomplete, "mean": s["mean"], "sd": s["sd"],
+               "median": s["median"], "iqm": s["iqm"], "mean_ci_low": arm.mean_ci.low,
+               "mean_ci_high": arm.mean_ci.high, "health_fail": arm.health.get("fail", 0)}
+        c = by_variant.get(arm.variant)
+        if c:
+            row.update(compared_with=c.baseline, verdict=c.verdict, design=c.design, n_pairs=c.n_pairs,
+                       p_adjusted_holm=c.p_adjusted, mde=c.mde, seeds_needed=c.seeds_needed, reason=c.reason)
+            if c.delta is not None:
+                row.update(delta=c.delta.estimate, delta_ci_low=c.delta.low, delta_ci_high=c.delta.high,
+                           delta_ci_method=c.delta.method, hedges_g=c.hedges_g, p_better=c.p_better.estimate,
+                           p_better_ci_low=c.p_better.low, p_better_ci_high=c.p_better.high,
+                           test=c.primary.name, p=c.primary.pvalue, robustness_test=c.robustness.name,
+                           robustness_p=c.robustness.pvalue, robustness_min_p=c.robustness.min_p)
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    for column in ("n_pairs", "seeds_needed"):
+        if column in frame:
+            frame[column] = frame[column].astype("Int64")
+    return frame
+
+
+# ----------------------------------------------------------------------------- report.md
+def _comparison_md(c: verdict.Comparison, an: verdict.Analysis) -> list[str]:
+    out = [f"### {c.variant} vs {c.baseline}: {c.verdict}", "", c.reason, ""]
+    if c.delta is not None:
+        p, r = c.primary, c.robustness
+        t_ci = f"; {p.name} CI {fmt(p.ci[0])} to {fmt(p.ci[1])}" if np.isfinite(p.ci[0]) else ""
+        out += [f"- design: {c.design}" + (f" ({c.n_pairs} pairs)" if c.design == "paired" else
+                                             f" ({c.n_variant} vs {c.n_baseline} seeds)"),
+                f"- difference of means ({c.variant} - {c.baseline}): {fmt(c.delta.estimate)}, "
+                f"{an.confidence:.0%} CI {fmt(c.delta.low)} to {fmt(c.delta.high)} ({c.delta.method}, "
+                f"{c.delta.n_resamples} resamples, seed {c.delta.seed}){t_ci}",
+                f"- Hedges' g: {fmt(c.hedges_g, 3)}",
+                f"- P({c.variant} better than {c.baseline}) = U/(n_a n_b) = {c.p_better.estimate:.3f}, "
+                f"{an.confidence:.0%} CI {fmt(c.p_better.low, 3)} to {fmt(c.p_better.high, 3)} ({c.p_better.method})",
+                f"- driving test: {p.name}, statistic {fmt(p.statistic)}" + (f", df {fmt(p.df, 3)}" if np.isfinite(p.df)
+                                                                               else "") + f", p = {fmt(p.pvalue, 3)}",
+                f"- robustness check: {r.name}, p = {fmt(r.pvalue, 3)}" + (
+                    f" ({'exact' if r.exact else 'Monte Carlo'}, {r.n_resamples} arrangements; smallest reachable "
+                    f"p at this n: {fmt(r.min_p, 3)})" if r.exact is not None else ""),
+                f"- Holm-adjusted p: {fmt(c.p_adjusted, 3)} (alpha {an.alpha}, family of {len(an.comparisons)})",
+                f"- minimum detectable difference at this n (80% power): {fmt(c.mde, 3)}; seeds per arm for 80% "
+                f"power at the observed difference and spread (sd {fmt(c.spread, 3)}): {fmt(c.seeds_needed)}"]
+    out += [f"- note: {n}" for n in c.notes]
+    return out + [""]
+
+
+def _fingerprint_md(runs: pd.DataFrame) -> list[str]:
+    keys = [k for k in ("corpus_hash",) + verdict.ENV_KEYS if f"fp_{k}" in runs]
+    if not keys:
+        return ["No fingerprints yet (no run has written summary.json)."]
+    rows = []
+    for variant, g in runs.groupby("variant", sort=False):
+        cells = []
+        for k in keys:
+            counts = g[f"fp_{k}"].dropna().astype(str).value_counts()
+            cells.append(", ".join(f"{v} ({n})" for v, n in counts.items()) or "-")
+        rows.append([variant] + cells)
+    mixed = [k for k in keys if runs[f"fp_{k}"].dropna().astype(str).nunique() > 1]
+    verdict_line = (f"Differences across runs: {', '.join(mixed)}: such runs are not pooled silently; each "
+                    "comparison lists the ones that touch it." if mixed else
+                    "Every run shares corpus, library versions, device, threads and determinism settings.")
+    return [md_table(["variant"] + keys, rows), "", verdict_line]
+
+
+def _methods_md(inp: ReportInput, plots: bool) -> list[str]:
+    an = inp.analysis
+    import scipy
+
+    versions = [f"python {platform.python_version()}", f"numpy {np.__version__}", f"scipy {scipy.__version__}",
+                f"pandas {pd.__version__}"]
+    if plots:
+        import matplotlib
+
+        versions.append(f"matplotlib {matplotlib.__version__}")
+    drivers = [f"- {c.variant} vs {c.baseline}: {c.primary.name} drives the verdict ({c.design} design); "
+               f"robustness check {c.robustness.name} (smallest reachable p at this n: {fmt(c.robustness.min_p, 3)})"
+               for c in an.comparisons if c.primary is not None]
+    rule = verdict.__doc__[verdict.__doc__.index("1. Outcome"):].strip()
+    return [f"- decision metric: final `{an.metric}` of each seed (summary.json \"final\": the last evaluation, "
+            f"never the best over training), {'lower' if an.lower_is_better else 'higher'} is better",
+            f"- alpha {an.alpha} two-sided, Holm over {len(an.comparisons)} comparison(s); at least {an.min_seeds} "
+            f"usable seeds per arm", f"- bootstrap: {an.n_resamples} resamples, RNG seed {an.seed}, BCa interval "
+            "for the difference (percentile when BCa is undefined), percentile interval for P(better); every "
+            "resample drawn at once (no loop per resample)",
+            f"- permutation tests: exact enumeration up to 100,000 splits (2^16 sign patterns), else "
+            f"{an.n_resamples} Monte Carlo arrangements with p = (hits + 1) / (resamples + 1), RNG seed {an.seed}",
+            "- power: two-sided t-test (noncentral t), 80%, at alpha / m", *drivers, "",
+            "Decision rule (from sweeper/verdict.py):", "", "```", rule, "```", "",
+            "Library versions: " + ", ".join(versions) + "."]
+
+
+def markdown(inp: ReportInput, plot_paths: dict[str, Path] | None, out_dir: Path) -> str:
+    an = inp.analysis
+    per_seed_header, per_seed = per_seed_rows(inp)
+    variants = [[a.variant, a.planned, a.usable, a.failed, a.diverged, a.incomplete, fmt(a.summary["mean"]),
+                 fmt(a.summary["sd"], 3), fmt(a.summary["median"]), fmt(a.summary["iqm"]),
+                 f"{fmt(a.mean_ci.low)} to {fmt(a.mean_ci.high)}",
+                 ", ".join(f"{k} {v}" for k, v in sorted(a.health.items()))
+                 + (f" (failing: {', '.join(a.health_failed)})" if a.health_failed else "")]
+                for a in an.arms.values()]
+    md = [f"# {inp.title}", "", *[f"{h}  " for h in inp.header], "", "## Decision", "",
+          md_table(DECISION_HEADER, decision_rows(an)), ""]
+    md += [f"- **{c.variant} vs {c.baseline}: {c.verdict}**: {c.reason}" for c in an.comparisons]
+    md += ["", f"**{headline(an)}**"]
+    md += ["", "## Per-seed values", "", f"Final `{an.metric}` per seed; runs without one show their status.", "",
+           md_table(per_seed_header, per_seed), "", "## Variants", "",
+           md_table(["variant", "planned", "usable", "failed", "diverged", "not finished", "mean", "sd", "median",
+                     "IQM", f"{an.confidence:.0%} CI of mean", "health"], variants), "", "## Comparisons", ""]
+    for c in an.comparisons:
+        md += _comparison_md(c, an)
+    md += ["## Plots", ""]
+    if plot_paths:
+        md += [f"![{name}]({p.relative_to(out_dir).as_posix()})" for name, p in plot_paths.items()]
+    else:
+        md += ["Plots were not requested (--no-plots)."]
+    md += ["", "## Fingerprints", "", *_fingerprint_md(inp.runs), "", "## Methods", "", *_methods_md(inp, bool(plot_paths)),
+           "", "## Problems reading the sweep", ""]
+    md += [f"- {p}" for p in inp.problems] or ["None."]
+    return "\n".join(md) + "\n"
+
+
+# ----------------------------------------------------------------------------- entry points
+def write_report(inp: ReportInput, out_dir: str | Path, plots: bool = True) -> str:
+    """Write report.md, summary.csv (and plots/) into out_dir; return the decision table as text."""
+    out_dir = Path(out_dir)
+    plot_paths = None
+    if plots:
+        from sweeper.plots import write_plots
+
+        plot_paths = write_plots(out_dir / "plots", inp.curves, inp.analysis)
+    atomic_write_text(out_dir / "summary.csv", summary_frame(inp.analysis).to_csv(index=False))
+    atomic_write_text(out_dir / "report.md", markdown(inp, plot_paths, out_dir))
+    return decision_text(inp)
+
+
+def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3, n_resamples: int = 10_000,
+                  seed: int = 0) -> ReportInput:
+    sweep_dir = Path(sweep_dir)
+    if not sweep_dir.is_dir():
+        raise UsageError(f"sweep dir {sweep_dir} does not exist: pass the folder holding sweep.json and runs/")
+    exp = load_experiment(sweep_dir)
+    runs = load_runs(sweep_dir)
+    if runs.empty:
+        raise UsageError(f"sweep dir {sweep_dir} plans no runs (no runs in sweep.json, no runs/<variant>/seed_<k>/)")
+    curves = load_curves(sweep_dir, runs)
+    present = list(dict.fromkeys(runs["variant"]))
+    if exp.baseline not in present:
+        raise UsageError(f"experiment.baseline={exp.baseline!r} has no runs in {sweep_dir}; variants: "
+                         f"{', '.join(present)}")
+    family = [(v, exp.baseline) for v in present if v != exp.baseline]
+    an = verdict.analyze(runs, exp.metric, exp.lower_is_better, family, alpha, min_seeds, n_resamples, seed)
+    counts = runs["status"].value_counts()
+    header = [f"sweep: {sweep_dir}", f"metric: final {exp.metric} ({'lower' if exp.lower_is_better else 'higher'} "
+              f"is better); baseline: {exp.baseline}; alpha {alpha}, Holm over {len(family)} comparison(s)",
+              "runs: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + f" (of {len(runs)} planned)",
+              f"written {time.strftime('%Y-%m-%d %H:%M:%S')}"]
+    problems = exp.problems + [f"{r.run_dir}: {r.problems}" for r in runs.itertuples() if r.problems]
+    problems += curves.attrs.get("problems", [])
+    return ReportInput(f"Sweep report: {exp.name}", header, runs, curves, an, problems)
+
+
+def report_sweep(sweep_dir: str | Path, plots: bool = True, alpha: float = 0.05, min_seeds: int = 3,
+                 n_resamples: int = 10_000, seed: int = 0) -> str:
+    """Write report.md, summary.csv and plots/*.png into sweep_dir; return the decision table as plain text."""
+    inp = analyze_sweep(sweep_dir, alpha, min_seeds, n_resamples, seed)
+    return write_report(inp, sweep_dir, plots)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m sweeper.report", description=__doc__.split("\n\n")[0])
+    p.add_argument("sweep_dir", help="sweep directory (holds sweep.json and runs/)")
+    p.add_argument("--against", metavar="OLD_SWEEP", help="compare every variant with the same variant of OLD_SWEEP")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots (faster)")
+    p.add_argument("--alpha", type=float, default=0.05, help="family-wise error rate (default 0.05)")
+    p.add_argument("--min-seeds", type=int, default=3, help="usable seeds per arm below which: insufficient")
+    p.add_argument("--resamples", type=int, default=10_000, help="bootstrap / Monte Carlo resamples (default 10000)")
+    p.add_argument("--seed", type=int, default=0, help="RNG seed of every resampling step (default 0)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if not 0 < args.alpha < 1:
+            raise UsageError(f"--alpha {args.alpha}: accepted values are between 0 and 1, e.g. 0.05")
+        if args.min_seeds < 2:
+            raise UsageError(f"--min-seeds {args.min_seeds}: a t-test needs at least 2 seeds per arm")
+        if args.resamples < 100:
+            raise UsageError(f"--resamples {args.resamples}: use at least 100 (10000 is the default)")
+        options = dict(alpha=args.alpha, min_seeds=args.min_seeds, n_resamples=args.resamples, seed=args.seed)
+        if args.against:
+            from sweeper.compare import compare_sweeps
+
+            text = compare_sweeps(args.sweep_dir, args.against, plots=not args.no_plots, **options)
+        else:
+            text = report_sweep(args.sweep_dir, plots=not args.no_plots, **options)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

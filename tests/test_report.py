@@ -1,0 +1,205 @@
+"""Verdicts, report.md, summary.csv and plots on sweep dirs written to disk; the `python -m sweeper.report` CLI.
+
+    python -m pytest -q tests/test_report.py
+"""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from conftest import run_sweeper
+from sweeper.report import SECTIONS, analyze_sweep, report_sweep
+from synthetic_sweep import write_sweep
+
+ROPE = {"rope": [3.00, 3.02, 2.99, 3.01], "nope": [3.45, 3.48, 3.44, 3.47], "frozen": [3.40, 3.43, 3.39, 3.44]}
+FAST = dict(n_resamples=2000)
+
+
+def _by_variant(analysis):
+    return {c.variant: c for c in analysis.comparisons}
+
+
+def test_four_seed_rope_sweep_reaches_a_decision(tmp_path):
+    root = write_sweep(tmp_path / "s", ROPE, baseline="rope")
+    text = report_sweep(root, plots=True, **FAST)
+    an = analyze_sweep(root, **FAST).analysis
+    comps = _by_variant(an)
+    for variant in ("nope", "frozen"):
+        c = comps[variant]
+        assert c.verdict == "worse" and c.design == "paired" and c.primary.name == "paired t-test"
+        ref = sps.ttest_rel(ROPE[variant], ROPE["rope"]).pvalue
+        assert c.primary.pvalue == pytest.approx(ref, rel=1e-9)
+        assert c.p_adjusted < 0.05 and c.p_better.estimate == 0.0
+        assert c.delta.low > 0                             # the whole CI says: higher loss than rope
+        assert c.robustness.min_p == pytest.approx(2 / 16) # 4 pairs: the sign-flip test can never decide
+    raw = [comps["nope"].primary.pvalue, comps["frozen"].primary.pvalue]
+    assert sorted([comps["nope"].p_adjusted, comps["frozen"].p_adjusted]) == pytest.approx(
+        sorted([min(raw) * 2, max(max(raw), min(raw) * 2)]))
+    assert "rope beats nope, frozen" in text
+    md = (root / "report.md").read_text()
+    positions = [md.index(f"## {s}") for s in SECTIONS]
+    assert positions == sorted(positions)                  # decision table first, then per-seed values, ...
+    assert "paired t-test drives the verdict" in md and "scipy" in md and "10000" not in md.split("## Methods")[0]
+    for png in ("val_loss", "final_metric", "grad_norm"):
+        data = (root / "plots" / f"{png}.png").read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+        assert f"plots/{png}.png" in md
+    csv = pd.read_csv(root / "summary.csv")
+    assert list(csv["variant"]) == ["rope", "nope", "frozen"]
+    assert list(csv["verdict"].fillna("")) == ["", "worse", "worse"]
+    assert csv.loc[1, "delta"] == pytest.approx(np.mean(ROPE["nope"]) - np.mean(ROPE["rope"]))
+
+
+def test_independent_runs_use_welch_and_state_the_permutation_floor(tmp_path):
+    root = write_sweep(tmp_path / "s", ROPE, baseline="rope", paired=False)
+    inp = analyze_sweep(root, **FAST)
+    c = _by_variant(inp.analysis)["nope"]
+    assert c.design == "independent" and c.primary.name == "Welch t-test"
+    assert c.primary.pvalue == pytest.approx(sps.ttest_ind(ROPE["nope"], ROPE["rope"], equal_var=False).pvalue)
+    assert c.robustness.pvalue == pytest.approx(2 / 70) == c.robustness.min_p
+    assert any("smallest p it can reach" in n and "0.0571" in n for n in c.notes)
+    assert c.verdict == "worse"
+
+
+def test_identical_arms_are_inconclusive_with_p_half(tmp_path):
+    root = write_sweep(tmp_path / "s", {"a": [3.0, 3.1, 3.2, 3.3], "b": [3.0, 3.1, 3.2, 3.3]}, paired=False)
+    c = analyze_sweep(root, **FAST).analysis.comparisons[0]
+    assert c.verdict == "inconclusive" and c.p_better.estimate == 0.5 and c.delta.estimate == 0
+    assert c.primary.pvalue == pytest.approx(1.0)
+    assert c.seeds_needed is None and "no finite number of seeds" in c.reason
+    assert c.mde > 0 and "detected with 80% power" in c.reason
+
+
+def test_fully_separated_three_seeds_state_the_smallest_reachable_p(tmp_path):
+    root = write_sweep(tmp_path / "s", {"a": [3.0, 3.1, 3.2], "b": [3.5, 3.6, 3.7]}, paired=False)
+    report_sweep(root, plots=False, **FAST)
+    c = analyze_sweep(root, **FAST).analysis.comparisons[0]
+    assert c.robustness.pvalue == pytest.approx(0.1) and c.robustness.min_p == pytest.approx(0.1)
+    assert any("cannot go below p=0.1" in n for n in c.notes)
+    assert c.verdict == "worse"                            # Welch p = 0.0036 drives
+    assert "smallest reachable p at this n: 0.1" in (root / "report.md").read_text()
+
+
+def test_zero_variance_falls_back_to_the_exact_permutation_test(tmp_path):
+    values = {"a": [3.0] * 4, "b": [3.5] * 4}
+    independent = analyze_sweep(write_sweep(tmp_path / "i", values, paired=False), **FAST).analysis.comparisons[0]
+    assert independent.primary.name == "exact permutation test"
+    assert independent.primary.pvalue == pytest.approx(2 / 70) and independent.verdict == "worse"
+    assert any("zero variance" in n for n in independent.notes)
+    paired = analyze_sweep(write_sweep(tmp_path / "p", values), **FAST).analysis.comparisons[0]
+    assert paired.primary.name == "exact sign-flip test" and paired.primary.pvalue == pytest.approx(0.125)
+    assert paired.verdict == "inconclusive" and "6 seeds per arm could decide" in paired.reason   # 2/2^6 < 0.05
+
+
+def test_one_usable_seed_is_insufficient(tmp_path):
+    root = write_sweep(tmp_path / "s", {"a": [3.0, 3.1, 3.2], "b": [3.5, 3.6, 3.7]},
+                       status={("b", 1): "missing", ("b", 2): "failed"})
+    report_sweep(root, plots=False, **FAST)
+    c = analyze_sweep(root, **FAST).analysis.comparisons[0]
+    assert c.verdict == "insufficient" and c.primary is None
+    assert c.reason == "b: 1 of 3 seeds usable, 1 failed, 1 not finished, need 3"
+    assert "insufficient" in (root / "report.md").read_text()
+
+
+def test_nan_and_diverged_seeds_count_against_the_variant(tmp_path):
+    root = write_sweep(tmp_path / "s", {"base": [3.0, 3.1, 3.2, 3.05, 3.15],
+                                        "var": [2.5, float("nan"), None, 2.6, 2.55]})
+    inp = analyze_sweep(root, **FAST)
+    arm = inp.analysis.arms["var"]
+    assert (arm.usable, arm.diverged, arm.failed) == (3, 2, 0)
+    c = inp.analysis.comparisons[0]
+    assert c.verdict == "inconclusive" and "biased sample" in c.reason   # lower loss, but on survivors only
+    report_sweep(root, plots=False, **FAST)
+    md = (root / "report.md").read_text()
+    assert "finished, no finite metric" in md and "diverged @ step" in md
+
+
+def test_failures_in_the_baseline_do_not_block_a_better_variant(tmp_path):
+    root = write_sweep(tmp_path / "s", {"base": [3.0, 3.1, None, 3.05], "var": [2.5, 2.6, 2.55, 2.52]})
+    c = analyze_sweep(root, **FAST).analysis.comparisons[0]
+    assert c.verdict == "better" and c.n_pairs == 3
+    assert any("left out of the paired analysis" in n for n in c.notes)
+
+
+def test_fingerprint_differences_are_reported_and_a_different_corpus_blocks_the_verdict(tmp_path):
+    torch_differs = {("var", s): {"torch_version": "2.12.0"} for s in range(4)}
+    root = write_sweep(tmp_path / "t", {"base": [3.0, 3.1, 3.2, 3.05], "var": [2.5, 2.62, 2.68, 2.58]},
+                       fingerprint=torch_differs)
+    c = analyze_sweep(root, **FAST).analysis.comparisons[0]
+    assert c.verdict == "better" and any("torch_version differs" in n for n in c.notes)
+    corpus = {("var", s): {"corpus_hash": "other"} for s in range(4)}
+    root = write_sweep(tmp_path / "c", {"base": [3.0, 3.1, 3.2, 3.05], "var": [2.5, 2.62, 2.68, 2.58]},
+                       fingerprint=corpus)
+    c = analyze_sweep(root, **FAST).analysis.comparisons[0]
+    assert c.verdict == "inconclusive" and "different corpora" in c.reason
+    report_sweep(root, plots=False, **FAST)
+    assert "Differences across runs: corpus_hash" in (root / "report.md").read_text()
+
+
+def test_different_data_order_means_independent(tmp_path):
+    other_order = {("var", 2): {"data_order_hash": "shuffled"}}
+    root = write_sweep(tmp_path / "s", {"base": [3.0, 3.1, 3.2], "var": [2.5, 2.6, 2.7]}, fingerprint=other_order)
+    c = analyze_sweep(root, **FAST).analysis.comparisons[0]
+    assert c.design == "independent" and "data_order_hash" in c.notes[0]
+
+
+def test_interrupted_partial_sweep_reports_what_it_has(tmp_path):
+    root = write_sweep(tmp_path / "s", ROPE, status={("nope", 3): "interrupted", ("frozen", 2): "running",
+                                                     ("frozen", 3): "missing"})
+    text = report_sweep(root, plots=True, **FAST)
+    assert "interrupted @ step" in (root / "report.md").read_text()
+    comps = _by_variant(analyze_sweep(root, **FAST).analysis)
+    assert comps["nope"].verdict == "worse" and comps["nope"].n_pairs == 3
+    assert comps["frozen"].verdict == "insufficient" and "2 not finished" in comps["frozen"].reason
+    assert "no decision vs frozen" in text
+    assert all((root / "plots" / f).exists() for f in ("val_loss.png", "final_metric.png", "grad_norm.png"))
+
+
+def test_cli_writes_report_and_rejects_bad_input_with_exit_2(tmp_path):
+    root = write_sweep(tmp_path / "s", ROPE)
+    proc = run_sweeper(str(root), "--no-plots", "--resamples", "500", module="sweeper.report")
+    assert proc.returncode == 0, proc.stderr
+    assert "verdict" in proc.stdout and "rope beats nope, frozen" in proc.stdout
+    assert (root / "report.md").exists() and not (root / "plots").exists()
+    for args, key in [([str(tmp_path / "absent")], "does not exist"), ([str(root), "--alpha", "1.5"], "--alpha"),
+                      ([str(root), "--min-seeds", "1"], "--min-seeds")]:
+        bad = run_sweeper(*args, module="sweeper.report")
+        assert bad.returncode == 2 and key in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_compare_two_sweeps_variant_by_variant(tmp_path):
+    old = write_sweep(tmp_path / "old", ROPE)
+    new = write_sweep(tmp_path / "new", {"rope": [2.80, 2.83, 2.78, 2.82], "nope": ROPE["nope"],
+                                         "extra": [1.0, 1.0, 1.0, 1.0]})
+    proc = run_sweeper(str(new), "--against", str(old), "--resamples", "500", module="sweeper.report")
+    assert proc.returncode == 0, proc.stderr
+    out_dir = new / "compare_vs_old"
+    md = (out_dir / "report.md").read_text()
+    assert "rope@new vs rope@old: better" in md and "nope@new vs nope@old: inconclusive" in md
+    assert "variants in only one sweep (not compared): extra, frozen" in md
+    assert (out_dir / "plots" / "final_metric.png").exists()
+    csv = pd.read_csv(out_dir / "summary.csv")
+    assert set(csv["variant"]) == {"rope@old", "rope@new", "nope@old", "nope@new"}
+    nope = csv.set_index("variant").loc["nope@new"]
+    assert nope["delta"] == pytest.approx(0.0, abs=1e-12) and math.isclose(nope["p_better"], 0.5)
+
+
+@pytest.mark.slow
+def test_real_mini_sweep_through_the_cli_has_every_section_and_plot(tmp_path):
+    from conftest import TINY
+
+    sweep_dir = tmp_path / "sweep"
+    proc = run_sweeper("+experiment=rope", "seeds=0-1", *TINY, f"sweeper.dir={sweep_dir}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "verdict" in proc.stdout and "rope_frozen_qk" in proc.stdout
+    md = (sweep_dir / "report.md").read_text()
+    for section in SECTIONS:
+        assert f"## {section}" in md, section
+    for png in ("val_loss", "final_metric", "grad_norm"):
+        assert (sweep_dir / "plots" / f"{png}.png").read_bytes()[:4] == b"\x89PNG"
+    csv = pd.read_csv(sweep_dir / "summary.csv")
+    assert set(csv["variant"]) == {"rope", "nope", "rope_frozen_qk"}
+    assert (csv["usable"] == 2).all()
+    assert set(csv["verdict"].dropna()) == {"insufficient"}     # 2 seeds < min_seeds 3: no guess

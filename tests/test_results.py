@@ -1,0 +1,97 @@
+"""The loader on real sweep dirs written to disk: every planned run is a row, broken files never crash it.
+
+    python -m pytest -q tests/test_results.py
+"""
+import json
+
+import numpy as np
+import pytest
+
+from sweeper.results import load_curves, load_experiment, load_runs
+from synthetic_sweep import write_sweep
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    return write_sweep(tmp_path / "s", {"rope": [3.0, 3.1, 3.2], "nope": [3.5, None, 3.6],
+                                        "frozen": [3.3, 3.4, float("nan")]},
+                       status={("frozen", 1): "missing", ("nope", 2): "interrupted", ("rope", 2): "failed"},
+                       health={("frozen", 0): "fail"}, curve_points=10, eval_every=5)
+
+
+def test_one_row_per_planned_run_with_status_metrics_health_and_fingerprint(sweep):
+    runs = load_runs(sweep)
+    assert len(runs) == 9
+    assert list(runs["variant"].unique()) == ["rope", "nope", "frozen"]         # manifest order
+    by = runs.set_index(["variant", "seed"])
+    assert by.loc[("rope", 0), "status"] == "finished" and by.loc[("rope", 0), "final_val_loss"] == 3.0
+    assert by.loc[("rope", 2), "status"] == "failed" and np.isnan(by.loc[("rope", 2), "final_val_loss"])
+    assert by.loc[("nope", 1), "status"] == "diverged"
+    assert by.loc[("nope", 2), "status"] == "interrupted"
+    assert by.loc[("frozen", 1), "status"] == "missing"                         # planned, never started
+    assert by.loc[("frozen", 2), "status"] == "finished" and np.isnan(by.loc[("frozen", 2), "final_val_loss"])
+    assert by.loc[("frozen", 0), "health"] == "fail" and by.loc[("frozen", 0), "health_failed"] == "qk_grad_nonzero"
+    assert by.loc[("rope", 1), "fp_data_order_hash"] == "order-1"
+    assert by.loc[("rope", 1), "fp_corpus_hash"] == "c0ffee"
+    assert by.loc[("rope", 1), "run_id"] == "rope-s1" and by.loc[("rope", 1), "steps"] == 100
+    assert (runs["problems"] == "").all()
+
+
+def test_experiment_from_manifest(sweep):
+    exp = load_experiment(sweep)
+    assert (exp.name, exp.baseline, exp.metric, exp.lower_is_better) == ("synthetic", "rope", "val_loss", True)
+    assert exp.variants == ["rope", "nope", "frozen"] and exp.problems == []
+
+
+def test_curves_long_table_matches_the_written_lines(sweep):
+    curves = load_curves(sweep)
+    assert list(curves.columns) == ["run_id", "variant", "seed", "step", "metric", "value"]
+    written = [json.loads(line) for line in (sweep / "runs/rope/seed_0/metrics.jsonl").read_text().splitlines()]
+    mine = curves[curves["run_id"] == "rope-s0"]
+    for metric in ("train_loss", "grad_norm", "val_loss", "lr"):
+        expected = [(r["step"], r[metric]) for r in written if metric in r]
+        got = mine[mine["metric"] == metric][["step", "value"]].itertuples(index=False, name=None)
+        assert list(got) == expected
+    assert set(curves[curves["metric"] == "val_loss"]["step"]) == {50, 100}     # eval steps only
+    assert "frozen-s1" not in set(curves["run_id"])                            # missing run: no curve
+
+
+def test_truncated_last_line_and_corrupt_files_do_not_crash(sweep):
+    path = sweep / "runs/rope/seed_0/metrics.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines) + '\n{"step": 110, "train_lo')             # writer killed mid-line
+    (sweep / "runs/rope/seed_1/summary.json").write_text('{"run_id": "rope-s1", "final": {"val_l')
+    (sweep / "runs/nope/seed_0/status.json").write_text("not json at all")
+    (sweep / "runs/nope/seed_0/health.json").write_bytes(b"\x00\xff")
+    curves = load_curves(sweep)
+    assert curves[curves["run_id"] == "rope-s0"]["step"].max() == 100           # the 10 good lines survive
+    assert any("1 truncated or corrupt line" in p for p in curves.attrs["problems"])
+    runs = load_runs(sweep).set_index(["variant", "seed"])
+    assert "summary.json unreadable" in runs.loc[("rope", 1), "problems"]
+    assert runs.loc[("rope", 1), "status"] == "finished" and np.isnan(runs.loc[("rope", 1), "final_val_loss"])
+    assert runs.loc[("nope", 0), "status"] == "finished"                         # from summary.json
+    assert "status.json unreadable" in runs.loc[("nope", 0), "problems"]
+    assert "health.json unreadable" in runs.loc[("nope", 0), "problems"]
+
+
+def test_without_manifest_runs_are_discovered_and_defaults_are_explained(tmp_path):
+    root = write_sweep(tmp_path / "s", {"a": [1.0, 2.0], "b": [1.5, 2.5]}, write_manifest=False)
+    runs = load_runs(root)
+    assert sorted(zip(runs["variant"], runs["seed"])) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+    assert set(runs["status"]) == {"finished"}
+    exp = load_experiment(root)
+    assert exp.metric == "val_loss" and exp.lower_is_better and exp.baseline == "a"
+    assert any("sweep.json missing" in p for p in exp.problems)
+
+
+def test_partial_sweep_with_pending_and_running_runs(tmp_path):
+    root = write_sweep(tmp_path / "s", {"a": [1.0, 2.0, 3.0]}, status={("a", 1): "running", ("a", 2): "pending"})
+    runs = load_runs(root)
+    assert list(runs["status"]) == ["finished", "running", "pending"]
+    curves = load_curves(root, runs)
+    assert curves[curves["seed"] == 1]["step"].max() == 100                      # half the curve so far
+
+
+def test_missing_sweep_dir_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_runs(tmp_path / "nope")
