@@ -8,7 +8,7 @@
 
 Bad input (unknown experiment or key, malformed override, bad seeds, bad values) is one line on stderr and
 exit status 2, before any directory is created or any run started. Exit status: 0 when every run finished
-(or diverged: an outcome, flagged in the report), 1 when a run failed, 130 after Ctrl-C.
+(or diverged: an outcome, flagged in the report), 1 when a run failed or was left unfinished, 130 after Ctrl-C.
 """
 from __future__ import annotations
 
@@ -63,7 +63,13 @@ def main(argv: list[str] | None = None) -> int:
         print(format_plan(plan))
         print("dry run: nothing launched")
         return 0
+    return execute(plan, backend, launcher_cfg, argv)
+
+
+def execute(plan, backend, launcher_cfg, argv: list[str]) -> int:
+    """Lock the sweep dir, write the plan, launch, report; the exit status (also `python -m sweeper.resume`)."""
     from sweeper.lock import SweepLocked, sweep_lock
+    from sweeper.plan import write_plan
     from sweeper.progress import Progress
 
     try:
@@ -89,4 +95,4 @@ def main(argv: list[str] | None = None) -> int:
 
         print(report_sweep(plan.sweep_dir, plots=True))
     print(f"sweep dir: {plan.sweep_dir}")
-    return 1 if any(s == "failed" for s in statuses.values()) else 0
+    return 1 if any(s not in ("finished", "diverged") for s in statuses.values()) else 0
