@@ -5,6 +5,7 @@
 #   bash tests/slurm/cluster.sh status   # daemons, node state; exit 0 only when the cluster is usable
 #   bash tests/slurm/cluster.sh down     # cancel all jobs, stop the daemons (by their own pid files)
 #
+# Partitions debug (default) and gpu; account "sweeper" and QOS normal/high for root, associations enforced.
 # Daemons: munged, a private MariaDB, slurmdbd (accounting, so sacct and job states are real), slurmctld,
 # slurmd. The node advertises fake GPUs (gres gpu:4, character-device symlinks to /dev/null) so Slurm sets
 # CUDA_VISIBLE_DEVICES per job. All config, state, logs and pid files live under one folder,
@@ -21,6 +22,8 @@ NGPUS=${SWEEPER_SLURM_GPUS:-4}
 CPUS=${SWEEPER_SLURM_CPUS:-$(( $(nproc) > 8 ? $(nproc) : 8 ))}
 CLUSTER=sweeper
 PARTITION=debug
+ACCOUNT=sweeper     # the default account of root (associations enforced)
+QOS=high            # a second QOS besides "normal", allowed for root
 NODE=$(hostname -s)
 CONF=$ROOT/etc/slurm.conf
 SYSTEM_CONF=/etc/slurm/slurm.conf
@@ -137,10 +140,12 @@ AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
 AccountingStoragePort=6819
 AccountingStorageTRES=gres/gpu
+AccountingStorageEnforce=associations,limits,qos
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 NodeName=$NODE CPUs=$CPUS RealMemory=$mem_mb Gres=gpu:$NGPUS State=UNKNOWN
 PartitionName=$PARTITION Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
+PartitionName=gpu Nodes=$NODE MaxTime=INFINITE State=UP
 EOF
   mv "$CONF.tmp" "$CONF"
   cat >"$ROOT/etc/gres.conf" <<EOF
@@ -238,6 +243,25 @@ start_slurmdbd() {
     sacctmgr -i add cluster "$CLUSTER" >/dev/null || die "sacctmgr add cluster $CLUSTER failed"
     say "  registered cluster $CLUSTER in accounting"
   fi
+  # associations are enforced (as on real clusters): account $ACCOUNT and QOS normal + $QOS for root
+  if ! sacctmgr -n -P list qos format=name | grep -qx "$QOS"; then
+    sacctmgr -i add qos "$QOS" >/dev/null || die "sacctmgr add qos $QOS failed"
+  fi
+  if ! sacctmgr -n -P list account format=account | grep -qx "$ACCOUNT"; then
+    sacctmgr -i add account "$ACCOUNT" Cluster="$CLUSTER" Description=tests Organization=tests >/dev/null \
+      || die "sacctmgr add account $ACCOUNT failed"
+  fi
+  if [[ -z $(sacctmgr -n -P list assoc where user=root account="$ACCOUNT" format=user) ]]; then
+    sacctmgr -i add user root Account="$ACCOUNT" >/dev/null || die "sacctmgr add user root to $ACCOUNT failed"
+  fi
+  if [[ $(sacctmgr -n -P list user root format=defaultaccount) != "$ACCOUNT" ]]; then
+    sacctmgr -i modify user root set DefaultAccount="$ACCOUNT" >/dev/null || die "sacctmgr: default account failed"
+  fi
+  if [[ $(sacctmgr -n -P list assoc where user=root account="$ACCOUNT" format=qos) != *"$QOS"* ]]; then
+    sacctmgr -i modify user root where account="$ACCOUNT" set QOS=normal,"$QOS" DefaultQOS=normal >/dev/null \
+      || die "sacctmgr modify user root (QOS) failed"
+    say "  accounting: user root, account $ACCOUNT, QOS normal,$QOS"
+  fi
 }
 
 start_slurmctld() {
@@ -276,7 +300,7 @@ up() {
     tail -n 20 "$ROOT/log/slurmd.out" "$ROOT/log/slurmd.log" >&2
     die "node $NODE is '$(node_state)', not idle (logs in $ROOT/log)"
   fi
-  say "cluster up in $(elapsed) s: node state $(node_state), partition $PARTITION, node $NODE, CPUs=$CPUS, gres gpu:$NGPUS, root $ROOT"
+  say "cluster up in $(elapsed) s: node state $(node_state), partitions $PARTITION (default) and gpu, account $ACCOUNT, QOS normal/$QOS, node $NODE, CPUs=$CPUS, gres gpu:$NGPUS, root $ROOT"
 }
 
 stop_daemon() {

@@ -1,0 +1,357 @@
+"""The Slurm backend: the planned runs as one submitit job array, one task per run, requeued on preemption.
+
+    python -m sweeper +experiment=rope seeds=0-3 launcher=slurm launcher.partition=gpu launcher.timeout_min=240
+    python -m sweeper +experiment=rope seeds=0-3 launcher=slurm launcher.wait=false   # submit and exit
+    python -m sweeper.slurm status SWEEP_DIR     # job state per run (and fix statuses of jobs that died)
+    python -m sweeper.slurm cancel SWEEP_DIR     # scancel every job of the sweep (runs checkpoint first)
+
+Resources use the key names of hydra-submitit-launcher (partition, account, qos, timeout_min, mem_gb,
+cpus_per_task, gpus_per_node, gres, additional_parameters, array_parallelism, signal_delay_s, setup, ...);
+`job_name` is its `name` (here `name` selects the backend). Each task runs sweeper.slurm_task.RunTask.
+Job ids are recorded in SWEEP_DIR/slurm.json, so a later launch (the same command, or sweeper.resume) adopts
+runs whose jobs are still queued or running instead of submitting them twice, and skips finished runs.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from sweeper.errors import UsageError
+from train.atomic import atomic_write_json, read_json
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+RECORD = "slurm.json"
+TERMINAL = ("finished", "failed", "diverged", "interrupted")
+# Slurm job states after which a job will not run again (everything else: still queued, running or requeued)
+ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
+         "BOOT_FAIL", "DEADLINE", "UNKNOWN")
+RESUMABLE = ("CANCELLED", "PREEMPTED", "NODE_FAIL", "TIMEOUT")   # the run ends "interrupted", not "failed"
+
+
+@dataclass(frozen=True)
+class SlurmConfig:
+    name: str = "slurm"
+    wait: bool = True                      # false: submit, record job ids in SWEEP_DIR/slurm.json, exit
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    timeout_min: int = 60
+    cpus_per_task: int | None = 4          # the run's OMP/MKL threads
+    gpus_per_node: int | None = 1          # GPUs per run (0 or null: none; or use gres)
+    gres: str | None = None                # e.g. "gpu:a100:1", instead of gpus_per_node
+    mem_gb: float | None = None
+    cpus_per_gpu: int | None = None
+    gpus_per_task: int | None = None
+    mem_per_gpu: str | None = None
+    mem_per_cpu: str | None = None
+    constraint: str | None = None
+    exclude: str | None = None
+    comment: str | None = None
+    job_name: str | None = None            # default sweeper-<experiment>
+    array_parallelism: int = 256           # tasks of the array running at once
+    signal_delay_s: int = 120              # USR2 this long before the time limit: checkpoint and requeue
+    max_num_timeout: int = 3               # requeues after hitting the time limit (preemptions are not counted)
+    additional_parameters: dict = field(default_factory=dict)   # any other sbatch option: {"mail-type": "END"}
+    setup: list | None = None              # shell lines run in the sbatch script before the task
+    stderr_to_stdout: bool = False
+    submitit_folder: str | None = None     # default SWEEP_DIR/.submitit/%j
+    stop_grace_s: float = 60.0             # time a run gets to checkpoint after a stop signal
+    poll_s: float = 5.0                    # seconds between state polls while waiting
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SlurmConfig":
+        known = [f.name for f in fields(cls)]
+        extra = sorted(set(d) - set(known))
+        if extra:
+            raise UsageError(f"unknown config key launcher.{extra[0]}; keys of launcher (slurm) are "
+                             f"{', '.join(sorted(known))}")
+        d = dict(d)
+        if d.get("additional_parameters") is None:
+            d["additional_parameters"] = {}
+        cfg = cls(**d)
+        _check(cfg)
+        return cfg
+
+    @property
+    def use_gpus(self) -> bool:
+        return bool(self.gpus_per_node or self.gpus_per_task or (self.gres and "gpu" in self.gres))
+
+
+def _check(cfg: SlurmConfig) -> None:
+    def positive(key: str, allow_none: bool = True, allow_zero: bool = False) -> None:
+        v = getattr(cfg, key)
+        if v is None and allow_none:
+            return
+        if isinstance(v, bool) or not isinstance(v, int) or v < (0 if allow_zero else 1):
+            raise UsageError(f"launcher.{key}={v!r}: must be a {'non-negative' if allow_zero else 'positive'} "
+                             f"integer{' or null' if allow_none else ''}")
+
+    for key in ("cpus_per_task", "cpus_per_gpu", "gpus_per_task"):
+        positive(key)
+    positive("gpus_per_node", allow_zero=True)
+    positive("max_num_timeout", allow_none=False, allow_zero=True)
+    positive("timeout_min", allow_none=False)
+    positive("array_parallelism", allow_none=False)
+    positive("signal_delay_s", allow_none=False)
+    for key in ("wait", "stderr_to_stdout"):
+        if not isinstance(getattr(cfg, key), bool):
+            raise UsageError(f"launcher.{key}={getattr(cfg, key)!r}: accepted values are true, false")
+    if cfg.mem_gb is not None and (isinstance(cfg.mem_gb, bool) or not isinstance(cfg.mem_gb, (int, float))
+                                   or cfg.mem_gb <= 0):
+        raise UsageError(f"launcher.mem_gb={cfg.mem_gb!r}: must be a positive number of GB or null")
+    if not isinstance(cfg.additional_parameters, dict):
+        raise UsageError(f"launcher.additional_parameters={cfg.additional_parameters!r}: must be a mapping of "
+                         f"sbatch option -> value, e.g. {{mail-type: END}}")
+    if cfg.setup is not None and not (isinstance(cfg.setup, list) and all(isinstance(s, str) for s in cfg.setup)):
+        raise UsageError(f"launcher.setup={cfg.setup!r}: must be a list of shell lines")
+    if cfg.signal_delay_s >= cfg.timeout_min * 60:
+        raise UsageError(f"launcher.signal_delay_s={cfg.signal_delay_s} must be shorter than "
+                         f"launcher.timeout_min={cfg.timeout_min} minutes")
+    for key in ("stop_grace_s", "poll_s"):
+        v = getattr(cfg, key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            raise UsageError(f"launcher.{key}={v!r}: must be a positive number of seconds")
+
+
+def sbatch_options(cfg: SlurmConfig) -> dict:
+    """The sbatch options of every task (what `sbatch --test-only` checks before anything is written)."""
+    opts = {"partition": cfg.partition, "account": cfg.account, "qos": cfg.qos, "time": cfg.timeout_min,
+            "cpus-per-task": cfg.cpus_per_task, "gpus-per-node": cfg.gpus_per_node or None, "gres": cfg.gres,
+            "mem": f"{int(cfg.mem_gb * 1024)}M" if cfg.mem_gb else None, "cpus-per-gpu": cfg.cpus_per_gpu,
+            "gpus-per-task": cfg.gpus_per_task, "mem-per-gpu": cfg.mem_per_gpu, "mem-per-cpu": cfg.mem_per_cpu,
+            "constraint": cfg.constraint, "exclude": cfg.exclude}
+    opts.update({str(k).replace("_", "-"): v for k, v in cfg.additional_parameters.items()})
+    return {k: v for k, v in opts.items() if v is not None}
+
+
+def parse_launcher_config(launcher: dict) -> SlurmConfig:
+    """Validate launcher=slurm before anything is written: keys, values, and the options against the cluster."""
+    cfg = SlurmConfig.from_dict(dict(launcher))
+    missing = [tool for tool in ("sbatch", "squeue", "srun") if shutil.which(tool) is None]
+    if missing:
+        raise UsageError(f"launcher=slurm: {', '.join(missing)} not found on PATH; run on a Slurm login node "
+                         f"or use launcher=local")
+    flags = [f"--{k}" if v is True else f"--{k}={v}" for k, v in sbatch_options(cfg).items()]
+    test = subprocess.run(["sbatch", "--test-only", *flags, "--wrap=true"], capture_output=True, text=True,
+                          timeout=60)
+    if test.returncode != 0:
+        why = " ".join(line.removeprefix("sbatch: error: ").strip() for line in test.stderr.splitlines()
+                       if line.strip()) or f"exit status {test.returncode}"
+        raise UsageError(f"launcher=slurm: Slurm refuses these job options ({' '.join(flags)}): {why}")
+    return cfg
+
+
+def make_executor(cfg: SlurmConfig, folder: Path, job_name: str):
+    """A submitit executor for the array, set up the way hydra-submitit-launcher sets up its own."""
+    import submitit
+
+    executor = submitit.AutoExecutor(folder=folder, cluster="slurm", slurm_max_num_timeout=cfg.max_num_timeout)
+    setup = [f"export PYTHONPATH={PROJECT_ROOT}${{PYTHONPATH:+:$PYTHONPATH}}", *(cfg.setup or [])]
+    params = {"timeout_min": cfg.timeout_min, "cpus_per_task": cfg.cpus_per_task,
+              "gpus_per_node": cfg.gpus_per_node or None, "mem_gb": cfg.mem_gb, "name": job_name,
+              "stderr_to_stdout": cfg.stderr_to_stdout, "slurm_array_parallelism": cfg.array_parallelism,
+              "slurm_signal_delay_s": cfg.signal_delay_s, "slurm_setup": setup,
+              "slurm_additional_parameters": dict(cfg.additional_parameters)}
+    for key in ("partition", "account", "qos", "gres", "cpus_per_gpu", "gpus_per_task", "mem_per_gpu",
+                "mem_per_cpu", "constraint", "exclude", "comment"):
+        params[f"slurm_{key}"] = getattr(cfg, key)
+    executor.update_parameters(**{k: v for k, v in params.items() if v is not None})
+    return executor
+
+
+# -- job records and states ---------------------------------------------------------------------------------
+
+def read_record(sweep_dir: Path) -> dict:
+    return read_json(Path(sweep_dir) / RECORD, {}) or {}
+
+
+def _write_record(sweep_dir: Path, runs: list, jobs: list, cfg: SlurmConfig, folder: Path) -> None:
+    record = read_record(sweep_dir)
+    now = time.time()
+    record.setdefault("jobs", {}).update(
+        {run.run_id: {"job_id": job.job_id, "run_dir": str(run.run_dir.relative_to(sweep_dir)), "submitted": now}
+         for run, job in zip(runs, jobs)})
+    record.setdefault("arrays", []).append(
+        {"array_job_id": jobs[0].job_id.split("_")[0], "runs": len(jobs), "submitted": now,
+         "submitit_folder": str(folder), "launcher": asdict(cfg)})
+    atomic_write_json(Path(sweep_dir) / RECORD, record)
+
+
+def job_states(job_ids: set[str]) -> dict[str, str]:
+    """Slurm state of each job id ("12_3" or "12"): squeue (controller memory, no lag), else sacct."""
+    if not job_ids:
+        return {}
+    arrays = sorted({j.split("_")[0] for j in job_ids})
+    out = subprocess.run(["squeue", "-h", "-r", "-t", "all", "-j", ",".join(arrays), "-o", "%i|%T"],
+                         capture_output=True, text=True, timeout=60).stdout
+    states = {}
+    for line in out.splitlines():
+        jid, _, state = line.strip().partition("|")
+        states[jid] = state
+    missing = job_ids - set(states)
+    if missing:   # gone from the controller (MinJobAge): ask accounting
+        cmd = ["sacct", "-X", "-n", "-P", "-o", "JobID,State"]
+        for a in sorted({j.split("_")[0] for j in missing}):
+            cmd += ["-j", a]
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        for line in out.splitlines():
+            jid, _, state = line.strip().partition("|")
+            if jid in missing:
+                states[jid] = state.split()[0] if state else "UNKNOWN"   # "CANCELLED by 0" -> "CANCELLED"
+    return {j: states.get(j, "UNKNOWN") for j in job_ids}
+
+
+def settle(run_dir: Path, job_id: str, state: str) -> dict:
+    """The final status of a run whose job ended: its own, or one written here when the task could not."""
+    status = read_json(run_dir / "status.json", {}) or {}
+    if status.get("status") in TERMINAL:
+        return status
+    kind = "interrupted" if state in RESUMABLE else "failed"
+    status.update(status=kind, ended=time.time(),
+                  error=f"Slurm job {job_id} ended {state} before the run did"
+                        + ("; it resumes from its last checkpoint on the next launch" if kind == "interrupted"
+                           else f" (Slurm log: sacct -j {job_id}; run log: {run_dir / 'stdout.log'})"))
+    atomic_write_json(run_dir / "status.json", status)
+    return status
+
+
+def sync_statuses(sweep_dir: Path) -> dict[str, tuple[str, str | None]]:
+    """run_id -> (run status, Slurm state of its job); ended jobs leave no run "running" or "pending"."""
+    sweep_dir = Path(sweep_dir)
+    jobs = read_record(sweep_dir).get("jobs", {})
+    states = job_states({j["job_id"] for j in jobs.values()})
+    out = {}
+    for run_id, j in jobs.items():
+        state = states.get(j["job_id"])
+        run_dir = sweep_dir / j["run_dir"]
+        status = (read_json(run_dir / "status.json", {}) or {}).get("status", "pending")
+        if state in ENDED:
+            status = settle(run_dir, j["job_id"], state)["status"]
+        out[run_id] = (status, state)
+    return out
+
+
+# -- launch -------------------------------------------------------------------------------------------------
+
+class _JobSlot:
+    """What Progress prints for a run on Slurm (the local pool prints its GPU slot)."""
+
+    def __init__(self, job_id: str, cpus: int | None):
+        self.name, self.cores, self.threads = f"slurm {job_id}", (), cpus or 1
+
+
+def launch(plan, launcher_cfg: SlurmConfig | dict, progress=None) -> dict[str, str] | None:
+    """Submit every run that is neither finished nor already queued; wait unless launcher.wait=false.
+
+    Returns run_id -> final status (None after submitting with wait=false)."""
+    from sweeper.progress import Progress
+
+    cfg = launcher_cfg if isinstance(launcher_cfg, SlurmConfig) else SlurmConfig.from_dict(launcher_cfg)
+    progress = progress or Progress(total=len(plan.runs))
+    sweep_dir = Path(plan.sweep_dir)
+    known = sync_statuses(sweep_dir)
+    recorded = read_record(sweep_dir).get("jobs", {})
+    results, adopted, todo = {}, {}, []
+    for run in plan.runs:
+        status, state = known.get(run.run_id, (None, None))
+        status = status or (read_json(run.run_dir / "status.json", {}) or {}).get("status", "pending")
+        if status == "finished":
+            progress.skipped(run)
+            results[run.run_id] = "finished"
+        elif state is not None and state not in ENDED:
+            adopted[run.run_id] = recorded[run.run_id]["job_id"]
+            progress.log(f"adopt  {run.label}: Slurm job {adopted[run.run_id]} is {state}")
+        else:
+            todo.append(run)
+    jobs = {}
+    if todo:
+        folder = Path(cfg.submitit_folder) if cfg.submitit_folder else sweep_dir / ".submitit" / "%j"
+        job_name = cfg.job_name or f"sweeper-{plan.experiment.name}"
+        executor = make_executor(cfg, folder, job_name)
+        from sweeper.slurm_task import RunTask
+
+        with executor.batch():
+            submitted = [executor.submit(RunTask(str(run.run_dir), str(PROJECT_ROOT), cfg.use_gpus,
+                                                 cfg.stop_grace_s)) for run in todo]
+        _write_record(sweep_dir, todo, submitted, cfg, folder)
+        jobs = {run.run_id: job.job_id for run, job in zip(todo, submitted)}
+        progress.log(f"submitted {len(todo)} run(s) as Slurm job array {submitted[0].job_id.split('_')[0]} "
+                     f"(at most {cfg.array_parallelism} at once); job ids in {sweep_dir / RECORD}")
+    if not cfg.wait:
+        if jobs or adopted:
+            progress.log(f"not waiting (launcher.wait=false): follow with `python -m sweeper.slurm status "
+                         f"{sweep_dir}`, report with `python -m sweeper.report {sweep_dir}`")
+        return None
+    try:
+        results.update(_wait(plan, {**adopted, **jobs}, cfg, progress))
+    except KeyboardInterrupt:
+        progress.log(f"stopped waiting; the jobs keep running on Slurm. Cancel them with `python -m "
+                     f"sweeper.slurm cancel {sweep_dir}`")
+        raise
+    return results
+
+
+def _wait(plan, pending: dict[str, str], cfg: SlurmConfig, progress) -> dict[str, str]:
+    """Poll until every job has ended; report starts and ends as they happen."""
+    by_id = {run.run_id: run for run in plan.runs}
+    pending = dict(pending)
+    started: dict[str, float] = {}
+    results = {}
+    while pending:
+        states = job_states(set(pending.values()))
+        for run_id, job_id in list(pending.items()):
+            run, state = by_id[run_id], states[job_id]
+            if state == "RUNNING" and run_id not in started:
+                started[run_id] = time.time()
+                progress.log(f"start  {run.label} as Slurm job {job_id}")
+            if state not in ENDED:
+                continue
+            status = settle(run.run_dir, job_id, state)
+            del pending[run_id]
+            results[run_id] = status["status"]
+            progress.ended(run, status, time.time() - started.get(run_id, time.time()))
+        progress.tick([(by_id[r], _JobSlot(j, cfg.cpus_per_task)) for r, j in pending.items() if r in started])
+        if pending:
+            time.sleep(cfg.poll_s)
+    return results
+
+
+def cancel(sweep_dir: Path) -> list[str]:
+    """scancel every live job of the sweep (each run checkpoints and ends "interrupted")."""
+    known = sync_statuses(sweep_dir)
+    jobs = read_record(sweep_dir).get("jobs", {})
+    live = sorted(jobs[r]["job_id"] for r, (_, state) in known.items() if state is not None and state not in ENDED)
+    if live:
+        subprocess.run(["scancel", *live], check=True, timeout=60)
+    return live
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] not in ("status", "cancel"):
+        print("usage: python -m sweeper.slurm status|cancel SWEEP_DIR", file=sys.stderr)
+        return 2
+    sweep_dir = Path(argv[1])
+    if not (sweep_dir / RECORD).exists():
+        print(f"sweeper.slurm: error: {sweep_dir / RECORD} not found: not a sweep submitted with launcher=slurm",
+              file=sys.stderr)
+        return 2
+    if argv[0] == "cancel":
+        live = cancel(sweep_dir)
+        print(f"cancelled {len(live)} job(s): {' '.join(live)}" if live else "no live job to cancel")
+        return 0
+    jobs = read_record(sweep_dir).get("jobs", {})
+    for run_id, (status, state) in sorted(sync_statuses(sweep_dir).items()):
+        print(f"{jobs[run_id]['run_dir']:<32} {jobs[run_id]['job_id']:<12} {state or '?':<12} {status}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""One Slurm array task = one run: `python -m train RUN_DIR` as a child process, checkpointed and requeued.
+
+    task = RunTask(run_dir, project_root, use_gpus=True, stop_grace_s=60)   # submitted by sweeper.slurm
+    executor.submit(task)                                # in the job: task() -> the run's final status
+
+The child's environment is set before it starts: CUDA_VISIBLE_DEVICES as Slurm allocated it (empty when the
+task asked for no GPU), OMP/MKL/OpenBLAS threads = the task's CPU allocation (SLURM_CPUS_PER_TASK). Its output
+goes to RUN_DIR/stdout.log.
+
+Signals. Slurm signals every process of a job step, so the run may get a signal directly as well as through
+this task; train/stopping.py treats repeats as one stop request. On preemption or time limit submitit's
+USR2 handler calls `checkpoint()`: the run is asked to stop (SIGUSR1), saves an RNG-state checkpoint at its
+next step boundary and exits "interrupted"; the returned DelayedSubmission is requeued and the new task's
+`python -m train RUN_DIR` resumes from that checkpoint, bitwise equal to a run that never stopped. On SIGTERM
+alone (scancel, or preemption that requeues by itself) the run is asked to stop the same way and the task
+waits for Slurm to end the job.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from submitit.helpers import Checkpointable, DelayedSubmission
+
+from train.atomic import atomic_write_json, read_json
+
+EXIT_INTERRUPTED = 75      # train's exit status after a requested stop with a checkpoint saved
+TERMINAL = ("finished", "failed", "diverged", "interrupted")
+
+
+class RunFailed(RuntimeError):
+    """The run ended failed; the Slurm task fails too (its siblings are unaffected)."""
+
+
+class RunInterrupted(RuntimeError):
+    """The run was stopped by a signal and the job was neither requeued nor ended by Slurm."""
+
+
+def task_cpus(environ: dict) -> int:
+    """CPUs Slurm allocated to this task: SLURM_CPUS_PER_TASK, else the node's share, else the affinity set."""
+    for key in ("SLURM_CPUS_PER_TASK", "SLURM_JOB_CPUS_PER_NODE"):
+        value = environ.get(key, "").split("(")[0].split(",")[0]    # "4(x2)" / "4,2" -> "4"
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+
+
+def task_env(environ: dict, project_root: str, use_gpus: bool) -> dict:
+    """The run's environment, complete before the child starts (torch reads thread counts at import)."""
+    env = dict(environ)
+    threads = str(task_cpus(environ))
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[var] = threads
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if not use_gpus:
+        env["CUDA_VISIBLE_DEVICES"] = ""       # no GPU asked for: see none, not every GPU of the node
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (project_root, environ.get("PYTHONPATH")) if p)
+    return env
+
+
+def _log(msg: str) -> None:
+    print(f"[sweeper task {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def _child_exited(pid: int) -> bool:
+    """True once the child has exited, without reaping it (safe inside a signal handler)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+class RunTask(Checkpointable):
+    """A picklable callable: the Slurm task of one run (submitit requeues it through `checkpoint`)."""
+
+    def __init__(self, run_dir: str, project_root: str, use_gpus: bool, stop_grace_s: float = 60.0):
+        self.run_dir = str(run_dir)
+        self.project_root = str(project_root)
+        self.use_gpus = use_gpus
+        self.stop_grace_s = float(stop_grace_s)
+        self._child: subprocess.Popen | None = None
+        self._stop_sent = False
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k not in ("_child", "_stop_sent")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _child=None, _stop_sent=False)
+
+    def __call__(self) -> dict:
+        run_dir = Path(self.run_dir)
+        env = task_env(os.environ, self.project_root, self.use_gpus)
+        job = os.environ.get("SLURM_ARRAY_JOB_ID")
+        job = f"{job}_{os.environ.get('SLURM_ARRAY_TASK_ID')}" if job else os.environ.get("SLURM_JOB_ID")
+        restart = os.environ.get("SLURM_RESTART_COUNT", "0")
+        with open(run_dir / "stdout.log", "ab") as log:
+            log.write(f"\n=== sweeper: start in Slurm job {job} (restart {restart}) at "
+                      f"{time.strftime('%Y-%m-%d %H:%M:%S')}, CUDA_VISIBLE_DEVICES="
+                      f"{env.get('CUDA_VISIBLE_DEVICES')}, {env['OMP_NUM_THREADS']} threads ===\n".encode())
+            log.flush()
+            self._child = subprocess.Popen([sys.executable, "-m", "train", str(run_dir)], cwd=self.project_root,
+                                           env=env, stdout=log, stderr=subprocess.STDOUT,
+                                           stdin=subprocess.DEVNULL, start_new_session=True)
+        _log(f"run {run_dir} started as pid {self._child.pid} (restart {restart})")
+        signal.signal(signal.SIGTERM, self._on_sigterm)     # replaces submitit's "bypass" for SIGTERM
+        while self._child.poll() is None:
+            time.sleep(0.2)
+        returncode = self._child.returncode
+        status = read_json(run_dir / "status.json", {}) or {}
+        if returncode == EXIT_INTERRUPTED or status.get("status") == "interrupted":
+            self._await_end_of_job()
+            raise RunInterrupted(f"run {run_dir} stopped by a signal ({status.get('error')}) and the job was "
+                                 f"neither requeued nor ended; it resumes from its checkpoint on the next launch")
+        if status.get("status") not in TERMINAL or status.get("status") == "failed" or returncode != 0:
+            if status.get("status") not in TERMINAL:
+                why = (f"killed by {signal.Signals(-returncode).name}" if returncode < 0
+                       else f"exit status {returncode}")
+                status.update(status="failed", error=why, exit_code=returncode, ended=time.time())
+                atomic_write_json(run_dir / "status.json", status)
+            raise RunFailed(f"run {run_dir} failed: {status.get('error')} (log: {run_dir / 'stdout.log'})")
+        _log(f"run {run_dir} ended {status['status']}")
+        return status
+
+    def _on_sigterm(self, signum, _frame) -> None:
+        _log("SIGTERM: asking the run to checkpoint and stop")
+        self._stop_child()
+
+    def _stop_child(self) -> None:
+        child = self._child
+        if child is None or self._stop_sent or _child_exited(child.pid):
+            return
+        self._stop_sent = True
+        try:
+            os.kill(child.pid, signal.SIGUSR1)
+        except ProcessLookupError:
+            pass
+
+    def _await_end_of_job(self) -> None:
+        """After a SIGTERM-stop: Slurm's USR2 (checkpoint + requeue) or SIGKILL ends this process first."""
+        _log(f"run stopped; waiting up to {self.stop_grace_s:.0f}s for the job to be requeued or ended")
+        deadline = time.time() + self.stop_grace_s
+        while time.time() < deadline:
+            time.sleep(0.2)
+
+    def checkpoint(self, *args, **kwargs):
+        """submitit's preemption/timeout hook: stop the run at a step boundary, then requeue a fresh task."""
+        child = self._child
+        if child is not None:
+            self._stop_child()
+            deadline = time.time() + self.stop_grace_s
+            while not _child_exited(child.pid) and time.time() < deadline:
+                time.sleep(0.1)
+            if not _child_exited(child.pid):
+                _log(f"run did not stop within {self.stop_grace_s:.0f}s: SIGKILL (it resumes from its last "
+                     f"periodic checkpoint)")
+                try:
+                    os.killpg(child.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        _log("checkpointed; requeueing")
+        return DelayedSubmission(RunTask(self.run_dir, self.project_root, self.use_gpus, self.stop_grace_s))

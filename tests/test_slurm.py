@@ -1,0 +1,261 @@
+"""The Slurm backend against a real cluster: `bash tests/slurm/cluster.sh up`, then
+`python -m pytest -q tests/test_slurm.py` (skipped with the reason when no cluster answers; set
+SWEEPER_REQUIRE_SLURM=1 to make that a failure, as CI does).
+
+Array submission with per-task GPUs and threads, one failed task beside finished siblings, submit-and-exit
+then adopt/skip on the next launch, cancel -> interrupted -> resumed, and preemption -> checkpoint -> requeue ->
+a resumed run bitwise equal to one that was never interrupted.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import run_sweeper
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+
+def _cluster_problem() -> str | None:
+    for tool in ("sinfo", "sbatch", "squeue", "sacct", "scontrol", "srun"):
+        if shutil.which(tool) is None:
+            return f"{tool} not found (start a cluster with `bash tests/slurm/cluster.sh up`)"
+    try:
+        out = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"sinfo failed: {e}"
+    if out.returncode != 0:
+        return f"sinfo failed: {out.stderr.strip()[:200]}"
+    if not {"idle", "mixed", "allocated"} & set(out.stdout.split()):
+        return f"no usable Slurm node (sinfo: {out.stdout.split() or 'none'})"
+    if subprocess.run(["sacct", "-n", "-X", "-S", "now"], capture_output=True, timeout=20).returncode != 0:
+        return "sacct fails: Slurm accounting (slurmdbd) is not running"
+    return None
+
+
+_PROBLEM = _cluster_problem()
+if _PROBLEM and os.environ.get("SWEEPER_REQUIRE_SLURM") == "1":
+    raise RuntimeError(f"SWEEPER_REQUIRE_SLURM=1 but no Slurm cluster: {_PROBLEM}")
+if _PROBLEM:
+    pytest.skip(f"no Slurm cluster: {_PROBLEM}", allow_module_level=True)
+
+from sweeper import slurm  # noqa: E402  (after the skip: submitit needs srun)
+from sweeper.cli import prepare  # noqa: E402
+from sweeper.plan import write_plan  # noqa: E402
+from sweeper.progress import Progress  # noqa: E402
+
+ONE_VARIANT = ["~experiment.variants.nope", "~experiment.variants.rope_frozen_qk"]
+FAST = ["launcher=slurm", "launcher.poll_s=0.5", "launcher.cpus_per_task=1"]
+
+
+def planned(tmp_path: Path, tiny: list[str], *overrides: str, name: str = "sweep"):
+    """Plan and write a sweep the way the CLI does; returns (plan, launcher config)."""
+    argv = ["+experiment=rope", f"sweeper.dir={tmp_path / name}", *tiny, *FAST, *overrides]
+    plan, backend, cfg = prepare(argv)
+    assert backend is slurm
+    write_plan(plan, argv)
+    return plan, cfg
+
+
+def job_of(plan, run) -> str:
+    return slurm.read_record(plan.sweep_dir)["jobs"][run.run_id]["job_id"]
+
+
+def wait_until(what: str, check, timeout: float = 90.0, every: float = 0.2):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def logged_step(run) -> int:
+    path = run.run_dir / "metrics.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return json.loads(lines[-1])["step"] if lines else 0
+
+
+def release_requeued(job_id: str) -> None:
+    """Start a requeued job now instead of after Slurm's ~120 s BeginTime hold (>= 2 s after the requeue)."""
+    wait_until(f"job {job_id} requeued", lambda: slurm.job_states({job_id})[job_id] == "PENDING", timeout=60)
+    time.sleep(2.5)
+    for _ in range(10):
+        r = subprocess.run(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], capture_output=True, text=True)
+        if r.returncode == 0:
+            return
+        time.sleep(1)
+    raise AssertionError(f"scontrol update JobId={job_id} StartTime=now failed: {r.stderr}")
+
+
+def status(run) -> dict:
+    return json.loads((run.run_dir / "status.json").read_text())
+
+
+def scontrol_job(job_id: str) -> dict:
+    out = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True,
+                         check=True).stdout
+    return dict(kv.split("=", 1) for kv in out.split() if "=" in kv)
+
+
+def sacct_history(job_id: str) -> list[str]:
+    """Every state the job went through, oldest first (-D: requeued instances too)."""
+    def states():
+        out = subprocess.run(["sacct", "-D", "-X", "-n", "-P", "-o", "JobID,State", "-j", job_id.split("_")[0]],
+                             capture_output=True, text=True).stdout
+        return [line.split("|")[1].split()[0] for line in out.splitlines() if line.split("|")[0] == job_id]
+    return wait_until(f"accounting of {job_id}", lambda: (s := states()) and s[-1] in slurm.ENDED and s, 30)
+
+
+def final_state_hash(run) -> str:
+    """sha256 over the newest checkpoint's model, optimizer and RNG state (what a resumed run must match)."""
+    import torch
+
+    from train.checkpoint import load_latest
+
+    state = load_latest(run.run_dir / "ckpt").state
+    buf = io.BytesIO()
+    torch.save({k: state[k] for k in ("step", "model", "optimizer", "rng")}, buf)
+    return hashlib.sha256(buf.getvalue()).hexdigest()
+
+
+def metric_lines(run) -> list[dict]:
+    lines = [json.loads(x) for x in (run.run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in line.items() if k != "tokens_per_s"} for line in lines]
+
+
+# -- tests --------------------------------------------------------------------------------------------------
+
+def test_array_gives_each_run_its_gpu_and_threads_and_a_failure_spares_siblings(tmp_path, tiny):
+    plan, cfg = planned(tmp_path, tiny, "seeds=0-1", "launcher.cpus_per_task=2", "launcher.gpus_per_node=1",
+                        "launcher.partition=gpu", "launcher.account=sweeper", "launcher.qos=high",
+                        "launcher.mem_gb=1", "launcher.timeout_min=30", "+launcher.additional_parameters.comment=t1")
+    assert len(plan.runs) == 6
+    broken = next(r for r in plan.runs if r.variant == "nope" and r.seed == 1)
+    config = yaml.safe_load((broken.run_dir / "config.yaml").read_text())
+    config["train"]["lr"] = -1.0             # a deterministic error in the run itself (exit 2, status failed)
+    (broken.run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+
+    results = slurm.launch(plan, cfg, Progress(total=len(plan.runs)))
+
+    assert results == {r.run_id: ("failed" if r is broken else "finished") for r in plan.runs}
+    record = slurm.read_record(plan.sweep_dir)
+    assert len(record["arrays"]) == 1
+    jobs = [record["jobs"][r.run_id]["job_id"] for r in plan.runs]
+    array = record["arrays"][0]["array_job_id"]
+    assert sorted(jobs) == sorted(f"{array}_{i}" for i in range(6))   # one array, one task per run
+    assert "train.lr" in status(broken)["error"]
+    states = {j: sacct_history(j)[-1] for j in jobs}
+    assert states == {job_of(plan, r): ("FAILED" if r is broken else "COMPLETED") for r in plan.runs}
+
+    info = scontrol_job(jobs[0])
+    assert (info["Partition"], info["Account"], info["QOS"], info["Comment"], info["TimeLimit"]) == (
+        "gpu", "sweeper", "high", "t1", "00:30:00")
+    assert "cpu=2" in info["TRES"] and "gres/gpu=1" in info["TRES"] and info["MinMemoryNode"] == "1G"
+
+    spans = []
+    for run in plan.runs:
+        if run is broken:
+            continue
+        env = json.loads((run.run_dir / "env.json").read_text())
+        assert env["cuda_visible_devices"] in {"0", "1", "2", "3"}      # exactly one GPU, Slurm's choice
+        assert env["env"]["OMP_NUM_THREADS"] == "2" and env["env"]["MKL_NUM_THREADS"] == "2"
+        assert env["torch_num_threads"] == 2                              # set before torch was imported
+        assert env["slurm_job_id"] is not None
+        s = status(run)
+        spans.append((s["started"], s["ended"], env["cuda_visible_devices"], run.label))
+    overlapping = [(a, b) for i, a in enumerate(spans) for b in spans[i + 1:] if a[0] < b[1] and b[0] < a[1]]
+    assert overlapping, f"no two runs ran at the same time: {spans}"
+    for a, b in overlapping:
+        assert a[2] != b[2], f"{a[3]} and {b[3]} ran at the same time on GPU {a[2]}"
+
+
+def test_submit_and_exit_then_adopt_then_skip_from_the_sweep_dir(tmp_path, tiny):
+    sweep_dir = tmp_path / "sweep"
+    argv = ["+experiment=rope", "seeds=0", f"sweeper.dir={sweep_dir}", "sweeper.report=false", *tiny, *FAST]
+    t0 = time.time()
+    first = run_sweeper(*argv, "launcher.wait=false", timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert "submitted" in first.stdout and time.time() - t0 < 60
+    record = json.loads((sweep_dir / "slurm.json").read_text())
+    assert len(record["jobs"]) == 3 and len(record["arrays"]) == 1
+
+    second = run_sweeper(*argv, timeout=300)     # same command, waiting: adopts the queued jobs, submits nothing
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert second.stdout.count("adopt") + second.stdout.count("skip") == 3, second.stdout
+    assert len(json.loads((sweep_dir / "slurm.json").read_text())["arrays"]) == 1
+    manifest = json.loads((sweep_dir / "sweep.json").read_text())
+    for run in manifest["runs"]:
+        assert json.loads((sweep_dir / run["run_dir"] / "status.json").read_text())["status"] == "finished"
+
+    third = run_sweeper(*argv, timeout=300)      # everything finished: nothing submitted
+    assert third.returncode == 0 and third.stdout.count("skip") == 3, third.stdout
+    assert len(json.loads((sweep_dir / "slurm.json").read_text())["arrays"]) == 1
+
+    shown = run_sweeper("status", str(sweep_dir), module="sweeper.slurm")
+    assert shown.returncode == 0 and shown.stdout.count("COMPLETED") == 3 and shown.stdout.count("finished") == 3
+
+
+def test_cancel_interrupts_one_run_and_the_next_launch_resumes_only_it(tmp_path, tiny):
+    plan, cfg = planned(tmp_path, tiny, "seeds=0-1", *ONE_VARIANT, "train.steps=400", "train.ckpt_interval=0",
+                        "launcher.wait=false")
+    victim, sibling = plan.runs
+    slurm.launch(plan, cfg, Progress(total=2))
+    wait_until("the run to log step 10", lambda: logged_step(victim) >= 10, timeout=120)
+    subprocess.run(["scancel", job_of(plan, victim)], check=True)
+    wait_until("both jobs to end", lambda: all(s in slurm.ENDED for s in slurm.job_states(
+        {job_of(plan, victim), job_of(plan, sibling)}).values()), timeout=180)
+
+    assert status(victim)["status"] == "interrupted", status(victim)
+    assert list((victim.run_dir / "ckpt").glob("step_*.pt")), "no checkpoint saved on cancel"
+    assert status(sibling)["status"] == "finished"
+    assert sacct_history(job_of(plan, victim))[-1] == "CANCELLED"
+    sibling_ended = status(sibling)["ended"]
+
+    again = slurm.launch(plan, dataclasses.replace(cfg, wait=True), Progress(total=2))
+    assert again == {victim.run_id: "finished", sibling.run_id: "finished"}
+    record = slurm.read_record(plan.sweep_dir)
+    assert [a["runs"] for a in record["arrays"]] == [2, 1]                # only the cancelled run resubmitted
+    assert status(sibling)["ended"] == sibling_ended
+    summary = json.loads((victim.run_dir / "summary.json").read_text())
+    assert summary["resumed_from"] and summary["steps"] == 400
+
+
+def test_preemption_checkpoints_requeues_and_resumes_bitwise_equal(tmp_path, tiny):
+    common = ["seeds=0", *ONE_VARIANT, "train.steps=400", "train.ckpt_interval=0", "launcher.wait=false"]
+    plan, cfg = planned(tmp_path, tiny, *common, name="preempted")
+    ref_plan, ref_cfg = planned(tmp_path, tiny, *common, name="reference")
+    (run,), (ref,) = plan.runs, ref_plan.runs
+    slurm.launch(plan, cfg, Progress(total=1))
+    slurm.launch(ref_plan, ref_cfg, Progress(total=1))
+    job = job_of(plan, run)
+    wait_until("the run to log step 10", lambda: logged_step(run) >= 10, timeout=120)
+    # what a preemption looks like to the job (submitit's own test hook does the same): SIGTERM, then USR2
+    subprocess.run(["scancel", "--signal=TERM", job], check=True)
+    time.sleep(0.3)
+    subprocess.run(["scancel", "--signal=USR2", job], check=True)
+    release_requeued(job)
+    wait_until("both runs to end", lambda: all(s in slurm.ENDED for s in slurm.job_states(
+        {job, job_of(ref_plan, ref)}).values()), timeout=180)
+
+    assert sacct_history(job) == ["REQUEUED", "COMPLETED"]
+    assert status(run)["status"] == status(ref)["status"] == "finished"
+    log = (run.run_dir / "stdout.log").read_text()
+    assert "restart 1" in log and "resumed from" in log, log[-2000:]
+    summary = json.loads((run.run_dir / "summary.json").read_text())
+    stopped_at = int(summary["resumed_from"].split("_")[1].split(".")[0])
+    assert 0 < stopped_at < 400                           # resumed mid-run from the preemption checkpoint
+    assert json.loads((ref.run_dir / "summary.json").read_text())["resumed_from"] is None
+    assert metric_lines(run) == metric_lines(ref)
+    assert final_state_hash(run) == final_state_hash(ref)
