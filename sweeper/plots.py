@@ -1,7 +1,7 @@
 """PNG plots of a sweep (matplotlib, Agg backend; imported only when plots are asked for).
 
     from sweeper.plots import write_plots
-    paths = write_plots(sweep_dir / "plots", curves, analysis)   # {"val_loss": Path, "final_metric": ..., "grad_norm": ...}
+    paths = write_plots(sweep_dir / "plots", curves, analysis)   # {"val_loss": Path, "final_metric": ..., ...}
 
 val_loss.png: evaluation metric against step, mean across seeds per variant with a +-1 sd band.
 final_metric.png: the decision metric of every seed (dots), the mean with its bootstrap CI (bar), lost seeds

@@ -120,16 +120,17 @@ def per_seed_rows(inp: ReportInput) -> tuple[list[str], list[list[str]]]:
     last_step = (inp.curves.groupby("run_id")["step"].max().to_dict() if len(inp.curves) else {})
     variants = list(inp.analysis.arms)
     cells: dict[tuple, str] = {}
-    for r in runs.itertuples(index=False):
-        value = getattr(r, column) if column in runs else math.nan
-        if r.status == "finished" and np.isfinite(value):
+    values = runs[column].to_numpy(dtype=float) if column in runs else np.full(len(runs), np.nan)
+    for seed, variant, status, run_id, value in zip(runs["seed"], runs["variant"], runs["status"], runs["run_id"],
+                                                    values):
+        if status == "finished" and np.isfinite(value):
             text = fmt(float(value), 5)
-        elif r.status == "finished":
+        elif status == "finished":
             text = "finished, no finite metric"
         else:
-            step = last_step.get(r.run_id)
-            text = r.status + (f" @ step {int(step)}" if step is not None and r.status != "missing" else "")
-        cells[(r.seed, r.variant)] = text
+            step = last_step.get(run_id)
+            text = status + (f" @ step {int(step)}" if step is not None and status != "missing" else "")
+        cells[(seed, variant)] = text
     seeds = sorted({s for s, _ in cells})
     return ["seed"] + variants, [[str(s)] + [cells.get((s, v), "-") for v in variants] for s in seeds]
 
@@ -216,8 +217,8 @@ def _methods_md(inp: ReportInput, plots: bool) -> list[str]:
         import matplotlib
 
         versions.append(f"matplotlib {matplotlib.__version__}")
-    drivers = [f"- {c.variant} vs {c.baseline}: {c.primary.name} drives the verdict ({c.design} design); "
-               f"robustness check {c.robustness.name} (smallest reachable p at this n: {fmt(c.robustness.min_p, 3)})"
+    drivers = [f"- {c.variant} vs {c.baseline}: the {c.primary.name} drives the verdict ({c.design} design), "
+               f"because {c.driver_why}; robustness check: {c.robustness.name}"
                for c in an.comparisons if c.primary is not None]
     rule = verdict.__doc__[verdict.__doc__.index("1. Outcome"):].strip()
     return [f"- decision metric: final `{an.metric}` of each seed (summary.json \"final\": the last evaluation, "
@@ -257,8 +258,8 @@ def markdown(inp: ReportInput, plot_paths: dict[str, Path] | None, out_dir: Path
         md += [f"![{name}]({p.relative_to(out_dir).as_posix()})" for name, p in plot_paths.items()]
     else:
         md += ["Plots were not requested (--no-plots)."]
-    md += ["", "## Fingerprints", "", *_fingerprint_md(inp.runs), "", "## Methods", "", *_methods_md(inp, bool(plot_paths)),
-           "", "## Problems reading the sweep", ""]
+    md += ["", "## Fingerprints", "", *_fingerprint_md(inp.runs), "", "## Methods", "",
+           *_methods_md(inp, bool(plot_paths)), "", "## Problems reading the sweep", ""]
     md += [f"- {p}" for p in inp.problems] or ["None."]
     return "\n".join(md) + "\n"
 

@@ -79,7 +79,8 @@ def describe(x) -> dict:
 
 
 def hedges_g(a, b) -> float:
-    """(mean a - mean b) / pooled sd, times the exact small-sample correction J(df) = G(df/2)/(sqrt(df/2) G((df-1)/2))."""
+    """(mean a - mean b) / pooled sd, times the exact small-sample correction
+    J(df) = G(df/2) / (sqrt(df/2) G((df-1)/2)), df = n_a + n_b - 2."""
     a, b = _finite(a, "a"), _finite(b, "b")
     df = a.size + b.size - 2
     if a.size < 1 or b.size < 1 or df < 1:
@@ -89,7 +90,9 @@ def hedges_g(a, b) -> float:
     diff = a.mean() - b.mean()
     if pooled == 0:
         return math.nan if diff == 0 else math.copysign(math.inf, diff)
-    j = math.exp(special.gammaln(df / 2) - 0.5 * math.log(df / 2) - special.gammaln((df - 1) / 2)) if df > 1 else math.nan
+    if df <= 1:
+        return math.nan
+    j = math.exp(special.gammaln(df / 2) - 0.5 * math.log(df / 2) - special.gammaln((df - 1) / 2))
     return float(diff / pooled * j)
 
 

@@ -1,7 +1,8 @@
 """A comparison family -> one verdict per comparison, with its reason. Numbers come from sweeper.stats.
 
     from sweeper.verdict import analyze
-    a = analyze(runs, metric="val_loss", lower_is_better=True, comparisons=[("nope", "rope"), ("rope_frozen_qk", "rope")])
+    a = analyze(runs, metric="val_loss", lower_is_better=True,
+                comparisons=[("nope", "rope"), ("rope_frozen_qk", "rope")])
     for c in a.comparisons: print(c.variant, c.verdict, c.reason)
 
 Decision rule, fixed before looking at the data (report.md repeats it):
@@ -85,6 +86,7 @@ class Comparison:
     mde: float = math.nan           # minimum detectable |difference| at this n, metric units
     seeds_needed: int | None = None
     spread: float = math.nan        # sd behind the power figures (pooled, or of the paired differences)
+    driver_why: str = ""            # why the driving test is the one it is, in words for report.md
     notes: list[str] = field(default_factory=list)
 
 
@@ -108,7 +110,7 @@ def _arm(variant: str, rows: pd.DataFrame, column: str, n_resamples: int, seed: 
     usable = finished & np.isfinite(value)
     order = np.argsort(rows["seed"].to_numpy()[usable], kind="stable")
     values = value[usable][order]
-    health = rows["health"].fillna("none").value_counts().to_dict() if "health" in rows else {}
+    health = rows["health"].fillna("not checked").value_counts().to_dict() if "health" in rows else {}
     failed_checks = sorted({c for s in rows.get("health_failed", pd.Series(dtype=object)).dropna()
                             for c in str(s).split(",") if c})
     return Arm(variant, len(rows), int(np.sum(status == "failed")),
@@ -132,7 +134,8 @@ def _fingerprint(rows: pd.DataFrame, seeds: np.ndarray, key: str) -> dict:
     return dict(zip(sub["seed"].tolist(), sub[column].tolist()))
 
 
-def _design(va: Arm, vb: Arm, rows_a: pd.DataFrame, rows_b: pd.DataFrame, min_seeds: int) -> tuple[bool, np.ndarray, str]:
+def _design(va: Arm, vb: Arm, rows_a: pd.DataFrame, rows_b: pd.DataFrame,
+            min_seeds: int) -> tuple[bool, np.ndarray, str]:
     common = np.intersect1d(va.seeds, vb.seeds)
     if common.size < min_seeds:
         return False, common, f"independent: only {common.size} seeds usable in both arms"
@@ -188,8 +191,19 @@ def _compare(c: Comparison, va: Arm, vb: Arm, rows_a: pd.DataFrame, rows_b: pd.D
     boot = stats.bootstrap_delta(a, b, paired=paired, lower_is_better=an.lower_is_better,
                                  confidence=an.confidence, n_resamples=an.n_resamples, seed=an.seed)
     c.delta, c.p_better, c.hedges_g = boot.delta, boot.p_better, stats.hedges_g(a, b)
+    rob, m = c.robustness, family_size
+    c.driver_why = ("the seed fixes data order and evaluation batches in both arms (matching hashes), so differences "
+                    "within a seed cancel that shared noise" if paired else
+                    "the arms do not share randomness seed by seed; Welch because variances may differ between "
+                    "variants (scipy's default, Student's t, assumes they do not)")
+    c.driver_why += (f"; a t-test because the {rob.name} cannot go below p={rob.min_p:.3g} at this n, "
+                     f"{min(1.0, rob.min_p * m):.3g} after Holm over {m}, so it could never decide at alpha={an.alpha}"
+                     if rob.min_p * m >= an.alpha else
+                     f"; a t-test is the pre-specified driver, the {rob.name} (able to reach alpha at this n) "
+                     "checks it")
     if math.isnan(c.primary.pvalue):
         c.notes.append(f"{c.primary.name} {c.primary.note}; the {c.robustness.name} drives the verdict instead")
+        c.driver_why = "zero spread between seeds: the t statistic is undefined, the exact test is the valid one"
         c.primary, c.robustness = c.robustness, c.primary
     power_alpha = an.alpha / family_size
     n = c.n_pairs if paired else min(a.size, b.size)
@@ -201,7 +215,9 @@ def _compare(c: Comparison, va: Arm, vb: Arm, rows_a: pd.DataFrame, rows_b: pd.D
 def _seeds_to_beat_floor(design: str, threshold: float) -> int:
     """Smallest n per arm whose exact test floor (sign-flip or permutation) is below `threshold`."""
     n = 2
-    while (stats.smallest_p("signflip", n) if design == "paired" else stats.smallest_p("permutation", n, n)) >= threshold:
+    floor = (lambda k: stats.smallest_p("signflip", k)) if design == "paired" else \
+        (lambda k: stats.smallest_p("permutation", k, k))
+    while floor(n) >= threshold:
         n += 1
     return n
 
