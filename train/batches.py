@@ -42,7 +42,7 @@ class EpochSampler:
         return idx
 
     def state_dict(self) -> dict:
-        return {"epoch": self.epoch, "pos": self.pos, "n_windows": self.n_windows,
+        return {"epoch": self.epoch, "pos": self.pos, "n_windows": self.n_windows, "batch_size": self.batch_size,
                 "state_before_perm": None if self._state_before_perm is None else self._state_before_perm.clone(),
                 "generator_state": self.generator.get_state()}
 
@@ -50,6 +50,9 @@ class EpochSampler:
         if state["n_windows"] != self.n_windows:
             raise ValueError(f"data order state is for {state['n_windows']} windows, this corpus has "
                              f"{self.n_windows}")
+        if state.get("batch_size", self.batch_size) != self.batch_size:
+            raise ValueError(f"data order state is for batch size {state['batch_size']}, this run uses "
+                             f"{self.batch_size}")
         if state["state_before_perm"] is None:
             self.generator.set_state(state["generator_state"])
             self.epoch, self.pos, self.perm = -1, 0, None
@@ -58,7 +61,9 @@ class EpochSampler:
         self.epoch = state["epoch"] - 1
         self._new_epoch()
         self.pos = state["pos"]
-        assert torch.equal(self.generator.get_state(), state["generator_state"]), "data order state is inconsistent"
+        if not torch.equal(self.generator.get_state(), state["generator_state"]):
+            raise ValueError("data order state is inconsistent: redrawing the epoch's permutation from the saved "
+                             "generator state does not reproduce the saved state after it")
 
 
 def windows(tokens: np.ndarray, starts: torch.Tensor, context: int) -> tuple[torch.Tensor, torch.Tensor]:

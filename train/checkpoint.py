@@ -2,24 +2,34 @@
 
     save_checkpoint(run_dir / "ckpt", step=100, state={...}, keep=2)
     found = load_latest(run_dir / "ckpt")   # newest valid one; corrupt/truncated newer files are reported
+    check_fingerprint(found.state["fingerprint"], current, run_dir, found.state.get("config"), cfg.to_dict())
 
-File format: b"SWEEPCK1" + sha256(payload) (32 bytes) + payload (torch.save of the state dict). A file whose
-checksum does not match (truncated, bit-flipped) is skipped loudly and the previous checkpoint is used.
+File format: b"SWEEPCK1" + sha256(payload) (32 bytes) + payload (torch.save of the state dict). The file is
+written to a hidden temp file in the same folder, fsynced, then renamed over `step_XXXXXXXX.pt`, so a process
+killed mid-write leaves only a `.step_*.tmp` file (ignored, deleted by the next save). A file whose checksum
+does not match (truncated, bit-flipped) is skipped loudly, renamed to `*.corrupt` for inspection, and the
+previous checkpoint is used.
+
+Test-only switch: SWEEPER_TEST_CKPT_WRITE_DELAY_S=0.5 pauses halfway through writing the temp file, so a test
+can SIGKILL the process while a checkpoint write is in progress.
 """
 from __future__ import annotations
 
 import hashlib
 import io
+import os
+import pickle
 import re
+import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from train.atomic import atomic_write_bytes
-
 MAGIC = b"SWEEPCK1"
 _NAME = re.compile(r"^step_(\d{8})\.pt$")
+WRITE_DELAY_ENV = "SWEEPER_TEST_CKPT_WRITE_DELAY_S"
 
 
 class CorruptCheckpoint(RuntimeError):
@@ -50,46 +60,107 @@ def list_checkpoints(ckpt_dir: Path) -> list[Path]:
     return sorted(files, key=lambda p: int(_NAME.match(p.name).group(1)), reverse=True)
 
 
-def save_checkpoint(ckpt_dir: Path, step: int, state: dict, keep: int) -> Path:
+def encode(state: dict) -> bytes:
     buf = io.BytesIO()
     torch.save(state, buf)
     payload = buf.getvalue()
+    return MAGIC + hashlib.sha256(payload).digest() + payload
+
+
+def save_checkpoint(ckpt_dir: Path, step: int, state: dict, keep: int) -> Path:
+    """Write step_XXXXXXXX.pt atomically, then delete all but the newest `keep` checkpoints and stale temp files."""
+    ckpt_dir = Path(ckpt_dir)
     path = checkpoint_path(ckpt_dir, step)
-    atomic_write_bytes(path, MAGIC + hashlib.sha256(payload).digest() + payload)
+    _write_atomic(path, encode(state), delay_s=float(os.environ.get(WRITE_DELAY_ENV) or 0))
     for old in list_checkpoints(ckpt_dir)[keep:]:
         old.unlink(missing_ok=True)
-    for tmp in Path(ckpt_dir).glob(".step_*.tmp"):   # left behind by a process killed mid-write
+    for tmp in ckpt_dir.glob(".step_*.tmp"):   # left behind by a process killed mid-write
         tmp.unlink(missing_ok=True)
     return path
 
 
-def read_checkpoint(path: Path) -> dict:
-    blob = Path(path).read_bytes()
+def _write_atomic(path: Path, data: bytes, delay_s: float = 0.0) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if delay_s > 0:                       # test-only: a window in which the temp file is half written
+                f.write(data[:len(data) // 2])
+                f.flush()
+                time.sleep(delay_s)
+                f.write(data[len(data) // 2:])
+            else:
+                f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def decode(blob: bytes, path: Path | str = "<bytes>") -> dict:
     if len(blob) < len(MAGIC) + 32 or not blob.startswith(MAGIC):
         raise CorruptCheckpoint(f"{path}: not a sweeper checkpoint or truncated ({len(blob)} bytes)")
     digest, payload = blob[len(MAGIC):len(MAGIC) + 32], blob[len(MAGIC) + 32:]
     if hashlib.sha256(payload).digest() != digest:
-        raise CorruptCheckpoint(f"{path}: checksum mismatch (truncated or corrupted on disk)")
+        raise CorruptCheckpoint(f"{path}: checksum mismatch ({len(blob)} bytes; truncated or corrupted on disk)")
     return torch.load(io.BytesIO(payload), map_location="cpu", weights_only=False)
 
 
+def read_checkpoint(path: Path) -> dict:
+    return decode(Path(path).read_bytes(), path)
+
+
 def load_latest(ckpt_dir: Path) -> Loaded:
+    """The newest checkpoint that reads back with a valid checksum. Corrupt newer ones are listed in `skipped`
+    and renamed to `<name>.corrupt` (kept for inspection; never loaded or counted again)."""
     loaded = Loaded(state=None, path=None)
     for path in list_checkpoints(ckpt_dir):
         try:
             loaded.state, loaded.path = read_checkpoint(path), path
             return loaded
-        except (CorruptCheckpoint, OSError, EOFError, RuntimeError, ValueError) as e:
-            loaded.skipped.append((path, str(e)))
+        except CorruptCheckpoint as e:
+            aside = path.with_name(path.name + ".corrupt")
+            try:
+                os.replace(path, aside)
+                loaded.skipped.append((path, f"{e}; moved aside to {aside.name}"))
+            except OSError:
+                loaded.skipped.append((path, str(e)))
+        except (OSError, EOFError, RuntimeError, ValueError, pickle.UnpicklingError) as e:
+            loaded.skipped.append((path, f"unreadable: {type(e).__name__}: {e}"))
     return loaded
 
 
-def check_fingerprint(saved: dict, current: dict, run_dir: Path) -> None:
-    """Raise FingerprintMismatch naming every field that differs and how to start fresh."""
+def check_fingerprint(saved: dict, current: dict, run_dir: Path, saved_config: dict | None = None,
+                      current_config: dict | None = None) -> None:
+    """Raise FingerprintMismatch naming every field (and config key) that differs and how to start fresh."""
     diffs = [f"{k}: {saved.get(k)!r} -> {current.get(k)!r}"
              for k in sorted(set(saved) | set(current)) if saved.get(k) != current.get(k)]
-    if diffs:
-        raise FingerprintMismatch(
-            f"refusing to resume {run_dir}: its checkpoints come from a different setup ({'; '.join(diffs)}). "
-            f"Restore the original setup, or start fresh by deleting {Path(run_dir) / 'ckpt'} "
-            f"(or use another sweeper.dir).")
+    if not diffs:
+        return
+    if saved_config is not None and current_config is not None:
+        changed = config_diff(saved_config, current_config)
+        if changed:
+            diffs.insert(0, "config " + ", ".join(changed))
+    raise FingerprintMismatch(
+        f"refusing to resume {run_dir}: its checkpoints come from a different setup ({'; '.join(diffs)}). "
+        f"Restore the original setup (config, corpus, thread count, device), or start fresh by deleting "
+        f"{Path(run_dir) / 'ckpt'} (or use another sweeper.dir).")
+
+
+def config_diff(old: dict, new: dict, prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ: ["train.lr: 0.003 -> 0.001", ...]."""
+    out = []
+    for key in sorted(set(old) | set(new), key=str):
+        a, b, name = old.get(key), new.get(key), f"{prefix}{key}"
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += config_diff(a, b, name + ".")
+        elif a != b:
+            out.append(f"{name}: {a!r} -> {b!r}")
+    return out

@@ -25,7 +25,8 @@ from train.determinism import set_determinism
 from train.envinfo import device_name, environment_record, versions
 from train.model import Transformer
 from train.stopping import StopRequest
-from train.streams import SeedStreams
+from train.streams import SeedStreams, capture_rng_states, dropped_states, restore_rng_states
+from train.trail import hooks_from_env
 
 EXIT_INTERRUPTED = 75   # EX_TEMPFAIL: stopped on request with a checkpoint; run it again to resume
 
@@ -77,12 +78,16 @@ class Trainer:
             "config_hash": cfg.config_hash(), "seed": cfg.seed, "corpus_hash": self.corpus.text_sha256[:16],
             "data_order_hash": tensor_hash(first_epoch), "eval_batches_hash": tensor_hash(self.eval_starts),
             "torch_version": torch.__version__, "python_version": versions()["python"],
-            "device": device_name(self.device), "num_threads": torch.get_num_threads(),
-            "deterministic": cfg.train.deterministic,
+            "triton_version": versions()["triton"], "device": device_name(self.device),
+            "cuda_device_count": torch.cuda.device_count() if torch.cuda.is_available() else 0,
+            "world_size": 1, "num_threads": torch.get_num_threads(),
+            "deterministic": cfg.train.deterministic, "determinism_flags": self.flags,
         }
+        self.last_starts: torch.Tensor | None = None    # (B,) window indices of the latest batch (audit trail)
 
     def batch(self) -> tuple[torch.Tensor, torch.Tensor]:
-        starts = self.sampler.next_indices() * self.cfg.model.context           # (B,)
+        self.last_starts = self.sampler.next_indices()                          # (B,)
+        starts = self.last_starts * self.cfg.model.context                      # (B,)
         x, y = windows(self.corpus.train, starts, self.cfg.model.context)       # (B, T) each
         return x.to(self.device), y.to(self.device)
 
@@ -98,11 +103,11 @@ class Trainer:
 
     def state_dict(self, step: int, extra: dict) -> dict:
         return {
-            "step": step, "fingerprint": self.fingerprint, "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-            "sampler": self.sampler.state_dict(),
-            "rng": {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
-                    "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []},
+            "step": step, "fingerprint": self.fingerprint, "config": self.cfg.to_dict(),
+            "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "sampler": None if "data_order" in dropped_states() else self.sampler.state_dict(),
+            "rng": capture_rng_states(),
             "extra": extra,
         }
 
@@ -110,16 +115,17 @@ class Trainer:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
-        self.sampler.load_state_dict(state["sampler"])
-        random.setstate(state["rng"]["python"])
-        np.random.set_state(state["rng"]["numpy"])
-        torch.set_rng_state(state["rng"]["torch"])
-        if state["rng"]["cuda"]:
-            torch.cuda.set_rng_state_all(state["rng"]["cuda"])
+        if state["sampler"] is not None:      # None only under the test-only fault switch
+            self.sampler.load_state_dict(state["sampler"])
+        restore_rng_states(state["rng"])
 
 
-def run(cfg: RunConfig | dict, run_dir: str | Path) -> dict:
-    """Train one run in `run_dir` (resuming from its checkpoints); returns the summary written to summary.json."""
+def run(cfg: RunConfig | dict, run_dir: str | Path, on_step=None) -> dict:
+    """Train one run in `run_dir` (resuming from its checkpoints); returns the summary written to summary.json.
+
+    on_step(trainer, step, stop) runs after every optimizer step (the resume audit's state trail; it may set
+    stop.requested); without one, the audit switches in the environment may supply it (train/trail.py).
+    """
     cfg = cfg if isinstance(cfg, RunConfig) else RunConfig.from_dict(cfg)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -136,7 +142,7 @@ def run(cfg: RunConfig | dict, run_dir: str | Path) -> dict:
     atomic_write_json(run_dir / "env.json", env)
     step, notes = _resume(trainer, run_dir, status)
     with StopRequest() as stop:
-        outcome = _train(trainer, run_dir, step, stop)
+        outcome = _train(trainer, run_dir, step, stop, on_step or hooks_from_env(), notes.get("extra") or {})
     status.update(outcome["status_fields"], ended=time.time())
     summary = {"run_id": run_id, "variant": cfg.variant, "seed": cfg.seed, "status": status["status"],
                "steps": outcome["step"], "wall_time_s": time.time() - t0, "final": outcome["final"],
@@ -150,35 +156,40 @@ def run(cfg: RunConfig | dict, run_dir: str | Path) -> dict:
 def _resume(trainer: Trainer, run_dir: Path, status: dict) -> tuple[int, dict]:
     loaded = load_latest(run_dir / "ckpt")
     notes: dict = {"skipped": [f"{p.name}: {why}" for p, why in loaded.skipped]}
+    fallback = loaded.path.name if loaded.path else "no valid checkpoint left, restarting from step 0"
     for line in notes["skipped"]:
-        print(f"WARNING: corrupt checkpoint skipped, falling back to an older one: {line}", flush=True)
+        print(f"WARNING: corrupt checkpoint skipped, falling back to an older one ({fallback}): {line}", flush=True)
+    if notes["skipped"]:
+        status["warnings"] = [f"corrupt checkpoint skipped ({fallback}): {s}" for s in notes["skipped"]]
+        atomic_write_json(run_dir / "status.json", status)   # visible while the run goes on
     if loaded.state is None:
         if (run_dir / "metrics.jsonl").exists():
             (run_dir / "metrics.jsonl").unlink()          # restart from step 0: old lines would be duplicates
         return 0, notes
-    check_fingerprint(loaded.state["fingerprint"], trainer.fingerprint, run_dir)
+    check_fingerprint(loaded.state["fingerprint"], trainer.fingerprint, run_dir, loaded.state.get("config"),
+                      trainer.cfg.to_dict())
     trainer.load_state_dict(loaded.state)
     step = loaded.state["step"]
     kept = [r for r in read_jsonl(run_dir / "metrics.jsonl") if r.get("step", 0) <= step]
     rewrite_jsonl(run_dir / "metrics.jsonl", kept)        # drop lines logged after the checkpoint
     notes["resumed_from"] = loaded.path.name
+    notes["extra"] = loaded.state.get("extra") or {}
     print(f"resumed from {loaded.path} at step {step}", flush=True)
-    if notes["skipped"]:
-        status["warnings"] = [f"corrupt checkpoint skipped: {s}" for s in notes["skipped"]]
     return step, notes
 
 
-def _train(tr: Trainer, run_dir: Path, step: int, stop: StopRequest) -> dict:
+def _train(tr: Trainer, run_dir: Path, step: int, stop: StopRequest, on_step=None, extra: dict | None = None) -> dict:
     cfg, t = tr.cfg, tr.cfg.train
     ckpt_dir = run_dir / "ckpt"
     last_ckpt = step
-    recent: list[float] = []
-    val_loss = math.nan
+    recent: list[float] = list((extra or {}).get("recent", []))     # loss window, restored on resume
+    val_loss = (extra or {}).get("val_loss", math.nan)
     tick, tick_step = time.time(), step
 
     def checkpoint(at: int) -> None:
         nonlocal last_ckpt
-        save_checkpoint(ckpt_dir, at, tr.state_dict(at, {}), keep=t.keep_checkpoints)
+        save_checkpoint(ckpt_dir, at, tr.state_dict(at, {"recent": recent, "val_loss": val_loss}),
+                        keep=t.keep_checkpoints)
         last_ckpt = at
 
     while step < t.steps:
@@ -217,6 +228,8 @@ def _train(tr: Trainer, run_dir: Path, step: int, stop: StopRequest) -> dict:
             tick, tick_step = now, step
         if t.ckpt_interval and step % t.ckpt_interval == 0 and step < t.steps:
             checkpoint(step)
+        if on_step is not None:
+            on_step(tr, step, stop)
     checkpoint(step)
     return {"step": step, "final": {"val_loss": val_loss, "train_loss": float(np.mean(recent))},
             "status_fields": {"status": "finished", "exit_code": 0}}

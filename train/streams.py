@@ -1,17 +1,31 @@
-"""Seed streams: independent random streams derived from the run seed, one per purpose.
+"""Seed streams and RNG states: independent random streams derived from the run seed, saved and restored whole.
 
     streams = SeedStreams(seed=3)
-    streams.seed_for("data_order")     # -> int, stable across Python versions and processes
+    streams.seed_for("data_order")       # -> int, stable across Python versions, machines and processes
     g = streams.generator("data_order")  # torch.Generator seeded from it
+    states = capture_rng_states()        # python, numpy, torch CPU, every CUDA device: into a checkpoint
+    restore_rng_states(states)           # bitwise the same random future
 
-Separate streams make paired comparisons valid: two variants run with the same seed see the same data order
-and the same validation batches even when one of them builds a different model (different init draws).
+Separate streams make paired comparisons valid: two variants run with the same seed see the same data order,
+the same validation batches and the same dropout masks even when one of them builds a different model (its
+init draws come from the "init" stream only). The global torch RNG is the dropout stream after model init;
+nothing in the loop reseeds it.
+
+Test-only fault injection: SWEEPER_FAULT_DROP_RNG_STATE=torch (comma-separated names from DROPPABLE) leaves
+those states out of every checkpoint written, so a resumed run keeps the fresh process's state instead. The
+resume audit must then report the divergence; a loud warning is printed whenever the switch is active.
 """
 from __future__ import annotations
 
 import hashlib
+import os
+import random
+import sys
 
 STREAMS = ("init", "data_order", "dropout", "eval_batches", "python")
+DROP_ENV = "SWEEPER_FAULT_DROP_RNG_STATE"
+DROPPABLE = ("python", "numpy", "torch", "cuda", "data_order")
+_warned: set[str] = set()
 
 
 class SeedStreams:
@@ -30,3 +44,53 @@ class SeedStreams:
         g = torch.Generator(device="cpu")
         g.manual_seed(self.seed_for(stream))
         return g
+
+
+def dropped_states() -> frozenset[str]:
+    """RNG states the test-only fault switch leaves out of checkpoints (empty in normal runs)."""
+    raw = os.environ.get(DROP_ENV, "").strip()
+    if not raw:
+        return frozenset()
+    names = frozenset(n.strip() for n in raw.split(",") if n.strip())
+    bad = sorted(names - set(DROPPABLE))
+    if bad:
+        raise ValueError(f"{DROP_ENV}={raw!r}: unknown state {bad[0]!r}; accepted names are {', '.join(DROPPABLE)}")
+    if raw not in _warned:
+        _warned.add(raw)
+        print(f"WARNING: fault injection {DROP_ENV}={raw}: checkpoints leave out the {', '.join(sorted(names))} "
+              "RNG state; resumed runs will NOT be bitwise equal (test-only switch)", file=sys.stderr, flush=True)
+    return names
+
+
+def capture_rng_states(for_checkpoint: bool = True) -> dict:
+    """The global RNG states: python, numpy, torch CPU and one per visible CUDA device. With for_checkpoint,
+    states named by the test-only fault switch are left out (the audit's own hashes pass False)."""
+    import numpy as np
+    import torch
+
+    states = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
+              "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
+    for name in dropped_states() if for_checkpoint else ():
+        states.pop(name, None)
+    return states
+
+
+def restore_rng_states(states: dict) -> None:
+    """Restore what `capture_rng_states` saved. CUDA states go back to the device they came from (index i to
+    device i); the fingerprint guarantees the same device model and count, so none is spread to the others."""
+    import numpy as np
+    import torch
+
+    if "python" in states:
+        random.setstate(states["python"])
+    if "numpy" in states:
+        np.random.set_state(states["numpy"])
+    if "torch" in states:
+        torch.set_rng_state(states["torch"])
+    cuda = states.get("cuda") or []
+    if cuda:
+        if len(cuda) != torch.cuda.device_count():
+            raise RuntimeError(f"the checkpoint holds CUDA RNG states for {len(cuda)} devices, this process sees "
+                               f"{torch.cuda.device_count()}: run with the same CUDA_VISIBLE_DEVICES count")
+        for index, state in enumerate(cuda):
+            torch.cuda.set_rng_state(state, device=index)
