@@ -5,7 +5,8 @@
 
 val_loss.png: evaluation metric against step, mean across seeds per variant with a +-1 sd band.
 final_metric.png: the decision metric of every seed (dots), the mean with its bootstrap CI (bar), lost seeds
-counted in the axis label. grad_norm.png: gradient norm against step (log scale), mean and band per variant.
+counted in the axis label. grad_norm.png: gradient norm against step (log scale), geometric mean with a
+x/÷ geometric-sd band per variant (a band that stays positive).
 Every file is always written; a plot without data says so instead of being skipped.
 """
 from __future__ import annotations
@@ -43,10 +44,15 @@ def _curve_plot(plt, curves: pd.DataFrame, metric: str, variants: list[str], tit
         if rows.empty:
             continue
         table = rows.pivot_table(index="step", columns="run_id", values="value", aggfunc="last")   # (steps, runs)
+        if log:                                  # geometric mean and sd: a band that stays positive
+            table = np.log(table.where(table > 0))
         mean, sd = table.mean(axis=1), table.std(axis=1, ddof=1).fillna(0.0)
+        low, mid, high = mean - sd, mean, mean + sd
+        if log:
+            low, mid, high = np.exp(low), np.exp(mid), np.exp(high)
         color = f"C{i % 10}"
-        ax.plot(mean.index, mean.to_numpy(), color=color, label=f"{variant} (n={table.shape[1]})")
-        ax.fill_between(mean.index, (mean - sd).to_numpy(), (mean + sd).to_numpy(), color=color, alpha=0.2, lw=0)
+        ax.plot(mid.index, mid.to_numpy(), color=color, label=f"{variant} (n={table.shape[1]})")
+        ax.fill_between(mid.index, low.to_numpy(), high.to_numpy(), color=color, alpha=0.2, lw=0)
         drawn += 1
     if not drawn:
         ax.text(0.5, 0.5, f"no {metric} logged yet", ha="center", va="center", transform=ax.transAxes)
@@ -94,6 +100,6 @@ def write_plots(out_dir: str | Path, curves: pd.DataFrame, analysis, eval_metric
     _curve_plot(plt, curves, eval_metric, variants, f"{eval_metric}: mean +- 1 sd across seeds", False,
                 paths["val_loss"])
     _final_plot(plt, analysis, paths["final_metric"])
-    _curve_plot(plt, curves, "grad_norm", variants, "gradient norm: mean +- 1 sd across seeds", True,
-                paths["grad_norm"])
+    _curve_plot(plt, curves, "grad_norm", variants, "gradient norm: geometric mean x/÷ geometric sd across seeds",
+                True, paths["grad_norm"])
     return paths
