@@ -26,6 +26,7 @@ from train.atomic import atomic_write_json, read_json
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 RECORD = "slurm.json"
 TERMINAL = ("finished", "failed", "diverged", "interrupted")
+KEEP = ("finished", "diverged")       # outcomes a later launch does not redo (a diverged run would diverge again)
 # Slurm job states after which a job will not run again (everything else: still queued, running or requeued)
 ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
          "BOOT_FAIL", "DEADLINE", "UNKNOWN")
@@ -244,11 +245,11 @@ class _JobSlot:
     """What Progress prints for a run on Slurm (the local pool prints its GPU slot)."""
 
     def __init__(self, job_id: str, cpus: int | None):
-        self.name, self.cores, self.threads = f"slurm {job_id}", (), cpus or 1
+        self.name, self.cores, self.threads = f"Slurm job {job_id}", (), cpus or 1
 
 
 def launch(plan, launcher_cfg: SlurmConfig | dict, progress=None) -> dict[str, str] | None:
-    """Submit every run that is neither finished nor already queued; wait unless launcher.wait=false.
+    """Submit every run that is not finished, diverged or still queued; wait unless launcher.wait=false.
 
     Returns run_id -> final status (None after submitting with wait=false)."""
     from sweeper.progress import Progress
@@ -262,9 +263,9 @@ def launch(plan, launcher_cfg: SlurmConfig | dict, progress=None) -> dict[str, s
     for run in plan.runs:
         status, state = known.get(run.run_id, (None, None))
         status = status or (read_json(run.run_dir / "status.json", {}) or {}).get("status", "pending")
-        if status == "finished":
-            progress.skipped(run)
-            results[run.run_id] = "finished"
+        if status in KEEP:
+            progress.skipped(run) if status == "finished" else progress.skipped(run, status)
+            results[run.run_id] = status
         elif state is not None and state not in ENDED:
             adopted[run.run_id] = recorded[run.run_id]["job_id"]
             progress.log(f"adopt  {run.label}: Slurm job {adopted[run.run_id]} is {state}")
@@ -310,14 +311,15 @@ def _wait(plan, pending: dict[str, str], cfg: SlurmConfig, progress) -> dict[str
             run, state = by_id[run_id], states[job_id]
             if state == "RUNNING" and run_id not in started:
                 started[run_id] = time.time()
-                progress.log(f"start  {run.label} as Slurm job {job_id}")
+                progress.started(run, _JobSlot(job_id, cfg.cpus_per_task))
             if state not in ENDED:
                 continue
             status = settle(run.run_dir, job_id, state)
             del pending[run_id]
             results[run_id] = status["status"]
             progress.ended(run, status, time.time() - started.get(run_id, time.time()))
-        progress.tick([(by_id[r], _JobSlot(j, cfg.cpus_per_task)) for r, j in pending.items() if r in started])
+        running = [(by_id[r], _JobSlot(j, cfg.cpus_per_task)) for r, j in pending.items() if r in started]
+        progress.tick(running, len(pending) - len(running))
         if pending:
             time.sleep(cfg.poll_s)
     return results

@@ -9,8 +9,6 @@ a resumed run bitwise equal to one that was never interrupted.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import io
 import json
 import os
 import shutil
@@ -22,6 +20,7 @@ import pytest
 import yaml
 
 from conftest import run_sweeper
+from test_slurm_task import checkpoint_digest
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -119,15 +118,10 @@ def sacct_history(job_id: str) -> list[str]:
 
 
 def final_state_hash(run) -> str:
-    """sha256 over the newest checkpoint's model, optimizer and RNG state (what a resumed run must match)."""
-    import torch
+    """Digest of the newest checkpoint: model, optimizer, scheduler, sampler and RNG states."""
+    from train.checkpoint import list_checkpoints
 
-    from train.checkpoint import load_latest
-
-    state = load_latest(run.run_dir / "ckpt").state
-    buf = io.BytesIO()
-    torch.save({k: state[k] for k in ("step", "model", "optimizer", "rng")}, buf)
-    return hashlib.sha256(buf.getvalue()).hexdigest()
+    return checkpoint_digest(list_checkpoints(run.run_dir / "ckpt")[0])
 
 
 def metric_lines(run) -> list[dict]:
@@ -199,8 +193,11 @@ def test_submit_and_exit_then_adopt_then_skip_from_the_sweep_dir(tmp_path, tiny)
     for run in manifest["runs"]:
         assert json.loads((sweep_dir / run["run_dir"] / "status.json").read_text())["status"] == "finished"
 
-    third = run_sweeper(*argv, timeout=300)      # everything finished: nothing submitted
-    assert third.returncode == 0 and third.stdout.count("skip") == 3, third.stdout
+    report = run_sweeper(str(sweep_dir), "--no-plots", module="sweeper.report")   # from the sweep dir alone
+    assert report.returncode == 0 and (sweep_dir / "report.md").exists(), report.stdout + report.stderr
+
+    third = run_sweeper(str(sweep_dir), "sweeper.report=false", module="sweeper.resume")   # nothing to do
+    assert third.returncode == 0 and third.stdout.count("skip") == 3, third.stdout + third.stderr
     assert len(json.loads((sweep_dir / "slurm.json").read_text())["arrays"]) == 1
 
     shown = run_sweeper("status", str(sweep_dir), module="sweeper.slurm")
@@ -208,7 +205,7 @@ def test_submit_and_exit_then_adopt_then_skip_from_the_sweep_dir(tmp_path, tiny)
 
 
 def test_cancel_interrupts_one_run_and_the_next_launch_resumes_only_it(tmp_path, tiny):
-    plan, cfg = planned(tmp_path, tiny, "seeds=0-1", *ONE_VARIANT, "train.steps=400", "train.ckpt_interval=0",
+    plan, cfg = planned(tmp_path, tiny, "seeds=0-1", *ONE_VARIANT, "train.steps=300", "train.ckpt_interval=0",
                         "launcher.wait=false")
     victim, sibling = plan.runs
     slurm.launch(plan, cfg, Progress(total=2))
@@ -229,11 +226,11 @@ def test_cancel_interrupts_one_run_and_the_next_launch_resumes_only_it(tmp_path,
     assert [a["runs"] for a in record["arrays"]] == [2, 1]                # only the cancelled run resubmitted
     assert status(sibling)["ended"] == sibling_ended
     summary = json.loads((victim.run_dir / "summary.json").read_text())
-    assert summary["resumed_from"] and summary["steps"] == 400
+    assert summary["resumed_from"] and summary["steps"] == 300
 
 
 def test_preemption_checkpoints_requeues_and_resumes_bitwise_equal(tmp_path, tiny):
-    common = ["seeds=0", *ONE_VARIANT, "train.steps=400", "train.ckpt_interval=0", "launcher.wait=false"]
+    common = ["seeds=0", *ONE_VARIANT, "train.steps=300", "train.ckpt_interval=0", "launcher.wait=false"]
     plan, cfg = planned(tmp_path, tiny, *common, name="preempted")
     ref_plan, ref_cfg = planned(tmp_path, tiny, *common, name="reference")
     (run,), (ref,) = plan.runs, ref_plan.runs
@@ -255,7 +252,7 @@ def test_preemption_checkpoints_requeues_and_resumes_bitwise_equal(tmp_path, tin
     assert "restart 1" in log and "resumed from" in log, log[-2000:]
     summary = json.loads((run.run_dir / "summary.json").read_text())
     stopped_at = int(summary["resumed_from"].split("_")[1].split(".")[0])
-    assert 0 < stopped_at < 400                           # resumed mid-run from the preemption checkpoint
+    assert 0 < stopped_at < 300                           # resumed mid-run from the preemption checkpoint
     assert json.loads((ref.run_dir / "summary.json").read_text())["resumed_from"] is None
     assert metric_lines(run) == metric_lines(ref)
     assert final_state_hash(run) == final_state_hash(ref)

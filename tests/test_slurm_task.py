@@ -1,0 +1,201 @@
+"""The Slurm backend's parts that need no cluster: launcher config checks, sbatch option mapping, the task's
+environment, and RunTask's stop/checkpoint/requeue path driven by real signals to real processes.
+
+    python -m pytest -q tests/test_slurm_task.py
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT, run_sweeper
+from sweeper.errors import UsageError
+from sweeper.slurm import SlurmConfig, sbatch_options
+from sweeper.slurm_task import task_cpus, task_env
+
+DEFAULTS = yaml.safe_load((ROOT / "conf" / "launcher" / "slurm.yaml").read_text())
+
+
+def test_the_yaml_documents_every_option_and_its_defaults_are_valid():
+    assert set(DEFAULTS) == {f.name for f in dataclasses.fields(SlurmConfig)}
+    cfg = SlurmConfig.from_dict(DEFAULTS)
+    assert (cfg.timeout_min, cfg.cpus_per_task, cfg.gpus_per_node, cfg.wait) == (60, 4, 1, True)
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("nodes", 2, "unknown config key launcher.nodes; keys of launcher (slurm) are"),
+    ("cpus_per_task", 0, "launcher.cpus_per_task=0: must be a positive integer"),
+    ("gpus_per_node", -1, "launcher.gpus_per_node=-1: must be a non-negative integer"),
+    ("timeout_min", "1h", "launcher.timeout_min='1h': must be a positive integer"),
+    ("wait", "no", "launcher.wait='no': accepted values are true, false"),
+    ("mem_gb", 0, "launcher.mem_gb=0: must be a positive number of GB"),
+    ("additional_parameters", ["x"], "launcher.additional_parameters=['x']: must be a mapping"),
+    ("setup", "module load cuda", "launcher.setup='module load cuda': must be a list of shell lines"),
+    ("signal_delay_s", 3600, "launcher.signal_delay_s=3600 must be shorter than launcher.timeout_min=60"),
+])
+def test_bad_launcher_values_are_one_line_errors_naming_the_key(key, value, says):
+    with pytest.raises(UsageError) as e:
+        SlurmConfig.from_dict({**DEFAULTS, key: value})
+    assert says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_cli_refuses_a_bad_slurm_value_before_anything_is_written(tmp_path):
+    r = run_sweeper("+experiment=rope", "launcher=slurm", "launcher.cpus_per_task=0", f"sweeper.dir={tmp_path}/s")
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == ["sweeper: error: launcher.cpus_per_task=0: must be a positive integer "
+                                             "or null"]
+    assert not (tmp_path / "s").exists()
+
+
+def test_sbatch_options_follow_hydra_submitit_names():
+    cfg = SlurmConfig.from_dict({**DEFAULTS, "partition": "gpu", "account": "lab", "qos": "high", "mem_gb": 1.5,
+                                 "gpus_per_node": 0, "gres": "gpu:a100:1", "timeout_min": 90,
+                                 "additional_parameters": {"mail_type": "END", "requeue": True}})
+    assert sbatch_options(cfg) == {"partition": "gpu", "account": "lab", "qos": "high", "time": 90,
+                                   "cpus-per-task": 4, "gres": "gpu:a100:1", "mem": "1536M",
+                                   "mail-type": "END", "requeue": True}
+    assert cfg.use_gpus
+    assert not SlurmConfig.from_dict({**DEFAULTS, "gpus_per_node": 0}).use_gpus
+
+
+def test_task_threads_come_from_the_slurm_cpu_allocation():
+    assert task_cpus({"SLURM_CPUS_PER_TASK": "3", "SLURM_JOB_CPUS_PER_NODE": "8"}) == 3
+    assert task_cpus({"SLURM_JOB_CPUS_PER_NODE": "4(x2)"}) == 4
+    assert task_cpus({}) == len(os.sched_getaffinity(0))
+    env = task_env({"SLURM_CPUS_PER_TASK": "3", "CUDA_VISIBLE_DEVICES": "2", "PYTHONPATH": "/x"}, "/proj", True)
+    assert [env[v] for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")] == ["3", "3", "3"]
+    assert env["CUDA_VISIBLE_DEVICES"] == "2" and env["PYTHONPATH"] == "/proj" + os.pathsep + "/x"
+    assert task_env({"CUDA_VISIBLE_DEVICES": "0,1"}, "/proj", use_gpus=False)["CUDA_VISIBLE_DEVICES"] == ""
+
+
+def state_digest(obj, h=None) -> str:
+    """sha256 over a checkpoint's content: every tensor's dtype, shape and bytes, every other leaf's repr, in key
+    order (torch.save's bytes are not canonical: equal states can serialise differently)."""
+    import hashlib
+
+    import torch
+
+    top = h is None
+    h = h or hashlib.sha256()
+    if isinstance(obj, dict):
+        for key in sorted(obj, key=repr):
+            h.update(repr(key).encode())
+            state_digest(obj[key], h)
+    elif isinstance(obj, (list, tuple)):
+        h.update(f"{type(obj).__name__}{len(obj)}".encode())
+        for item in obj:
+            state_digest(item, h)
+    elif isinstance(obj, torch.Tensor):
+        t = obj.detach().cpu().contiguous().reshape(-1)
+        h.update(f"{t.dtype}{tuple(obj.shape)}".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    elif hasattr(obj, "tobytes"):                          # numpy arrays (the numpy RNG state)
+        h.update(obj.tobytes())
+    else:
+        h.update(repr(obj).encode())
+    return h.hexdigest() if top else ""
+
+
+def checkpoint_digest(path: Path) -> str:
+    from train.checkpoint import read_checkpoint
+
+    return state_digest(read_checkpoint(path))
+
+
+# -- RunTask with real processes and signals (what submitit does in a job, without Slurm) --------------------
+
+# Plays submitit's part: USR2 -> task.checkpoint() -> the DelayedSubmission is pickled for the requeue.
+TASK_SCRIPT = """
+import os, signal, sys
+import cloudpickle
+from sweeper.slurm_task import RunTask
+run_dir, out, grace = sys.argv[1], sys.argv[2], float(sys.argv[3])
+task = RunTask(run_dir, {root!r}, use_gpus=False, stop_grace_s=grace)
+def on_usr2(signum, frame):
+    with open(out, "wb") as f:
+        cloudpickle.dump(task.checkpoint(), f)
+    os._exit(3)
+signal.signal(signal.SIGUSR2, on_usr2)
+print("result", task(), flush=True)
+"""
+RESUME_SCRIPT = """
+import sys
+import cloudpickle
+print("result", cloudpickle.load(open(sys.argv[1], "rb")).result(), flush=True)
+"""
+
+
+def make_run(tmp_path: Path, tiny: list[str], name: str) -> Path:
+    from sweeper.cli import prepare
+    from sweeper.plan import write_plan
+
+    argv = ["+experiment=rope", "seeds=0", "~experiment.variants.nope", "~experiment.variants.rope_frozen_qk",
+            f"sweeper.dir={tmp_path / name}", *tiny, "train.steps=300", "train.ckpt_interval=0"]
+    plan, _, _ = prepare(argv)
+    write_plan(plan, argv)
+    return plan.runs[0].run_dir
+
+
+def start_task(run_dir: Path, out: Path, grace_s: float) -> subprocess.Popen:
+    env = {**os.environ, "SLURM_CPUS_PER_TASK": "1", "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-c", TASK_SCRIPT.format(root=str(ROOT)), str(run_dir), str(out),
+                             str(grace_s)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for_step(run_dir: Path, step: int, proc: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        lines = (run_dir / "metrics.jsonl").read_text().splitlines() if (run_dir / "metrics.jsonl").exists() else []
+        if lines and json.loads(lines[-1])["step"] >= step:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"run did not reach step {step}: {proc.communicate()[0] if proc.poll() is not None else ''}")
+
+
+def test_checkpoint_stops_the_run_at_a_step_boundary_and_the_requeued_task_resumes_bitwise(tmp_path, tiny):
+    run_dir, ref_dir = make_run(tmp_path, tiny, "preempted"), make_run(tmp_path, tiny, "reference")
+    ref = start_task(ref_dir, tmp_path / "unused.pkl", 30)
+    task = start_task(run_dir, tmp_path / "requeue.pkl", 30)
+    wait_for_step(run_dir, 10, task)
+    task.send_signal(signal.SIGUSR2)                      # to the task only: it must stop its child itself
+    out, _ = task.communicate(timeout=60)
+    assert task.returncode == 3, out
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["status"] == "interrupted" and "SIGUSR1" in status["error"], status
+    stopped = sorted((run_dir / "ckpt").glob("step_*.pt"))
+    assert len(stopped) == 1 and 0 < int(stopped[0].stem.split("_")[1]) < 300
+
+    env = {**os.environ, "SLURM_CPUS_PER_TASK": "1", "PYTHONPATH": str(ROOT)}
+    resumed = subprocess.run([sys.executable, "-c", RESUME_SCRIPT, str(tmp_path / "requeue.pkl")], env=env,
+                             capture_output=True, text=True, timeout=180)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    ref_out, _ = ref.communicate(timeout=180)
+    assert ref.returncode == 0, ref_out
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["resumed_from"] == stopped[0].name
+    strip = lambda d: [{k: v for k, v in json.loads(x).items() if k != "tokens_per_s"}  # noqa: E731
+                       for x in (d / "metrics.jsonl").read_text().splitlines()]
+    assert strip(run_dir) == strip(ref_dir)
+    final = lambda d: checkpoint_digest(d / "ckpt" / "step_00000300.pt")  # noqa: E731
+    assert final(run_dir) == final(ref_dir)               # model, optimizer, scheduler, sampler, RNG states
+
+
+def test_sigterm_alone_stops_the_run_and_the_task_ends_interrupted(tmp_path, tiny):
+    run_dir = make_run(tmp_path, tiny, "cancelled")
+    task = start_task(run_dir, tmp_path / "unused.pkl", 1.0)
+    wait_for_step(run_dir, 10, task)
+    task.send_signal(signal.SIGTERM)                      # scancel: no USR2 follows, Slurm would SIGKILL later
+    out, _ = task.communicate(timeout=60)
+    assert task.returncode != 0 and "RunInterrupted" in out, out
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["status"] == "interrupted" and status["exit_code"] == 75
+    assert list((run_dir / "ckpt").glob("step_*.pt"))
