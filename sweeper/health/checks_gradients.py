@@ -1,0 +1,163 @@
+"""Checks from one forward/backward at init: the initial loss, gradient flow, and custom-kernel agreement.
+
+init_loss       L0 vs ln(num_classes), the loss of a uniform prediction.
+gradient_flow   every trainable parameter gets a finite, nonzero gradient of sane size; names the dead ones.
+kernel_agreement  same weights, same batch: parameter gradients with the model's custom kernels vs with their
+                reference implementation (switched by the model-provided `use_reference(bool)` callable).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .batching import embedding_param_ids
+from .context import PreflightContext
+from .result import CheckResult
+
+_LIST = 4  # names spelled out in a one-line message; the rest go to details
+
+
+def _names(items: list[str]) -> str:
+    head = "; ".join(items[:_LIST])
+    return head + (f"; (+{len(items) - _LIST} more)" if len(items) > _LIST else "")
+
+
+def init_loss_check(ctx: PreflightContext, loss_value: float) -> CheckResult:
+    if ctx.num_classes is None:
+        return CheckResult("init_loss", "skip", loss_value, "", "num_classes not given: no chance level to compare")
+    th = ctx.thresholds
+    chance = math.log(ctx.num_classes)
+    expected = f"[{chance - th.init_deficit_warn:.3g}, {chance + th.init_excess_warn:.3g}] (ln {ctx.num_classes}" \
+               f" = {chance:.3g})"
+    if not math.isfinite(loss_value):
+        return CheckResult("init_loss", "fail", loss_value, expected,
+                           f"loss at init is {loss_value}: overflow in the forward pass or the loss")
+    delta = loss_value - chance
+    if delta > th.init_excess_fail or -delta > th.init_deficit_fail:
+        status = "fail"
+    elif delta > th.init_excess_warn or -delta > th.init_deficit_warn:
+        status = "warn"
+    else:
+        return CheckResult("init_loss", "pass", loss_value, expected,
+                           f"loss at init {loss_value:.3f} vs ln({ctx.num_classes}) = {chance:.3f}")
+    if delta > 0:
+        cause = ("the untrained model is confidently wrong: output layer initialised too large (scale the last "
+                 "layer down or zero it), logits multiplied by a large factor, or num_classes is wrong")
+    else:
+        cause = ("the untrained model already beats chance: the targets leak into the inputs (e.g. unshifted "
+                 "targets with a non-causal model), or num_classes is larger than the real class count")
+    return CheckResult("init_loss", status, loss_value, expected,
+                       f"loss at init {loss_value:.3f} is {delta:+.2f} nats from ln({ctx.num_classes}): {cause}")
+
+
+def gradient_flow_check(ctx: PreflightContext, named_grads: list[tuple[str, torch.nn.Parameter, torch.Tensor | None]]
+                        ) -> CheckResult:
+    th = ctx.thresholds
+    lookup = embedding_param_ids(ctx.model)
+    dead: list[str] = []      # fail: no gradient / zero / non-finite
+    weak: list[str] = []      # warn: half the rows dead, vanishing or exploding
+    rms: dict[str, float] = {}
+    for name, p, g in named_grads:
+        if g is None:
+            dead.append(f"{name}: no gradient (unused in the forward pass, or the graph is cut by detach/no_grad"
+                        f"/.data or a custom op returning None)")
+            continue
+        if not torch.isfinite(g).all():
+            dead.append(f"{name}: non-finite gradient (overflow, log/sqrt/div of 0 in the forward pass)")
+            continue
+        nonzero = g != 0
+        if not nonzero.any():
+            dead.append(f"{name}: gradient exactly zero (a custom op or mask blocks it, or its output is "
+                        f"multiplied by zero)")
+            continue
+        rms[name] = float(g[nonzero].float().pow(2).mean().sqrt())
+        if g.dim() >= 2 and id(p) not in lookup:
+            rows_zero = (~nonzero.flatten(1).any(dim=1))
+            frac = float(rows_zero.float().mean())
+            if frac >= th.dead_rows_warn_fraction:
+                idx = rows_zero.nonzero().flatten()
+                weak.append(f"{name}: {int(rows_zero.sum())}/{g.shape[0]} output rows get exactly zero gradient "
+                            f"(rows {int(idx[0])}..{int(idx[-1])}: dead units, or part of a fused projection "
+                            f"blocked)")
+    if rms:
+        median = sorted(rms.values())[len(rms) // 2]
+        for name, r in rms.items():
+            ratio = r / median if median > 0 else float("inf")
+            if ratio < th.grad_rms_ratio_low:
+                weak.append(f"{name}: gradient rms {r:.2e} is {ratio:.1e}x the median parameter's (vanishing)")
+            elif ratio > th.grad_rms_ratio_high:
+                weak.append(f"{name}: gradient rms {r:.2e} is {ratio:.1e}x the median parameter's (exploding)")
+    total = len(named_grads)
+    details = {"dead": dead, "weak": weak, "grad_rms": rms}
+    expected = "0 dead parameters"
+    if dead:
+        return CheckResult("gradient_flow", "fail", len(dead), expected,
+                           f"{len(dead)}/{total} trainable parameters get no usable gradient: {_names(dead)}", details)
+    if weak:
+        return CheckResult("gradient_flow", "warn", 0, expected, _names(weak), details)
+    return CheckResult("gradient_flow", "pass", 0, expected,
+                       f"all {total} trainable parameters get a finite, nonzero gradient", details)
+
+
+def _grads(ctx: PreflightContext) -> tuple[float, dict[str, torch.Tensor | None]]:
+    named = ctx.params()
+    torch.manual_seed(ctx.seed)
+    loss = ctx.loss()
+    grads = torch.autograd.grad(loss, [p for _, p in named], allow_unused=True)
+    return float(loss.detach()), {name: (None if g is None else g.detach().clone()) for (name, _), g in
+                                   zip(named, grads)}
+
+
+def kernel_agreement_check(ctx: PreflightContext) -> CheckResult:
+    if ctx.use_reference is None:
+        return CheckResult("kernel_agreement", "skip", None, "",
+                           "no use_reference toggle given: the model declares no custom kernel with a reference")
+    th = ctx.thresholds
+    was_training = ctx.model.training
+    ctx.model.eval()  # dropout off: both passes see the same function
+    try:
+        loss_fast, fast = _grads(ctx)
+        ctx.use_reference(True)
+        try:
+            loss_ref, ref = _grads(ctx)
+        finally:
+            ctx.use_reference(False)
+    finally:
+        ctx.model.train(was_training)
+    dtypes = {name: p.dtype for name, p in ctx.params()}
+    ref_norm = math.sqrt(sum(float(g.double().pow(2).sum()) for g in ref.values() if g is not None))
+    floor = 1e-6 * ref_norm + 1e-30
+    bad, worst_name, worst = [], "", 0.0
+    rel_errors = {}
+    for name in ref:
+        gf, gr = fast[name], ref[name]
+        if gf is None and gr is None:
+            continue
+        gf = torch.zeros_like(gr) if gf is None else gf
+        gr = torch.zeros_like(gf) if gr is None else gr
+        diff = float((gf.double() - gr.double()).norm())
+        rel = diff / max(float(gr.double().norm()), float(gf.double().norm()), floor)
+        rel_errors[name] = rel
+        tol = th.kernel_rel_tol_fp32 if dtypes[name] in (torch.float32, torch.float64) \
+            else th.kernel_rel_tol_low_precision
+        if rel > tol:
+            kind = "is zero with the custom kernel" if float(gf.abs().sum()) == 0 else "differs"
+            bad.append((rel, f"{name}: gradient {kind} vs reference (rel. error {rel:.2e} > {tol:g})"))
+        if rel > worst:
+            worst, worst_name = rel, name
+    loss_rel = abs(loss_fast - loss_ref) / max(abs(loss_ref), 1e-30)
+    details = {"rel_error": rel_errors, "loss_fast": loss_fast, "loss_reference": loss_ref}
+    expected = f"<= {th.kernel_rel_tol_fp32:g} (fp32)"
+    if bad:
+        return CheckResult("kernel_agreement", "fail", worst, expected,
+                           f"{len(bad)} parameter gradients disagree with the reference kernel: "
+                           f"{_names([m for _, m in sorted(bad, key=lambda b: -b[0])])}; "
+                           f"the custom backward is wrong", details)
+    if loss_rel > th.kernel_rel_tol_fp32:
+        return CheckResult("kernel_agreement", "fail", loss_rel, expected,
+                           f"loss differs from the reference path by {loss_rel:.2e} relative: the custom forward is "
+                           f"wrong", details)
+    return CheckResult("kernel_agreement", "pass", worst, expected,
+                       f"all {len(rel_errors)} parameter gradients match the reference kernel (worst {worst:.1e}"
+                       f"{' at ' + worst_name if worst_name else ''})", details)

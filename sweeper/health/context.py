@@ -1,0 +1,64 @@
+"""What every preflight check receives: the user's model, loss, batch and options, validated once."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from .batching import batch_size, call_model, trainable_named_parameters
+from .thresholds import Thresholds
+
+OptimizerFactory = Callable[[Any], torch.optim.Optimizer]
+TrainStep = Callable[[nn.Module, torch.optim.Optimizer, Any], Any]
+
+
+@dataclass
+class PreflightContext:
+    model: nn.Module
+    loss_fn: Callable[[Any, Any], torch.Tensor]
+    inputs: Any
+    targets: Any
+    optimizer_factory: OptimizerFactory
+    num_classes: int | None
+    sequence_dim: int | None
+    train_step: TrainStep | None
+    use_reference: Callable[[bool], Any] | None
+    thresholds: Thresholds
+    ignore: tuple[str, ...]
+    seed: int
+
+    @property
+    def n(self) -> int:
+        return batch_size(self.inputs)
+
+    def params(self, model: nn.Module | None = None) -> list[tuple[str, nn.Parameter]]:
+        return trainable_named_parameters(model if model is not None else self.model, self.ignore)
+
+    def loss(self, model: nn.Module | None = None, inputs: Any = None, targets: Any = None) -> torch.Tensor:
+        model = model if model is not None else self.model
+        outputs = call_model(model, self.inputs if inputs is None else inputs)
+        loss = self.loss_fn(outputs, self.targets if targets is None else targets)
+        if not (torch.is_tensor(loss) and loss.numel() == 1):
+            raise TypeError(f"loss_fn must return a scalar tensor, got {type(loss).__name__}"
+                            f"{tuple(loss.shape) if torch.is_tensor(loss) else ''}")
+        return loss.reshape(())
+
+
+def default_optimizer_factory(params: Any) -> torch.optim.Optimizer:
+    """Used when the caller gives none: Adam's per-element normalisation makes the step size independent of the
+    gradient scale, so one learning rate suits most small models for the overfit test."""
+    return torch.optim.Adam(params, lr=1e-3)
+
+
+def default_train_step(loss_fn: Callable[[Any, Any], torch.Tensor]) -> TrainStep:
+    """A textbook step: clear gradients, forward, loss, backward, update."""
+    def step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any) -> torch.Tensor:
+        inputs, targets = batch
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(call_model(model, inputs), targets)
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+    return step

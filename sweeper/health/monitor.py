@@ -1,0 +1,268 @@
+"""LiveMonitor: cheap health monitoring inside a training loop.
+
+    monitor = LiveMonitor(model, interval=50, num_classes=vocab_size)
+    for step in ...:
+        loss.backward()
+        metrics.update(monitor.after_backward(step, loss, grad_norm=total_norm_or_None))
+        optimizer.step()
+        metrics.update(monitor.after_step(step))
+        if monitor.diverged: ...stop; status "diverged"; monitor.diverged = {"step", "reason"}
+    monitor.report().write(run_dir / "health.json")
+
+Every step costs one scalar read of the loss (and of grad_norm when given, e.g. the value clip_grad_norm_
+returns): a NaN/inf there marks the run diverged at that step. Every `interval` steps the monitor also measures
+per-layer gradient norms, the share of gradient entries that are exactly zero, and per-layer update/weight
+ratios (snapshot before optimizer.step, compare after), and judges grad-norm spikes and a loss stuck at ln(V).
+The metrics it returns use flat `health/...` keys (per-layer values as {layer: value} dicts) and include
+`health/warning` on the step a new warning appears, so whoever tails metrics.jsonl can print it as it happens.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any
+
+import torch
+from torch import nn
+
+from .result import CheckResult, HealthReport
+from .thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+
+def _layer(param_name: str) -> str:
+    return param_name.rsplit(".", 1)[0] if "." in param_name else param_name
+
+
+class LiveMonitor:
+    def __init__(self, model: nn.Module, *, interval: int = 50, num_classes: int | None = None,
+                 thresholds: Thresholds = DEFAULT_THRESHOLDS, per_layer: bool = True):
+        if not isinstance(interval, int) or interval < 1:
+            raise ValueError(f"interval={interval!r}: expected an int >= 1 (steps between health measurements)")
+        self.named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        self.interval = interval
+        self.num_classes = num_classes
+        self.th = thresholds
+        self.per_layer = per_layer
+        self.diverged: dict[str, Any] | None = None
+        self.steps_seen = 0
+        self.loss_ema: float | None = None
+        self._ema_raw = 0.0
+        self._ema_weight = 0.0
+        self._norms: deque[float] = deque(maxlen=50)
+        self.spikes: list[dict[str, float]] = []
+        self.zero_share_first: tuple[int, float] | None = None
+        self.zero_share_last: tuple[int, float] | None = None
+        self.zero_share_warned = False
+        self.stuck_since: int | None = None
+        self.stuck_last: bool | None = None
+        self._before: dict[str, torch.Tensor] | None = None
+        self._last_step: int | None = None
+
+    # ---- per step -------------------------------------------------------------------------------------------
+    def after_backward(self, step: int, loss: Any, grad_norm: Any = None) -> dict[str, Any]:
+        """Call after loss.backward(), before optimizer.step(). Returns health metrics on interval steps."""
+        self.steps_seen += 1
+        self._last_step = step
+        loss_value = float(loss.detach() if torch.is_tensor(loss) else loss)
+        if not math.isfinite(loss_value):
+            self._diverge(step, f"loss is {loss_value}")
+            return {"health/diverged": True}
+        self._update_ema(loss_value)
+        if grad_norm is not None:
+            gn = float(grad_norm)
+            if not math.isfinite(gn):
+                self._diverge(step, f"gradient norm is {gn}{self._first_nonfinite_grad()}")
+                return {"health/diverged": True}
+            if step % self.interval != 0:
+                self._spike(step, gn)
+        if step % self.interval != 0:
+            return {}
+        return self._measure_gradients(step)
+
+    def after_step(self, step: int) -> dict[str, Any]:
+        """Call after optimizer.step(). Returns update/weight ratios on interval steps."""
+        if self._before is None or step % self.interval != 0:
+            return {}
+        ratios: dict[str, float] = {}
+        with torch.no_grad():
+            for name, p in self.named:
+                old = self._before.get(name)
+                if old is None:
+                    continue
+                w = float(old.norm())
+                if w > 0:
+                    ratios[_layer(name) if self.per_layer else name] = float((p.detach() - old).norm()) / w
+        self._before = None
+        if not ratios:
+            return {}
+        finite = [r for r in ratios.values() if math.isfinite(r)]
+        out: dict[str, Any] = {"health/update_ratio_max": max(finite) if finite else float("nan")}
+        if self.per_layer:
+            out["health/layer_update_ratio"] = ratios
+        if len(finite) < len(ratios):
+            self._diverge(step, "parameters became non-finite after optimizer.step()")
+            out["health/diverged"] = True
+        return out
+
+    def observe_eval(self, step: int, val_loss: Any) -> None:
+        value = float(val_loss.detach() if torch.is_tensor(val_loss) else val_loss)
+        if not math.isfinite(value):
+            self._diverge(step, f"validation loss is {value}")
+
+    # ---- interval measurements ------------------------------------------------------------------------------
+    def _measure_gradients(self, step: int) -> dict[str, Any]:
+        grads = [(n, p.grad) for n, p in self.named if p.grad is not None]
+        out: dict[str, Any] = {"health/loss_ema": self.loss_ema}
+        if not grads:
+            return out
+        with torch.no_grad():
+            norms = torch.stack(torch._foreach_norm([g for _, g in grads])).double().cpu()
+            zeros = sum(int((g == 0).sum()) for _, g in grads)
+            zeros += sum(p.numel() for _, p in self.named if p.grad is None)
+            total = sum(p.numel() for _, p in self.named)
+        global_norm = float(norms.pow(2).sum().sqrt())
+        if not math.isfinite(global_norm):
+            self._diverge(step, f"gradient norm is {global_norm}{self._first_nonfinite_grad()}")
+            out["health/diverged"] = True
+            return out
+        share = zeros / max(total, 1)
+        out["health/grad_norm"] = global_norm
+        out["health/zero_grad_share"] = share
+        if self.per_layer:
+            layer_sq: dict[str, float] = {}
+            for (name, _), nrm in zip(grads, norms.tolist()):
+                layer_sq[_layer(name)] = layer_sq.get(_layer(name), 0.0) + nrm * nrm
+            out["health/layer_grad_norm"] = {k: math.sqrt(v) for k, v in layer_sq.items()}
+        # snapshot the matrices so after_step can measure the update/weight ratio of this step
+        self._before = {n: p.detach().clone() for n, p in self.named if p.dim() >= 2}
+        warnings = [w for w in (self._spike(step, global_norm), self._zero_share(step, share), self._stuck(step))
+                    if w]
+        if warnings:
+            out["health/warning"] = "; ".join(warnings)
+        return out
+
+    def _spike(self, step: int, norm: float) -> str | None:
+        history = sorted(self._norms)
+        self._norms.append(norm)
+        if len(history) < self.th.spike_min_history:
+            return None
+        median = history[len(history) // 2]
+        if median > 0 and norm > self.th.spike_factor * median:
+            self.spikes.append({"step": step, "grad_norm": norm, "median": median})
+            return f"grad-norm spike at step {step}: {norm:.3g} = {norm / median:.0f}x the running median {median:.3g}"
+        return None
+
+    def _zero_share(self, step: int, share: float) -> str | None:
+        if self.zero_share_first is None:
+            self.zero_share_first = (step, share)
+        self.zero_share_last = (step, share)
+        if self._died(share) >= self.th.dead_share_warn and not self.zero_share_warned:
+            self.zero_share_warned = True
+            return (f"share of exactly-zero gradient entries rose from {self.zero_share_first[1]:.1%} to {share:.1%} "
+                    f"by step {step}: units are dying (learning rate too high?)")
+        return None
+
+    def _died(self, share: float) -> float:
+        """Of the gradient entries that were nonzero at the first check, the fraction now exactly zero."""
+        first = self.zero_share_first[1]
+        return (share - first) / (1 - first) if first < 1 else 0.0
+
+    def _stuck(self, step: int) -> str | None:
+        if self.num_classes is None or self.loss_ema is None or step < self.th.stuck_min_steps:
+            return None
+        chance = math.log(self.num_classes)
+        stuck = self.loss_ema >= chance * (1 - self.th.stuck_tolerance)
+        first = stuck and self.stuck_since is None
+        if first:
+            self.stuck_since = step
+        self.stuck_last = stuck
+        if first:
+            return (f"loss stuck at ln({self.num_classes}) = {chance:.3f} at step {step} (EMA {self.loss_ema:.3f}): "
+                    f"the model still predicts uniformly")
+        return None
+
+    def _update_ema(self, value: float) -> None:
+        b = self.th.ema_beta
+        self._ema_raw = b * self._ema_raw + (1 - b) * value
+        self._ema_weight = b * self._ema_weight + (1 - b)       # = 1 - b^k: bias correction, like Adam's moments
+        self.loss_ema = self._ema_raw / self._ema_weight
+
+    def _first_nonfinite_grad(self) -> str:
+        for name, p in self.named:
+            if p.grad is not None and not bool(torch.isfinite(p.grad).all()):
+                return f" (first non-finite: {name}.grad)"
+        return ""
+
+    def _diverge(self, step: int, reason: str) -> None:
+        if self.diverged is None:
+            self.diverged = {"step": step, "reason": reason}
+
+    # ---- verdict --------------------------------------------------------------------------------------------
+    def report(self) -> HealthReport:
+        checks = []
+        if self.diverged:
+            checks.append(CheckResult("finite", "fail", self.diverged["step"], "no NaN/inf",
+                                      f"diverged at step {self.diverged['step']}: {self.diverged['reason']}",
+                                      dict(self.diverged)))
+        else:
+            checks.append(CheckResult("finite", "pass", None, "no NaN/inf",
+                                      f"loss and gradients finite over {self.steps_seen} steps"))
+        if self.spikes:
+            big = max(self.spikes, key=lambda s: s["grad_norm"] / s["median"])
+            checks.append(CheckResult("grad_spike", "warn", big["grad_norm"] / big["median"],
+                                      f"< {self.th.spike_factor:g}x running median",
+                                      f"{len(self.spikes)} grad-norm spikes; largest at step {int(big['step'])}: "
+                                      f"{big['grad_norm']:.3g} vs median {big['median']:.3g} (lr too high for this "
+                                      f"stage, a bad batch, or missing clipping)", {"spikes": self.spikes}))
+        else:
+            checks.append(CheckResult("grad_spike", "pass", None, f"< {self.th.spike_factor:g}x running median",
+                                      "no grad-norm spikes"))
+        checks.append(self._stuck_result())
+        checks.append(self._zero_share_result())
+        return HealthReport(checks)
+
+    def _stuck_result(self) -> CheckResult:
+        if self.num_classes is None:
+            return CheckResult("loss_stuck", "skip", None, "", "num_classes not given")
+        chance = math.log(self.num_classes)
+        expected = f"EMA < {chance * (1 - self.th.stuck_tolerance):.3f} after step {self.th.stuck_min_steps}"
+        if self.stuck_last:
+            return CheckResult("loss_stuck", "warn", self.loss_ema, expected,
+                               f"loss EMA {self.loss_ema:.3f} still at ln({self.num_classes}) = {chance:.3f} since step "
+                               f"{self.stuck_since}: no learning signal (lr 0, dead gradients, labels unrelated to "
+                               f"inputs)")
+        if self.stuck_since is not None:
+            return CheckResult("loss_stuck", "pass", self.loss_ema, expected,
+                               f"loss sat at ln({self.num_classes}) at step {self.stuck_since}, then fell")
+        if self.stuck_last is None:
+            return CheckResult("loss_stuck", "skip", self.loss_ema, expected,
+                               f"run too short to judge (< {self.th.stuck_min_steps} steps)")
+        return CheckResult("loss_stuck", "pass", self.loss_ema, expected,
+                           f"loss EMA {self.loss_ema:.3f} below ln({self.num_classes}) = {chance:.3f}")
+
+    def _zero_share_result(self) -> CheckResult:
+        expected = f"< {self.th.dead_share_warn:.0%} of live entries die"
+        if self.zero_share_first is None:
+            return CheckResult("zero_grad_share", "skip", None, expected, "no interval step observed")
+        (s0, a), (s1, b) = self.zero_share_first, self.zero_share_last
+        if self.zero_share_warned:
+            return CheckResult("zero_grad_share", "warn", self._died(b), expected,
+                               f"share of exactly-zero gradient entries rose from {a:.1%} (step {s0}) to {b:.1%} "
+                               f"(step {s1}): dead units, typically a learning rate so high that ReLUs die")
+        return CheckResult("zero_grad_share", "pass", self._died(b), expected,
+                           f"exactly-zero gradient entries: {a:.1%} at step {s0}, {b:.1%} at step {s1}")
+
+    # ---- checkpointing --------------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        keys = ("steps_seen", "loss_ema", "_ema_raw", "_ema_weight", "spikes", "zero_share_first", "zero_share_last",
+                "zero_share_warned", "stuck_since", "stuck_last", "diverged")
+        state = {k: getattr(self, k) for k in keys}
+        state["_norms"] = list(self._norms)
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            if k == "_norms":
+                self._norms = deque(v, maxlen=50)
+            else:
+                setattr(self, k, tuple(v) if k.startswith("zero_share_") and isinstance(v, list) else v)

@@ -1,0 +1,191 @@
+"""Health-check results: one `CheckResult` per check, gathered in a `HealthReport`.
+
+    report = HealthReport([CheckResult("init_loss", "pass", 2.31, "[1.80, 3.30]", "loss at init 2.31 ...")])
+    print(report)            # readable table
+    report.ok                # False when any check failed
+    report.write(run_dir / "health.json")    # atomic; HealthReport.read(path) loads it back
+
+Pure Python (no torch) so the sweeper parent process can read and print health.json cheaply.
+The JSON schema is the team contract: {"verdict": pass|warn|fail, "checks": [{"name", "status", "value",
+"expected", "message"}]}; a check may add "details" (a dict of extra figures, e.g. every offending parameter).
+A check that does not apply (no sequence dim given, no reference kernel) has status "skip" and never
+changes the verdict.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+STATUSES = ("pass", "warn", "fail", "skip")
+_SEVERITY = {"skip": 0, "pass": 0, "warn": 1, "fail": 2}
+
+
+@dataclass
+class CheckResult:
+    """One check: its status, the measured figure, the range expected, and a one-line explanation.
+
+    `message` names the parameter or tensor at fault and the likely cause when the check does not pass.
+    """
+
+    name: str
+    status: str
+    value: float | None = None
+    expected: str = ""
+    message: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"CheckResult.status={self.status!r}: expected one of {', '.join(STATUSES)}")
+        if self.value is not None:
+            self.value = float(self.value)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "status": self.status, "value": _json_number(self.value),
+                               "expected": self.expected, "message": self.message}
+        if self.details:
+            out["details"] = _jsonable(self.details)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CheckResult":
+        value = d.get("value")
+        return cls(name=d["name"], status=d["status"], value=None if value is None else float(value),
+                   expected=d.get("expected", ""), message=d.get("message", ""), details=d.get("details") or {})
+
+
+@dataclass
+class HealthReport:
+    """All checks of one model or run. `verdict` is the worst status: fail > warn > pass."""
+
+    checks: list[CheckResult] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        worst = max((_SEVERITY[c.status] for c in self.checks), default=0)
+        return {0: "pass", 1: "warn", 2: "fail"}[worst]
+
+    @property
+    def ok(self) -> bool:
+        """True when no check failed (warnings allowed)."""
+        return self.verdict != "fail"
+
+    @property
+    def failures(self) -> list[CheckResult]:
+        return [c for c in self.checks if c.status == "fail"]
+
+    @property
+    def warnings(self) -> list[CheckResult]:
+        return [c for c in self.checks if c.status == "warn"]
+
+    def __getitem__(self, name: str) -> CheckResult:
+        for c in self.checks:
+            if c.name == name:
+                return c
+        raise KeyError(f"no check named {name!r}; checks: {', '.join(c.name for c in self.checks)}")
+
+    def __contains__(self, name: object) -> bool:
+        return any(c.name == name for c in self.checks)
+
+    def add(self, check: CheckResult) -> None:
+        self.checks.append(check)
+
+    def merged(self, other: "HealthReport | Iterable[CheckResult]") -> "HealthReport":
+        extra = other.checks if isinstance(other, HealthReport) else list(other)
+        return HealthReport(list(self.checks) + list(extra))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "checks": [c.to_dict() for c in self.checks]}
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "HealthReport":
+        return cls([CheckResult.from_dict(c) for c in d.get("checks", [])])
+
+    def write(self, path: str | os.PathLike) -> Path:
+        """Write as JSON atomically (temp file in the same folder, fsync, rename)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(self.to_json() + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    @classmethod
+    def read(cls, path: str | os.PathLike) -> "HealthReport":
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    def __str__(self) -> str:
+        return format_table(self)
+
+    def __repr__(self) -> str:
+        counts = {s: sum(c.status == s for c in self.checks) for s in STATUSES}
+        return f"HealthReport(verdict={self.verdict!r}, " + ", ".join(f"{k}={v}" for k, v in counts.items()) + ")"
+
+
+def format_table(report: HealthReport, width: int = 100) -> str:
+    """A fixed-width table: check | status | value | expected, then the message wrapped below, indented."""
+    rows = [("check", "status", "value", "expected")]
+    for c in report.checks:
+        rows.append((c.name, c.status.upper(), _fmt_value(c.value), c.expected))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = []
+    for i, r in enumerate(rows):
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+        if i == 0:
+            lines.append("-" * min(width, sum(widths) + 6))
+        else:
+            msg = report.checks[i - 1].message
+            if msg:
+                lines.extend(textwrap.wrap(msg, width, initial_indent="    ", subsequent_indent="      "))
+    lines.append(f"verdict: {report.verdict.upper()}")
+    return "\n".join(lines)
+
+
+def _fmt_value(v: float | None) -> str:
+    if v is None:
+        return "-"
+    if v != v or math.isinf(v):
+        return str(v)
+    if v == 0 or 1e-3 <= abs(v) < 1e5:
+        return f"{v:.4g}"
+    return f"{v:.2e}"
+
+
+def _json_number(v: float | None) -> float | str | None:
+    """JSON has no NaN/inf: write them as strings ("nan", "inf") so the file stays valid JSON."""
+    if v is None:
+        return None
+    if v != v or math.isinf(v):
+        return str(v)
+    return v
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, float):
+        return _json_number(obj)
+    if isinstance(obj, (int, str, bool)) or obj is None:
+        return obj
+    try:  # numpy / torch scalars
+        return _json_number(float(obj))
+    except (TypeError, ValueError):
+        return str(obj)

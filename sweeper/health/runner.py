@@ -1,0 +1,129 @@
+"""preflight(): seconds of checks on any model before a real run spends its budget (module named runner so
+it does not shadow the function in `from sweeper.health import preflight`).
+
+    from sweeper.health import preflight
+    report = preflight(model, loss_fn, (inputs, targets),
+                       optimizer_factory=lambda params: torch.optim.AdamW(params, lr=1e-3),
+                       num_classes=vocab_size, sequence_dim=1)
+    print(report); assert report.ok
+
+The caller's model, its .grad fields, its train/eval mode and the global RNG streams are left as they were
+(training checks run on a deep copy; RNG is forked), so running preflight before a run does not change the run.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import torch
+from torch import nn
+
+from .batching import split_batch
+from .checks_dependence import batch_independence_check, causality_check, target_shift_check
+from .checks_gradients import gradient_flow_check, init_loss_check, kernel_agreement_check
+from .checks_training import training_checks
+from .context import OptimizerFactory, PreflightContext, TrainStep, default_optimizer_factory
+from .result import CheckResult, HealthReport
+from .thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+CHECKS = ("init_loss", "gradient_flow", "overfit_batch", "param_movement", "update_ratio", "stale_grad",
+          "batch_independence", "causality", "target_shift", "kernel_agreement")
+_TRAINING = ("overfit_batch", "param_movement", "update_ratio", "stale_grad")
+
+
+def preflight(
+    model: nn.Module,
+    loss_fn: Callable[[Any, Any], torch.Tensor],
+    batch: Any,
+    *,
+    optimizer_factory: OptimizerFactory | None = None,
+    num_classes: int | None = None,
+    sequence_dim: int | None = None,
+    train_step: TrainStep | None = None,
+    use_reference: Callable[[bool], Any] | None = None,
+    skip: Iterable[str] = (),
+    ignore: Iterable[str] = (),
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    seed: int = 0,
+) -> HealthReport:
+    """Run the preflight checks and return a HealthReport (print it for a table; `.ok`, `.to_json()`).
+
+    model             any nn.Module; called as model(x), model(*x) or model(**x) for inputs x.
+    loss_fn           loss_fn(outputs, targets) -> scalar tensor.
+    batch             (inputs, targets); every tensor has the example index on dim 0. Use at least 4 examples.
+    optimizer_factory called with the parameters of preflight's private model copy; default Adam(lr=1e-3).
+    num_classes       for classification / token prediction: enables init_loss (vs ln C) and target_shift.
+    sequence_dim      dim of the outputs (and inputs) along which the model is autoregressive (e.g. 1 for
+                      (B, T, V) logits): enables causality and target_shift. Leave None for bidirectional models.
+    train_step        your own step, train_step(model, optimizer, (inputs, targets)) -> loss; used by the
+                      training checks instead of the textbook step, so bugs inside it (zero_grad) show.
+    use_reference     use_reference(True) switches the model's custom kernels to their reference implementation,
+                      use_reference(False) back: enables kernel_agreement.
+    skip              check names to leave out (see CHECKS).
+    ignore            fnmatch patterns of parameter names the gradient and movement checks leave alone.
+    """
+    skip = set(skip)
+    unknown = skip - set(CHECKS)
+    if unknown:
+        raise ValueError(f"skip={sorted(unknown)}: unknown check; choose from {', '.join(CHECKS)}")
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
+    if num_classes is not None and (not isinstance(num_classes, int) or num_classes < 2):
+        raise ValueError(f"num_classes={num_classes!r}: expected an int >= 2 or None")
+    if sequence_dim is not None and (not isinstance(sequence_dim, int) or sequence_dim < 1):
+        raise ValueError(f"sequence_dim={sequence_dim!r}: expected an int >= 1 (dim 0 is the batch) or None")
+    inputs, targets = split_batch(batch)
+    ctx = PreflightContext(model=model, loss_fn=loss_fn, inputs=inputs, targets=targets,
+                           optimizer_factory=optimizer_factory or default_optimizer_factory,
+                           num_classes=num_classes, sequence_dim=sequence_dim, train_step=train_step,
+                           use_reference=use_reference, thresholds=thresholds, ignore=tuple(ignore), seed=seed)
+    results: dict[str, CheckResult] = {}
+    devices = _cuda_devices(model)
+    was_training = model.training
+    with torch.random.fork_rng(devices=devices):
+        try:
+            if {"init_loss", "gradient_flow"} - skip:
+                loss_value, named_grads = _init_backward(ctx)
+                results["init_loss"] = init_loss_check(ctx, loss_value)
+                results["gradient_flow"] = gradient_flow_check(ctx, named_grads)
+            if set(_TRAINING) - skip:
+                _guard(results, _TRAINING, lambda: training_checks(ctx))
+            for name, fn in (("batch_independence", batch_independence_check), ("causality", causality_check),
+                             ("target_shift", target_shift_check), ("kernel_agreement", kernel_agreement_check)):
+                if name not in skip:
+                    _guard(results, (name,), lambda fn=fn: [fn(ctx)])
+        finally:
+            model.train(was_training)
+    return HealthReport([results[name] for name in CHECKS if name in results and name not in skip])
+
+
+def _init_backward(ctx: PreflightContext) -> tuple[float, list]:
+    """One forward/backward in train mode at init. Errors here are the caller's model failing on its batch,
+    so they propagate (with the check named) instead of becoming a report line."""
+    named = ctx.params()
+    if not named:
+        raise ValueError("model has no trainable parameters (all requires_grad=False or ignored)")
+    ctx.model.train()
+    torch.manual_seed(ctx.seed)
+    try:
+        loss = ctx.loss()
+    except Exception as e:
+        raise RuntimeError(f"preflight: model/loss_fn failed on the batch: {type(e).__name__}: {e}") from e
+    if not loss.requires_grad:
+        raise RuntimeError("preflight: the loss does not require grad: the whole forward pass runs without autograd "
+                           "(torch.no_grad, detach, or all parameters frozen)")
+    grads = torch.autograd.grad(loss, [p for _, p in named], allow_unused=True)
+    return float(loss.detach()), [(name, p, g) for (name, p), g in zip(named, grads)]
+
+
+def _guard(results: dict[str, CheckResult], names: tuple[str, ...], run: Callable[[], list[CheckResult]]) -> None:
+    """A check that cannot run on this model becomes a warning naming the error, never a crash of preflight."""
+    try:
+        for r in run():
+            results[r.name] = r
+    except Exception as e:  # noqa: BLE001 - reported, not swallowed
+        for name in names:
+            results[name] = CheckResult(name, "warn", None, "", f"check could not run: {type(e).__name__}: {e}")
+
+
+def _cuda_devices(model: nn.Module) -> list[int]:
+    return sorted({p.device.index or 0 for p in model.parameters() if p.device.type == "cuda"})

@@ -1,0 +1,74 @@
+"""Every threshold the health checks use, in one place, each with the reason for its value.
+
+    from sweeper.health import Thresholds, preflight
+    report = preflight(model, loss_fn, batch, thresholds=Thresholds(overfit_steps=300))
+
+The values are not tuned to any test model; they come from what the quantity means:
+- exact-zero tests (gradient flow, batch independence, causality) ask for zero: a dependency that should not exist
+  gives exactly 0.0 in IEEE arithmetic (masked softmax weights underflow to 0, unused inputs get no gradient),
+  so the tolerances only absorb rounding, far below any real leak;
+- ratios (update/weight, gradient spikes) are judged on a log scale, warning half a decade outside the range
+  practitioners treat as healthy and failing where the quantity stops making sense (an update larger than the
+  weight it updates);
+- loss bands are in nats relative to ln(num_classes), the loss of a uniform prediction.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    # --- init_loss: L0 - ln(C) in nats. A model that predicts uniformly scores exactly ln(C); a random init whose
+    # logits have std s scores about ln(C) + s^2/2 (targets independent of the prediction can only score worse than
+    # uniform on average). Below ln(C) means the untrained model already predicts the targets: a leak or a wrong C.
+    init_excess_warn: float = 1.0       # logits with std ~1.4 at init: too confident, early steps wasted
+    init_excess_fail: float = 3.0       # e^3 = 20x less likely than uniform: init scale or loss is wrong
+    init_deficit_warn: float = 0.25     # this far below ln(C) is beyond batch noise for batches of a few dozen
+    init_deficit_fail: float = 1.0      # e times better than chance before training: targets leak into inputs
+
+    # --- overfit_batch: train on `overfit_examples` examples for up to `overfit_steps` steps. "Close to zero" is
+    # judged against the loss of the best input-independent prediction on those examples (one output shared by
+    # all: the mean for a regression, label frequencies for a classifier), the floor of a model that fits nothing
+    # example-specific. The initial loss is no reference: a target offset alone makes it large.
+    overfit_steps: int = 150
+    overfit_examples: int = 4
+    overfit_pass_fraction: float = 0.1  # pass below 10% of that floor: the examples are fitted individually
+    overfit_fail_fraction: float = 0.5  # above half of it: the loss has a floor (broken loss or graph)
+
+    # --- gradient_flow: a trainable parameter whose gradient is None, non-finite or exactly zero fails.
+    dead_rows_warn_fraction: float = 0.5      # >= half the output rows of a matrix get exactly zero gradient
+    grad_rms_ratio_low: float = 1e-4          # per-parameter grad rms vs the median over parameters: vanishing
+    grad_rms_ratio_high: float = 1e4          # ... or exploding
+
+    # --- param_movement / update_ratio: ||W_k - W_{k-1}|| / ||W_{k-1}|| per optimizer step, matrices only
+    # (1-D biases and gains start at 0 or 1 and make the ratio meaningless). Karpathy's healthy band is about
+    # 1e-5..1e-1 (1e-3 typical); we warn half a decade outside it and fail at >= 1, where each step replaces the
+    # weight wholesale and nothing learned can accumulate (the learning-rate-kills-units regime).
+    movement_steps: int = 3
+    update_ratio_low: float = 3e-6
+    update_ratio_high: float = 0.3
+    update_ratio_fail: float = 1.0
+
+    # --- batch_independence / causality: gradient that leaks across examples or into the future, relative to the
+    # gradient where it belongs. Exact independence gives 0.0; 1e-6 is ~10x float32 rounding of a sum.
+    leak_tolerance: float = 1e-6
+
+    # --- target_shift: share of positions whose target equals the input token at the SAME position.
+    target_copy_fail: float = 0.9
+
+    # --- kernel_agreement: relative L2 difference of each parameter's gradient, custom kernel vs reference.
+    # Same math in a different order differs by a few float32 ulps times sqrt(depth); 1e-3 is ~1e4 ulps.
+    kernel_rel_tol_fp32: float = 1e-3
+    kernel_rel_tol_low_precision: float = 3e-2  # bf16/fp16 parameters (8-bit / 11-bit mantissas)
+
+    # --- live monitor
+    spike_factor: float = 10.0          # grad norm above 10x its running median is a spike
+    spike_min_history: int = 5          # need this many interval observations before judging spikes
+    stuck_tolerance: float = 0.02       # loss EMA within 2% of ln(V) means the model still predicts uniform
+    stuck_min_steps: int = 200          # ... judged only once this many steps have run
+    dead_share_warn: float = 0.5        # half the gradient entries alive at the first check are now exactly zero
+    ema_beta: float = 0.98              # loss moving average: about 50 steps of memory
+
+
+DEFAULT_THRESHOLDS = Thresholds()
