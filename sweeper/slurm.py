@@ -182,15 +182,24 @@ def _write_record(sweep_dir: Path, runs: list, jobs: list, cfg: SlurmConfig, fol
     atomic_write_json(Path(sweep_dir) / RECORD, record)
 
 
+class SlurmUnavailable(RuntimeError):
+    """squeue did not answer: job states are unknown (nothing is settled or resubmitted on a guess)."""
+
+
 def job_states(job_ids: set[str]) -> dict[str, str]:
     """Slurm state of each job id ("12_3" or "12"): squeue (controller memory, no lag), else sacct."""
     if not job_ids:
         return {}
     arrays = sorted({j.split("_")[0] for j in job_ids})
-    out = subprocess.run(["squeue", "-h", "-r", "-t", "all", "-j", ",".join(arrays), "-o", "%i|%T"],
-                         capture_output=True, text=True, timeout=60).stdout
+    try:
+        q = subprocess.run(["squeue", "-h", "-r", "-t", "all", "-j", ",".join(arrays), "-o", "%i|%T"],
+                           capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise SlurmUnavailable(f"squeue failed: {e}") from None
+    if q.returncode != 0 and "Invalid job id" not in q.stderr:   # ids unknown to the controller: ask sacct
+        raise SlurmUnavailable(f"squeue failed: {q.stderr.strip() or f'exit status {q.returncode}'}")
     states = {}
-    for line in out.splitlines():
+    for line in q.stdout.splitlines():
         jid, _, state = line.strip().partition("|")
         states[jid] = state
     missing = job_ids - set(states)
@@ -257,7 +266,11 @@ def launch(plan, launcher_cfg: SlurmConfig | dict, progress=None) -> dict[str, s
     cfg = launcher_cfg if isinstance(launcher_cfg, SlurmConfig) else SlurmConfig.from_dict(launcher_cfg)
     progress = progress or Progress(total=len(plan.runs))
     sweep_dir = Path(plan.sweep_dir)
-    known = sync_statuses(sweep_dir)
+    try:
+        known = sync_statuses(sweep_dir)
+    except SlurmUnavailable as e:
+        raise SlurmUnavailable(f"{e}; cannot tell which runs of {sweep_dir} are still queued, so nothing was "
+                               f"submitted: run again when Slurm answers") from None
     recorded = read_record(sweep_dir).get("jobs", {})
     results, adopted, todo = {}, {}, []
     for run in plan.runs:
@@ -305,8 +318,17 @@ def _wait(plan, pending: dict[str, str], cfg: SlurmConfig, progress) -> dict[str
     pending = dict(pending)
     started: dict[str, float] = {}
     results = {}
+    outage = False
     while pending:
-        states = job_states(set(pending.values()))
+        try:
+            states = job_states(set(pending.values()))
+        except SlurmUnavailable as e:
+            if not outage:
+                progress.log(f"WARNING {e}; still waiting (the jobs are not affected)")
+            outage = True
+            time.sleep(cfg.poll_s)
+            continue
+        outage = False
         for run_id, job_id in list(pending.items()):
             run, state = by_id[run_id], states[job_id]
             if state == "RUNNING" and run_id not in started:
@@ -319,7 +341,7 @@ def _wait(plan, pending: dict[str, str], cfg: SlurmConfig, progress) -> dict[str
             results[run_id] = status["status"]
             progress.ended(run, status, time.time() - started.get(run_id, time.time()))
         running = [(by_id[r], _JobSlot(j, cfg.cpus_per_task)) for r, j in pending.items() if r in started]
-        progress.tick(running, len(pending) - len(running))
+        progress.tick(running)
         if pending:
             time.sleep(cfg.poll_s)
     return results
@@ -345,13 +367,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sweeper.slurm: error: {sweep_dir / RECORD} not found: not a sweep submitted with launcher=slurm",
               file=sys.stderr)
         return 2
-    if argv[0] == "cancel":
-        live = cancel(sweep_dir)
-        print(f"cancelled {len(live)} job(s): {' '.join(live)}" if live else "no live job to cancel")
-        return 0
-    jobs = read_record(sweep_dir).get("jobs", {})
-    for run_id, (status, state) in sorted(sync_statuses(sweep_dir).items()):
-        print(f"{jobs[run_id]['run_dir']:<32} {jobs[run_id]['job_id']:<12} {state or '?':<12} {status}")
+    try:
+        if argv[0] == "cancel":
+            live = cancel(sweep_dir)
+            print(f"cancelled {len(live)} job(s): {' '.join(live)}" if live else "no live job to cancel")
+            return 0
+        jobs = read_record(sweep_dir).get("jobs", {})
+        for run_id, (status, state) in sorted(sync_statuses(sweep_dir).items()):
+            print(f"{jobs[run_id]['run_dir']:<32} {jobs[run_id]['job_id']:<12} {state or '?':<12} {status}")
+    except (SlurmUnavailable, subprocess.CalledProcessError) as e:
+        print(f"sweeper.slurm: error: {e}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -117,6 +117,13 @@ def sacct_history(job_id: str) -> list[str]:
     return wait_until(f"accounting of {job_id}", lambda: (s := states()) and s[-1] in slurm.ENDED and s, 30)
 
 
+def task_spans(array_id: str) -> list[tuple[str, str]]:
+    """(start, end) of every task of an array, from accounting (ISO times sort as strings)."""
+    out = subprocess.run(["sacct", "-X", "-n", "-P", "-o", "JobID,Start,End", "-j", array_id],
+                         capture_output=True, text=True, check=True).stdout
+    return [tuple(line.split("|")[1:3]) for line in out.splitlines() if line.strip()]
+
+
 def final_state_hash(run) -> str:
     """Digest of the newest checkpoint: model, optimizer, scheduler, sampler and RNG states."""
     from train.checkpoint import list_checkpoints
@@ -132,10 +139,11 @@ def metric_lines(run) -> list[dict]:
 # -- tests --------------------------------------------------------------------------------------------------
 
 def test_array_gives_each_run_its_gpu_and_threads_and_a_failure_spares_siblings(tmp_path, tiny):
-    plan, cfg = planned(tmp_path, tiny, "seeds=0-1", "launcher.cpus_per_task=2", "launcher.gpus_per_node=1",
+    plan, cfg = planned(tmp_path, tiny, "seeds=0-1", "~experiment.variants.rope_frozen_qk",
+                        "launcher.cpus_per_task=2", "launcher.gpus_per_node=1", "launcher.array_parallelism=3",
                         "launcher.partition=gpu", "launcher.account=sweeper", "launcher.qos=high",
                         "launcher.mem_gb=1", "launcher.timeout_min=30", "+launcher.additional_parameters.comment=t1")
-    assert len(plan.runs) == 6
+    assert len(plan.runs) == 4
     broken = next(r for r in plan.runs if r.variant == "nope" and r.seed == 1)
     config = yaml.safe_load((broken.run_dir / "config.yaml").read_text())
     config["train"]["lr"] = -1.0             # a deterministic error in the run itself (exit 2, status failed)
@@ -148,7 +156,7 @@ def test_array_gives_each_run_its_gpu_and_threads_and_a_failure_spares_siblings(
     assert len(record["arrays"]) == 1
     jobs = [record["jobs"][r.run_id]["job_id"] for r in plan.runs]
     array = record["arrays"][0]["array_job_id"]
-    assert sorted(jobs) == sorted(f"{array}_{i}" for i in range(6))   # one array, one task per run
+    assert sorted(jobs) == sorted(f"{array}_{i}" for i in range(4))   # one array, one task per run
     assert "train.lr" in status(broken)["error"]
     states = {j: sacct_history(j)[-1] for j in jobs}
     assert states == {job_of(plan, r): ("FAILED" if r is broken else "COMPLETED") for r in plan.runs}
@@ -156,6 +164,7 @@ def test_array_gives_each_run_its_gpu_and_threads_and_a_failure_spares_siblings(
     info = scontrol_job(jobs[0])
     assert (info["Partition"], info["Account"], info["QOS"], info["Comment"], info["TimeLimit"]) == (
         "gpu", "sweeper", "high", "t1", "00:30:00")
+    assert info["ArrayTaskThrottle"] == "3"
     assert "cpu=2" in info["TRES"] and "gres/gpu=1" in info["TRES"] and info["MinMemoryNode"] == "1G"
 
     spans = []
@@ -171,6 +180,9 @@ def test_array_gives_each_run_its_gpu_and_threads_and_a_failure_spares_siblings(
         spans.append((s["started"], s["ended"], env["cuda_visible_devices"], run.label))
     overlapping = [(a, b) for i, a in enumerate(spans) for b in spans[i + 1:] if a[0] < b[1] and b[0] < a[1]]
     assert overlapping, f"no two runs ran at the same time: {spans}"
+    tasks = task_spans(array)                 # all 4 tasks, the failed one too (Slurm's start/end times)
+    most_at_once = max(sum(1 for b in tasks if b[0] <= a[0] < b[1]) for a in tasks)
+    assert len(tasks) == 4 and 2 <= most_at_once <= 3, f"array_parallelism=3 but {most_at_once} ran at once: {tasks}"
     for a, b in overlapping:
         assert a[2] != b[2], f"{a[3]} and {b[3]} ran at the same time on GPU {a[2]}"
 
@@ -227,6 +239,8 @@ def test_cancel_interrupts_one_run_and_the_next_launch_resumes_only_it(tmp_path,
     assert status(sibling)["ended"] == sibling_ended
     summary = json.loads((victim.run_dir / "summary.json").read_text())
     assert summary["resumed_from"] and summary["steps"] == 300
+    nothing = run_sweeper("cancel", str(plan.sweep_dir), module="sweeper.slurm")
+    assert nothing.returncode == 0 and "no live job" in nothing.stdout
 
 
 def test_preemption_checkpoints_requeues_and_resumes_bitwise_equal(tmp_path, tiny):
