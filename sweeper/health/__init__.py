@@ -1,6 +1,7 @@
 """Health checks that catch what the loss hides, on any PyTorch model.
 
-Run the example below with `python -m sweeper.health` (tests/test_health_docs.py runs it too, so it cannot rot):
+Run the example below with `python -m sweeper.health` (tests/test_health_docs.py runs it too, so it cannot rot);
+`python -m sweeper.health RUN_DIR...` prints the health table of finished runs.
 
 >>> import torch
 >>> from torch import nn
@@ -30,7 +31,13 @@ Run the example below with `python -m sweeper.health` (tests/test_health_docs.py
 >>> report.ok, report.verdict
 (True, 'pass')
 >>> print(report)                                 # doctest: +ELLIPSIS
-check               status  value  expected...
+check               status  value     expected
+---...
+init_loss           PASS    ...
+gradient_flow       PASS    0         0 dead parameters
+    all 8 trainable parameters get a finite, nonzero gradient
+...
+verdict: PASS
 >>> report["causality"].status
 'pass'
 >>> health_json = report.to_json()                # {"verdict": ..., "checks": [...]}
@@ -45,7 +52,7 @@ In training, a LiveMonitor watches every step cheaply and does the expensive par
 ...     loss.backward()
 ...     metrics = monitor.after_backward(step, loss)     # dict of health metrics on interval steps, else {}
 ...     optimizer.step()
-...     monitor.after_step(step)                         # update/weight ratios on interval steps
+...     metrics.update(monitor.after_step(step))         # update/weight ratios on interval steps
 ...     if monitor.diverged:                             # NaN/inf loss or gradient: stop, status "diverged"
 ...         break
 >>> monitor.diverged, monitor.report().verdict

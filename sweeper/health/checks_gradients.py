@@ -81,8 +81,13 @@ def gradient_flow_check(ctx: PreflightContext, named_grads: list[tuple[str, torc
                             f"(rows {int(idx[0])}..{int(idx[-1])}: dead units, or part of a fused projection "
                             f"blocked)")
     if rms:
+        # Judged on matrices only: a 1-D bias or gain can be legitimately cancelled (a bias right before a
+        # BatchNorm has a true gradient of exactly zero; float rounding leaves ~1e-8 of noise).
         median = sorted(rms.values())[len(rms) // 2]
+        dims = {name: p.dim() for name, p, _ in named_grads}
         for name, r in rms.items():
+            if dims[name] < 2:
+                continue
             ratio = r / median if median > 0 else float("inf")
             if ratio < th.grad_rms_ratio_low:
                 weak.append(f"{name}: gradient rms {r:.2e} is {ratio:.1e}x the median parameter's (vanishing)")

@@ -77,7 +77,7 @@ class LiveMonitor:
                 self._spike(step, gn)
         if step % self.interval != 0:
             return {}
-        return self._measure_gradients(step)
+        return self._measure_gradients(step, None if grad_norm is None else float(grad_norm))
 
     def after_step(self, step: int) -> dict[str, Any]:
         """Call after optimizer.step(). Returns update/weight ratios on interval steps."""
@@ -110,10 +110,15 @@ class LiveMonitor:
             self._diverge(step, f"validation loss is {value}")
 
     # ---- interval measurements ------------------------------------------------------------------------------
-    def _measure_gradients(self, step: int) -> dict[str, Any]:
+    def _measure_gradients(self, step: int, given_norm: float | None) -> dict[str, Any]:
+        """given_norm: the caller's (pre-clipping) norm; spikes are judged on it when given, so the history
+        holds one kind of figure even when the grads are clipped before this call."""
         grads = [(n, p.grad) for n, p in self.named if p.grad is not None]
         out: dict[str, Any] = {"health/loss_ema": self.loss_ema}
+        stuck = self._stuck(step)
         if not grads:
+            if stuck:
+                out["health/warning"] = stuck
             return out
         with torch.no_grad():
             norms = torch.stack(torch._foreach_norm([g for _, g in grads])).double().cpu()
@@ -135,8 +140,7 @@ class LiveMonitor:
             out["health/layer_grad_norm"] = {k: math.sqrt(v) for k, v in layer_sq.items()}
         # snapshot the matrices so after_step can measure the update/weight ratio of this step
         self._before = {n: p.detach().clone() for n, p in self.named if p.dim() >= 2}
-        warnings = [w for w in (self._spike(step, global_norm), self._zero_share(step, share), self._stuck(step))
-                    if w]
+        warnings = [w for w in (self._spike(step, global_norm if given_norm is None else given_norm), self._zero_share(step, share), stuck) if w]
         if warnings:
             out["health/warning"] = "; ".join(warnings)
         return out

@@ -7,8 +7,9 @@ it does not shadow the function in `from sweeper.health import preflight`).
                        num_classes=vocab_size, sequence_dim=1)
     print(report); assert report.ok
 
-The caller's model, its .grad fields, its train/eval mode and the global RNG streams are left as they were
-(training checks run on a deep copy; RNG is forked), so running preflight before a run does not change the run.
+The caller's model (parameters and buffers such as BatchNorm statistics), its .grad fields, its train/eval mode
+and the global RNG streams are left as they were (training checks run on a deep copy, buffers are restored,
+RNG is forked), so running preflight before a run does not change the run.
 """
 from __future__ import annotations
 
@@ -79,6 +80,7 @@ def preflight(
     results: dict[str, CheckResult] = {}
     devices = _cuda_devices(model)
     was_training = model.training
+    buffers = {name: b.detach().clone() for name, b in model.named_buffers()}  # BatchNorm running stats...
     with torch.random.fork_rng(devices=devices):
         try:
             if {"init_loss", "gradient_flow"} - skip:
@@ -93,6 +95,10 @@ def preflight(
                     _guard(results, (name,), lambda fn=fn: [fn(ctx)])
         finally:
             model.train(was_training)
+            with torch.no_grad():
+                for name, b in model.named_buffers():
+                    if name in buffers:
+                        b.copy_(buffers[name])
     return HealthReport([results[name] for name in CHECKS if name in results and name not in skip])
 
 

@@ -38,7 +38,7 @@ class Thresholds:
 
     # --- gradient_flow: a trainable parameter whose gradient is None, non-finite or exactly zero fails.
     dead_rows_warn_fraction: float = 0.5      # >= half the output rows of a matrix get exactly zero gradient
-    grad_rms_ratio_low: float = 1e-4          # per-parameter grad rms vs the median over parameters: vanishing
+    grad_rms_ratio_low: float = 1e-4          # matrix grad rms vs the median over parameters: vanishing
     grad_rms_ratio_high: float = 1e4          # ... or exploding
 
     # --- param_movement / update_ratio: ||W_k - W_{k-1}|| / ||W_{k-1}|| per optimizer step, matrices only

@@ -1,0 +1,33 @@
+"""`python -m sweeper.health` runs the documented example (the module docstring of sweeper.health) and prints
+its report; `python -m sweeper.health PATH...` prints the health table of each health.json or run dir given.
+"""
+from __future__ import annotations
+
+import doctest
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str]) -> int:
+    from sweeper.health.result import HealthReport
+
+    if not argv:
+        import sweeper.health as health
+        result = doctest.testmod(health, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+        print(f"sweeper.health example: {result.attempted} statements, {result.failed} failed")
+        return 1 if result.failed else 0
+    status = 0
+    for arg in argv:
+        path = Path(arg)
+        path = path / "health.json" if path.is_dir() else path
+        if not path.is_file():
+            print(f"{arg}: no health.json here (expected a run dir or a health.json file)", file=sys.stderr)
+            status = 2
+            continue
+        print(f"== {path}")
+        print(HealthReport.read(path))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
