@@ -1,36 +1,29 @@
-"""The local pool: each run a fresh child process pinned to its slot, the next run starting when a slot frees.
+"""The local pool backend: every unfinished run of a plan as a pinned child process, retried per policy.
 
-    statuses = launch(plan, LauncherConfig(), Progress(total=len(plan.runs)))
+    statuses = launch(plan, LauncherConfig(), Progress(total=len(plan.runs)))   # run_id -> final status
 
-The child's environment (CUDA_VISIBLE_DEVICES, OMP/MKL threads) and CPU affinity are set before it starts;
-its output goes to RUN_DIR/stdout.log. Finished runs are skipped, interrupted ones resume from their
-checkpoints. Ctrl-C or SIGTERM: every child's process group gets SIGTERM (runs checkpoint at the next step and
-end "interrupted"), then SIGKILL after a grace period; a second Ctrl-C kills at once.
+What runs: finished runs are skipped, diverged ones kept (an outcome: rerunning would diverge again), every
+other run (pending, interrupted, failed, or "running" left by a killed sweeper) is queued, seed-major (seed 0
+of every variant first, so a partial sweep compares variants on equal seeds). A run with checkpoints resumes
+from them with the thread count its checkpoint was written with. Failures are classified (sweeper.failures):
+transient ones (killed by a signal, CUDA out of memory) are retried up to launcher.max_retries times after
+launcher.retry_backoff_s, 2x, 4x ...; deterministic ones (exit 2, health check, an exception) are not; when
+launcher.crash_loop_after runs of a variant fail with the same error, its queued runs are not started.
+Process handling (slots, process groups, Ctrl-C, orphans) is sweeper.pool.
 """
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 import time
-from dataclasses import dataclass
 
+from sweeper.failures import Failure, classify, log_tail
 from sweeper.plan import Plan, RunSpec
+from sweeper.pool import Job, run_pool
 from sweeper.progress import Progress
-from sweeper.slots import PROJECT_ROOT, LauncherConfig, Slot, make_slots
+from sweeper.slots import PROJECT_ROOT, LauncherConfig, make_slots
 from train.atomic import atomic_write_json, read_json
 
-TERMINAL = ("finished", "failed", "diverged", "interrupted")
-GRACE_S = 20.0
-
-
-@dataclass
-class Child:
-    run: RunSpec
-    slot: Slot
-    proc: subprocess.Popen
-    started: float
+KEEP = ("finished", "diverged")       # outcomes a resume does not redo
 
 
 def run_state(run: RunSpec) -> str:
@@ -38,120 +31,86 @@ def run_state(run: RunSpec) -> str:
     return status.get("status", "pending")
 
 
-def start_child(run: RunSpec, slot: Slot) -> subprocess.Popen:
-    log = open(run.run_dir / "stdout.log", "ab")
-    log.write(f"\n=== sweeper: start on {slot.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n".encode())
-    log.flush()
-    cores = set(slot.cores)
-
-    def pin() -> None:   # runs in the child between fork and exec
-        if hasattr(os, "sched_setaffinity"):
-            os.sched_setaffinity(0, cores)
-
-    try:
-        return subprocess.Popen([sys.executable, "-m", "train", str(run.run_dir)], cwd=PROJECT_ROOT,
-                                env=slot.child_env(os.environ), stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=pin)
-    finally:
-        log.close()
+def has_checkpoint(run: RunSpec) -> bool:
+    ckpt = run.run_dir / "ckpt"
+    return ckpt.is_dir() and any(p.name.startswith("step_") for p in ckpt.iterdir())
 
 
-def settle_status(run: RunSpec, returncode: int, interrupted: bool) -> dict:
-    """The run's final status: the child's own, or one the parent writes when the child could not."""
-    status = read_json(run.run_dir / "status.json", {}) or {}
-    if status.get("status") in TERMINAL and status.get("status") != "running":
-        if status["status"] != "interrupted" or interrupted or returncode == 75:
-            return status
-    if interrupted:
-        status.update(status="interrupted", error="stopped by the sweeper (Ctrl-C / SIGTERM)")
-    elif returncode < 0:
-        status.update(status="failed", error=f"killed by {signal.Signals(-returncode).name}")
-    else:
-        status.update(status="failed", error=status.get("error") or f"exit status {returncode}")
-    status.update(exit_code=returncode, ended=time.time(), run_id=run.run_id, variant=run.variant, seed=run.seed)
-    atomic_write_json(run.run_dir / "status.json", status)
-    return status
+class RunAdapter:
+    """Between the pool and a run dir: status.json is the child's; the parent completes it when it cannot."""
 
+    def __init__(self, plan: Plan):
+        self.runs = {r.run_id: r for r in plan.runs}
 
-class _Interrupts:
-    """Counts SIGINT/SIGTERM while the pool runs; restores the previous handlers afterwards."""
+    def job(self, run: RunSpec) -> Job:
+        threads = None
+        if has_checkpoint(run):      # resume with the thread count the checkpoint's fingerprint holds
+            threads = (read_json(run.run_dir / "env.json", {}) or {}).get("torch_num_threads")
+        return Job(key=run.run_id, label=run.label, group=run.variant,
+                   argv=[sys.executable, "-m", "train", str(run.run_dir)], log_path=run.run_dir / "stdout.log",
+                   marker=str(run.run_dir), cwd=PROJECT_ROOT, run_dir=run.run_dir,
+                   total_steps=run.config["train"]["steps"], threads=threads if isinstance(threads, int) else None)
 
-    def __init__(self):
-        self.count = 0
-        self._old = {}
+    def settle(self, job: Job, returncode: int, interrupted: bool, attempt: int) -> tuple[dict, Failure | None]:
+        run = self.runs[job.key]
+        status = read_json(run.run_dir / "status.json", {}) or {}
+        state = status.get("status")
+        base = {"run_id": run.run_id, "variant": run.variant, "seed": run.seed, "attempts": attempt}
+        if returncode == 0 and state in KEEP:
+            status.update(base)
+            atomic_write_json(run.run_dir / "status.json", status)
+            return status, None
+        if interrupted:
+            if not (returncode == 75 and state == "interrupted"):    # the child could not write it itself
+                status.update(status="interrupted", error="stopped by the sweeper (Ctrl-C / SIGTERM) before it "
+                              "could checkpoint; resumes from its last checkpoint", exit_code=returncode,
+                              ended=time.time())
+            status.update(base)
+            atomic_write_json(run.run_dir / "status.json", status)
+            return status, None
+        health = (read_json(run.run_dir / "health.json", {}) or {}).get("verdict")
+        error = status.get("error") if state in ("failed", "interrupted") else None
+        failure = classify(returncode, error, log_tail(run.run_dir / "stdout.log"), health)
+        stopped_with_checkpoint = returncode == 75 and state == "interrupted"
+        status.update(status="interrupted" if stopped_with_checkpoint else "failed", error=failure.message,
+                      exit_code=returncode, ended=time.time(), **failure.to_dict(), **base)
+        atomic_write_json(run.run_dir / "status.json", status)
+        return status, failure
 
-    def __enter__(self):
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._old[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def _handle(self, *_):
-        self.count += 1
-
-    def __exit__(self, *exc):
-        for sig, h in self._old.items():
-            signal.signal(sig, h)
-
-
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+    def not_started(self, job: Job, reason: str) -> dict:
+        run = self.runs[job.key]
+        status = read_json(run.run_dir / "status.json", {}) or {}
+        status.update(status="pending", error=f"not started: {reason}", run_id=run.run_id, variant=run.variant,
+                      seed=run.seed)
+        atomic_write_json(run.run_dir / "status.json", status)
+        return status
 
 
 def launch(plan: Plan, launcher_cfg: LauncherConfig | dict, progress: Progress | None = None) -> dict[str, str]:
-    """Run every unfinished run of the plan; returns run_id -> final status."""
+    """Run every run of the plan that is not finished or diverged; returns run_id -> final status."""
     cfg = launcher_cfg if isinstance(launcher_cfg, LauncherConfig) else LauncherConfig.from_dict(launcher_cfg)
     progress = progress or Progress(total=len(plan.runs))
-    queue = []
+    results, todo = {}, []
     for run in plan.runs:
-        if run_state(run) == "finished":
-            progress.skipped(run)
+        state = run_state(run)
+        if state in KEEP:
+            results[run.run_id] = state
+            progress.skipped(run, state)
         else:
-            queue.append(run)
-    slots = make_slots(cfg, len(queue))
-    free = list(slots)
-    running: list[Child] = []
-    results = {r.run_id: "finished" for r in plan.runs if r not in queue}
-    with _Interrupts() as intr:
-        while (queue or running) and not intr.count:
-            while free and queue:
-                slot, run = free.pop(0), queue.pop(0)
-                running.append(Child(run, slot, start_child(run, slot), time.time()))
-                progress.started(run, slot)
-            for child in [c for c in running if c.proc.poll() is not None]:
-                running.remove(child)
-                free.append(child.slot)
-                free.sort(key=lambda s: s.index)
-                status = settle_status(child.run, child.proc.returncode, interrupted=False)
-                results[child.run.run_id] = status["status"]
-                progress.ended(child.run, status, time.time() - child.started)
-            progress.tick([(c.run, c.slot) for c in running])
-            time.sleep(0.1)
-        if intr.count:
-            progress.log(f"interrupted: stopping {len(running)} running run(s) (SIGTERM, then SIGKILL after "
-                         f"{GRACE_S:.0f}s; Ctrl-C again to kill now)")
-            _stop_all(running, intr)
-            for child in running:
-                status = settle_status(child.run, child.proc.returncode, interrupted=True)
-                results[child.run.run_id] = status["status"]
-            for run in queue:
-                results[run.run_id] = "pending"
-            raise KeyboardInterrupt
+            todo.append(run)
+    variant_order = {v: i for i, v in enumerate(plan.experiment.variants)}
+    todo.sort(key=lambda r: (plan.seeds.index(r.seed) if r.seed in plan.seeds else r.seed, variant_order[r.variant]))
+    resumable = [r.label for r in todo if has_checkpoint(r)]
+    if resumable:
+        progress.log(f"resume {len(resumable)} run(s) from their checkpoints: {', '.join(resumable)}")
+    if not todo:
+        return results
+    slots = make_slots(cfg, len(todo))
+    adapter = RunAdapter(plan)
+    outcomes = run_pool([adapter.job(r) for r in todo], slots, adapter, cfg.retry_policy(), progress,
+                        grace_s=float(cfg.grace_s))
+    results.update({key: status.get("status", "failed") for key, status in outcomes.items()})
     return results
-
-
-def _stop_all(running: list[Child], intr: _Interrupts) -> None:
-    first = intr.count
-    for child in running:
-        _signal_group(child.proc, signal.SIGTERM)
-    deadline = time.time() + GRACE_S
-    while any(c.proc.poll() is None for c in running) and time.time() < deadline and intr.count == first:
-        time.sleep(0.05)
-    for child in running:
-        _signal_group(child.proc, signal.SIGKILL)   # also reaps grandchildren (e.g. DataLoader workers)
-        child.proc.wait()
 
 
 def parse_launcher_config(launcher: dict) -> LauncherConfig:

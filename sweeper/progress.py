@@ -1,20 +1,31 @@
-"""Progress of a sweep as plain log lines: starts, finishes, failures (as they happen) and periodic status.
+"""Progress of a sweep: a live view on a terminal, plain log lines otherwise; failures shown as they happen.
 
-    progress = Progress(total=12)
-    progress.started(run, slot); progress.ended(run, status); progress.tick(running)  # every few seconds
+    progress = Progress(total=12)              # live when stdout is a TTY (SWEEPER_PROGRESS=plain|live forces)
+    progress.started(run, slot); progress.ended(run, status, wall_s); progress.tick(running, queued=3)
+
+Live view (redrawn about once a second below the event lines):
+    sweep: 3 queued | 2 running | 6 done | 1 failed | 1m02s elapsed | ETA 1m40s
+      rope/seed_1            cpu0   step   120/300  loss 2.412  ETA 41s
+Plain mode prints the same status as one line every `interval_s` seconds. Runs are anything with `.label` and
+`.run_dir` (steps from `.total_steps` or `.config["train"]["steps"]`); slots anything with `.name`.
 """
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import sys
 import time
 
 from train.atomic import read_json
 
+FAILED = ("failed",)
+
 
 def last_metrics(run_dir) -> dict:
     """The last complete line of a run's metrics.jsonl (cheap: reads the file's tail)."""
-    import json
-
+    if run_dir is None:
+        return {}
     try:
         with open(run_dir / "metrics.jsonl", "rb") as f:
             f.seek(0, 2)
@@ -30,49 +41,165 @@ def last_metrics(run_dir) -> dict:
     return {}
 
 
+def fmt_s(seconds: float | None) -> str:
+    if seconds is None or seconds != seconds or seconds == float("inf"):
+        return "?"
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def _total_steps(run) -> int | None:
+    steps = getattr(run, "total_steps", None)
+    if steps is None and isinstance(getattr(run, "config", None), dict):
+        steps = run.config.get("train", {}).get("steps")
+    return steps
+
+
 class Progress:
-    def __init__(self, total: int, stream=None, interval_s: float = 15.0):
+    def __init__(self, total: int, stream=None, interval_s: float = 15.0, live: bool | None = None):
         self.total, self.stream, self.interval_s = total, stream or sys.stdout, interval_s
-        self.counts = {"finished": 0, "failed": 0, "diverged": 0, "interrupted": 0, "skipped": 0}
+        forced = os.environ.get("SWEEPER_PROGRESS", "").lower()
+        if live is None:
+            live = forced == "live" or (forced != "plain" and _isatty(self.stream))
+        self.live = live
+        self.counts = {"finished": 0, "failed": 0, "diverged": 0, "interrupted": 0, "skipped": 0, "pending": 0}
         self.t0 = time.time()
-        self._last_tick = self.t0
+        self._last_tick = 0.0 if live else self.t0
+        self._last_observe = 0.0
+        self._block_lines = 0
+        self._seen: dict[str, tuple[float, int]] = {}     # run label -> (time, step) first seen this attempt
+        self._durations: list[float] = []
+        self._running: list = []
+        self._queued: int | None = None
+        self._slots = 1
 
+    # -- events ---------------------------------------------------------------------------------------------
     def log(self, msg: str) -> None:
+        self._erase()
         print(f"[sweeper {time.strftime('%H:%M:%S')}] {msg}", file=self.stream, flush=True)
+        self._draw()
 
-    def skipped(self, run) -> None:
-        self.counts["skipped"] += 1
-        self.log(f"skip   {run.label} (already finished)")
+    def skipped(self, run, state: str = "finished") -> None:
+        self.counts["skipped" if state == "finished" else state] += 1
+        why = "already finished" if state == "finished" else f"{state}: an outcome, kept"
+        self.log(f"skip   {run.label} ({why})")
 
     def started(self, run, slot) -> None:
-        self.log(f"start  {run.label} on {slot.name} (cores {','.join(map(str, slot.cores))}, "
-                 f"{slot.threads} thread{'s' if slot.threads > 1 else ''})")
+        self._seen.pop(run.label, None)
+        cores, threads = getattr(slot, "cores", ()), getattr(slot, "threads", None)
+        where = f" (cores {','.join(map(str, cores))}, {threads} thread{'s' if threads != 1 else ''})" if cores else ""
+        self.log(f"start  {run.label} on {slot.name}{where}")
+
+    def retrying(self, run, status: dict, failure, attempt: int, max_attempts: int, delay_s: float) -> None:
+        self.log(f"RETRY  {run.label}: attempt {attempt}/{max_attempts} failed ({failure.kind}: {failure.message}); "
+                 f"retrying in {delay_s:g}s (log: {getattr(run, 'log_path', '')})")
 
     def ended(self, run, status: dict, wall_s: float) -> None:
         state = status.get("status", "failed")
         self.counts[state] = self.counts.get(state, 0) + 1
-        summary = read_json(run.run_dir / "summary.json", {}) or {}
+        if state == "finished":
+            self._durations.append(wall_s)
+        run_dir = getattr(run, "run_dir", None)
+        summary = (read_json(run_dir / "summary.json", {}) or {}) if run_dir is not None else {}
         final = summary.get("final") or {}
         detail = f"val_loss={final['val_loss']:.4f}" if isinstance(final.get("val_loss"), float) else ""
         if state != "finished":
-            detail = f"{status.get('error') or ''} (log: {run.run_dir / 'stdout.log'})"
+            log = getattr(run, "log_path", None) or (run.run_dir / "stdout.log" if getattr(run, "run_dir", None) else "")
+            kind = f"{status['failure_class']}: " if status.get("failure_class") else ""
+            detail = f"{kind}{status.get('error') or ''} (log: {log})"
         self.log(f"{state.upper() if state != 'finished' else 'done':<6} {run.label} in {wall_s:.1f}s {detail} "
                  f"[{self.done}/{self.total}]")
+
+    def not_started(self, run, status: dict) -> None:
+        self.counts["pending"] += 1
+        self.log(f"NOT STARTED {run.label}: {status.get('error', '')}")
 
     @property
     def done(self) -> int:
         return sum(self.counts.values())
 
-    def tick(self, running: list) -> None:
+    # -- status view ----------------------------------------------------------------------------------------
+    def tick(self, running: list, queued: int | None = None, force: bool = False) -> None:
+        """running: [(run, slot)] now running; queued: runs waiting (default: what is neither done nor running)."""
+        self._running, self._queued = list(running), queued
+        self._slots = max(self._slots, len(running))
         now = time.time()
-        if now - self._last_tick < self.interval_s:
+        if now - self._last_observe >= 1.0:      # first (time, step) of each attempt: the base of its ETA
+            self._last_observe = now
+            for run, _ in self._running:
+                step = last_metrics(getattr(run, "run_dir", None)).get("step")
+                if step is not None:
+                    self._seen.setdefault(run.label, (now, step))
+        period = 1.0 if self.live else self.interval_s
+        if not force and now - self._last_tick < period:
             return
         self._last_tick = now
-        parts = []
-        for run, slot in running:
-            m = last_metrics(run.run_dir)
-            steps = run.config["train"]["steps"]
-            parts.append(f"{run.label}@{slot.name} step {m.get('step', 0)}/{steps}"
-                         + (f" loss {m['train_loss']:.3f}" if "train_loss" in m else ""))
-        self.log(f"{self.done}/{self.total} done, {len(running)} running, {now - self.t0:.0f}s elapsed: "
-                 + "; ".join(parts))
+        if self.live:
+            self._erase()
+            self._draw()
+        else:
+            head, rows = self._status()
+            print(f"[sweeper {time.strftime('%H:%M:%S')}] {head}" + (": " + "; ".join(r.strip() for r in rows)
+                                                                       if rows else ""), file=self.stream, flush=True)
+
+    def close(self) -> None:
+        """Final redraw of the live view with nothing running (plain mode: nothing)."""
+        self._running = []
+        if self.live:
+            self._erase()
+            self._draw()
+
+    def _status(self) -> tuple[str, list[str]]:
+        now = time.time()
+        rows, etas = [], []
+        for run, slot in self._running:
+            m = last_metrics(getattr(run, "run_dir", None))
+            steps, step = _total_steps(run), m.get("step")
+            eta = None
+            if step is not None:
+                t_first, s_first = self._seen.setdefault(run.label, (now, step))
+                if step > s_first and steps:
+                    eta = (steps - step) * (now - t_first) / (step - s_first)
+            etas.append(eta)
+            loss = f"  loss {m['train_loss']:.3f}" if isinstance(m.get("train_loss"), (int, float)) else ""
+            where = f"step {step if step is not None else 0:>5}/{steps}" if steps else ""
+            rows.append(f"  {run.label:<24} {slot.name:<8} {where}{loss}  ETA {fmt_s(eta)}")
+        queued = self._queued if self._queued is not None else max(0, self.total - self.done - len(self._running))
+        failed = self.counts["failed"]
+        done = self.done - failed
+        head = (f"sweep: {queued} queued | {len(self._running)} running | {done} done | {failed} failed | "
+                f"{fmt_s(now - self.t0)} elapsed | ETA {fmt_s(self._sweep_eta(etas, queued))}")
+        return head, rows
+
+    def _sweep_eta(self, etas: list, queued: int) -> float | None:
+        if not self._running and not queued:
+            return 0.0
+        if any(e is None for e in etas):
+            return None
+        per_run = (sum(self._durations) / len(self._durations)) if self._durations else None
+        if queued and per_run is None:
+            return None
+        work = sum(etas) + queued * (per_run or 0.0)
+        return max(max(etas, default=0.0), work / max(1, self._slots))
+
+    def _draw(self) -> None:
+        if not self.live:
+            return
+        head, rows = self._status()
+        width = shutil.get_terminal_size((120, 24)).columns
+        lines = [head] + rows
+        self.stream.write("".join(line[:width - 1] + "\n" for line in lines))
+        self.stream.flush()
+        self._block_lines = len(lines)
+
+    def _erase(self) -> None:
+        if self.live and self._block_lines:
+            self.stream.write(f"\x1b[{self._block_lines}F\x1b[J")   # up to the block's first line, clear below
+            self._block_lines = 0
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

@@ -5,8 +5,11 @@
 
 GPUs are found without initialising CUDA in the parent: an existing CUDA_VISIBLE_DEVICES is honoured,
 otherwise `nvidia-smi -L` is asked. With no GPU (or launcher.cpu_only=true) the pool runs CPU slots. The cores
-of this process's affinity set are split into disjoint sets, one per slot, and each run gets as many threads
-as it has cores (idle OpenMP threads spin and steal cores from neighbours otherwise).
+of this process's affinity set are split into disjoint sets, one per slot, and every run gets the same number
+of threads: the size of the smallest set (idle OpenMP threads spin and steal cores from neighbours otherwise;
+equal thread counts keep every run of a sweep bitwise reproducible, and a run resumed in another slot passes
+the checkpoint's thread-count check). With runs_per_device > 1 the slots alternate devices (gpu0, gpu1, gpu0,
+gpu1, ...), so max_parallel spreads runs over devices before it doubles them up.
 """
 from __future__ import annotations
 
@@ -30,6 +33,10 @@ class LauncherConfig:
     max_parallel: int | None = None
     threads_per_run: int | None = None
     cores: list | None = None
+    max_retries: int = 2            # retries of a run after a transient failure (signal, CUDA OOM, lost node)
+    retry_backoff_s: float = 5.0    # delay before the first retry, doubled for each further one
+    crash_loop_after: int = 2       # runs of a variant failing with the same error that stop the variant (0 = off)
+    grace_s: float = 20.0           # Ctrl-C/SIGTERM: seconds between SIGTERM and SIGKILL of the runs
 
     @classmethod
     def from_dict(cls, d: dict) -> "LauncherConfig":
@@ -37,12 +44,37 @@ class LauncherConfig:
         extra = sorted(set(d) - known)
         if extra:
             raise UsageError(f"unknown config key launcher.{extra[0]}; keys of launcher are {', '.join(sorted(known))}")
+        d = dict(d)
+        for key in ("devices", "cores"):      # also accept "3,5" (a shell-friendly list)
+            if isinstance(d.get(key), (str, int)) and not isinstance(d.get(key), bool):
+                d[key] = [p.strip() for p in str(d[key]).split(",") if p.strip()]
         cfg = cls(**d)
         for key in ("runs_per_device", "max_parallel", "threads_per_run"):
             v = getattr(cfg, key)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
                 raise UsageError(f"launcher.{key}={v!r}: must be a positive integer")
+        for key in ("max_retries", "crash_loop_after"):
+            v = getattr(cfg, key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise UsageError(f"launcher.{key}={v!r}: must be an integer >= 0")
+        for key in ("retry_backoff_s", "grace_s"):
+            v = getattr(cfg, key)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
+                raise UsageError(f"launcher.{key}={v!r}: must be a number of seconds >= 0")
+        if cfg.cores is not None:
+            try:
+                object.__setattr__(cfg, "cores", [int(c) for c in cfg.cores])
+            except (TypeError, ValueError):
+                raise UsageError(f"launcher.cores={cfg.cores!r}: must be a list of CPU core ids, e.g. [0,1,2,3]") from None
+        if cfg.devices is not None and not isinstance(cfg.devices, (list, tuple)):
+            raise UsageError(f"launcher.devices={cfg.devices!r}: must be a list of GPU ids, e.g. [0,2]")
         return cfg
+
+    def retry_policy(self):
+        from sweeper.failures import RetryPolicy
+
+        return RetryPolicy(max_retries=self.max_retries, backoff_s=float(self.retry_backoff_s),
+                           crash_loop_after=self.crash_loop_after)
 
 
 @dataclass(frozen=True)
@@ -108,23 +140,21 @@ def _nvidia_smi_count() -> int:
     return sum(1 for line in out.splitlines() if line.startswith("GPU "))
 
 
-def make_slots(cfg: LauncherConfig, n_runs: int, environ: dict | None = None) -> list[Slot]:
+def make_slots(cfg: LauncherConfig, n_runs: int, environ: dict | None = None,
+               cores: list[int] | None = None) -> list[Slot]:
+    """The pool's slots for n_runs runs (cores: the usable cores, default launcher.cores or this process's)."""
     gpus = visible_gpus(cfg, environ)
-    cores = available_cores(cfg)
+    cores = available_cores(cfg) if cores is None else sorted(cores)
     if gpus:
-        owners: list[str | None] = [g for g in gpus for _ in range(cfg.runs_per_device)]
+        owners: list[str | None] = [g for _ in range(cfg.runs_per_device) for g in gpus]
     else:
         per_run = cfg.threads_per_run or 1
         owners = [None] * max(1, len(cores) // per_run)
     n = min(len(owners), cfg.max_parallel or len(owners), max(1, n_runs))
     owners = owners[:n]
-    slots = []
-    for i, gpu in enumerate(owners):
-        if n <= len(cores):   # disjoint, contiguous, as even as possible
-            lo, hi = i * len(cores) // n, (i + 1) * len(cores) // n
-            mine = tuple(cores[lo:hi])
-        else:                 # more slots than cores: share round-robin
-            mine = (cores[i % len(cores)],)
-        threads = cfg.threads_per_run or len(mine)
-        slots.append(Slot(index=i, gpu=gpu, cores=mine, threads=threads))
-    return slots
+    if n <= len(cores):   # disjoint, contiguous, as even as possible
+        sets = [tuple(cores[i * len(cores) // n:(i + 1) * len(cores) // n]) for i in range(n)]
+    else:                 # more slots than cores: share round-robin
+        sets = [(cores[i % len(cores)],) for i in range(n)]
+    threads = cfg.threads_per_run or min(len(s) for s in sets)
+    return [Slot(index=i, gpu=gpu, cores=sets[i], threads=threads) for i, gpu in enumerate(owners)]

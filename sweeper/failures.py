@@ -1,0 +1,139 @@
+"""Failure classes and the retry policy: retry what looks transient, never what is deterministic, stop crash loops.
+
+    failure = classify(returncode=-9, error=None, tail=log_tail(run_dir / "stdout.log"))   # kind "signal"
+    policy = RetryPolicy(max_retries=2, backoff_s=5.0, crash_loop_after=2)
+    policy.delay_s(attempt=1)                              # 5.0, then 10.0, 20.0 ... (capped)
+    loops = CrashLoops(policy.crash_loop_after)
+    if loops.record("nope", failure): ...                  # True: this variant keeps failing the same way
+
+Transient (retried with backoff, the run resumes from its checkpoint): killed or stopped by a signal (OOM
+killer, a stray `kill`, preemption), CUDA out of memory, a lost node. Deterministic (never retried): exit
+status 2 (config error, refused resume), a failed health check, any other exception in user code. The same
+deterministic-looking failure across `crash_loop_after` runs of one variant stops that variant's queued runs.
+Pure Python: the Slurm backend can classify its task ends the same way (e.g. NODE_FAIL -> lost_node).
+"""
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import dataclass, field
+
+SIGNAL, OOM, LOST_NODE = "signal", "out_of_memory", "lost_node"
+CONFIG, HEALTH, EXCEPTION = "config_error", "health_check", "exception"
+TRANSIENT = frozenset({SIGNAL, OOM, LOST_NODE})
+EXIT_CONFIG = 2        # python -m train: bad config or refused resume
+EXIT_STOPPED = 75      # python -m train: stopped by a signal, checkpoint saved
+
+_OOM_PATTERNS = ("CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
+                 "HIP out of memory")
+_LOST_NODE_PATTERNS = ("NODE_FAIL", "node failure", "lost node", "GPU is lost", "fallen off the bus",
+                       "uncorrectable ECC error")
+
+
+@dataclass(frozen=True)
+class Failure:
+    kind: str              # one of the class names above
+    message: str           # one line, for people
+    signature: str         # message with numbers and paths blanked: equal signatures = the same error
+
+    @property
+    def transient(self) -> bool:
+        return self.kind in TRANSIENT
+
+    def to_dict(self) -> dict:
+        return {"failure_class": self.kind, "transient": self.transient}
+
+
+def signal_name(returncode: int) -> str | None:
+    """The signal that ended a process: Popen's negative codes and shells' 128+N both count."""
+    num = -returncode if returncode < 0 else returncode - 128 if 128 < returncode < 128 + 65 else None
+    if num is None:
+        return None
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def classify(returncode: int | None, error: str | None = None, tail: str = "",
+             health_verdict: str | None = None) -> Failure:
+    """The class of one failed attempt from its exit status, its recorded error and the end of its log."""
+    text = f"{error or ''}\n{tail}"
+    message = (error or "").strip().splitlines()[0] if (error or "").strip() else ""
+    sig = signal_name(returncode) if returncode is not None else None
+    if any(p in text for p in _OOM_PATTERNS):
+        kind, message = OOM, message or "CUDA out of memory"
+    elif any(p.lower() in text.lower() for p in _LOST_NODE_PATTERNS):
+        kind, message = LOST_NODE, message or "lost node"
+    elif returncode == EXIT_CONFIG:
+        kind, message = CONFIG, message or "config error (exit status 2)"
+    elif health_verdict == "fail" or message.lower().startswith(("health", "preflight")):
+        kind, message = HEALTH, message or "health check failed"
+    elif sig is not None:
+        kind, message = SIGNAL, f"killed by {sig}"
+    elif returncode == EXIT_STOPPED:
+        kind, message = SIGNAL, message or "stopped by a signal (checkpoint saved)"
+    else:
+        kind = EXCEPTION
+        message = message or _last_exception_line(tail) or f"exit status {returncode}"
+    return Failure(kind=kind, message=message, signature=f"{kind}: {_normalise(message)}")
+
+
+def log_tail(path, n: int = 4096) -> str:
+    """The last n bytes of a log file as text ("" when it is missing)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - n))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _last_exception_line(tail: str) -> str:
+    for line in reversed(tail.strip().splitlines()):
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b", line.strip()):
+            return line.strip()
+    return ""
+
+
+def _normalise(message: str) -> str:
+    """Blank what differs between runs of one variant: paths, addresses, numbers."""
+    s = re.sub(r"(/[^\s:'\"]+)+", "<path>", message)
+    s = re.sub(r"0x[0-9a-fA-F]+", "<addr>", s)
+    s = re.sub(r"\d+(\.\d+)?([eE][-+]?\d+)?", "#", s)
+    return s.strip()
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 2            # extra attempts for a transient failure (0 = never retry)
+    backoff_s: float = 5.0          # delay before the first retry; doubles each time
+    max_backoff_s: float = 300.0
+    crash_loop_after: int = 2       # this many runs of a variant failing with one signature stop the variant
+
+    def should_retry(self, failure: Failure, attempt: int) -> bool:
+        """attempt: 1 for the first try of this invocation."""
+        return failure.transient and attempt <= self.max_retries
+
+    def delay_s(self, attempt: int) -> float:
+        return min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
+
+
+@dataclass
+class CrashLoops:
+    """Counts final failures per (variant, signature); a variant is stopped at the threshold."""
+    threshold: int
+    counts: dict = field(default_factory=dict)
+    stopped: dict = field(default_factory=dict)      # variant -> the message why
+
+    def record(self, variant: str, failure: Failure) -> bool:
+        """Count one run that failed for good; True when this makes `variant` a crash loop (first time only)."""
+        key = (variant, failure.signature)
+        self.counts[key] = self.counts.get(key, 0) + 1
+        if self.threshold and self.counts[key] >= self.threshold and variant not in self.stopped:
+            self.stopped[variant] = (f"crash loop: {self.counts[key]} runs of variant {variant} failed with the "
+                                     f"same error ({failure.kind}: {failure.message}); its queued runs are not "
+                                     f"started. Fix the error and resume the sweep")
+            return True
+        return False

@@ -1,0 +1,88 @@
+"""`python -m sweeper.resume SWEEP_DIR [launcher.KEY=VALUE ...] [sweeper.report=false]`: finish a sweep.
+
+    python -m sweeper.resume sweeps/rope-1a2b3c4d                          # same launcher settings as before
+    python -m sweeper.resume sweeps/rope-1a2b3c4d launcher.max_parallel=1  # other launcher settings
+
+The plan is read from the sweep dir alone (sweep.json and each run's frozen config.yaml), not recomposed from
+conf/, so edits to the configs since the sweep started cannot change it. Finished runs are skipped, diverged
+ones kept, interrupted ones resume from their checkpoints, failed and pending ones run again (with the retry
+policy and crash-loop stop of the launcher). A run whose config.yaml no longer matches the hash recorded in
+sweep.json is refused (exit 2): that would be a different plan. Exit status as `python -m sweeper`.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import yaml
+
+from sweeper.compose import Experiment, Sweep
+from sweeper.errors import UsageError
+from sweeper.plan import MANIFEST, Plan, RunSpec
+from train.atomic import read_json
+from train.config import stable_hash
+
+USAGE = "usage: python -m sweeper.resume SWEEP_DIR [launcher.KEY=VALUE ...] [sweeper.report=true|false]"
+
+
+def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
+    """The recorded plan (and recorded argv) of a sweep dir, with launcher/report overrides applied."""
+    sweep_dir = Path(sweep_dir).expanduser().resolve()
+    manifest = read_json(sweep_dir / MANIFEST)
+    if not isinstance(manifest, dict) or "runs" not in manifest:
+        raise UsageError(f"{sweep_dir}: no readable {MANIFEST}; give the directory a sweep was started in "
+                         f"(it holds {MANIFEST} and runs/)")
+    exp = manifest["experiment"]
+    variant_overrides = manifest.get("variant_overrides") or {v: [] for v in exp["variants"]}
+    experiment = Experiment(name=exp["name"], baseline=exp["baseline"], metric=exp["metric"],
+                            lower_is_better=bool(exp["lower_is_better"]), variants=dict(variant_overrides))
+    launcher = dict(manifest.get("launcher") or {"name": "local"})
+    sweeper_cfg = {"dir": str(sweep_dir), "report": True, "extend": False, "dry_run": False}
+    for item in overrides:
+        key, eq, raw = item.partition("=")
+        if not eq or not (key.startswith("launcher.") or key == "sweeper.report") or key == "launcher.name":
+            raise UsageError(f"{item!r}: accepted arguments after SWEEP_DIR are launcher.KEY=VALUE and "
+                             f"sweeper.report=true|false (the plan itself is fixed by {MANIFEST})")
+        value = yaml.safe_load(raw) if raw else None
+        (sweeper_cfg if key == "sweeper.report" else launcher)[key.split(".", 1)[1]] = value
+    runs, variant_configs = [], {}
+    for entry in manifest["runs"]:
+        run_dir = sweep_dir / entry["run_dir"]
+        try:
+            config = yaml.safe_load((run_dir / "config.yaml").read_text())
+        except (OSError, yaml.YAMLError) as e:
+            raise UsageError(f"{run_dir / 'config.yaml'}: cannot read the run's frozen config ({e}); "
+                             f"this sweep dir is incomplete") from None
+        if stable_hash(config) != entry["config_hash"]:
+            raise UsageError(f"{run_dir / 'config.yaml'} differs from the plan recorded in {MANIFEST} (config hash "
+                             f"{stable_hash(config)} != {entry['config_hash']}); restore it, or start a new sweep "
+                             f"in another sweeper.dir")
+        variant_configs.setdefault(entry["variant"], {**config, "seed": 0})
+        runs.append(RunSpec(run_id=entry["run_id"], variant=entry["variant"], seed=int(entry["seed"]),
+                            run_dir=run_dir, config=config, config_hash=entry["config_hash"]))
+    sweep = Sweep(overrides=list(manifest.get("overrides", [])),
+                  cfg={"seeds": manifest.get("seeds"), "sweeper": sweeper_cfg, "launcher": launcher},
+                  experiment=experiment, variant_configs=variant_configs)
+    plan = Plan(sweep_dir=sweep_dir, experiment=experiment, seeds=list(manifest.get("seeds", [])), runs=runs,
+                variants_hash=manifest.get("variants_hash", ""), sweep=sweep)
+    return plan, list(manifest.get("argv", []))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE + "\n\n" + __doc__.split("\n\n")[2], file=sys.stderr if not argv else sys.stdout)
+        return 2 if not argv else 0
+    from sweeper.cli import execute, validate_launcher
+
+    try:
+        plan, recorded_argv = load_plan(Path(argv[0]), argv[1:])
+        backend, launcher_cfg = validate_launcher(plan.sweep.launcher)
+    except UsageError as e:
+        print(f"sweeper.resume: error: {e}", file=sys.stderr)
+        return 2
+    return execute(plan, backend, launcher_cfg, recorded_argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

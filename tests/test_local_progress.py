@@ -1,0 +1,107 @@
+"""Progress: a live view on a real terminal (a pty), plain lines otherwise; a failure shows when it happens."""
+import io
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import yaml
+
+from conftest import ROOT
+from local_helpers import child_env, kill_all_mentioning, sweep_args
+from sweeper.failures import classify
+from sweeper.progress import Progress, fmt_s
+
+
+def test_live_view_on_a_terminal_and_failures_as_they_happen(tmp_path):
+    from sweeper.compose import compose_sweep
+    from sweeper.plan import make_plan, write_plan
+
+    d = tmp_path / "sweep"
+    args = sweep_args(d, steps=80)
+    plan = make_plan(compose_sweep(args), [0])
+    write_plan(plan, args)
+    broken = next(r for r in plan.runs if r.variant == "nope")
+    cfg = json.loads(json.dumps(broken.config))
+    cfg["model"]["n_heads"] = 3          # fails validation in the child: exit 2 within a second or two
+    (broken.run_dir / "config.yaml").write_text(yaml.safe_dump(cfg))
+
+    master, slave = pty.openpty()
+    env = child_env()
+    env.pop("SWEEPER_PROGRESS")
+    proc = subprocess.Popen([sys.executable, "-m", "sweeper", *args], cwd=ROOT, env=env, stdin=slave,
+                            stdout=slave, stderr=slave, start_new_session=True)
+    os.close(slave)
+    chunks = []
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 120)
+            if not ready:
+                break
+            try:
+                data = os.read(master, 65536)
+            except OSError:        # EIO: the terminal's other side is closed
+                break
+            if not data:
+                break
+            chunks.append(data)
+        proc.wait(timeout=120)
+    finally:
+        os.close(master)
+        kill_all_mentioning(str(d))
+    out = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 1, out
+    assert "\x1b[" in out and "\x1b[J" in out                       # the view is redrawn in place
+    heads = re.findall(r"sweep: (\d+) queued \| (\d+) running \| (\d+) done \| (\d+) failed \| \S+ elapsed \| ETA (\S+)",
+                       out)
+    assert heads and ("0", "1", "0", "1") in {h[:4] for h in heads}, heads   # rope running after nope failed
+    rows = re.findall(r"rope/seed_0\s+cpu\d+\s+step\s+(\d+)/80\s+loss (\d+\.\d+)\s+ETA (\S+)", out)
+    assert rows and any(int(step) > 0 for step, _, _ in rows)
+    assert any(eta != "?" for _, _, eta in rows)                    # a run ETA once steps progress
+    failed_at = out.index("FAILED nope/seed_0")
+    assert "config_error: " in out[failed_at:failed_at + 300]
+    assert failed_at < out.index("done   rope/seed_0")                # shown when it happened, not at the end
+
+
+class _Run(SimpleNamespace):
+    pass
+
+
+def test_plain_status_lines_with_step_loss_and_eta(tmp_path):
+    rd = tmp_path / "run"
+    rd.mkdir()
+    run = _Run(label="rope/seed_0", run_dir=rd, total_steps=100, log_path=rd / "stdout.log")
+    queued = _Run(label="rope/seed_1", run_dir=tmp_path / "other", total_steps=100)
+    slot = SimpleNamespace(name="gpu3", cores=(0, 1), threads=2)
+    stream = io.StringIO()
+    p = Progress(total=3, stream=stream, interval_s=0.0)
+    assert not p.live
+    p.started(run, slot)
+    with open(rd / "metrics.jsonl", "w") as f:
+        f.write(json.dumps({"step": 10, "train_loss": 3.5}) + "\n")
+    p.tick([(run, slot)], queued=1, force=True)
+    time.sleep(1.05)
+    with open(rd / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"step": 30, "train_loss": 2.25}) + "\n")
+    p.tick([(run, slot)], queued=1, force=True)
+    p.ended(queued, {"status": "failed", "error": "killed by SIGKILL", "failure_class": "signal"}, 2.0)
+    p.retrying(run, {}, classify(-9), 1, 3, 5.0)
+    text = stream.getvalue()
+    assert "\x1b" not in text
+    lines = text.splitlines()
+    assert "start  rope/seed_0 on gpu3 (cores 0,1, 2 threads)" in lines[0]
+    status = [line for line in lines if "sweep: 1 queued | 1 running | 0 done | 0 failed" in line]
+    assert len(status) == 2 and "step    30/100  loss 2.250" in status[1]
+    eta = re.search(r"step\s+30/100\s+loss 2.250\s+ETA (\d+)s", status[1])
+    assert eta and 2 <= int(eta.group(1)) <= 6          # 70 steps left at ~20 steps/s
+    assert "FAILED rope/seed_1 in 2.0s signal: killed by SIGKILL" in text
+    assert "RETRY  rope/seed_0: attempt 1/3 failed (signal: killed by SIGKILL); retrying in 5s" in text
+
+
+def test_fmt_s():
+    assert [fmt_s(x) for x in (None, 4.4, 65, 3725)] == ["?", "4s", "1m05s", "1h02m"]

@@ -1,0 +1,112 @@
+"""Resuming a sweep: after SIGKILL of the sweeper itself, re-running the same command redoes no finished run and
+resumes interrupted ones from their checkpoints; a different plan is refused; seeds extend only when asked;
+`python -m sweeper.resume` runs from the sweep dir alone and refuses a run config edited since planning."""
+import json
+import os
+import signal
+
+import pytest
+import yaml
+
+from local_helpers import (checkpoints, kill_all_mentioning, processes_mentioning, run, run_dir, start, starts,
+                           status, sweep_args, wait_for)
+
+VARIANTS = ("rope", "nope")
+
+
+@pytest.fixture
+def sweep_dir(tmp_path):
+    d = tmp_path / "sweep"
+    yield d
+    kill_all_mentioning(str(d))
+
+
+def snapshot(d, variant, seed):
+    rd = run_dir(d, variant, seed)
+    env = json.loads((rd / "env.json").read_text())
+    return {"summary_mtime": os.stat(rd / "summary.json").st_mtime_ns, "pid": env["pid"], "starts": starts(rd)}
+
+
+def test_sigkill_of_the_sweeper_then_same_command_resumes(sweep_dir, tmp_path):
+    # max_parallel=1 and seed-major order: rope/0, nope/0, rope/1, nope/1, one at a time.
+    args = sweep_args(sweep_dir, "launcher.max_parallel=1", "train.ckpt_interval=5", steps=60, seeds="0-1")
+    log = tmp_path / "first.log"
+    first = start(args, log)
+
+    def some_finished_one_running_with_checkpoint():
+        states = {(v, s): status(sweep_dir, v, s).get("status") for v in VARIANTS for s in (0, 1)}
+        running = [k for k, st in states.items() if st == "running" and checkpoints(run_dir(sweep_dir, *k))]
+        return running if "finished" in states.values() and running else None
+
+    running = wait_for(some_finished_one_running_with_checkpoint, 180, "a finished run and a running one", first, log)
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait(timeout=10)
+    # The orphaned run gets SIGTERM from the kernel (PR_SET_PDEATHSIG): it checkpoints and stops by itself.
+    wait_for(lambda: not processes_mentioning(str(sweep_dir)), 60, "the orphaned run to stop")
+    (v_int, s_int), = running
+    st = status(sweep_dir, v_int, s_int)
+    assert st["status"] == "interrupted" and st["exit_code"] == 75, st
+    ckpt_step = checkpoints(run_dir(sweep_dir, v_int, s_int))[-1]
+    finished = [(v, s) for v in VARIANTS for s in (0, 1) if status(sweep_dir, v, s).get("status") == "finished"]
+    before = {k: snapshot(sweep_dir, *k) for k in finished}
+
+    again = run(args)
+    assert again.returncode == 0, again.stdout + again.stderr
+    for k in finished:                            # not redone: same summary file, same process, one start
+        assert snapshot(sweep_dir, *k) == before[k], k
+        assert f"skip   {k[0]}/seed_{k[1]} (already finished)" in again.stdout
+    rd = run_dir(sweep_dir, v_int, s_int)
+    summary = json.loads((rd / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["steps"] == 60
+    assert summary["resumed_from"] == f"step_{ckpt_step:08d}.pt"
+    assert starts(rd) == 2
+    for v in VARIANTS:
+        for s in (0, 1):
+            assert status(sweep_dir, v, s)["status"] == "finished"
+
+    # The same directory with a different plan is refused before anything starts.
+    changed = run(sweep_args(sweep_dir, "train.lr=0.01", steps=60, seeds="0-1"))
+    assert changed.returncode == 2 and "holds a different plan" in changed.stderr, changed.stderr
+    more = run(args + ["seeds=0-2"])
+    assert more.returncode == 2 and "sweeper.extend=true" in more.stderr, more.stderr
+    assert all(starts(run_dir(sweep_dir, v, s)) == (2 if (v, s) == (v_int, s_int) else 1)
+               for v in VARIANTS for s in (0, 1))
+    assert not run_dir(sweep_dir, "rope", 2).exists()
+
+
+def test_extend_seeds_keeps_old_runs_and_resume_module(sweep_dir, tmp_path):
+    args = sweep_args(sweep_dir, steps=10, variants="rope")
+    assert run(args).returncode == 0
+    old = snapshot(sweep_dir, "rope", 0)
+    extended = run(args + ["seeds=0-1", "sweeper.extend=true"])
+    assert extended.returncode == 0, extended.stderr
+    assert snapshot(sweep_dir, "rope", 0) == old
+    assert status(sweep_dir, "rope", 1)["status"] == "finished"
+    manifest = json.loads((sweep_dir / "sweep.json").read_text())
+    assert manifest["seeds"] == [0, 1] and len(manifest["runs"]) == 2
+
+    # python -m sweeper.resume: from the directory alone; a failed run is run again, finished ones skipped.
+    st = status(sweep_dir, "rope", 1)
+    st.update(status="failed", error="RuntimeError: simulated crash of an earlier sweeper")
+    (run_dir(sweep_dir, "rope", 1) / "status.json").write_text(json.dumps(st))
+    (run_dir(sweep_dir, "rope", 1) / "summary.json").unlink()
+    for ck in (run_dir(sweep_dir, "rope", 1) / "ckpt").iterdir():
+        ck.unlink()
+    resumed = run([str(sweep_dir), "sweeper.report=false", "launcher.max_parallel=1"], module="sweeper.resume")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "skip   rope/seed_0" in resumed.stdout and "start  rope/seed_1" in resumed.stdout
+    assert snapshot(sweep_dir, "rope", 0) == old
+    assert status(sweep_dir, "rope", 1)["status"] == "finished"
+
+    # A frozen run config edited since planning is a different plan: refused, one line, exit 2.
+    cfg_path = run_dir(sweep_dir, "rope", 0) / "config.yaml"
+    cfg = yaml.safe_load(cfg_path.read_text())
+    cfg["train"]["lr"] = 0.5
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    refused = run([str(sweep_dir)], module="sweeper.resume")
+    assert refused.returncode == 2 and "differs from the plan recorded in sweep.json" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    bad = run([str(tmp_path / "nowhere")], module="sweeper.resume")
+    assert bad.returncode == 2 and "no readable sweep.json" in bad.stderr
+    bad_arg = run([str(sweep_dir), "train.steps=5"], module="sweeper.resume")
+    assert bad_arg.returncode == 2 and "launcher.KEY=VALUE" in bad_arg.stderr
