@@ -28,13 +28,13 @@ pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 def _cluster_problem() -> str | None:
     for tool in ("sinfo", "sbatch", "squeue", "sacct", "scontrol", "srun"):
         if shutil.which(tool) is None:
-            return f"{tool} not found (start a cluster with `bash tests/slurm/cluster.sh up`)"
+            return f"{tool} not found"
     try:
         out = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.SubprocessError) as e:
         return f"sinfo failed: {e}"
     if out.returncode != 0:
-        return f"sinfo failed: {out.stderr.strip()[:200]}"
+        return f"sinfo failed: {' '.join(out.stderr.split())[:200]}"
     if not {"idle", "mixed", "allocated"} & set(out.stdout.split()):
         return f"no usable Slurm node (sinfo: {out.stdout.split() or 'none'})"
     if subprocess.run(["sacct", "-n", "-X", "-S", "now"], capture_output=True, timeout=20).returncode != 0:
@@ -43,10 +43,11 @@ def _cluster_problem() -> str | None:
 
 
 _PROBLEM = _cluster_problem()
-if _PROBLEM and os.environ.get("SWEEPER_REQUIRE_SLURM") == "1":
-    raise RuntimeError(f"SWEEPER_REQUIRE_SLURM=1 but no Slurm cluster: {_PROBLEM}")
 if _PROBLEM:
-    pytest.skip(f"no Slurm cluster: {_PROBLEM}", allow_module_level=True)
+    _PROBLEM = f"no Slurm cluster ({_PROBLEM}); start one with `bash tests/slurm/cluster.sh up`"
+    if os.environ.get("SWEEPER_REQUIRE_SLURM") == "1":
+        raise RuntimeError(f"SWEEPER_REQUIRE_SLURM=1 but {_PROBLEM}")
+    pytest.skip(_PROBLEM, allow_module_level=True)
 
 from sweeper import slurm  # noqa: E402  (after the skip: submitit needs srun)
 from sweeper.cli import prepare  # noqa: E402
