@@ -80,6 +80,9 @@ def execute(plan, backend, launcher_cfg, argv: list[str]) -> int:
                          f"({len(plan.experiment.variants)} variants x {len(plan.seeds)} seeds)")
             try:
                 statuses = backend.launch(plan, launcher_cfg, progress)
+            except UsageError as e:
+                print(f"sweeper: error: {e}", file=sys.stderr)
+                return 2
             except KeyboardInterrupt:
                 print(f"sweeper: interrupted; finished runs are kept. Resume with the same command or "
                       f"`python -m sweeper.resume {plan.sweep_dir}`", file=sys.stderr)

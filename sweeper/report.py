@@ -323,6 +323,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _sync_slurm(sweep_dir: Path) -> None:
+    """A sweep submitted with launcher.wait=false: settle the statuses of jobs that ended without writing one."""
+    if not (sweep_dir / "slurm.json").is_file():
+        return
+    try:
+        from sweeper.slurm import sync_statuses
+
+        sync_statuses(sweep_dir)
+    except Exception as e:  # no Slurm reachable here: report what the run dirs say
+        print(f"warning: could not ask Slurm for job states ({e}); statuses are as the runs wrote them",
+              file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -333,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.resamples < 100:
             raise UsageError(f"--resamples {args.resamples}: use at least 100 (10000 is the default)")
         options = dict(alpha=args.alpha, min_seeds=args.min_seeds, n_resamples=args.resamples, seed=args.seed)
+        _sync_slurm(Path(args.sweep_dir))
         if args.against:
             from sweeper.compare import compare_sweeps
 
@@ -340,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             text = report_sweep(args.sweep_dir, plots=not args.no_plots, **options)
     except UsageError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"sweeper.report: error: {e}", file=sys.stderr)
         return 2
     print(text)
     return 0
