@@ -8,7 +8,7 @@ import signal
 import pytest
 import yaml
 
-from local_helpers import (checkpoints, kill_all_mentioning, processes_mentioning, run, run_dir, start, starts,
+from local_helpers import (checkpoints, child_env, kill_all_mentioning, processes_mentioning, run, run_dir, start, starts,
                            status, sweep_args, wait_for)
 
 VARIANTS = ("rope", "nope")
@@ -31,7 +31,8 @@ def test_sigkill_of_the_sweeper_then_same_command_resumes(sweep_dir, tmp_path):
     # max_parallel=1 and seed-major order: rope/0, nope/0, rope/1, nope/1, one at a time.
     args = sweep_args(sweep_dir, "launcher.max_parallel=1", "train.ckpt_interval=5", steps=60, seeds="0-1")
     log = tmp_path / "first.log"
-    first = start(args, log)
+    # Each run leaves a stuck worker and a daemon behind (tests/grandchildren/sitecustomize.py) if nobody kills them.
+    first = start(args, log, env=child_env(grandchildren=True))
 
     def some_finished_one_running_with_checkpoint():
         states = {(v, s): status(sweep_dir, v, s).get("status") for v in VARIANTS for s in (0, 1)}
@@ -42,16 +43,24 @@ def test_sigkill_of_the_sweeper_then_same_command_resumes(sweep_dir, tmp_path):
     os.kill(first.pid, signal.SIGKILL)
     first.wait(timeout=10)
     # The orphaned run gets SIGTERM from the kernel (PR_SET_PDEATHSIG): it checkpoints and stops by itself.
-    wait_for(lambda: not processes_mentioning(str(sweep_dir)), 60, "the orphaned run to stop")
     (v_int, s_int), = running
+    wait_for(lambda: status(sweep_dir, v_int, s_int).get("status") == "interrupted", 60, "the orphaned run to stop")
     st = status(sweep_dir, v_int, s_int)
-    assert st["status"] == "interrupted" and st["exit_code"] == 75, st
+    assert st["exit_code"] == 75, st
+    # Its stuck worker and daemon outlive the sweeper; the finished runs left nothing (cleaned when they ended).
+    interrupted_dir = str(run_dir(sweep_dir, v_int, s_int))
+    leftovers = wait_for(lambda: [p for p in processes_mentioning(str(sweep_dir))
+                                  if not p[1].rstrip().endswith(interrupted_dir)] == []
+                         and len(processes_mentioning(interrupted_dir)) == 2 and processes_mentioning(interrupted_dir),
+                         30, "exactly the interrupted run's two leftovers")
     ckpt_step = checkpoints(run_dir(sweep_dir, v_int, s_int))[-1]
     finished = [(v, s) for v in VARIANTS for s in (0, 1) if status(sweep_dir, v, s).get("status") == "finished"]
     before = {k: snapshot(sweep_dir, *k) for k in finished}
 
-    again = run(args)
+    again = run(args + ["launcher.grace_s=2"])        # launcher settings are not part of the plan
     assert again.returncode == 0, again.stdout + again.stderr
+    assert f"stop   {v_int}/seed_{s_int}: 2 process(es) left by an earlier sweeper" in again.stdout
+    assert processes_mentioning(str(sweep_dir)) == [], leftovers
     for k in finished:                            # not redone: same summary file, same process, one start
         assert snapshot(sweep_dir, *k) == before[k], k
         assert f"skip   {k[0]}/seed_{k[1]} (already finished)" in again.stdout
