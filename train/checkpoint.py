@@ -150,7 +150,7 @@ def check_fingerprint(saved: dict, current: dict, run_dir: Path, saved_config: d
             diffs.insert(0, "config " + ", ".join(changed))
     raise FingerprintMismatch(
         f"refusing to resume {run_dir}: its checkpoints come from a different setup ({'; '.join(diffs)}). "
-        f"Restore the original setup (config, corpus, thread count, device), or start fresh by deleting "
+        f"Restore the original config, corpus, thread count and device, or start fresh by deleting "
         f"{Path(run_dir) / 'ckpt'} (or use another sweeper.dir).")
 
 

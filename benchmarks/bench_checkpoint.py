@@ -1,0 +1,101 @@
+"""Checkpoint cost as a share of training time at the default checkpoint interval (target: under 3%).
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_checkpoint.py              # default config, 3 rounds
+    python benchmarks/bench_checkpoint.py --rounds 5 train.batch_size=64  # any run-config override
+
+Builds the real Trainer from the default run config (conf/ defaults: model small, train default), then
+alternates, side by side in one process: `train.ckpt_interval` real training steps (batch, forward, backward,
+clip, AdamW, schedule), timed; one real checkpoint (`Trainer.state_dict` + `save_checkpoint`: serialise,
+sha256, write, fsync, rename, prune), timed. Share = checkpoint time / (training time + checkpoint time) over
+all rounds. Also reports the checkpoint size and the time to read one back (load + checksum).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def default_run_config(overrides: list[str]) -> dict:
+    """The run config a sweep would give its baseline (conf/ defaults), plus key=value overrides."""
+    import yaml
+
+    conf = Path(__file__).resolve().parent.parent / "conf"
+    cfg = {s: yaml.safe_load((conf / s / f"{name}.yaml").read_text())
+           for s, name in (("model", "small"), ("data", "stdlib"), ("train", "default"), ("health", "default"))}
+    for o in overrides:
+        key, _, value = o.partition("=")
+        section, leaf = key.split(".", 1)
+        cfg[section][leaf] = yaml.safe_load(value)
+    return {"seed": 0, "experiment": "bench", "variant": "default", **cfg}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("overrides", nargs="*", help="run-config overrides, e.g. train.batch_size=64")
+    args = ap.parse_args()
+
+    import torch
+
+    from train.checkpoint import read_checkpoint, save_checkpoint
+    from train.config import RunConfig
+    from train.loop import Trainer
+
+    cfg = RunConfig.from_dict(default_run_config(args.overrides))
+    interval = cfg.train.ckpt_interval
+    with tempfile.TemporaryDirectory() as tmp:
+        tr = Trainer(cfg, Path(tmp))
+        ckpt_dir = Path(tmp) / "ckpt"
+
+        def step() -> None:
+            x, y = tr.batch()
+            _, loss = tr.model(x, y)
+            tr.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(tr.model.parameters(), cfg.train.grad_clip)
+            tr.optimizer.step()
+            tr.scheduler.step()
+            loss.item()
+            if tr.device.type == "cuda":
+                torch.cuda.synchronize()
+
+        for _ in range(3):                                   # warm-up (allocator, first-call overheads)
+            step()
+        save_checkpoint(ckpt_dir, 0, tr.state_dict(0, {}), keep=cfg.train.keep_checkpoints)
+        train_s, save_s, n = [], [], 3
+        for r in range(args.rounds):
+            t0 = time.perf_counter()
+            for _ in range(interval):
+                step()
+            train_s.append(time.perf_counter() - t0)
+            n += interval
+            t0 = time.perf_counter()
+            path = save_checkpoint(ckpt_dir, n, tr.state_dict(n, {"recent": [], "val_loss": 0.0}),
+                                   keep=cfg.train.keep_checkpoints)
+            save_s.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        read_checkpoint(path)
+        load_s = time.perf_counter() - t0
+        size_mb = path.stat().st_size / 2**20
+
+    share = sum(save_s) / (sum(train_s) + sum(save_s))
+    n_params = sum(p.numel() for p in tr.model.parameters())
+    print(f"device {tr.device}, torch threads {torch.get_num_threads()}, model {n_params / 1e6:.2f}M params "
+          f"(d_model {cfg.model.d_model}, {cfg.model.n_layers} layers), batch {cfg.train.batch_size}x"
+          f"{cfg.model.context}, checkpoint every {interval} steps, {args.rounds} rounds")
+    print(f"training: {statistics.median(train_s) / interval * 1e3:.1f} ms/step (median round), "
+          f"{statistics.median(train_s):.2f} s per interval")
+    print(f"checkpoint: {size_mb:.2f} MiB, save {statistics.median(save_s) * 1e3:.1f} ms (median), "
+          f"read back + verify {load_s * 1e3:.1f} ms")
+    print(f"checkpoint share of training time: {share * 100:.2f}% (target < 3%) -> "
+          f"{'OK' if share < 0.03 else 'OVER TARGET'}")
+
+
+if __name__ == "__main__":
+    main()
