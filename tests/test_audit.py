@@ -25,7 +25,8 @@ def test_audit_kill_mode_is_identical_and_replays_steps(tmp_path):
     assert report.identical, report.format()
     assert report.resumed_from == "step_00000010.pt", "killed after step 12: resumes from the step-10 checkpoint"
     assert report.compared_steps == 20 and report.compared_names > 40 and report.compared_metrics == 4
-    resumed = [json.loads(line)["step"] for line in (tmp_path / "resumed" / "trail.jsonl").read_text().splitlines()]
+    trail = (tmp_path / "resumed" / "trail.jsonl").read_text().splitlines()
+    resumed = [json.loads(line)["step"] for line in trail]
     assert resumed.count(11) == 2 and resumed.count(12) == 2, "steps 11-12 were trained twice and both compared"
     assert "result: bitwise identical" in report.format()
     assert json.loads((tmp_path / "audit.json").read_text())["identical"] is True
@@ -37,7 +38,8 @@ def test_audit_pinpoints_a_data_order_state_left_out(tmp_path):
     assert (report.first_step, report.first_name) == (10, "data/batch"), report.format()
     assert "data/order_state" in report.differing and "param/tok_emb.weight" in report.differing
     assert "DIVERGED at step 10: first differing data/batch" in report.format()
-    assert "fault injection SWEEPER_FAULT_DROP_RNG_STATE=data_order" in (tmp_path / "resumed" / "stdout.log").read_text()
+    log = (tmp_path / "resumed" / "stdout.log").read_text()
+    assert "fault injection SWEEPER_FAULT_DROP_RNG_STATE=data_order" in log, "the switch must be loud"
 
 
 def test_audit_pinpoints_the_dropout_rng_stream_left_out(tmp_path):
@@ -85,7 +87,8 @@ def test_sweep_preflight_audits_the_baseline(tmp_path):
 
     tiny_overrides = [o for o in TINY if not o.startswith(("train.steps=", "train.ckpt_interval="))]
     tiny_overrides += ["train.steps=10", "train.ckpt_interval=4"]
-    plan = make_plan(compose_sweep(["+experiment=rope", f"sweeper.dir={tmp_path / 'sweep'}", *tiny_overrides]), seeds=[2, 3])
+    sweep = compose_sweep(["+experiment=rope", f"sweeper.dir={tmp_path / 'sweep'}", *tiny_overrides])
+    plan = make_plan(sweep, seeds=[2, 3])
     lines: list[str] = []
     report = preflight_audit(plan, log=lines.append)
     assert report.identical, "\n".join(lines)

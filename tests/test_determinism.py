@@ -23,7 +23,8 @@ from train.determinism import determinism_flags, set_determinism
 from train.streams import STREAMS, SeedStreams
 
 STEPS = 30
-VARIANTS = {"rope": {}, "nope": {"model.pos_encoding": "none"}, "rope_frozen_qk": {"model.rope_impl": "fault_no_qk_grad"}}
+VARIANTS = {"rope": {}, "nope": {"model.pos_encoding": "none"},
+            "rope_frozen_qk": {"model.rope_impl": "fault_no_qk_grad"}}
 
 
 @pytest.fixture(scope="module")

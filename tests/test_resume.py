@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from train_runs import (assert_bitwise_equal, finish, log_text, make_run_dir, small_corpus, start,
-                              tiny_config, train, train_all, trail_steps, wait_until)
+                              tiny_config, train, trail_steps, wait_until)
 from train.checkpoint import (FingerprintMismatch, check_fingerprint, checkpoint_path, list_checkpoints,
                               load_latest, read_checkpoint, save_checkpoint)
 

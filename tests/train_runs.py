@@ -94,12 +94,6 @@ def train(run_dir: Path, **env: str) -> int:
     return finish(start(run_dir, **env), run_dir)
 
 
-def train_all(run_dirs: list[Path], **env: str) -> list[int]:
-    """Train several run dirs concurrently (two cores: pairs run side by side)."""
-    procs = [start(d, **env) for d in run_dirs]
-    return [finish(p, d) for p, d in zip(procs, run_dirs)]
-
-
 def log_text(run_dir: Path) -> str:
     p = run_dir / "stdout.log"
     return p.read_text(errors="replace") if p.exists() else ""
@@ -166,7 +160,8 @@ def assert_bitwise_equal(ref_dir: Path, run_dir: Path) -> None:
                        {k: v for k, v in b.items() if k != "fingerprint"})
     assert not diff, f"{run_dir} differs from {ref_dir} at the final step in {diff[:8]} ({len(diff)} in all)"
     ma, mb = comparable_metrics(ref_dir), comparable_metrics(run_dir)
-    assert ma == mb, f"metrics.jsonl differ: {next((x, y) for x, y in zip(ma, mb) if x != y) if ma and mb else (ma, mb)}"
+    first = next(((x, y) for x, y in zip(ma, mb) if x != y), (len(ma), len(mb)))
+    assert ma == mb, f"metrics.jsonl differ: {first}"
     import json
 
     fa = json.loads((ref_dir / "summary.json").read_text())["final"]

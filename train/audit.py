@@ -82,6 +82,8 @@ def default_stop_at(steps: int, ckpt_interval: int) -> int:
 def audit_resume(run_cfg, work_dir: str | Path, *, steps: int | None = None, stop_at: int | None = None,
                  mode: str = "stop", threads: int | None = 1, drop_rng_state: str | None = None,
                  timeout_s: float = 3600.0) -> AuditReport:
+    import yaml
+
     cfg = run_cfg if isinstance(run_cfg, RunConfig) else RunConfig.from_dict(run_cfg)
     n = cfg.train.steps if steps is None else steps
     if not isinstance(n, int) or not 2 <= n <= cfg.train.steps:
@@ -98,8 +100,6 @@ def audit_resume(run_cfg, work_dir: str | Path, *, steps: int | None = None, sto
     for d in (straight, resumed):          # the audit owns these two folders: always start them fresh
         shutil.rmtree(d, ignore_errors=True)
         d.mkdir(parents=True)
-        import yaml
-
         atomic_write_text(d / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     base = child_env(threads, drop_rng_state)
     stop_n = {STOP_ENV: str(n)} if n < cfg.train.steps else {}

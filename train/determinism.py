@@ -52,6 +52,7 @@ def determinism_flags() -> dict:
         "cudnn_deterministic": torch.backends.cudnn.deterministic,
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
         "allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-        "sdpa_fused_backends": torch.backends.cuda.flash_sdp_enabled() or torch.backends.cuda.mem_efficient_sdp_enabled(),
+        "sdpa_fused_backends": (torch.backends.cuda.flash_sdp_enabled()
+                                or torch.backends.cuda.mem_efficient_sdp_enabled()),
         "cublas_workspace_config": os.environ.get(CUBLAS_ENV),
     }
