@@ -7,6 +7,7 @@
         Forward and forward+backward time and achieved bandwidth (fraction of the device's peak) for
         Llama-like shapes (Hq=32, Hk=8, D=128, bf16): our Triton kernel, the eager reference, torch.compile of
         the reference, our fast PyTorch path and Liger-Kernel's RoPE (if it imports); plus a tile sweep.
+        --smoke: tiny shapes; on a machine without a GPU, the same code on CPU (TRITON_INTERPRET=1).
     python benchmarks/bench_rope.py determinism --out DIR [--tag NAME]
         Hashes of forward/backward outputs over repeated CUDA calls (compare across processes).
 
@@ -140,12 +141,29 @@ def bench_cuda(args) -> None:
     from kernels.reference import _rotate as reference_rotate
     from kernels.rope_triton import LaunchConfig, choose_config, launch_rope
 
-    assert torch.cuda.is_available(), "cuda mode needs a CUDA GPU"
-    dev = torch.device("cuda")
-    name = torch.cuda.get_device_name(0)
-    peak, peak_src = peak_bandwidth(torch)
-    bench = lambda fn: do_bench(fn, warmup=25, rep=args.rep, return_mode="median") * 1e-3  # noqa: E731
-    big = torch.empty(1 << 28, dtype=torch.uint8, device=dev)                                 # 256 MiB copy
+    if not torch.cuda.is_available() and not args.smoke:
+        raise SystemExit("cuda mode needs a CUDA GPU (--smoke runs the same code on CPU, tiny shapes)")
+    smoke_cpu = not torch.cuda.is_available()   # --smoke without a GPU: Triton interpreter, wall-clock timer
+    dev = torch.device("cpu" if smoke_cpu else "cuda")
+    name = "CPU smoke run (timings meaningless)" if smoke_cpu else torch.cuda.get_device_name(0)
+    peak, peak_src = (1e10, "placeholder") if smoke_cpu else peak_bandwidth(torch)
+
+    def bench(fn) -> float:
+        if smoke_cpu:
+            samples = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                fn()
+                samples.append(time.perf_counter() - t0)
+            return statistics.median(samples)
+        return do_bench(fn, warmup=25, rep=args.rep, return_mode="median") * 1e-3
+
+    def bench_graph(fn) -> float | None:
+        if smoke_cpu:
+            return None
+        return do_bench_cudagraph(fn, rep=args.rep, return_mode="median") * 1e-3
+
+    big = torch.empty(1 << (16 if smoke_cpu else 28), dtype=torch.uint8, device=dev)            # 256 MiB copy
     copy_bw = 2 * big.numel() / bench(lambda: big.clone())
     del big
     try:
@@ -153,19 +171,21 @@ def bench_cuda(args) -> None:
         liger_error = None
     except Exception as e:  # noqa: BLE001 - report why it is missing, keep going
         LigerRopeFunction, liger_error = None, f"{type(e).__name__}: {e}"
+
     def ref_math(q, k, c, s):   # the reference's rotation (fp32 math), tables pre-sliced, no host checks
         c4, s4 = c[None, None], s[None, None]                                   # (1, 1, T, R/2)
         return tuple(reference_rotate(x.float(), c4, s4, False).to(x.dtype) for x in (q, k))
-    ref_compiled = torch.compile(ref_math, dynamic=False)
-    Hq, Hk, D, B = 32, 8, 128, 1
+    ref_compiled = torch.compile(ref_math, dynamic=False, backend="aot_eager" if smoke_cpu else "inductor")
+    Hq, Hk, D, B = (4, 2, 32, 1) if args.smoke else (32, 8, 128, 1)
+    dtype = torch.float16 if smoke_cpu else torch.bfloat16     # the interpreter gets bf16 wrong
     cos, sin = rope_cache(args.max_t, D, device=dev)
     rows, sweep = [], []
-    seqlens = [t for t in (1024, 2048, 4096, 8192, 16384, 32768) if t <= args.max_t]
+    seqlens = [64, 128] if args.smoke else [t for t in (1024, 2048, 4096, 8192, 16384, 32768) if t <= args.max_t]
     for T in seqlens:
         g = torch.Generator(device=dev).manual_seed(T)
         # HF/Llama style: projections are (B, T, H, D); attention sees (B, H, T, D) transpose views
-        q = torch.randn(B, T, Hq, D, device=dev, dtype=torch.bfloat16, generator=g).transpose(1, 2)
-        k = torch.randn(B, T, Hk, D, device=dev, dtype=torch.bfloat16, generator=g).transpose(1, 2)
+        q = torch.randn(B, T, Hq, D, device=dev, generator=g).to(dtype).transpose(1, 2)
+        k = torch.randn(B, T, Hk, D, device=dev, generator=g).to(dtype).transpose(1, 2)
         gq, gk = torch.randn_like(q), torch.randn_like(k)
         bytes_pass = 2 * (q.numel() + k.numel()) * q.element_size() + 2 * T * (D // 2) * 4  # r+w, cos/sin rows
         c, s = cos[:T], sin[:T]
@@ -187,7 +207,7 @@ def bench_cuda(args) -> None:
                 qs, ks = q.clone(), k.clone()          # scratch inputs (Liger keeps rotating them: fine for time)
                 t_fwd = bench(lambda: fn(qs, ks))
                 try:    # device time without host overhead (CUDA graph replay; no L2 flush between calls)
-                    t_graph = do_bench_cudagraph(lambda: fn(qs, ks), rep=args.rep, return_mode="median") * 1e-3
+                    t_graph = bench_graph(lambda: fn(qs, ks))
                 except Exception:  # noqa: BLE001 - not every competitor is capturable
                     t_graph = None
                 ql, kl = q.detach().clone().requires_grad_(), k.detach().clone().requires_grad_()
@@ -207,8 +227,9 @@ def bench_cuda(args) -> None:
     qo, ko = torch.empty_like(q), torch.empty_like(k)
     qv, kv, qov, kov = (x.transpose(1, 2) for x in (q, k, qo, ko))
     heur = choose_config(B * T, Hq, Hk, D)
-    for cfg in sorted({heur, *(LaunchConfig(bt, bh, w) for bt in (1, 2, 4, 8) for bh in (4, 8, 16, 32)
-                               for w in (2, 4, 8) if bt * bh * D <= 16384)}, key=str):
+    grid = [LaunchConfig(bt, bh, w) for bt in (1, 2, 4, 8) for bh in (4, 8, 16, 32) for w in (2, 4, 8)
+            if bt * bh * D <= 16384]
+    for cfg in sorted({heur, *(grid[:2] if smoke_cpu else grid)}, key=str):
         t = bench(lambda: launch_rope(qv, kv, cos, sin, qov, kov, config=cfg))
         sweep.append({"T": T, "block_t": cfg.block_t, "block_h": cfg.block_h, "num_warps": cfg.num_warps,
                       "heuristic": cfg == heur, "fwd_s": t, "fwd_frac_peak": bytes_pass / t / peak})
@@ -220,11 +241,11 @@ def bench_cuda(args) -> None:
             r["speedup_vs_liger_fwd_bwd"] = liger[r["T"]]["fwd_bwd_s"] / r["fwd_bwd_s"]
     result = {"mode": "cuda", "device": name, "peak_bytes_per_s": peak, "peak_source": peak_src,
               "measured_copy_bytes_per_s": copy_bw, "torch": torch.__version__, "triton": triton.__version__,
-              "shape": {"B": B, "Hq": Hq, "Hk": Hk, "D": D, "dtype": "bfloat16", "format": "bhtd views"},
+              "shape": {"B": B, "Hq": Hq, "Hk": Hk, "D": D, "dtype": str(dtype), "format": "bhtd views"},
               "liger_error": liger_error, "rows": rows, "tile_sweep": sweep}
     table = [f"# RoPE on {name} (peak {peak / 1e12:.2f} TB/s: {peak_src}; clone() reaches "
              f"{copy_bw / peak:.0%})", "",
-             f"B={B}, Hq={Hq}, Hk={Hk}, D={D}, bf16, (B, H, T, D) views of (B, T, H, D) storage; median times "
+             f"B={B}, Hq={Hq}, Hk={Hk}, D={D}, {dtype}, (B, H, T, D) views of (B, T, H, D) storage; median times "
              "(do_bench flushes L2 between calls; 'graph' = CUDA-graph replay, no host overhead, warm L2). "
              "Bytes per pass = read + write of q and k + cos/sin rows; fwd+bwd counts two passes. Liger rotates in "
              "place (its fwd+bwd time excludes the `x * 1` that makes its inputs non-leaf)."
@@ -289,6 +310,8 @@ def main(argv=None) -> None:
     p.add_argument("--threads", type=int, default=1, help="cpu: torch threads (the launcher gives runs 1)")
     p.add_argument("--max-t", type=int, default=8192, help="cuda: longest sequence length")
     p.add_argument("--rep", type=int, default=100, help="cuda: do_bench repetition time (ms)")
+    p.add_argument("--smoke", action="store_true", help="cuda: tiny shapes; without a GPU runs on CPU "
+                   "under TRITON_INTERPRET=1 to check the script itself")
     p.add_argument("--repeats", type=int, default=5, help="determinism: calls to compare")
     p.add_argument("--tag", default="run", help="determinism: results file suffix")
     args = p.parse_args(argv)
