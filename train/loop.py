@@ -27,6 +27,7 @@ from train.model import Transformer
 from train.stopping import StopRequest
 from train.streams import SeedStreams, capture_rng_states, dropped_states, restore_rng_states
 from train.trail import hooks_from_env
+from sweeper.health.run_health import RunHealth   # health: preflight, live monitor, health.json (issue 5)
 
 EXIT_INTERRUPTED = 75   # EX_TEMPFAIL: stopped on request with a checkpoint; run it again to resume
 
@@ -141,8 +142,11 @@ def run(cfg: RunConfig | dict, run_dir: str | Path, on_step=None) -> dict:
     env = environment_record(trainer.device)
     atomic_write_json(run_dir / "env.json", env)
     step, notes = _resume(trainer, run_dir, status)
+    health = RunHealth(cfg, trainer.model, trainer.corpus, run_dir, step, (notes.get("extra") or {}).get("health"))
     with StopRequest() as stop:
-        outcome = _train(trainer, run_dir, step, stop, on_step or hooks_from_env(), notes.get("extra") or {})
+        outcome = _train(trainer, run_dir, step, stop, on_step or hooks_from_env(), notes.get("extra") or {},
+                         health)
+    health.finish(outcome)                                            # health: final health.json
     status.update(outcome["status_fields"], ended=time.time())
     summary = {"run_id": run_id, "variant": cfg.variant, "seed": cfg.seed, "status": status["status"],
                "steps": outcome["step"], "wall_time_s": time.time() - t0, "final": outcome["final"],
@@ -178,7 +182,8 @@ def _resume(trainer: Trainer, run_dir: Path, status: dict) -> tuple[int, dict]:
     return step, notes
 
 
-def _train(tr: Trainer, run_dir: Path, step: int, stop: StopRequest, on_step=None, extra: dict | None = None) -> dict:
+def _train(tr: Trainer, run_dir: Path, step: int, stop: StopRequest, on_step=None, extra: dict | None = None,
+           health: RunHealth | None = None) -> dict:
     cfg, t = tr.cfg, tr.cfg.train
     ckpt_dir = run_dir / "ckpt"
     last_ckpt = step
@@ -188,7 +193,8 @@ def _train(tr: Trainer, run_dir: Path, step: int, stop: StopRequest, on_step=Non
 
     def checkpoint(at: int) -> None:
         nonlocal last_ckpt
-        save_checkpoint(ckpt_dir, at, tr.state_dict(at, {"recent": recent, "val_loss": val_loss}),
+        save_checkpoint(ckpt_dir, at, tr.state_dict(at, {"recent": recent, "val_loss": val_loss,
+                                                         "health": health.state_dict() if health else None}),
                         keep=t.keep_checkpoints)
         last_ckpt = at
 
@@ -205,25 +211,29 @@ def _train(tr: Trainer, run_dir: Path, step: int, stop: StopRequest, on_step=Non
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(tr.model.parameters(), t.grad_clip or float("inf"))
         loss_value = loss.item()
+        health_rec = health.after_backward(step, loss_value, grad_norm) if health else {}   # health: monitor
         if not (math.isfinite(loss_value) and math.isfinite(grad_norm.item())):
             return {"step": step, "final": {"val_loss": None, "train_loss": loss_value},
                     "status_fields": {"status": "diverged", "exit_code": 0, "diverged_at_step": step,
                                       "last_good_checkpoint": last_ckpt,
                                       "error": f"non-finite loss or gradient at step {step} (loss={loss_value})"}}
         tr.optimizer.step()
+        if health:
+            health_rec.update(health.after_step(step))                      # health: update/weight ratios
         tr.scheduler.step()
         step += 1
         recent = (recent + [loss_value])[-t.log_interval:]
         is_eval = step % t.eval_interval == 0 or step == t.steps
         if is_eval:
             val_loss = tr.evaluate()
-        if step % t.log_interval == 0 or is_eval:
+        if step % t.log_interval == 0 or is_eval or health_rec:
             now = time.time()
             record = {"step": step, "train_loss": loss_value, "train_loss_avg": float(np.mean(recent)),
                       "grad_norm": grad_norm.item(), "lr": tr.scheduler.get_last_lr()[0],
                       "tokens_per_s": (step - tick_step) * t.batch_size * cfg.model.context / max(now - tick, 1e-9)}
             if is_eval:
                 record["val_loss"] = val_loss
+            record.update(health_rec)                                        # health: health/... metrics
             append_jsonl(run_dir / "metrics.jsonl", record)
             tick, tick_step = now, step
         if t.ckpt_interval and step % t.ckpt_interval == 0 and step < t.steps:

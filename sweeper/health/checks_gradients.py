@@ -16,6 +16,12 @@ from .context import PreflightContext
 from .result import CheckResult
 
 _LIST = 4  # names spelled out in a one-line message; the rest go to details
+_CAUSES = {
+    "no gradient": "unused in the forward pass, or the graph is cut (detach, no_grad, .data, a custom op "
+                   "returning None)",
+    "non-finite gradient": "overflow, or log/sqrt/division at 0 in the forward pass",
+    "gradient exactly zero": "a custom op's backward or a mask blocks it, or its output is multiplied by zero",
+}
 
 
 def _names(items: list[str]) -> str:
@@ -55,22 +61,24 @@ def gradient_flow_check(ctx: PreflightContext, named_grads: list[tuple[str, torc
                         ) -> CheckResult:
     th = ctx.thresholds
     lookup = embedding_param_ids(ctx.model)
-    dead: list[str] = []      # fail: no gradient / zero / non-finite
+    dead: list[str] = []      # fail: "name: problem"
+    causes: dict[str, str] = {}
     weak: list[str] = []      # warn: half the rows dead, vanishing or exploding
     rms: dict[str, float] = {}
     for name, p, g in named_grads:
         if g is None:
-            dead.append(f"{name}: no gradient (unused in the forward pass, or the graph is cut by detach/no_grad"
-                        f"/.data or a custom op returning None)")
-            continue
-        if not torch.isfinite(g).all():
-            dead.append(f"{name}: non-finite gradient (overflow, log/sqrt/div of 0 in the forward pass)")
+            problem = "no gradient"
+        elif not torch.isfinite(g).all():
+            problem = "non-finite gradient"
+        elif not g.ne(0).any():
+            problem = "gradient exactly zero"
+        else:
+            problem = None
+        if problem is not None:
+            dead.append(f"{name}: {problem}")
+            causes[problem] = _CAUSES[problem]
             continue
         nonzero = g != 0
-        if not nonzero.any():
-            dead.append(f"{name}: gradient exactly zero (a custom op or mask blocks it, or its output is "
-                        f"multiplied by zero)")
-            continue
         rms[name] = float(g[nonzero].float().pow(2).mean().sqrt())
         if g.dim() >= 2 and id(p) not in lookup:
             rows_zero = (~nonzero.flatten(1).any(dim=1))
@@ -97,8 +105,10 @@ def gradient_flow_check(ctx: PreflightContext, named_grads: list[tuple[str, torc
     details = {"dead": dead, "weak": weak, "grad_rms": rms}
     expected = "0 dead parameters"
     if dead:
+        why = "; ".join(f"{problem}: {cause}" for problem, cause in causes.items())
         return CheckResult("gradient_flow", "fail", len(dead), expected,
-                           f"{len(dead)}/{total} trainable parameters get no usable gradient: {_names(dead)}", details)
+                           f"{len(dead)}/{total} trainable parameters get no usable gradient: {_names(dead)}. "
+                           f"Likely cause - {why}", details)
     if weak:
         return CheckResult("gradient_flow", "warn", 0, expected, _names(weak), details)
     return CheckResult("gradient_flow", "pass", 0, expected,
@@ -147,8 +157,8 @@ def kernel_agreement_check(ctx: PreflightContext) -> CheckResult:
         tol = th.kernel_rel_tol_fp32 if dtypes[name] in (torch.float32, torch.float64) \
             else th.kernel_rel_tol_low_precision
         if rel > tol:
-            kind = "is zero with the custom kernel" if float(gf.abs().sum()) == 0 else "differs"
-            bad.append((rel, f"{name}: gradient {kind} vs reference (rel. error {rel:.2e} > {tol:g})"))
+            kind = "zero with the custom kernel" if float(gf.abs().sum()) == 0 else f"rel. error {rel:.1e}"
+            bad.append((rel, f"{name}: {kind}"))
         if rel > worst:
             worst, worst_name = rel, name
     loss_rel = abs(loss_fast - loss_ref) / max(abs(loss_ref), 1e-30)
@@ -156,9 +166,9 @@ def kernel_agreement_check(ctx: PreflightContext) -> CheckResult:
     expected = f"<= {th.kernel_rel_tol_fp32:g} (fp32)"
     if bad:
         return CheckResult("kernel_agreement", "fail", worst, expected,
-                           f"{len(bad)} parameter gradients disagree with the reference kernel: "
-                           f"{_names([m for _, m in sorted(bad, key=lambda b: -b[0])])}; "
-                           f"the custom backward is wrong", details)
+                           f"{len(bad)} parameter gradients differ from the reference kernel's by more than "
+                           f"{th.kernel_rel_tol_fp32:g}: {_names([m for _, m in sorted(bad, key=lambda b: -b[0])])}. "
+                           f"Likely cause - the custom kernel's backward is wrong", details)
     if loss_rel > th.kernel_rel_tol_fp32:
         return CheckResult("kernel_agreement", "fail", loss_rel, expected,
                            f"loss differs from the reference path by {loss_rel:.2e} relative: the custom forward is "

@@ -9,8 +9,10 @@
         if monitor.diverged: ...stop; status "diverged"; monitor.diverged = {"step", "reason"}
     monitor.report().write(run_dir / "health.json")
 
-Every step costs one scalar read of the loss (and of grad_norm when given, e.g. the value clip_grad_norm_
-returns): a NaN/inf there marks the run diverged at that step. Every `interval` steps the monitor also measures
+`step` is the 0-based index of the update (the number of updates done before it). Every step costs one scalar
+read of the loss (and of grad_norm when given, e.g. the pre-clipping norm clip_grad_norm_ returns): a NaN/inf
+there marks the run diverged at that step. On the last update of every `interval` (step + 1 a multiple of it,
+so the figures belong in the log line written after the update) the monitor also measures
 per-layer gradient norms, the share of gradient entries that are exactly zero, and per-layer update/weight
 ratios (snapshot before optimizer.step, compare after), and judges grad-norm spikes and a loss stuck at ln(V).
 The metrics it returns use flat `health/...` keys (per-layer values as {layer: value} dicts) and include
@@ -59,6 +61,11 @@ class LiveMonitor:
         self._last_step: int | None = None
 
     # ---- per step -------------------------------------------------------------------------------------------
+    def is_interval(self, step: int) -> bool:
+        """`step` is the 0-based index of the update (= updates done before it); measuring on the last update of
+        each interval puts the figures in the log line written after it, at step count step + 1."""
+        return (step + 1) % self.interval == 0
+
     def after_backward(self, step: int, loss: Any, grad_norm: Any = None) -> dict[str, Any]:
         """Call after loss.backward(), before optimizer.step(). Returns health metrics on interval steps."""
         self.steps_seen += 1
@@ -73,15 +80,19 @@ class LiveMonitor:
             if not math.isfinite(gn):
                 self._diverge(step, f"gradient norm is {gn}{self._first_nonfinite_grad()}")
                 return {"health/diverged": True}
-            if step % self.interval != 0:
+            if not self.is_interval(step):
                 self._spike(step, gn)
-        if step % self.interval != 0:
+        if self.zero_share_first is None:   # baseline on the very first update, before any unit could die
+            share = self._zero_share_now()
+            if share is not None:
+                self.zero_share_first = (step, share)
+        if not self.is_interval(step):
             return {}
         return self._measure_gradients(step, None if grad_norm is None else float(grad_norm))
 
     def after_step(self, step: int) -> dict[str, Any]:
         """Call after optimizer.step(). Returns update/weight ratios on interval steps."""
-        if self._before is None or step % self.interval != 0:
+        if self._before is None or not self.is_interval(step):
             return {}
         ratios: dict[str, float] = {}
         with torch.no_grad():
@@ -122,16 +133,14 @@ class LiveMonitor:
             return out
         with torch.no_grad():
             norms = torch.stack(torch._foreach_norm([g for _, g in grads])).double().cpu()
-            zeros = sum(int((g == 0).sum()) for _, g in grads)
-            zeros += sum(p.numel() for _, p in self.named if p.grad is None)
-            total = sum(p.numel() for _, p in self.named)
+        share = self._zero_share_now()
         global_norm = float(norms.pow(2).sum().sqrt())
         if not math.isfinite(global_norm):
             self._diverge(step, f"gradient norm is {global_norm}{self._first_nonfinite_grad()}")
             out["health/diverged"] = True
             return out
-        share = zeros / max(total, 1)
-        out["health/grad_norm"] = global_norm
+        if given_norm is None:          # else the caller logs its own (pre-clipping) norm
+            out["health/grad_norm"] = global_norm
         out["health/zero_grad_share"] = share
         if self.per_layer:
             layer_sq: dict[str, float] = {}
@@ -144,6 +153,14 @@ class LiveMonitor:
         if warnings:
             out["health/warning"] = "; ".join(warnings)
         return out
+
+    def _zero_share_now(self) -> float | None:
+        """Share of all trainable entries whose gradient is exactly zero (a missing .grad counts as zero)."""
+        if not any(p.grad is not None for _, p in self.named):
+            return None
+        with torch.no_grad():
+            zeros = sum(int((p.grad == 0).sum()) if p.grad is not None else p.numel() for _, p in self.named)
+        return zeros / max(sum(p.numel() for _, p in self.named), 1)
 
     def _spike(self, step: int, norm: float) -> str | None:
         history = sorted(self._norms)
@@ -205,8 +222,10 @@ class LiveMonitor:
     def report(self) -> HealthReport:
         checks = []
         if self.diverged:
+            ckpt = self.diverged.get("last_good_checkpoint")
             checks.append(CheckResult("finite", "fail", self.diverged["step"], "no NaN/inf",
-                                      f"diverged at step {self.diverged['step']}: {self.diverged['reason']}",
+                                      f"diverged at step {self.diverged['step']}: {self.diverged['reason']}"
+                                      + (f"; last good checkpoint: step {ckpt}" if ckpt is not None else ""),
                                       dict(self.diverged)))
         else:
             checks.append(CheckResult("finite", "pass", None, "no NaN/inf",
@@ -248,7 +267,7 @@ class LiveMonitor:
         expected = f"< {self.th.dead_share_warn:.0%} of live entries die"
         if self.zero_share_first is None:
             return CheckResult("zero_grad_share", "skip", None, expected, "no interval step observed")
-        (s0, a), (s1, b) = self.zero_share_first, self.zero_share_last
+        (s0, a), (s1, b) = self.zero_share_first, self.zero_share_last or self.zero_share_first
         if self.zero_share_warned:
             return CheckResult("zero_grad_share", "warn", self._died(b), expected,
                                f"share of exactly-zero gradient entries rose from {a:.1%} (step {s0}) to {b:.1%} "

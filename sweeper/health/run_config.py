@@ -1,0 +1,99 @@
+"""Preflight for OUR training runs: the model, batch, optimizer, step and RoPE reference toggle of a run config.
+
+    from sweeper.health import preflight_run_config
+    report = preflight_run_config(yaml.safe_load(open("runs/rope_frozen_qk/seed_0/config.yaml")))
+    report["gradient_flow"].message   # "... blocks.0.attn.q_proj.weight: gradient exactly zero ..."
+
+Used by the sweep's preflight mode (once per variant, before its seeds launch) and by train/loop.py at the start
+of a run (`health.preflight: true`). Everything is built with train's own builders (corpus, Transformer, seed
+streams, learning-rate schedule), so the checks see the model the run trains. The caller's RNG is untouched.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import torch
+
+from .result import HealthReport
+from .thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+
+def preflight_run_config(run_cfg: Mapping[str, Any] | Any, thresholds: Thresholds = DEFAULT_THRESHOLDS
+                         ) -> HealthReport:
+    """Build the run's model at its init seed and its first training windows, then run preflight on them."""
+    from train.config import RunConfig
+    from train.corpus import load_corpus
+    from train.model import Transformer
+    from train.streams import SeedStreams
+
+    cfg = run_cfg if isinstance(run_cfg, RunConfig) else RunConfig.from_dict(dict(run_cfg))
+    corpus = load_corpus(cfg.data)
+    device = torch.device("cuda" if cfg.train.device == "cuda" or (cfg.train.device == "auto"
+                                                                   and torch.cuda.is_available()) else "cpu")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(SeedStreams(cfg.seed).seed_for("init"))         # the run's own init
+        model = Transformer(cfg.model, corpus.vocab_size).to(device)
+    return preflight_model(cfg, model, corpus, thresholds)
+
+
+def preflight_model(cfg: Any, model: torch.nn.Module, corpus: Any,
+                    thresholds: Thresholds = DEFAULT_THRESHOLDS) -> HealthReport:
+    """preflight() on a built Transformer of `cfg` (train.config.RunConfig) with the run's optimizer and step.
+
+    The batch is the first batch_size training windows, read without touching the run's data order or RNG."""
+    from train.batches import windows
+    from train.loop import lr_at
+
+    from .runner import preflight
+
+    device = next(model.parameters()).device
+    T, B = cfg.model.context, cfg.train.batch_size
+    starts = torch.arange(min(B, (len(corpus.train) - 1) // T)) * T                 # (B,)
+    x, y = windows(corpus.train, starts, T)                                          # (B, T) each
+
+    def optimizer_factory(params):
+        """The loop's AdamW: weight decay on matrices only."""
+        params = list(params)
+        return torch.optim.AdamW(
+            [{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.train.weight_decay},
+             {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
+            lr=cfg.train.lr, betas=(0.9, 0.95), foreach=False)
+
+    updates: dict[int, int] = {}
+
+    def train_step(model, optimizer, batch):
+        """The loop's step: warmup as scheduled, zero_grad, backward, clipping, update. The decay is left out: a
+        short run's schedule would otherwise starve a 150-step overfit test."""
+        inputs, targets = batch
+        n = updates.get(id(optimizer), 0)
+        updates[id(optimizer)] = n + 1
+        for group in optimizer.param_groups:   # the run's warmup, then its peak rate: the check asks whether
+            group["lr"] = lr_at(n, cfg) if n < cfg.train.warmup_steps else cfg.train.lr   # the model fits at it
+        _, loss = model(inputs, targets)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.train.grad_clip or float("inf"))
+        optimizer.step()
+        return loss.detach()
+
+    def loss_fn(outputs, targets):
+        logits = outputs[0] if isinstance(outputs, tuple) else outputs                # (B, T, V)
+        return torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+    return preflight(model, loss_fn, (x.to(device), y.to(device)), optimizer_factory=optimizer_factory,
+                     num_classes=corpus.vocab_size, sequence_dim=1, train_step=train_step,
+                     use_reference=rope_reference_toggle(model, cfg.model.rope_impl), thresholds=thresholds,
+                     seed=cfg.seed)
+
+
+def rope_reference_toggle(model: torch.nn.Module, configured_impl: str):
+    """use_reference(True) puts every attention layer on kernels' reference RoPE, (False) back on the configured
+    implementation; None when the model has no RoPE (nothing to compare)."""
+    layers = [m for m in model.modules() if getattr(m, "use_rope", False) and hasattr(m, "rope_impl")]
+    if not layers:
+        return None
+
+    def use_reference(on: bool) -> None:
+        for m in layers:
+            m.rope_impl = "reference" if on else configured_impl
+    return use_reference
