@@ -141,7 +141,7 @@ def processes_with_arg(arg: str) -> list[int]:
 
 def stop_processes(pids: list[int], grace_s: float) -> None:
     """SIGTERM the processes and their groups, SIGKILL what is left after grace_s."""
-    groups = {st[1] for p in pids if (st := _proc_stat(p))}
+    groups = {st[1] for p in pids if (st := _proc_stat(p))} - {os.getpgrp()}   # never our own group
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pgid in groups:
             signal_group(pgid, sig)
@@ -185,7 +185,9 @@ class Subreaper:
     def kill_adopted(self) -> int:
         orphans = self.adopted()
         for pid in orphans:
-            signal_group(_proc_stat(pid)[1] if _proc_stat(pid) else pid, signal.SIGKILL)
+            st = _proc_stat(pid)
+            if st is not None and st[1] != os.getpgrp():
+                signal_group(st[1], signal.SIGKILL)
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -124,7 +124,7 @@ class Progress:
         self._running, self._queued = list(running), queued
         self._slots = max(self._slots, len(running))
         now = time.time()
-        if now - self._last_observe >= 1.0:      # first (time, step) of each attempt: the base of its ETA
+        if now - self._last_observe >= 0.2:      # first (time, step) of each attempt: the base of its ETA
             self._last_observe = now
             for run, _ in self._running:
                 step = last_metrics(getattr(run, "run_dir", None)).get("step")

@@ -75,7 +75,7 @@ def leader_pid(rd):
 
 def test_signal_kills_are_retried_with_backoff_and_resume_siblings_unaffected(sweep_dir, tmp_path):
     args = sweep_args(sweep_dir, "launcher.max_retries=1", "launcher.retry_backoff_s=0.5",
-                      "train.ckpt_interval=5", steps=40)
+                      "train.ckpt_interval=5", steps=300)
     log = tmp_path / "sweep.log"
     proc = start(args, log)
     rope, nope = run_dir(sweep_dir, "rope"), run_dir(sweep_dir, "nope")
@@ -97,7 +97,7 @@ def test_signal_kills_are_retried_with_backoff_and_resume_siblings_unaffected(sw
     st = status(sweep_dir, "rope")
     assert st["status"] == "finished" and st["attempts"] == 2 and starts(rope) == 2
     assert "resumed from" in (rope / "stdout.log").read_text()
-    assert json.loads((rope / "summary.json").read_text())["steps"] == 40
+    assert json.loads((rope / "summary.json").read_text())["steps"] == 300
     st = status(sweep_dir, "nope")
     assert st["status"] == "failed" and st["failure_class"] == "signal" and st["transient"] is True
     assert st["attempts"] == 2 and st["error"] == "killed by SIGKILL" and starts(nope) == 2

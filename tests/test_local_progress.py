@@ -23,7 +23,7 @@ def test_live_view_on_a_terminal_and_failures_as_they_happen(tmp_path):
     from sweeper.plan import make_plan, write_plan
 
     d = tmp_path / "sweep"
-    args = sweep_args(d, steps=80)
+    args = sweep_args(d, steps=400)
     plan = make_plan(compose_sweep(args), [0])
     write_plan(plan, args)
     broken = next(r for r in plan.runs if r.variant == "nope")
@@ -60,9 +60,9 @@ def test_live_view_on_a_terminal_and_failures_as_they_happen(tmp_path):
     heads = re.findall(r"sweep: (\d+) queued \| (\d+) running \| (\d+) done \| (\d+) failed \| \S+ elapsed \| ETA (\S+)",
                        out)
     assert heads and ("0", "1", "0", "1") in {h[:4] for h in heads}, heads   # rope running after nope failed
-    rows = re.findall(r"rope/seed_0\s+cpu\d+\s+step\s+(\d+)/80\s+loss (\d+\.\d+)\s+ETA (\S+)", out)
+    rows = re.findall(r"rope/seed_0\s+cpu\d+\s+step\s+(\d+)/400\s+loss (\d+\.\d+)\s+ETA (\S+)", out)
     assert rows and any(int(step) > 0 for step, _, _ in rows)
-    assert any(eta != "?" for _, _, eta in rows)                    # a run ETA once steps progress
+    assert any(eta != "?" for _, _, eta in rows), rows              # a run ETA once steps progress
     failed_at = out.index("FAILED nope/seed_0")
     assert "config_error: " in out[failed_at:failed_at + 300]
     assert failed_at < out.index("done   rope/seed_0")                # shown when it happened, not at the end

@@ -29,7 +29,7 @@ def snapshot(d, variant, seed):
 
 def test_sigkill_of_the_sweeper_then_same_command_resumes(sweep_dir, tmp_path):
     # max_parallel=1 and seed-major order: rope/0, nope/0, rope/1, nope/1, one at a time.
-    args = sweep_args(sweep_dir, "launcher.max_parallel=1", "train.ckpt_interval=5", steps=60, seeds="0-1")
+    args = sweep_args(sweep_dir, "launcher.max_parallel=1", "train.ckpt_interval=5", steps=200, seeds="0-1")
     log = tmp_path / "first.log"
     # Each run leaves a stuck worker and a daemon behind (tests/grandchildren/sitecustomize.py) if nobody kills them.
     first = start(args, log, env=child_env(grandchildren=True))
@@ -66,7 +66,7 @@ def test_sigkill_of_the_sweeper_then_same_command_resumes(sweep_dir, tmp_path):
         assert f"skip   {k[0]}/seed_{k[1]} (already finished)" in again.stdout
     rd = run_dir(sweep_dir, v_int, s_int)
     summary = json.loads((rd / "summary.json").read_text())
-    assert summary["status"] == "finished" and summary["steps"] == 60
+    assert summary["status"] == "finished" and summary["steps"] == 200
     assert summary["resumed_from"] == f"step_{ckpt_step:08d}.pt"
     assert starts(rd) == 2
     for v in VARIANTS:
@@ -74,7 +74,7 @@ def test_sigkill_of_the_sweeper_then_same_command_resumes(sweep_dir, tmp_path):
             assert status(sweep_dir, v, s)["status"] == "finished"
 
     # The same directory with a different plan is refused before anything starts.
-    changed = run(sweep_args(sweep_dir, "train.lr=0.01", steps=60, seeds="0-1"))
+    changed = run(sweep_args(sweep_dir, "train.lr=0.01", steps=200, seeds="0-1"))
     assert changed.returncode == 2 and "holds a different plan" in changed.stderr, changed.stderr
     more = run(args + ["seeds=0-2"])
     assert more.returncode == 2 and "sweeper.extend=true" in more.stderr, more.stderr
