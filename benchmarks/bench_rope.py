@@ -108,7 +108,8 @@ def bench_cpu(args) -> None:
              f"Model: d={cfg.d_model}, {cfg.n_layers} layers, {cfg.n_heads} heads, T={cfg.context}, B={batch}; "
              f"median of {args.steps} round-robin steps; share = median paired (RoPE - NoPE) step time "
              "difference / RoPE step time; direct = timed apply_rope forward+backward on the model's q/k shapes.", "",
-             "| variant | step ms | steps/s | RoPE share (step vs NoPE) | RoPE fwd+bwd ms/step (direct) | direct share |",
+             "| variant | step ms | steps/s | RoPE share (step vs NoPE) | RoPE fwd+bwd ms/step (direct) "
+             "| direct share |",
              "|---|---|---|---|---|---|"]
     for n in models:
         impl = {"rope_fast": "torch", "rope_reference": "reference"}.get(n)

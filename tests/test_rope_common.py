@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
 import torch
 
 from kernels import apply_rope, rope_cache
@@ -22,7 +21,6 @@ if HAS_CUDA:
 KERNEL_CASES = [c for c in CASES if c[0] != "reference"]  # the implementations under test
 IDS = [f"{i}-{d}" for i, d in CASES]
 KERNEL_IDS = [f"{i}-{d}" for i, d in KERNEL_CASES]
-CUDA_TRITON = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
 
 
 def truth_rope(x: torch.Tensor, positions: torch.Tensor, rotary_dim: int, base: float = 10000.0,

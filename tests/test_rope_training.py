@@ -34,7 +34,8 @@ class Attention(torch.nn.Module):
         v = self.wv(x).view(B, T, self.n_k, self.hd)
         q, k = apply_rope(q, k, cos, sin, positions=torch.tensor([0, 3], device=x.device), impl=impl)
         rep = self.n_q // self.n_k
-        q, k, v = q.transpose(1, 2), k.repeat_interleave(rep, 2).transpose(1, 2), v.repeat_interleave(rep, 2).transpose(1, 2)
+        k, v = k.repeat_interleave(rep, 2), v.repeat_interleave(rep, 2)      # (B, T, Hq, D)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))                     # (B, Hq, T, D)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)         # (B, Hq, T, D)
         return self.wo(y.transpose(1, 2).reshape(B, T, -1))
 
