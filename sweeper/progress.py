@@ -86,7 +86,8 @@ class Progress:
 
     def started(self, run, slot) -> None:
         self._seen.pop(run.label, None)
-        cores, threads = getattr(slot, "cores", ()), getattr(slot, "threads", None)
+        cores = getattr(slot, "cores", ())
+        threads = getattr(run, "threads", None) or getattr(slot, "threads", None)   # a resumed run keeps its own
         where = f" (cores {','.join(map(str, cores))}, {threads} thread{'s' if threads != 1 else ''})" if cores else ""
         self.log(f"start  {run.label} on {slot.name}{where}")
 
