@@ -10,7 +10,7 @@ streams, learning-rate schedule), so the checks see the model the run trains. Th
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import torch
 
@@ -18,8 +18,8 @@ from .result import HealthReport
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 
-def preflight_run_config(run_cfg: Mapping[str, Any] | Any, thresholds: Thresholds = DEFAULT_THRESHOLDS
-                         ) -> HealthReport:
+def preflight_run_config(run_cfg: Mapping[str, Any] | Any, thresholds: Thresholds = DEFAULT_THRESHOLDS,
+                         skip: Iterable[str] = ()) -> HealthReport:
     """Build the run's model at its init seed and its first training windows, then run preflight on them."""
     from train.config import RunConfig
     from train.corpus import load_corpus
@@ -33,11 +33,11 @@ def preflight_run_config(run_cfg: Mapping[str, Any] | Any, thresholds: Threshold
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(SeedStreams(cfg.seed).seed_for("init"))         # the run's own init
         model = Transformer(cfg.model, corpus.vocab_size).to(device)
-    return preflight_model(cfg, model, corpus, thresholds)
+    return preflight_model(cfg, model, corpus, thresholds, skip)
 
 
 def preflight_model(cfg: Any, model: torch.nn.Module, corpus: Any,
-                    thresholds: Thresholds = DEFAULT_THRESHOLDS) -> HealthReport:
+                    thresholds: Thresholds = DEFAULT_THRESHOLDS, skip: Iterable[str] = ()) -> HealthReport:
     """preflight() on a built Transformer of `cfg` (train.config.RunConfig) with the run's optimizer and step.
 
     The batch is the first batch_size training windows, read without touching the run's data order or RNG."""
@@ -83,7 +83,7 @@ def preflight_model(cfg: Any, model: torch.nn.Module, corpus: Any,
     return preflight(model, loss_fn, (x.to(device), y.to(device)), optimizer_factory=optimizer_factory,
                      num_classes=corpus.vocab_size, sequence_dim=1, train_step=train_step,
                      use_reference=rope_reference_toggle(model, cfg.model.rope_impl), thresholds=thresholds,
-                     seed=cfg.seed)
+                     seed=cfg.seed, skip=skip)
 
 
 def rope_reference_toggle(model: torch.nn.Module, configured_impl: str):

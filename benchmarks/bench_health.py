@@ -1,0 +1,117 @@
+"""Cost of the health checks: live-monitor overhead on the training step (target under 5%) and preflight wall
+time for the default model (target a few seconds on CPU).
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_health.py                  # default config
+    python benchmarks/bench_health.py --rounds 8 health.interval=1        # any run-config override
+
+Monitor overhead, side by side in one process on the real Trainer (conf/ defaults): rounds of
+`health.interval` x `--steps-per-round` training steps (the loop's step: batch, forward, backward, clip,
+AdamW, schedule), alternately with the live monitor (RunHealth's calls: after_backward with the pre-clip grad
+norm, after_step) and without, in ABBA order so drift cancels. Reported: ms/step each way, overhead = on/off - 1
+(ratio of totals, and the median of the per-round ratios, which a busy machine disturbs less), and the time spent inside the monitor calls as a share of the monitored step time (the part of the difference
+that is not noise). Preflight: `preflight_run_config` on the default run config, median of `--preflight-reps`,
+and the same with the training checks skipped, so the overfit session's share shows.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.bench_checkpoint import default_run_config  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=12, help="ABBA rounds (each: one block on, one block off)")
+    ap.add_argument("--steps-per-round", type=int, default=1, help="monitor intervals per block")
+    ap.add_argument("--preflight-reps", type=int, default=3)
+    ap.add_argument("overrides", nargs="*", help="run-config overrides, e.g. health.interval=5")
+    args = ap.parse_args()
+
+    import torch
+
+    from sweeper.health import LiveMonitor, preflight_run_config
+    from sweeper.health.run_config import preflight_model
+    from train.config import RunConfig
+    from train.loop import Trainer
+
+    warnings.filterwarnings("ignore", message=".*DELIBERATE FAULT INJECTION.*")
+    raw = default_run_config(args.overrides)
+    cfg = RunConfig.from_dict(raw)
+    interval = cfg.health.interval
+    block = interval * args.steps_per_round
+    with tempfile.TemporaryDirectory() as tmp:
+        tr = Trainer(cfg, Path(tmp))
+        monitor = LiveMonitor(tr.model, interval=interval, num_classes=tr.corpus.vocab_size)
+        inside = [0.0]
+        step_no = [0]
+
+        def step(with_monitor: bool) -> None:
+            x, y = tr.batch()
+            _, loss = tr.model(x, y)
+            tr.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(tr.model.parameters(), cfg.train.grad_clip)
+            loss_value = loss.item()
+            if with_monitor:
+                t0 = time.perf_counter()
+                monitor.after_backward(step_no[0], loss_value, grad_norm)
+                inside[0] += time.perf_counter() - t0
+            tr.optimizer.step()
+            if with_monitor:
+                t0 = time.perf_counter()
+                monitor.after_step(step_no[0])
+                inside[0] += time.perf_counter() - t0
+            tr.scheduler.step()
+            step_no[0] += 1
+            if tr.device.type == "cuda":
+                torch.cuda.synchronize()
+
+        for _ in range(interval):                          # warm-up, both paths
+            step(True)
+            step(False)
+        step_no[0] = 0
+        on_s, off_s = [], []
+        for r in range(args.rounds):
+            for with_monitor in ((True, False) if r % 2 == 0 else (False, True)):
+                t0 = time.perf_counter()
+                for _ in range(block):
+                    step(with_monitor)
+                (on_s if with_monitor else off_s).append(time.perf_counter() - t0)
+
+        pre_full, pre_light = [], []
+        for _ in range(args.preflight_reps):
+            t0 = time.perf_counter()
+            report = preflight_run_config(raw)
+            pre_full.append(time.perf_counter() - t0)
+        training = ("overfit_batch", "param_movement", "update_ratio", "stale_grad")
+        for _ in range(args.preflight_reps):
+            t0 = time.perf_counter()
+            preflight_model(cfg, tr.model, tr.corpus, skip=training)
+            pre_light.append(time.perf_counter() - t0)
+
+    n_params = sum(p.numel() for p in tr.model.parameters())
+    on_ms = sum(on_s) / (len(on_s) * block) * 1e3
+    off_ms = sum(off_s) / (len(off_s) * block) * 1e3
+    paired = statistics.median(a / b for a, b in zip(on_s, off_s)) - 1      # robust to load changes
+    inside_share = inside[0] / sum(on_s)
+    print(f"device {tr.device}, torch threads {torch.get_num_threads()}, model {n_params / 1e6:.2f}M params "
+          f"(d_model {cfg.model.d_model}, {cfg.model.n_layers} layers), batch {cfg.train.batch_size}x"
+          f"{cfg.model.context}, health.interval {interval}, {args.rounds} ABBA rounds of {block} steps")
+    print(f"training step: monitor off {off_ms:.1f} ms, on {on_ms:.1f} ms -> overhead {on_ms / off_ms - 1:+.2%} "
+          f"(ratio of totals), {paired:+.2%} (median of per-round ratios); target < 5%")
+    print(f"time inside the monitor calls: {inside_share:.2%} of monitored step time "
+          f"({inside[0] / (len(on_s) * block) * 1e3:.3f} ms per step on average)")
+    print(f"preflight (default model, all checks): {statistics.median(pre_full):.2f} s median of "
+          f"{len(pre_full)} (verdict {report.verdict}); without the training checks: "
+          f"{statistics.median(pre_light):.2f} s")
+
+
+if __name__ == "__main__":
+    main()
