@@ -2,16 +2,21 @@
 
     OMP_NUM_THREADS=1 python benchmarks/bench_checkpoint.py              # default config, 3 rounds
     python benchmarks/bench_checkpoint.py --rounds 5 train.batch_size=64  # any run-config override
+    python benchmarks/bench_checkpoint.py --out benchmarks/results        # also write bench_checkpoint.{json,md}
 
 Builds the real Trainer from the default run config (conf/ defaults: model small, train default), then
 alternates, side by side in one process: `train.ckpt_interval` real training steps (batch, forward, backward,
 clip, AdamW, schedule), timed; one real checkpoint (`Trainer.state_dict` + `save_checkpoint`: serialise,
 sha256, write, fsync, rename, prune), timed. Share = checkpoint time / (training time + checkpoint time) over
-all rounds. Also reports the checkpoint size and the time to read one back (load + checksum).
+all rounds. Also reports the checkpoint size, the time to read one back (load + checksum) and the smallest
+interval that keeps the share under 3% on this machine.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import platform
 import statistics
 import sys
 import tempfile
@@ -38,6 +43,7 @@ def default_run_config(overrides: list[str]) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", help="folder for bench_checkpoint.json and bench_checkpoint.md")
     ap.add_argument("overrides", nargs="*", help="run-config overrides, e.g. train.batch_size=64")
     args = ap.parse_args()
 
@@ -85,16 +91,33 @@ def main() -> None:
         size_mb = path.stat().st_size / 2**20
 
     share = sum(save_s) / (sum(train_s) + sum(save_s))
+    step_s, save_med = statistics.median(train_s) / interval, statistics.median(save_s)
     n_params = sum(p.numel() for p in tr.model.parameters())
-    print(f"device {tr.device}, torch threads {torch.get_num_threads()}, model {n_params / 1e6:.2f}M params "
-          f"(d_model {cfg.model.d_model}, {cfg.model.n_layers} layers), batch {cfg.train.batch_size}x"
-          f"{cfg.model.context}, checkpoint every {interval} steps, {args.rounds} rounds")
-    print(f"training: {statistics.median(train_s) / interval * 1e3:.1f} ms/step (median round), "
-          f"{statistics.median(train_s):.2f} s per interval")
-    print(f"checkpoint: {size_mb:.2f} MiB, save {statistics.median(save_s) * 1e3:.1f} ms (median), "
-          f"read back + verify {load_s * 1e3:.1f} ms")
-    print(f"checkpoint share of training time: {share * 100:.2f}% (target < 3%) -> "
-          f"{'OK' if share < 0.03 else 'OVER TARGET'}")
+    result = {"device": str(tr.device), "machine": platform.machine(), "torch": torch.__version__,
+              "threads": torch.get_num_threads(), "params": n_params, "model": cfg.model.__dict__,
+              "batch_size": cfg.train.batch_size, "ckpt_interval": interval, "rounds": args.rounds,
+              "step_ms": step_s * 1e3, "save_ms": save_med * 1e3, "read_ms": load_s * 1e3,
+              "checkpoint_mib": size_mb, "share": share,
+              "min_interval_for_3pct": math.ceil(save_med * 0.97 / (0.03 * step_s))}
+    lines = [
+        f"device {tr.device}, torch threads {result['threads']}, model {n_params / 1e6:.2f}M params "
+        f"(d_model {cfg.model.d_model}, {cfg.model.n_layers} layers), batch {cfg.train.batch_size}x"
+        f"{cfg.model.context}, checkpoint every {interval} steps, {args.rounds} rounds",
+        f"training: {step_s * 1e3:.1f} ms/step (median round), {statistics.median(train_s):.2f} s per interval",
+        f"checkpoint: {size_mb:.2f} MiB, save {save_med * 1e3:.1f} ms (median), read back + verify "
+        f"{load_s * 1e3:.1f} ms",
+        f"checkpoint share of training time: {share * 100:.2f}% (target < 3%) -> "
+        f"{'OK' if share < 0.03 else 'OVER TARGET'}; under 3% from an interval of "
+        f"{result['min_interval_for_3pct']} steps",
+    ]
+    print("\n".join(lines))
+    if args.out:
+        from train.atomic import atomic_write_json, atomic_write_text
+
+        out = Path(args.out)
+        atomic_write_json(out / "bench_checkpoint.json", result)
+        atomic_write_text(out / "bench_checkpoint.md", "# Checkpoint cost (benchmarks/bench_checkpoint.py)\n\n"
+                          + "\n".join(f"- {line}" for line in lines) + "\n")
 
 
 if __name__ == "__main__":
