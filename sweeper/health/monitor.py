@@ -94,15 +94,18 @@ class LiveMonitor:
         """Call after optimizer.step(). Returns update/weight ratios on interval steps."""
         if self._before is None or not self.is_interval(step):
             return {}
-        ratios: dict[str, float] = {}
-        with torch.no_grad():
-            for name, p in self.named:
-                old = self._before.get(name)
-                if old is None:
-                    continue
-                w = float(old.norm())
-                if w > 0:
-                    ratios[_layer(name) if self.per_layer else name] = float((p.detach() - old).norm()) / w
+        pairs = [(name, p.detach(), self._before[name]) for name, p in self.named if name in self._before]
+        with torch.no_grad():   # two foreach kernels and one host copy, not two syncs per matrix
+            old_norms = torch._foreach_norm([old for _, _, old in pairs])
+            step_norms = torch._foreach_norm(torch._foreach_sub([new for _, new, _ in pairs],
+                                                                [old for _, _, old in pairs]))
+            figures = torch.stack([torch.stack(old_norms), torch.stack(step_norms)]).double().cpu().tolist()
+        sums: dict[str, list[float]] = {}     # layer -> [sum ||W||^2, sum ||dW||^2] over its matrices
+        for (name, _, _), w, d in zip(pairs, *figures):
+            acc = sums.setdefault(_layer(name) if self.per_layer else name, [0.0, 0.0])
+            acc[0] += w * w
+            acc[1] += d * d
+        ratios = {k: math.sqrt(d2 / w2) for k, (w2, d2) in sums.items() if w2 > 0}
         self._before = None
         if not ratios:
             return {}
@@ -158,8 +161,9 @@ class LiveMonitor:
         """Share of all trainable entries whose gradient is exactly zero (a missing .grad counts as zero)."""
         if not any(p.grad is not None for _, p in self.named):
             return None
-        with torch.no_grad():
-            zeros = sum(int((p.grad == 0).sum()) if p.grad is not None else p.numel() for _, p in self.named)
+        with torch.no_grad():   # one host sync for all parameters
+            counted = [(p.grad == 0).sum() for _, p in self.named if p.grad is not None]
+            zeros = int(torch.stack(counted).sum()) + sum(p.numel() for _, p in self.named if p.grad is None)
         return zeros / max(sum(p.numel() for _, p in self.named), 1)
 
     def _spike(self, step: int, norm: float) -> str | None:
