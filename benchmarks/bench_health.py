@@ -3,6 +3,7 @@ time for the default model (target a few seconds on CPU).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_health.py                  # default config
     python benchmarks/bench_health.py --rounds 8 health.interval=1        # any run-config override
+    python benchmarks/bench_health.py --out benchmarks/results           # also write bench_health.{json,md}
 
 Monitor overhead, side by side in one process on the real Trainer (conf/ defaults): rounds of
 `health.interval` x `--steps-per-round` training steps (the loop's step: batch, forward, backward, clip,
@@ -31,6 +32,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=12, help="ABBA rounds (each: one block on, one block off)")
     ap.add_argument("--steps-per-round", type=int, default=1, help="monitor intervals per block")
     ap.add_argument("--preflight-reps", type=int, default=3)
+    ap.add_argument("--out", help="folder for bench_health.json and bench_health.md")
     ap.add_argument("overrides", nargs="*", help="run-config overrides, e.g. health.interval=5")
     args = ap.parse_args()
 
@@ -101,17 +103,31 @@ def main() -> None:
     off_ms = sum(off_s) / (len(off_s) * block) * 1e3
     paired = statistics.median(a / b for a, b in zip(on_s, off_s)) - 1      # robust to load changes
     inside_share = inside[0] / sum(on_s)
-    print(f"device {tr.device}, torch threads {torch.get_num_threads()}, model {n_params / 1e6:.2f}M params "
-          f"(d_model {cfg.model.d_model}, {cfg.model.n_layers} layers), batch {cfg.train.batch_size}x"
-          f"{cfg.model.context}, health.interval {interval}, {args.rounds} ABBA rounds of {block} steps")
-    print(f"training step: monitor off {off_ms:.1f} ms, on {on_ms:.1f} ms -> overhead {on_ms / off_ms - 1:+.2%} "
-          f"(ratio of totals), {paired:+.2%} (median of per-round ratios); target < 5%")
-    print(f"time inside the monitor calls: {inside_share:.2%} of monitored step time "
-          f"({inside[0] / (len(on_s) * block) * 1e3:.3f} ms per step on average)")
-    print(f"preflight (default model, all checks): {statistics.median(pre_full):.2f} s median of "
-          f"{len(pre_full)} (verdict {report.verdict}); without the training checks: "
-          f"{statistics.median(pre_light):.2f} s")
+    result = {"device": str(tr.device), "threads": torch.get_num_threads(), "params": n_params,
+              "interval": interval, "rounds": args.rounds, "block_steps": block, "step_ms_off": off_ms,
+              "step_ms_on": on_ms, "overhead_total": on_ms / off_ms - 1, "overhead_median_round": paired,
+              "monitor_share": inside_share, "preflight_s": statistics.median(pre_full),
+              "preflight_no_training_checks_s": statistics.median(pre_light), "preflight_verdict": report.verdict}
+    lines = [
+        f"device {tr.device}, torch threads {torch.get_num_threads()}, model {n_params / 1e6:.2f}M params "
+        f"(d_model {cfg.model.d_model}, {cfg.model.n_layers} layers), batch {cfg.train.batch_size}x"
+        f"{cfg.model.context}, health.interval {interval}, {args.rounds} ABBA rounds of {block} steps",
+        f"training step: monitor off {off_ms:.1f} ms, on {on_ms:.1f} ms -> overhead {on_ms / off_ms - 1:+.2%} "
+        f"(ratio of totals), {paired:+.2%} (median of per-round ratios); target < 5%",
+        f"time inside the monitor calls: {inside_share:.2%} of monitored step time "
+        f"({inside[0] / (len(on_s) * block) * 1e3:.3f} ms per step on average)",
+        f"preflight (default model, all checks): {statistics.median(pre_full):.2f} s median of "
+        f"{len(pre_full)} (verdict {report.verdict}); without the training checks: "
+        f"{statistics.median(pre_light):.2f} s",
+    ]
+    print("\n".join(lines))
+    if args.out:
+        from train.atomic import atomic_write_json, atomic_write_text
 
+        out = Path(args.out)
+        atomic_write_json(out / "bench_health.json", result)
+        atomic_write_text(out / "bench_health.md", "# Health-check cost (benchmarks/bench_health.py)\n\n"
+                          + "\n".join(f"- {line}" for line in lines) + "\n")
 
 if __name__ == "__main__":
     main()

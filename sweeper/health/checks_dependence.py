@@ -13,7 +13,6 @@ Gradients are taken at the probe tensors of `batching.probed_forward`: float inp
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import torch
 
