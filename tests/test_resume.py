@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from train_runs import (assert_bitwise_equal, finish, log_text, make_run_dir, small_corpus, start,
-                              tiny_config, train, trail_steps, wait_until)
+                              tiny_config, train, trail_steps, TrailWatcher, wait_until)
 from train.checkpoint import (FingerprintMismatch, check_fingerprint, checkpoint_path, list_checkpoints,
                               load_latest, read_checkpoint, save_checkpoint)
 
@@ -75,8 +75,8 @@ def _kill_trial(reference: Path, cfg: dict, root: Path, kind: str, target: int) 
     """SIGKILL the run from outside once its trail shows `target` finished steps, restart it, compare."""
     run_dir = make_run_dir(root / f"{kind}-{target}", cfg)
     trail = run_dir / "trail.jsonl"
-    proc = start(run_dir, SWEEPER_AUDIT_TRAIL=str(trail))
-    wait_until(lambda: trail_steps(trail) >= target or proc.poll() is not None, 120, f"step {target}")
+    proc, watch = start(run_dir, SWEEPER_AUDIT_TRAIL=str(trail)), TrailWatcher(trail)
+    wait_until(lambda: watch.steps() >= target or proc.poll() is not None, 120, f"step {target}")
     proc.send_signal(signal.SIGKILL)
     assert finish(proc, run_dir) == -signal.SIGKILL, f"the run ended before the kill at step {target}"
     killed_after = trail_steps(trail)
@@ -110,7 +110,7 @@ def test_sigkill_during_checkpoint_write_falls_back_to_previous(reference, cfg, 
     """Killed while the temp file of step_{step}.pt is half written (the test-only delay holds it open)."""
     run_dir = make_run_dir(tmp_path / "run", cfg)
     ckpt_dir = run_dir / "ckpt"
-    proc = start(run_dir, SWEEPER_TEST_CKPT_WRITE_DELAY_S="0.5")
+    proc = start(run_dir, SWEEPER_TEST_CKPT_WRITE_DELAY_S="1.0")
     tmp_glob = f".step_{step:08d}.pt.*.tmp"
     wait_until(lambda: any(ckpt_dir.glob(tmp_glob)) or proc.poll() is not None, 120, f"{tmp_glob} to appear")
     proc.send_signal(signal.SIGKILL)
@@ -128,8 +128,8 @@ def test_sigkill_during_checkpoint_write_falls_back_to_previous(reference, cfg, 
 def test_sigterm_checkpoints_and_resumes_bitwise(reference, cfg, tmp_path):
     run_dir = make_run_dir(tmp_path / "run", cfg)
     trail = run_dir / "trail.jsonl"
-    proc = start(run_dir, SWEEPER_AUDIT_TRAIL=str(trail))
-    wait_until(lambda: trail_steps(trail) >= 12 or proc.poll() is not None, 120, "step 12")
+    proc, watch = start(run_dir, SWEEPER_AUDIT_TRAIL=str(trail)), TrailWatcher(trail)
+    wait_until(lambda: watch.steps() >= 12 or proc.poll() is not None, 120, "step 12")
     proc.send_signal(signal.SIGTERM)
     assert finish(proc, run_dir) == 75, log_text(run_dir)
     status = json.loads((run_dir / "status.json").read_text())

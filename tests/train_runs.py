@@ -99,14 +99,28 @@ def log_text(run_dir: Path) -> str:
     return p.read_text(errors="replace") if p.exists() else ""
 
 
+class TrailWatcher:
+    """The latest step a running process has recorded in its trail, read incrementally (cheap to poll)."""
+
+    def __init__(self, path: Path):
+        self.path, self.offset, self.lines = path, 0, 0
+
+    def steps(self) -> int:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return 0
+        complete = chunk.rfind(b"\n") + 1          # a line still being written is counted next time
+        self.offset += complete
+        self.lines += chunk[:complete].count(b"\n")
+        return self.lines
+
+
 def trail_steps(path: Path) -> int:
-    """The latest step a running process has recorded in its trail (0 when none yet)."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        return 0
-    return data.count(b"\n")   # one complete line per step (the process appends them in order)
+    """The number of complete trail lines (one per step; replayed steps after a resume count again)."""
+    return TrailWatcher(path).steps()
 
 
 def wait_until(predicate, timeout: float, what: str, poll_s: float = 0.002) -> None:
