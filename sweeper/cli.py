@@ -66,6 +66,21 @@ def main(argv: list[str] | None = None) -> int:
     return execute(plan, backend, launcher_cfg, argv)
 
 
+def run_preflights(plan, progress) -> str | None:
+    """The optional checks before any seed launches; returns why the sweep must not start, or None."""
+    if plan.sweep.sweeper.get("audit"):
+        from sweeper.audit import preflight_audit
+        from train.audit import AuditError
+
+        try:
+            report = preflight_audit(plan, log=progress.log)
+        except AuditError as e:
+            return f"resume audit failed: {e}"
+        if not report.identical:
+            return f"resume audit diverged; not launching (audit runs kept in {plan.sweep_dir / 'audit'})"
+    return None
+
+
 def execute(plan, backend, launcher_cfg, argv: list[str]) -> int:
     """Lock the sweep dir, write the plan, launch, report; the exit status (also `python -m sweeper.resume`)."""
     from sweeper.lock import SweepLocked, sweep_lock
@@ -78,6 +93,10 @@ def execute(plan, backend, launcher_cfg, argv: list[str]) -> int:
             progress = Progress(total=len(plan.runs))
             progress.log(f"sweep dir {plan.sweep_dir}: {len(plan.runs)} runs "
                          f"({len(plan.experiment.variants)} variants x {len(plan.seeds)} seeds)")
+            refusal = run_preflights(plan, progress)
+            if refusal:
+                print(f"sweeper: error: {refusal}", file=sys.stderr)
+                return 1
             try:
                 statuses = backend.launch(plan, launcher_cfg, progress)
             except UsageError as e:
