@@ -224,16 +224,21 @@ def _nan_mid_run(bug: bool) -> Setup:
 
 
 CASES = {c.name: c for c in [
-    Case("zero_grad_forgotten", "stale_grad", _zero_grad),
-    Case("softmax_before_cross_entropy", "overfit_batch", _softmax_ce),
-    Case("broadcast_b1_vs_b", "overfit_batch", _broadcast),
-    Case("view_instead_of_transpose", "batch_independence", _view_mixes_batch),
+    Case("zero_grad_forgotten", "stale_grad", _zero_grad, extra={"says": "optimizer.zero_grad() is missing"}),
+    Case("softmax_before_cross_entropy", "overfit_batch", _softmax_ce,
+         extra={"says": "a softmax/sigmoid fed to a loss that expects logits"}),
+    Case("broadcast_b1_vs_b", "overfit_batch", _broadcast, extra={"says": "a (B,1) vs (B,) broadcast"}),
+    Case("view_instead_of_transpose", "batch_independence", _view_mixes_batch,
+         extra={"says": "a view()/reshape where a transpose/permute of the batch axis was meant"}),
     Case("rope_backward_drops_qk_grad", "gradient_flow",
          lambda bug: _lm(bug, rope_impl="fault_no_qk_grad" if bug else "auto"),
-         extra={"also": "kernel_agreement", "names": ["q_proj.weight", "k_proj.weight"]}),
-    Case("mask_leaks_one_position", "causality", lambda bug: _lm(bug, mask_diagonal=2 if bug else 1)),
-    Case("targets_not_shifted", "target_shift", lambda bug: _lm(bug, shift=not bug)),
-    Case("learning_rate_kills_units", "update_ratio", _high_lr, extra={"monitor": "zero_grad_share"}),
+         extra={"also": "kernel_agreement", "says": "q_proj.weight: gradient exactly zero"}),
+    Case("mask_leaks_one_position", "causality", lambda bug: _lm(bug, mask_diagonal=2 if bug else 1),
+         extra={"says": "output at position 0 depends on input position 1 (1 ahead"}),
+    Case("targets_not_shifted", "target_shift", lambda bug: _lm(bug, shift=not bug),
+         extra={"says": "targets are not shifted"}),
+    Case("learning_rate_kills_units", "update_ratio", _high_lr,
+         extra={"monitor": "zero_grad_share", "says": "learning rate far too high"}),
     Case("nan_mid_run", "finite", _nan_mid_run, by_monitor=True, extra={"step": 25}),
 ]}
 

@@ -284,3 +284,57 @@ def test_bad_batch_and_failing_model_are_named():
         preflight(nn.Linear(6, 3), F.cross_entropy, torch.zeros(8, 6))
     with pytest.raises(RuntimeError, match="preflight: model/loss_fn failed on the batch: RuntimeError: mat1"):
         preflight(nn.Linear(5, 3), F.cross_entropy, cls_batch())
+
+
+# ---- more unseen healthy models, with the default optimizer ---------------------------------------------------
+class LSTMLM(nn.Module):
+    def __init__(self, vocab=50, dim=32):
+        super().__init__()
+        self.emb, self.lstm, self.head = nn.Embedding(vocab, dim), nn.LSTM(dim, dim, batch_first=True), nn.Linear(dim, vocab)
+
+    def forward(self, idx):
+        return self.head(self.lstm(self.emb(idx))[0])
+
+
+class BagOfWords(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bag, self.head = nn.EmbeddingBag(5000, 16), nn.Linear(16, 3)
+
+    def forward(self, idx):
+        return self.head(self.bag(idx))
+
+
+class BinaryConv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.head = nn.Conv1d(2, 8, 5), nn.Linear(8, 1)
+
+    def forward(self, x):
+        return self.head(F.relu(self.conv(x)).amax(-1)).squeeze(-1)
+
+
+def test_more_unseen_models_pass_with_the_default_optimizer():
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    tok = torch.randint(1, 50, (6, 21), generator=g)
+    tok[3:, 15:] = 0                                               # padding, ignored by the loss
+    targets = tok[:, 1:].clone()
+    targets[targets == 0] = -100
+    cases = {
+        "padded LSTM LM, ignore_index": dict(
+            model=LSTMLM(), batch=(tok[:, :-1], targets), num_classes=50, sequence_dim=1,
+            loss_fn=lambda o, t: F.cross_entropy(o.flatten(0, 1), t.flatten(), ignore_index=-100)),
+        "EmbeddingBag over 5000 rows": dict(
+            model=BagOfWords(), loss_fn=F.cross_entropy, num_classes=3,
+            batch=(torch.randint(0, 5000, (8, 6), generator=g), torch.randint(0, 3, (8,), generator=g))),
+        "binary conv, BCE with logits": dict(
+            model=BinaryConv(), loss_fn=F.binary_cross_entropy_with_logits, num_classes=2,
+            batch=(torch.randn(8, 2, 30, generator=g), torch.randint(0, 2, (8,), generator=g).float())),
+        "label smoothing, batch of 2": dict(
+            model=nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Linear(16, 5)), num_classes=5,
+            loss_fn=lambda o, t: F.cross_entropy(o, t, label_smoothing=0.1), batch=cls_batch(n=2, classes=5)),
+    }
+    for name, kwargs in cases.items():
+        report = preflight(**kwargs)
+        assert not_passing(report) == {}, f"{name}:\n{report}"

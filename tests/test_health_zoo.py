@@ -55,6 +55,7 @@ def test_preflight_flags_the_bug_with_the_right_check(name):
     report = preflight(**case.build(True).preflight_kwargs())
     check = report[case.caught_by]
     assert check.status == case.expect, str(report)
+    assert case.extra["says"] in check.message
     assert not report.ok
     if "also" in case.extra:
         assert report[case.extra["also"]].status == "fail", str(report)

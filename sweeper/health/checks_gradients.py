@@ -29,20 +29,27 @@ def _names(items: list[str]) -> str:
     return head + (f"; (+{len(items) - _LIST} more)" if len(items) > _LIST else "")
 
 
-def init_loss_check(ctx: PreflightContext, loss_value: float) -> CheckResult:
+def init_loss_check(ctx: PreflightContext, loss_value: float, noise: tuple[float, int] = (0.0, 0)) -> CheckResult:
+    """noise: (standard error of the batch loss from its per-example losses, number of examples). Below ln(C) the
+    bands widen to what chance allows on this batch: Student-t quantiles at the coverage of 3 and 5 sigmas.
+    Above ln(C) they stay fixed: a uniform prediction scores exactly ln(C) on every example, so an excess is
+    the init's doing, not the batch's."""
     if ctx.num_classes is None:
         return CheckResult("init_loss", "skip", loss_value, "", "num_classes not given: no chance level to compare")
     th = ctx.thresholds
     chance = math.log(ctx.num_classes)
-    expected = f"[{chance - th.init_deficit_warn:.3g}, {chance + th.init_excess_warn:.3g}] (ln {ctx.num_classes}" \
-               f" = {chance:.3g})"
+    se, n = noise
+    deficit_warn = max(th.init_deficit_warn, _t_quantile(3.0, n) * se)
+    deficit_fail = max(th.init_deficit_fail, _t_quantile(5.0, n) * se)
+    excess_warn, excess_fail = th.init_excess_warn, th.init_excess_fail
+    expected = f"[{chance - deficit_warn:.3g}, {chance + excess_warn:.3g}] (ln {ctx.num_classes} = {chance:.3g})"
     if not math.isfinite(loss_value):
         return CheckResult("init_loss", "fail", loss_value, expected,
                            f"loss at init is {loss_value}: overflow in the forward pass or the loss")
     delta = loss_value - chance
-    if delta > th.init_excess_fail or -delta > th.init_deficit_fail:
+    if delta > excess_fail or -delta > deficit_fail:
         status = "fail"
-    elif delta > th.init_excess_warn or -delta > th.init_deficit_warn:
+    elif delta > excess_warn or -delta > deficit_warn:
         status = "warn"
     else:
         return CheckResult("init_loss", "pass", loss_value, expected,
@@ -55,6 +62,14 @@ def init_loss_check(ctx: PreflightContext, loss_value: float) -> CheckResult:
                  "targets with a non-causal model), or num_classes is larger than the real class count")
     return CheckResult("init_loss", status, loss_value, expected,
                        f"loss at init {loss_value:.3f} is {delta:+.2f} nats from ln({ctx.num_classes}): {cause}")
+
+
+def _t_quantile(sigmas: float, n: int) -> float:
+    """The one-sided Student-t quantile (n - 1 degrees of freedom) with the tail mass of `sigmas` normal sigmas."""
+    if n < 2:
+        return 0.0
+    from scipy import stats
+    return float(stats.t.isf(stats.norm.sf(sigmas), n - 1))
 
 
 def gradient_flow_check(ctx: PreflightContext, named_grads: list[tuple[str, torch.nn.Parameter, torch.Tensor | None]]

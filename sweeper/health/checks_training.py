@@ -1,7 +1,9 @@
 """Checks from a short training session on a private copy of the model (the caller's model is untouched):
 
-overfit_batch   a few examples, up to `overfit_steps` steps: the loss must fall close to zero. A loss with a floor
-                above zero (softmax fed to cross_entropy, a (B,1)-(B,) broadcast in a hand-written loss) cannot.
+overfit_batch   a few examples, up to `overfit_steps` steps: the loss must fall close to the lowest value the loss
+                allows on them (loss_floors.py: 0 for plain CE/MSE, the target entropy under label smoothing).
+                Fails when the loss itself is broken (cannot tell examples apart: a (B,1)-(B,) broadcast; a floor
+                reached only at infinite outputs: softmax fed to cross_entropy) or the loss stalls far from it.
 param_movement  after `movement_steps` optimizer steps every trainable parameter has changed (not in the
                 optimizer, lr 0, or gradients cleared after backward all leave it frozen).
 update_ratio    per step, ||W_k - W_{k-1}|| / ||W_{k-1}|| of every matrix within a sane band (too high: the learning
@@ -15,11 +17,13 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 
 import torch
 
-from .batching import call_model, map_tensors, primary_output, take_examples
+from .batching import call_model, take_examples
 from .context import PreflightContext, default_train_step
+from .loss_floors import LossFloors, loss_floors
 from .result import CheckResult
 
 
@@ -61,7 +65,8 @@ def training_checks(ctx: PreflightContext) -> list[CheckResult]:
     named = ctx.params(model)
     k = min(ctx.n, th.overfit_examples)
     batch = (take_examples(ctx.inputs, 0, k, ctx.n), take_examples(ctx.targets, 0, k, ctx.n))
-    constant = _constant_baseline(ctx, model, batch)
+    with torch.no_grad():
+        floors = loss_floors(ctx.loss_fn, call_model(model, batch[0]), batch[1])
     optimizer = ctx.optimizer_factory(model.parameters())
     step_fn = ctx.train_step or default_train_step(ctx.loss_fn)
     watch = _StaleGradWatch(named, optimizer)
@@ -70,8 +75,10 @@ def training_checks(ctx: PreflightContext) -> list[CheckResult]:
     losses: list[float] = []
     moved: dict[str, bool] | None = None
     min_steps = max(th.movement_steps, 1)
+    started = time.perf_counter()
     try:
-        for step in range(max(th.overfit_steps, min_steps)):
+        while _keep_going(losses, max(th.overfit_steps, min_steps), th, started):
+            step = len(losses)
             before = {name: p.detach().clone() for name, p in named if p.dim() >= 2} \
                 if step < th.movement_steps else None
             loss = float(step_fn(model, optimizer, batch))
@@ -87,82 +94,80 @@ def training_checks(ctx: PreflightContext) -> list[CheckResult]:
                 moved = {name: bool((p.detach() != start[name]).any()) for name, p in named}
             if not math.isfinite(loss):
                 break
-            if step + 1 >= min_steps and loss <= th.overfit_pass_fraction * _reference(losses[0], constant):
+            if step + 1 >= min_steps and _left(loss, losses[0], floors) <= th.overfit_pass_fraction:
                 break
     finally:
         watch.remove()
     if moved is None:  # the session stopped (non-finite loss) before movement_steps
         moved = {name: bool((p.detach() != start[name]).any()) for name, p in named}
-    return [_overfit(ctx, losses, k, constant), _movement(moved, len(losses), th.movement_steps),
+    return [_overfit(ctx, losses, k, floors), _movement(moved, len(losses), th.movement_steps),
             _update_ratio(ctx, ratios), _stale(watch, len(losses))]
 
 
-def _constant_baseline(ctx: PreflightContext, model: torch.nn.Module, batch) -> float | None:
-    """The loss of the best prediction that ignores the inputs: one output shared by every example, fitted by
-    L-BFGS. It is the floor of a model that learns nothing example-specific (the batch mean for a regression,
-    the label frequencies for a classifier), so "close to zero" is judged against it, not against the
-    initial loss (which a target offset alone can make large)."""
-    inputs, targets = batch
-    try:
-        with torch.no_grad():
-            outputs = call_model(model, inputs)
-        out = primary_output(outputs)
-        if not out.is_floating_point():
-            return None
-        shared = out[0:1].detach().double().mean(0, keepdim=True).clone().requires_grad_(True)  # (1, ...)
-        opt = torch.optim.LBFGS([shared], lr=1, max_iter=200, line_search_fn="strong_wolfe")
-
-        def shared_loss():
-            pred = shared.to(out.dtype).expand_as(out).contiguous()
-            return ctx.loss_fn(map_tensors(outputs, lambda t: pred if t is out else t), targets)
-
-        def closure():
-            opt.zero_grad()
-            loss = shared_loss()
-            loss.backward()
-            return loss
-        opt.step(closure)
-        with torch.no_grad():
-            value = float(shared_loss())
-        return value if math.isfinite(value) else None
-    except Exception:  # a loss that cannot take a shared output: judge against the initial loss
-        return None
+def _left(loss: float, first: float, floors: LossFloors | None) -> float:
+    """Share of the achievable improvement still left: 0 = fitted as well as the loss allows, 1 = no better
+    than one output shared by all examples. Without floors (or when a shared output already fits, i.e. the
+    targets are all alike) the initial loss and zero are the ends of the scale."""
+    if floors is None or floors.gap <= 1e-3 * first:
+        return loss / first if first > 0 else 0.0
+    return (loss - floors.free) / floors.gap
 
 
-def _reference(first: float, constant: float | None) -> float:
-    """The input-ignoring floor, unless the examples' targets are all alike: then a constant fits them (its loss
-    is ~0) and only the initial loss is a meaningful reference."""
-    return constant if constant is not None and constant > 1e-3 * first else first
+def _keep_going(losses: list[float], budget: int, th, started: float) -> bool:
+    """Within the budget, always; past it, only while the loss still falls (up to overfit_max_steps / _seconds)."""
+    if len(losses) < budget:
+        return True
+    return (len(losses) < th.overfit_max_steps and not _plateaued(losses)
+            and time.perf_counter() - started <= th.overfit_max_seconds)
 
 
-def _overfit(ctx: PreflightContext, losses: list[float], k: int, constant: float | None) -> CheckResult:
+def _plateaued(losses: list[float]) -> bool:
+    """No longer falling: the last fifth of the session is within 2% of the fifth before it."""
+    n = max(5, len(losses) // 5)
+    if len(losses) < 2 * n:
+        return False
+    last, prev = sum(losses[-n:]) / n, sum(losses[-2 * n:-n]) / n
+    return prev - last <= 0.02 * abs(prev)
+
+
+def _overfit(ctx: PreflightContext, losses: list[float], k: int, floors: LossFloors | None) -> CheckResult:
     th = ctx.thresholds
     first, steps = losses[0], len(losses)
-    expected = f"<= {th.overfit_pass_fraction:g} x reference in {th.overfit_steps} steps"
+    expected = f"<= {th.overfit_pass_fraction:g} of the gap left"
+    details = {"initial": first, "steps": steps, "examples": k, "constant_floor": floors and floors.constant,
+               "free_floor": floors and floors.free, "saturating": floors and floors.saturating}
     if not math.isfinite(losses[-1]):
         return CheckResult("overfit_batch", "fail", losses[-1], expected,
                            f"loss became {losses[-1]} at step {steps - 1} while fitting {k} examples (from "
-                           f"{first:.3g}): numerical blow-up (learning rate, log of 0, division by 0)")
+                           f"{first:.3g}): numerical blow-up (learning rate, log of 0, division by 0)", details)
     final = min(losses[-5:])
-    reference = _reference(first, constant)
-    use_constant = reference == constant
-    ref_name = f"best constant prediction {constant:.3g}" if use_constant else f"initial loss {first:.3g}"
-    ratio = final / reference if reference > 0 else (0.0 if final <= 0 else float("inf"))
-    details = {"initial": first, "final": final, "constant_baseline": constant, "steps": steps, "examples": k}
-    if ratio <= th.overfit_pass_fraction:
-        return CheckResult("overfit_batch", "pass", ratio, expected,
-                           f"{k} examples fitted: loss {first:.3g} -> {final:.3g} in {steps} steps "
-                           f"({ref_name})", details)
-    msg = (f"loss on {k} examples went {first:.3g} -> {final:.3g} in {steps} steps, {ratio:.0%} of the "
-           f"{ref_name}")
-    if ratio > th.overfit_fail_fraction:
-        return CheckResult("overfit_batch", "fail", ratio, expected,
-                           msg + ": the model fits nothing example-specific; the loss has a floor (softmax/sigmoid "
-                                 "fed to a loss that expects logits, a (B,1) vs (B,) broadcast in a hand-written "
-                                 "loss, inputs that never reach the output) or the step does not learn", details)
-    return CheckResult("overfit_batch", "warn", ratio, expected,
-                       msg + ": still falling slowly; a learning rate too low for this model, or raise "
-                             "Thresholds.overfit_steps", details)
+    details["final"] = final
+    targets_differ = floors is not None and floors.constant > 1e-3 * first
+    if targets_differ and floors.gap <= 0.05 * floors.constant:
+        return CheckResult("overfit_batch", "fail", 1.0, expected,
+                           f"the loss cannot tell the {k} examples apart: the best separate output per example "
+                           f"scores {floors.free:.3g}, no better than one shared output ({floors.constant:.3g}); "
+                           f"it pairs outputs with other examples' targets, e.g. a (B,1) vs (B,) broadcast in a "
+                           f"hand-written loss", details)
+    if targets_differ and floors.saturating and floors.free > th.overfit_pass_fraction * floors.constant:
+        return CheckResult("overfit_batch", "fail", floors.free / floors.constant, expected,
+                           f"no output gets the loss below {floors.free:.3g} (a shared output scores "
+                           f"{floors.constant:.3g}), and it only approaches that floor as the outputs grow without "
+                           f"bound: the loss squashes its input first - a softmax/sigmoid fed to a loss that "
+                           f"expects logits (cross_entropy, binary_cross_entropy_with_logits)", details)
+    left = _left(final, first, floors)
+    ref = (f"floors: {floors.free:.3g} per-example, {floors.constant:.3g} shared" if floors is not None
+           else "reference: the initial loss")
+    msg = f"{k} examples: loss {first:.3g} -> {final:.3g} in {steps} steps ({ref})"
+    if left <= th.overfit_pass_fraction:
+        return CheckResult("overfit_batch", "pass", left, expected, msg, details)
+    if left > th.overfit_fail_fraction and _plateaued(losses):
+        return CheckResult("overfit_batch", "fail", left, expected,
+                           msg + f"; stuck with {left:.0%} of the gap left: the model fits nothing example-specific"
+                                 " (inputs that never reach the output, a step that does not learn)", details)
+    return CheckResult("overfit_batch", "warn", left, expected,
+                       msg + f"; {left:.0%} of the gap left and still falling when the budget ran out: learning "
+                             f"rate too low for this model, or raise Thresholds.overfit_max_steps", details)
 
 
 def _movement(moved: dict[str, bool], steps: int, wanted: int) -> CheckResult:

@@ -38,7 +38,9 @@ class PreflightContext:
 
     def loss(self, model: nn.Module | None = None, inputs: Any = None, targets: Any = None) -> torch.Tensor:
         model = model if model is not None else self.model
-        outputs = call_model(model, self.inputs if inputs is None else inputs)
+        return self.loss_of(call_model(model, self.inputs if inputs is None else inputs), targets)
+
+    def loss_of(self, outputs: Any, targets: Any = None) -> torch.Tensor:
         loss = self.loss_fn(outputs, self.targets if targets is None else targets)
         if not (torch.is_tensor(loss) and loss.numel() == 1):
             raise TypeError(f"loss_fn must return a scalar tensor, got {type(loss).__name__}"

@@ -13,12 +13,13 @@ RNG is forked), so running preflight before a run does not change the run.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Iterable
 
 import torch
 from torch import nn
 
-from .batching import split_batch
+from .batching import call_model, map_tensors, split_batch, take_examples
 from .checks_dependence import batch_independence_check, causality_check, target_shift_check
 from .checks_gradients import gradient_flow_check, init_loss_check, kernel_agreement_check
 from .checks_training import training_checks
@@ -84,8 +85,8 @@ def preflight(
     with torch.random.fork_rng(devices=devices):
         try:
             if {"init_loss", "gradient_flow"} - skip:
-                loss_value, named_grads = _init_backward(ctx)
-                results["init_loss"] = init_loss_check(ctx, loss_value)
+                loss_value, named_grads, noise = _init_backward(ctx)
+                results["init_loss"] = init_loss_check(ctx, loss_value, noise)
                 results["gradient_flow"] = gradient_flow_check(ctx, named_grads)
             if set(_TRAINING) - skip:
                 _guard(results, _TRAINING, lambda: training_checks(ctx))
@@ -111,14 +112,29 @@ def _init_backward(ctx: PreflightContext) -> tuple[float, list]:
     ctx.model.train()
     torch.manual_seed(ctx.seed)
     try:
-        loss = ctx.loss()
+        outputs = call_model(ctx.model, ctx.inputs)
+        loss = ctx.loss_of(outputs)
     except Exception as e:
         raise RuntimeError(f"preflight: model/loss_fn failed on the batch: {type(e).__name__}: {e}") from e
     if not loss.requires_grad:
         raise RuntimeError("preflight: the loss does not require grad: the whole forward pass runs without autograd "
                            "(torch.no_grad, detach, or all parameters frozen)")
     grads = torch.autograd.grad(loss, [p for _, p in named], allow_unused=True)
-    return float(loss.detach()), [(name, p, g) for (name, p), g in zip(named, grads)]
+    return float(loss.detach()), [(name, p, g) for (name, p), g in zip(named, grads)], _noise(ctx, outputs)
+
+
+def _noise(ctx: PreflightContext, outputs: Any) -> tuple[float, int]:
+    """Standard error of the batch loss from its per-example losses (0 when the loss cannot take one example):
+    how far from ln(C) the initial loss may land by chance on this batch."""
+    n = ctx.n
+    try:
+        with torch.no_grad():
+            detached = map_tensors(outputs, lambda t: t.detach())
+            per = torch.stack([ctx.loss_of(take_examples(detached, i, i + 1, n),
+                                           take_examples(ctx.targets, i, i + 1, n)).double() for i in range(n)])
+        return (float(per.std() / math.sqrt(n)), n) if n > 1 and torch.isfinite(per).all() else (0.0, 0)
+    except Exception:  # noqa: BLE001 - a loss that needs the whole batch: fixed bands only
+        return 0.0, 0
 
 
 def _guard(results: dict[str, CheckResult], names: tuple[str, ...], run: Callable[[], list[CheckResult]]) -> None:

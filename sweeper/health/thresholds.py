@@ -26,15 +26,21 @@ class Thresholds:
     init_excess_fail: float = 3.0       # e^3 = 20x less likely than uniform: init scale or loss is wrong
     init_deficit_warn: float = 0.25     # this far below ln(C) is beyond batch noise for batches of a few dozen
     init_deficit_fail: float = 1.0      # e times better than chance before training: targets leak into inputs
+    # The deficit bands widen to what chance allows on a small batch (Student-t at 3 / 5 sigmas of the batch
+    # loss's standard error from its per-example losses); see checks_gradients.init_loss_check.
 
-    # --- overfit_batch: train on `overfit_examples` examples for up to `overfit_steps` steps. "Close to zero" is
-    # judged against the loss of the best input-independent prediction on those examples (one output shared by
-    # all: the mean for a regression, label frequencies for a classifier), the floor of a model that fits nothing
-    # example-specific. The initial loss is no reference: a target offset alone makes it large.
-    overfit_steps: int = 150
+    # --- overfit_batch: train on `overfit_examples` examples for up to `overfit_steps` steps. Progress is the share
+    # of the gap still left between the loss of one output shared by all examples (the floor of a model that fits
+    # nothing example-specific: the mean, the label frequencies) and the loss of the best separate output per
+    # example (what a perfect memoriser reaches: 0 for plain CE/MSE, the target entropy under label smoothing),
+    # both fitted directly on the outputs (loss_floors.py). The initial loss is no reference: a target offset
+    # alone makes it large.
+    overfit_steps: int = 150            # budget; extended 50 steps at a time while the loss still falls ...
+    overfit_max_steps: int = 1000       # ... up to this many steps
+    overfit_max_seconds: float = 30.0   # ... or this much wall time
     overfit_examples: int = 4
-    overfit_pass_fraction: float = 0.1  # pass below 10% of that floor: the examples are fitted individually
-    overfit_fail_fraction: float = 0.5  # above half of it: the loss has a floor (broken loss or graph)
+    overfit_pass_fraction: float = 0.1  # pass with under 10% of the gap left: the examples are fitted individually
+    overfit_fail_fraction: float = 0.5  # fail with over half left once the loss has stopped falling
 
     # --- gradient_flow: a trainable parameter whose gradient is None, non-finite or exactly zero fails.
     dead_rows_warn_fraction: float = 0.5      # >= half the output rows of a matrix get exactly zero gradient

@@ -1,0 +1,74 @@
+"""What the loss itself allows on a batch, with no model in the way: the references of the overfit check.
+
+    floors = loss_floors(loss_fn, outputs, targets)   # outputs: the model's outputs on the batch (detached)
+    floors.constant    # best single output shared by every example (the mean / the label frequencies)
+    floors.free        # best separate output per example: what a perfect memoriser reaches (0 for plain CE/MSE)
+    floors.saturating  # the free optimum only lies at infinity: doubling the fitted outputs does not raise the loss
+
+Both fits optimise output tensors directly with L-BFGS (cheap: no model). A model that fits its examples closes
+the gap between `constant` and `free`; a loss whose `free` equals `constant` cannot tell examples apart (a
+(B,1) vs (B,) broadcast pairs every output with every target); a loss with a positive floor that it approaches
+only as the outputs grow without bound squashes them first (softmax or sigmoid fed to a loss that expects
+logits). A floor reached at finite outputs is legitimate: label smoothing, soft or noisy targets.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from .batching import map_tensors, primary_output
+
+
+@dataclass(frozen=True)
+class LossFloors:
+    constant: float
+    free: float
+    saturating: bool
+
+    @property
+    def gap(self) -> float:
+        return self.constant - self.free
+
+
+def loss_floors(loss_fn: Callable[[Any, Any], torch.Tensor], outputs: Any, targets: Any,
+                max_iter: int = 200) -> LossFloors | None:
+    """None when the loss cannot be evaluated on substituted outputs (then the initial loss is the reference)."""
+    try:
+        out = primary_output(outputs)
+        if not out.is_floating_point():
+            return None
+
+        def loss_of(values: torch.Tensor) -> torch.Tensor:
+            pred = values.to(out.dtype).expand_as(out).contiguous()
+            return loss_fn(map_tensors(outputs, lambda t: pred if t is out else t), targets)
+
+        base = out.detach().double()
+        constant, _ = _fit(loss_of, base.mean(0, keepdim=True), max_iter)            # (1, ...)
+        free, fitted = _fit(loss_of, base.clone(), max_iter)                          # (B, ...)
+        with torch.no_grad():
+            doubled = float(loss_of(2 * fitted))
+        free = min(free, constant)
+        saturating = doubled <= free + 0.01 * max(constant - free, 0.0)
+        if not all(math.isfinite(v) for v in (constant, free)):
+            return None
+        return LossFloors(constant=constant, free=free, saturating=saturating)
+    except Exception:  # noqa: BLE001 - a loss that cannot take substituted outputs
+        return None
+
+
+def _fit(loss_of: Callable[[torch.Tensor], torch.Tensor], start: torch.Tensor, max_iter: int
+         ) -> tuple[float, torch.Tensor]:
+    values = start.clone().requires_grad_(True)
+    opt = torch.optim.LBFGS([values], lr=1, max_iter=max_iter, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = loss_of(values)
+        loss.backward()
+        return loss
+    opt.step(closure)
+    with torch.no_grad():
+        return float(loss_of(values)), values.detach()
