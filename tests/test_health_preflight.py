@@ -338,3 +338,12 @@ def test_more_unseen_models_pass_with_the_default_optimizer():
     for name, kwargs in cases.items():
         report = preflight(**kwargs)
         assert not_passing(report) == {}, f"{name}:\n{report}"
+
+
+def test_position_table_is_not_mistaken_for_examples_when_batch_equals_length():
+    torch.manual_seed(0)
+    report = preflight(TiedLM(), ce, lm_batch(n=12, T=12), num_classes=20, sequence_dim=1,
+                       skip=["overfit_batch"])
+    for name in ("batch_independence", "causality"):
+        assert report[name].status == "pass", str(report)
+    assert "pos" not in report["batch_independence"].message     # probed at emb only (indexed by the input)

@@ -117,17 +117,17 @@ def _keep_going(losses: list[float], budget: int, th, started: float) -> bool:
     """Within the budget, always; past it, only while the loss still falls (up to overfit_max_steps / _seconds)."""
     if len(losses) < budget:
         return True
-    return (len(losses) < th.overfit_max_steps and not _plateaued(losses)
+    return (len(losses) < th.overfit_max_steps and not _plateaued(losses, th.overfit_plateau)
             and time.perf_counter() - started <= th.overfit_max_seconds)
 
 
-def _plateaued(losses: list[float]) -> bool:
-    """No longer falling: the last fifth of the session is within 2% of the fifth before it."""
+def _plateaued(losses: list[float], tolerance: float) -> bool:
+    """No longer falling: the last fifth of the session is within `tolerance` of the fifth before it."""
     n = max(5, len(losses) // 5)
     if len(losses) < 2 * n:
         return False
     last, prev = sum(losses[-n:]) / n, sum(losses[-2 * n:-n]) / n
-    return prev - last <= 0.02 * abs(prev)
+    return prev - last <= tolerance * abs(prev)
 
 
 def _overfit(ctx: PreflightContext, losses: list[float], k: int, floors: LossFloors | None) -> CheckResult:
@@ -143,7 +143,7 @@ def _overfit(ctx: PreflightContext, losses: list[float], k: int, floors: LossFlo
     final = min(losses[-5:])
     details["final"] = final
     targets_differ = floors is not None and floors.constant > 1e-3 * first
-    if targets_differ and floors.gap <= 0.05 * floors.constant:
+    if targets_differ and floors.gap <= th.loss_pairing_gap * floors.constant:
         return CheckResult("overfit_batch", "fail", 1.0, expected,
                            f"the loss cannot tell the {k} examples apart: the best separate output per example "
                            f"scores {floors.free:.3g}, no better than one shared output ({floors.constant:.3g}); "
@@ -161,7 +161,7 @@ def _overfit(ctx: PreflightContext, losses: list[float], k: int, floors: LossFlo
     msg = f"{k} examples: loss {first:.3g} -> {final:.3g} in {steps} steps ({ref})"
     if left <= th.overfit_pass_fraction:
         return CheckResult("overfit_batch", "pass", left, expected, msg, details)
-    if left > th.overfit_fail_fraction and _plateaued(losses):
+    if left > th.overfit_fail_fraction and _plateaued(losses, th.overfit_plateau):
         return CheckResult("overfit_batch", "fail", left, expected,
                            msg + f"; stuck with {left:.0%} of the gap left: the model fits nothing example-specific"
                                  " (inputs that never reach the output, a step that does not learn)", details)

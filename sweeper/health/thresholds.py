@@ -41,6 +41,9 @@ class Thresholds:
     overfit_examples: int = 4
     overfit_pass_fraction: float = 0.1  # pass with under 10% of the gap left: the examples are fitted individually
     overfit_fail_fraction: float = 0.5  # fail with over half left once the loss has stopped falling
+    overfit_plateau: float = 0.02       # "stopped falling": last fifth of the session within 2% of the fifth before
+    loss_pairing_gap: float = 0.05      # separate outputs per example beat a shared one by < 5%: the loss cannot
+                                        # tell examples apart (a broadcast pairs every output with every target)
 
     # --- gradient_flow: a trainable parameter whose gradient is None, non-finite or exactly zero fails.
     dead_rows_warn_fraction: float = 0.5      # >= half the output rows of a matrix get exactly zero gradient
