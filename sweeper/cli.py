@@ -38,6 +38,9 @@ def prepare(argv: list[str]):
     sweep = compose_sweep(argv)
     seeds = parse_seeds(sweep.cfg["seeds"])
     backend, launcher_cfg = validate_launcher(sweep.launcher)
+    mode = sweep.sweeper.get("preflight")
+    if mode not in PREFLIGHT_MODES and mode is not False:   # YAML reads a bare `off` as false
+        raise UsageError(f"sweeper.preflight={mode!r}: accepted values are {', '.join(PREFLIGHT_MODES)}")
     plan = reconcile(make_plan(sweep, seeds), extend=bool(sweep.sweeper.get("extend")))
     return plan, backend, launcher_cfg
 
@@ -64,6 +67,45 @@ def main(argv: list[str] | None = None) -> int:
         print("dry run: nothing launched")
         return 0
     return execute(plan, backend, launcher_cfg, argv)
+
+
+PREFLIGHT_MODES = ("off", "warn", "stop")
+
+
+def health_preflight(plan, progress):
+    """sweeper.preflight=warn|stop: health checks once per variant (first seed) before any seed launches.
+
+    Reports go to SWEEP_DIR/preflight/<variant>.json. With `stop`, a failing variant's runs are not launched:
+    they are marked failed (they count against the variant in the report). Returns the plan left to launch.
+    """
+    import dataclasses
+    import time
+
+    from sweeper.health import preflight_run_config
+    from train.atomic import atomic_write_json, read_json
+
+    mode = plan.sweep.sweeper.get("preflight") or "off"
+    stopped = {}
+    for variant, cfg in plan.sweep.variant_configs.items():
+        t0 = time.time()
+        report = preflight_run_config({**cfg, "seed": plan.seeds[0]})
+        report.write(plan.sweep_dir / "preflight" / f"{variant}.json")
+        progress.log(f"preflight {variant}: {report.verdict.upper()} ({time.time() - t0:.1f}s)")
+        for check in report.failures + report.warnings:
+            progress.log(f"  {check.status.upper()} {check.name}: {check.message}")
+        if report.verdict == "fail" and mode == "stop":
+            stopped[variant] = "; ".join(c.name for c in report.failures)
+    for run in plan.runs:
+        if run.variant in stopped:
+            status = read_json(run.run_dir / "status.json", {}) or {}
+            if status.get("status") != "finished":
+                status.update(status="failed", exit_code=None, ended=time.time(),
+                              error=f"not launched: sweep preflight failed ({stopped[run.variant]}); see "
+                                    f"preflight/{run.variant}.json, or run with sweeper.preflight=warn")
+                atomic_write_json(run.run_dir / "status.json", status)
+    if stopped:
+        progress.log(f"preflight stopped variant(s) {', '.join(stopped)}: their seeds are not launched")
+    return dataclasses.replace(plan, runs=[r for r in plan.runs if r.variant not in stopped])
 
 
 def run_preflights(plan, progress) -> str | None:
@@ -97,8 +139,12 @@ def execute(plan, backend, launcher_cfg, argv: list[str]) -> int:
             if refusal:
                 print(f"sweeper: error: {refusal}", file=sys.stderr)
                 return 1
+            if (plan.sweep.sweeper.get("preflight") or "off") != "off":
+                launch_plan = health_preflight(plan, progress)
+            else:
+                launch_plan = plan
             try:
-                statuses = backend.launch(plan, launcher_cfg, progress)
+                statuses = backend.launch(launch_plan, launcher_cfg, progress)
             except UsageError as e:
                 print(f"sweeper: error: {e}", file=sys.stderr)
                 return 2

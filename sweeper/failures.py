@@ -67,12 +67,12 @@ def classify(returncode: int | None, error: str | None = None, tail: str = "",
         kind, message = LOST_NODE, message or "lost node"
     elif returncode == EXIT_CONFIG:
         kind, message = CONFIG, message or "config error (exit status 2)"
-    elif health_verdict == "fail" or message.lower().startswith(("health", "preflight")):
-        kind, message = HEALTH, message or "health check failed"
-    elif sig is not None:
+    elif sig is not None:        # before health: a killed run is transient even if its health.json says fail
         kind, message = SIGNAL, f"killed by {sig}"
     elif returncode == EXIT_STOPPED:
         kind, message = SIGNAL, message or "stopped by a signal (checkpoint saved)"
+    elif health_verdict == "fail" or message.lower().startswith(("health", "preflight")):
+        kind, message = HEALTH, message or "health check failed"
     else:
         kind = EXCEPTION
         message = message or _last_exception_line(tail) or f"exit status {returncode}"

@@ -66,6 +66,7 @@ class Progress:
         self.t0 = time.time()
         self._last_tick = 0.0 if live else self.t0
         self._last_observe = 0.0
+        self._health: dict[str, dict] = {}      # run label -> health.json mtime and the checks already printed
         self._block_lines = 0
         self._seen: dict[str, tuple[float, int]] = {}     # run label -> (time, step) first seen this attempt
         self._durations: list[float] = []
@@ -96,6 +97,7 @@ class Progress:
                  f"retrying in {delay_s:g}s (log: {getattr(run, 'log_path', '')})")
 
     def ended(self, run, status: dict, wall_s: float) -> None:
+        self.health_news(run)
         state = status.get("status", "failed")
         self.counts[state] = self.counts.get(state, 0) + 1
         if state == "finished":
@@ -110,6 +112,24 @@ class Progress:
             detail = f"{kind}{status.get('error') or ''} (log: {log})"
         self.log(f"{state.upper() if state != 'finished' else 'done':<6} {run.label} in {wall_s:.1f}s {detail} "
                  f"[{self.done}/{self.total}]")
+
+    def health_news(self, run) -> None:
+        """Print a run's health warnings and failures the moment its health.json first shows them."""
+        path = getattr(run, "run_dir", None) and run.run_dir / "health.json"
+        try:
+            mtime = path.stat().st_mtime if path else None
+        except OSError:
+            return
+        seen = self._health.setdefault(run.label, {"mtime": None, "reported": set()})
+        if mtime is None or mtime == seen["mtime"]:
+            return
+        seen["mtime"] = mtime
+        for check in (read_json(path, {}) or {}).get("checks", []):
+            key = (check.get("name"), check.get("status"))
+            if check.get("status") in ("fail", "warn") and key not in seen["reported"]:
+                seen["reported"].add(key)
+                self.log(f"HEALTH {check['status'].upper()} {run.label}: {check.get('name')}: "
+                         f"{check.get('message', '')}")
 
     def not_started(self, run, status: dict) -> None:
         self.counts["pending"] += 1
@@ -128,6 +148,7 @@ class Progress:
         if now - self._last_observe >= 0.2:      # first (time, step) of each attempt: the base of its ETA
             self._last_observe = now
             for run, _ in self._running:
+                self.health_news(run)
                 step = last_metrics(getattr(run, "run_dir", None)).get("step")
                 if step is not None:
                     self._seen.setdefault(run.label, (now, step))

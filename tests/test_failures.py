@@ -23,6 +23,7 @@ from sweeper.failures import (CONFIG, EXCEPTION, HEALTH, LOST_NODE, OOM, SIGNAL,
     (-9, None, "slurmstepd: error: *** JOB 12 CANCELLED DUE TO NODE_FAIL ***", None, LOST_NODE, True),
     (2, "model.n_heads=0: must be a positive integer", "", None, CONFIG, False),
     (1, "health check failed: gradient_flow", "", "fail", HEALTH, False),
+    (-9, None, "", "fail", SIGNAL, True),       # killed mid-run: transient, whatever health.json said so far
     (1, "ValueError: bad value", "", "pass", EXCEPTION, False),
     (1, None, "Traceback (most recent call last):\n  ...\nZeroDivisionError: division by zero\n", None,
      EXCEPTION, False),

@@ -236,6 +236,11 @@ def _train(tr: Trainer, run_dir: Path, step: int, stop: StopRequest, on_step=Non
             record.update(health_rec)                                        # health: health/... metrics
             append_jsonl(run_dir / "metrics.jsonl", record)
             tick, tick_step = now, step
+        if is_eval and not math.isfinite(val_loss):
+            return {"step": step, "final": {"val_loss": val_loss, "train_loss": loss_value},
+                    "status_fields": {"status": "diverged", "exit_code": 0, "diverged_at_step": step,
+                                      "last_good_checkpoint": last_ckpt,
+                                      "error": f"non-finite validation loss at step {step} (val_loss={val_loss})"}}
         if t.ckpt_interval and step % t.ckpt_interval == 0 and step < t.steps:
             checkpoint(step)
         if on_step is not None:
