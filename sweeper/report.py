@@ -73,12 +73,30 @@ def decision_rows(an: verdict.Analysis) -> list[list[str]]:
             cells += ["-", "-", "-", "-", "-", c.verdict]
         else:
             cells += [""] * 6
-        rows.append(cells)
+        rows.append(cells + [health_cell(arm)])
     return rows
 
 
+def health_cell(arm) -> str:
+    """The health verdicts of a variant's runs, failures first: 'FAIL 4/4 (gradient_flow)', 'pass 4/4'."""
+    counts, total = arm.health, sum(arm.health.values())
+    for status in ("fail", "warn"):
+        if counts.get(status):
+            label = status.upper() if status == "fail" else status
+            named = f" ({', '.join(arm.health_failed)})" if status == "fail" and arm.health_failed else ""
+            return f"{label} {counts[status]}/{total}{named}"
+    return f"pass {counts['pass']}/{total}" if counts.get("pass") else "not checked"
+
+
+def health_lines(an: verdict.Analysis) -> list[str]:
+    """One line per variant whose runs failed health checks: its numbers are not to be trusted as they stand."""
+    return [f"health: {a.variant} FAILED {', '.join(a.health_failed) or 'a health check'} in {a.health['fail']} "
+            f"run(s); see each run's health.json before trusting its numbers"
+            for a in an.arms.values() if a.health.get("fail")]
+
+
 DECISION_HEADER = ["variant", "role", "usable", "lost", "mean ± sd", "Δ [95% CI]", "P(better)", "driving test",
-                   "p", "p (Holm)", "verdict"]
+                   "p", "p (Holm)", "verdict", "health"]
 
 
 def text_table(header: list[str], rows: list[list[str]]) -> str:
@@ -97,6 +115,7 @@ def decision_text(inp: ReportInput) -> str:
     an = inp.analysis
     lines = [inp.title, *inp.header, "", text_table(DECISION_HEADER, decision_rows(an)), ""]
     lines += [f"{c.variant} vs {c.baseline}: {c.verdict.upper()}: {c.reason}" for c in an.comparisons]
+    lines += health_lines(an)
     return "\n".join(lines + ["", headline(an)])
 
 
@@ -246,6 +265,7 @@ def markdown(inp: ReportInput, plot_paths: dict[str, Path] | None, out_dir: Path
     md = [f"# {inp.title}", "", *[f"{h}  " for h in inp.header], "", "## Decision", "",
           md_table(DECISION_HEADER, decision_rows(an)), ""]
     md += [f"- **{c.variant} vs {c.baseline}: {c.verdict}**: {c.reason}" for c in an.comparisons]
+    md += [f"- **{line}**" for line in health_lines(an)]
     md += ["", f"**{headline(an)}**"]
     md += ["", "## Per-seed values", "", f"Final `{an.metric}` per seed; runs without one show their status.", "",
            md_table(per_seed_header, per_seed), "", "## Variants", "",
