@@ -14,7 +14,6 @@ interval that keeps the share under 3% on this machine.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import platform
 import statistics

@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"sweeper: error: {e}", file=sys.stderr)
         return 2
-    from sweeper.plan import format_plan, write_plan
+    from sweeper.plan import format_plan
 
     if plan.sweep.sweeper.get("dry_run"):
         print(format_plan(plan))

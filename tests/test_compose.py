@@ -1,5 +1,4 @@
 """Composition of every experiment, and bad input: one line, exit 2, nothing started or written."""
-from pathlib import Path
 
 import pytest
 

@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from train.atomic import read_jsonl
 from train.streams import capture_rng_states
 
 TRAIL_ENV, STOP_ENV, KILL_ENV = "SWEEPER_AUDIT_TRAIL", "SWEEPER_AUDIT_STOP_AT_STEP", "SWEEPER_AUDIT_KILL_AT_STEP"
@@ -123,14 +124,4 @@ def hooks_from_env() -> Callable | None:
 
 def read_trail(path) -> list[dict]:
     """Trail lines in file order (a truncated last line, from a kill mid-write, is skipped)."""
-    out = []
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    continue
-    except FileNotFoundError:
-        pass
-    return out
+    return read_jsonl(path)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,18 +111,10 @@ class HealthReport:
 
     def write(self, path: str | os.PathLike) -> Path:
         """Write as JSON atomically (temp file in the same folder, fsync, rename)."""
+        from train.atomic import atomic_write_text
+
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(self.to_json() + "\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_text(path, self.to_json() + "\n")
         return path
 
     @classmethod
