@@ -11,16 +11,17 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, BinaryIO, Callable, Iterable
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+def atomic_write_bytes(path: str | Path, data: bytes, write: Callable[[BinaryIO, bytes], None] | None = None) -> None:
+    """Write `data` to `path` atomically; `write(file, data)` replaces the plain f.write (e.g. chunked)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            (write or (lambda file, blob: file.write(blob)))(f, data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -20,12 +20,13 @@ import io
 import os
 import pickle
 import re
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+
+from train.atomic import atomic_write_bytes
 
 MAGIC = b"SWEEPCK1"
 _NAME = re.compile(r"^step_(\d{8})\.pt$")
@@ -71,7 +72,8 @@ def save_checkpoint(ckpt_dir: Path, step: int, state: dict, keep: int) -> Path:
     """Write step_XXXXXXXX.pt atomically, then delete all but the newest `keep` checkpoints and stale temp files."""
     ckpt_dir = Path(ckpt_dir)
     path = checkpoint_path(ckpt_dir, step)
-    _write_atomic(path, encode(state), delay_s=float(os.environ.get(WRITE_DELAY_ENV) or 0))
+    delay_s = float(os.environ.get(WRITE_DELAY_ENV) or 0)
+    atomic_write_bytes(path, encode(state), write=_write_slowly(delay_s) if delay_s > 0 else None)
     for old in list_checkpoints(ckpt_dir)[keep:]:
         old.unlink(missing_ok=True)
     for tmp in ckpt_dir.glob(".step_*.tmp"):   # left behind by a process killed mid-write
@@ -79,29 +81,14 @@ def save_checkpoint(ckpt_dir: Path, step: int, state: dict, keep: int) -> Path:
     return path
 
 
-def _write_atomic(path: Path, data: bytes, delay_s: float = 0.0) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            if delay_s > 0:                       # test-only: a window in which the temp file is half written
-                f.write(data[:len(data) // 2])
-                f.flush()
-                time.sleep(delay_s)
-                f.write(data[len(data) // 2:])
-            else:
-                f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+def _write_slowly(delay_s: float):
+    """Test-only writer: half the bytes, a pause, the rest (a window in which the temp file is half written)."""
+    def write(f, data: bytes) -> None:
+        f.write(data[:len(data) // 2])
+        f.flush()
+        time.sleep(delay_s)
+        f.write(data[len(data) // 2:])
+    return write
 
 
 def decode(blob: bytes, path: Path | str = "<bytes>") -> dict:
