@@ -85,7 +85,7 @@ def explain_hydra_error(e: Exception, overrides: list[str]) -> str:
         if key == "experiment":
             return "experiment is added with a plus: +experiment=NAME (available: " + ", ".join(available("experiment")) + ")"
         parent = key.rsplit(".", 1)[0] if "." in key else None
-        keys = _group_keys(parent) if parent else ["model", "data", "train", "health", "launcher", "seeds", "sweeper"]
+        keys = _group_keys(parent, overrides) if parent else ["model", "data", "train", "health", "launcher", "seeds", "sweeper"]
         where = f"keys of {parent}" if parent else "top-level keys"
         return f"unknown config key '{key}'; {where} are: {', '.join(keys)}" if keys else f"unknown config key '{key}'"
     if name == "OverrideParseException":
@@ -100,12 +100,17 @@ def explain_hydra_error(e: Exception, overrides: list[str]) -> str:
     return msg.splitlines()[0] if msg else name
 
 
-def _group_keys(section: str) -> list[str]:
-    """Keys a config section accepts: the union over its group's yaml files (or conf/sweep.yaml's section)."""
+def _group_keys(section: str, overrides: list[str] = ()) -> list[str]:
+    """Keys a config section accepts: those of the group option chosen on the command line (or of its default;
+    the union over the group's files when neither is known), or conf/sweep.yaml's own section."""
     import yaml
 
     top, _, rest = section.partition(".")
-    files = list((CONF_DIR / top).glob("*.yaml")) or [CONF_DIR / "sweep.yaml"]
+    chosen = [o.split("=", 1)[1] for o in overrides if o.startswith(f"{top}=")]
+    default = {"launcher": "local"}.get(top)
+    option = chosen[-1] if chosen else default
+    files = ([CONF_DIR / top / f"{option}.yaml"] if option and (CONF_DIR / top / f"{option}.yaml").is_file()
+             else list((CONF_DIR / top).glob("*.yaml"))) or [CONF_DIR / "sweep.yaml"]
     keys: set[str] = set()
     for f in files:
         node = yaml.safe_load(f.read_text()) or {}
