@@ -38,3 +38,13 @@ def run_sweeper(*args: str, module: str = "sweeper", env: dict | None = None, ti
 @pytest.fixture
 def tiny() -> list[str]:
     return list(TINY)
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny in-process models: a second OpenMP thread only spins (and crawls when the machine is busy).
+    Use with `pytestmark = pytest.mark.usefixtures("one_thread")`."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
