@@ -64,8 +64,8 @@ class Trainer:
             torch.cuda.manual_seed_all(streams.seed_for("dropout"))
         random.seed(streams.seed_for("python"))
         np.random.seed(streams.seed_for("python") % 2**32)
-        decay = [p for n, p in self.model.named_parameters() if p.dim() >= 2]
-        no_decay = [p for n, p in self.model.named_parameters() if p.dim() < 2]
+        decay = [p for p in self.model.parameters() if p.dim() >= 2]
+        no_decay = [p for p in self.model.parameters() if p.dim() < 2]
         self.optimizer = torch.optim.AdamW(
             [{"params": decay, "weight_decay": cfg.train.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
             lr=cfg.train.lr, betas=(0.9, 0.95), foreach=False)
@@ -75,11 +75,12 @@ class Trainer:
         self.eval_starts = eval_starts(len(self.corpus.val), T, cfg.train.eval_batches, B,
                                        streams.generator("eval_batches"))      # (n_eval, B)
         first_epoch = torch.randperm(self.sampler.n_windows, generator=streams.generator("data_order"))
+        lib = versions()
         self.fingerprint = {
             "config_hash": cfg.config_hash(), "seed": cfg.seed, "corpus_hash": self.corpus.text_sha256[:16],
             "data_order_hash": tensor_hash(first_epoch), "eval_batches_hash": tensor_hash(self.eval_starts),
-            "torch_version": torch.__version__, "python_version": versions()["python"],
-            "triton_version": versions()["triton"], "device": device_name(self.device),
+            "torch_version": lib["torch"], "python_version": lib["python"],
+            "triton_version": lib["triton"], "device": device_name(self.device),
             "cuda_device_count": torch.cuda.device_count() if torch.cuda.is_available() else 0,
             "world_size": 1, "num_threads": torch.get_num_threads(),
             "deterministic": cfg.train.deterministic, "determinism_flags": self.flags,
@@ -182,6 +183,12 @@ def _resume(trainer: Trainer, run_dir: Path, status: dict) -> tuple[int, dict]:
     return step, notes
 
 
+def _diverged(step: int, last_ckpt: int, train_loss, val_loss, why: str) -> dict:
+    return {"step": step, "final": {"val_loss": val_loss, "train_loss": train_loss},
+            "status_fields": {"status": "diverged", "exit_code": 0, "diverged_at_step": step,
+                              "last_good_checkpoint": last_ckpt, "error": f"{why} at step {step}"}}
+
+
 def _train(tr: Trainer, run_dir: Path, step: int, stop: StopRequest, on_step=None, extra: dict | None = None,
            health: RunHealth | None = None) -> dict:
     cfg, t = tr.cfg, tr.cfg.train
@@ -210,13 +217,11 @@ def _train(tr: Trainer, run_dir: Path, step: int, stop: StopRequest, on_step=Non
         tr.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(tr.model.parameters(), t.grad_clip or float("inf"))
-        loss_value = loss.item()
+        loss_value, grad_norm_value = loss.item(), grad_norm.item()
         health_rec = health.after_backward(step, loss_value, grad_norm) if health else {}   # health: monitor
-        if not (math.isfinite(loss_value) and math.isfinite(grad_norm.item())):
-            return {"step": step, "final": {"val_loss": None, "train_loss": loss_value},
-                    "status_fields": {"status": "diverged", "exit_code": 0, "diverged_at_step": step,
-                                      "last_good_checkpoint": last_ckpt,
-                                      "error": f"non-finite loss or gradient at step {step} (loss={loss_value})"}}
+        if not (math.isfinite(loss_value) and math.isfinite(grad_norm_value)):
+            return _diverged(step, last_ckpt, loss_value, None,
+                             f"non-finite loss or gradient (loss={loss_value}, grad norm={grad_norm_value})")
         tr.optimizer.step()
         if health:
             health_rec.update(health.after_step(step))                      # health: update/weight ratios
@@ -229,7 +234,7 @@ def _train(tr: Trainer, run_dir: Path, step: int, stop: StopRequest, on_step=Non
         if step % t.log_interval == 0 or is_eval or health_rec:
             now = time.time()
             record = {"step": step, "train_loss": loss_value, "train_loss_avg": float(np.mean(recent)),
-                      "grad_norm": grad_norm.item(), "lr": tr.scheduler.get_last_lr()[0],
+                      "grad_norm": grad_norm_value, "lr": tr.scheduler.get_last_lr()[0],
                       "tokens_per_s": (step - tick_step) * t.batch_size * cfg.model.context / max(now - tick, 1e-9)}
             if is_eval:
                 record["val_loss"] = val_loss
@@ -237,10 +242,7 @@ def _train(tr: Trainer, run_dir: Path, step: int, stop: StopRequest, on_step=Non
             append_jsonl(run_dir / "metrics.jsonl", record)
             tick, tick_step = now, step
         if is_eval and not math.isfinite(val_loss):
-            return {"step": step, "final": {"val_loss": val_loss, "train_loss": loss_value},
-                    "status_fields": {"status": "diverged", "exit_code": 0, "diverged_at_step": step,
-                                      "last_good_checkpoint": last_ckpt,
-                                      "error": f"non-finite validation loss at step {step} (val_loss={val_loss})"}}
+            return _diverged(step, last_ckpt, loss_value, val_loss, f"non-finite validation loss ({val_loss})")
         if t.ckpt_interval and step % t.ckpt_interval == 0 and step < t.steps:
             checkpoint(step)
         if on_step is not None:
