@@ -33,14 +33,13 @@ def prepare(argv: list[str]):
     """Everything that can be checked before launching: returns (plan, backend, launcher config)."""
     from sweeper.compose import compose_sweep
     from sweeper.plan import make_plan, reconcile
+    from sweeper.preflight import check_preflight_mode
     from sweeper.seeds import parse_seeds
 
     sweep = compose_sweep(argv)
     seeds = parse_seeds(sweep.cfg["seeds"])
     backend, launcher_cfg = validate_launcher(sweep.launcher)
-    mode = sweep.sweeper.get("preflight")
-    if mode not in PREFLIGHT_MODES and mode is not False:   # YAML reads a bare `off` as false
-        raise UsageError(f"sweeper.preflight={mode!r}: accepted values are {', '.join(PREFLIGHT_MODES)}")
+    check_preflight_mode(sweep.sweeper.get("preflight"))
     plan = reconcile(make_plan(sweep, seeds), extend=bool(sweep.sweeper.get("extend")))
     return plan, backend, launcher_cfg
 
@@ -69,64 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     return execute(plan, backend, launcher_cfg, argv)
 
 
-PREFLIGHT_MODES = ("off", "warn", "stop")
-
-
-def health_preflight(plan, progress):
-    """sweeper.preflight=warn|stop: health checks once per variant (first seed) before any seed launches.
-
-    Reports go to SWEEP_DIR/preflight/<variant>.json. With `stop`, a failing variant's runs are not launched:
-    they are marked failed (they count against the variant in the report). Returns the plan left to launch.
-    """
-    import dataclasses
-    import time
-
-    from sweeper.health import preflight_run_config
-    from train.atomic import atomic_write_json, read_json
-
-    mode = plan.sweep.sweeper.get("preflight") or "off"
-    stopped = {}
-    for variant, cfg in plan.sweep.variant_configs.items():
-        t0 = time.time()
-        report = preflight_run_config({**cfg, "seed": plan.seeds[0]})
-        report.write(plan.sweep_dir / "preflight" / f"{variant}.json")
-        progress.log(f"preflight {variant}: {report.verdict.upper()} ({time.time() - t0:.1f}s)")
-        for check in report.failures + report.warnings:
-            progress.log(f"  {check.status.upper()} {check.name}: {check.message}")
-        if report.verdict == "fail" and mode == "stop":
-            stopped[variant] = "; ".join(c.name for c in report.failures)
-    for run in plan.runs:
-        if run.variant in stopped:
-            status = read_json(run.run_dir / "status.json", {}) or {}
-            if status.get("status") != "finished":
-                status.update(status="failed", exit_code=None, ended=time.time(),
-                              error=f"not launched: sweep preflight failed ({stopped[run.variant]}); see "
-                                    f"preflight/{run.variant}.json, or run with sweeper.preflight=warn")
-                atomic_write_json(run.run_dir / "status.json", status)
-    if stopped:
-        progress.log(f"preflight stopped variant(s) {', '.join(stopped)}: their seeds are not launched")
-    return dataclasses.replace(plan, runs=[r for r in plan.runs if r.variant not in stopped])
-
-
-def run_preflights(plan, progress) -> str | None:
-    """The optional checks before any seed launches; returns why the sweep must not start, or None."""
-    if plan.sweep.sweeper.get("audit"):
-        from sweeper.audit import preflight_audit
-        from train.audit import AuditError
-
-        try:
-            report = preflight_audit(plan, log=progress.log)
-        except AuditError as e:
-            return f"resume audit failed: {e}"
-        if not report.identical:
-            return f"resume audit diverged; not launching (audit runs kept in {plan.sweep_dir / 'audit'})"
-    return None
-
-
 def execute(plan, backend, launcher_cfg, argv: list[str]) -> int:
     """Lock the sweep dir, write the plan, launch, report; the exit status (also `python -m sweeper.resume`)."""
     from sweeper.lock import SweepLocked, sweep_lock
     from sweeper.plan import write_plan
+    from sweeper.preflight import run_preflights
     from sweeper.progress import Progress
 
     try:
@@ -135,14 +81,10 @@ def execute(plan, backend, launcher_cfg, argv: list[str]) -> int:
             progress = Progress(total=len(plan.runs))
             progress.log(f"sweep dir {plan.sweep_dir}: {len(plan.runs)} runs "
                          f"({len(plan.experiment.variants)} variants x {len(plan.seeds)} seeds)")
-            refusal = run_preflights(plan, progress)
+            launch_plan, refusal = run_preflights(plan, progress)
             if refusal:
                 print(f"sweeper: error: {refusal}", file=sys.stderr)
                 return 1
-            if (plan.sweep.sweeper.get("preflight") or "off") != "off":
-                launch_plan = health_preflight(plan, progress)
-            else:
-                launch_plan = plan
             try:
                 statuses = backend.launch(launch_plan, launcher_cfg, progress)
             except UsageError as e:
