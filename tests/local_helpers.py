@@ -1,4 +1,8 @@
-"""Helpers for the local-pool tests: tiny sweeps as real subprocesses, waiting on files, the process table."""
+"""Helpers for the local-pool tests: tiny sweeps as real subprocesses, waiting on files, the process table.
+
+Also a pytest plugin for its sweep_dir fixture (`pytest_plugins = ["local_helpers"]` in a test module), loaded
+after the module imported it; PYTEST_DONT_REWRITE says it has no asserts to rewrite (no "already imported" warning).
+"""
 from __future__ import annotations
 
 import json
@@ -8,6 +12,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from conftest import ROOT, TINY
 
@@ -80,6 +86,15 @@ def kill_all_mentioning(text: str) -> None:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+@pytest.fixture
+def sweep_dir(tmp_path):
+    """A sweep dir under tmp_path; every process still mentioning it is killed afterwards.
+    A test module gets it with `pytest_plugins = ["local_helpers"]`."""
+    d = tmp_path / "sweep"
+    yield d
+    kill_all_mentioning(str(d))
 
 
 def status(sweep_dir: Path, variant: str, seed: int = 0) -> dict:

@@ -7,9 +7,11 @@ import signal
 import pytest
 import yaml
 
-from local_helpers import (checkpoints, kill_all_mentioning, processes_mentioning, run, run_dir, start, starts,
-                           status, sweep_args, wait_for)
+from local_helpers import (checkpoints, processes_mentioning, run, run_dir, start, starts, status, sweep_args,
+                           wait_for)
 from sweeper.failures import (CONFIG, EXCEPTION, HEALTH, LOST_NODE, OOM, SIGNAL, CrashLoops, RetryPolicy, classify)
+
+pytest_plugins = ["local_helpers"]     # its sweep_dir fixture
 
 
 # -- the classifier ----------------------------------------------------------------------------------------------
@@ -57,13 +59,6 @@ def test_retry_policy_and_crash_loops():
 
 
 # -- the pool with real failures ---------------------------------------------------------------------------------
-
-@pytest.fixture
-def sweep_dir(tmp_path):
-    d = tmp_path / "sweep"
-    yield d
-    kill_all_mentioning(str(d))
-
 
 def leader_pid(rd):
     """pid of the running `python -m train RUN_DIR` (its own env.json), if it is alive."""

@@ -8,10 +8,10 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from conftest import ROOT
-from local_helpers import kill_all_mentioning, processes_mentioning, wait_for
+from local_helpers import processes_mentioning, wait_for
+
+pytest_plugins = ["local_helpers"]     # its sweep_dir fixture
 
 APP = ROOT / "tests" / "hydra_app" / "my_app.py"
 CORES = sorted(os.sched_getaffinity(0))
@@ -26,13 +26,6 @@ def app_env(**extra) -> dict:
 def app(*args, env=None, timeout=120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(APP), *args], cwd=APP.parent, env=env or app_env(),
                           capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.fixture
-def sweep_dir(tmp_path):
-    d = tmp_path / "multirun"
-    yield d
-    kill_all_mentioning(str(d))
 
 
 def test_plugin_is_discovered_and_its_scan_imports_nothing_heavy():

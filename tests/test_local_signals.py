@@ -4,17 +4,10 @@ import os
 import signal
 import time
 
-import pytest
+from local_helpers import (checkpoints, child_env, processes_mentioning, run, run_dir, start, starts, status,
+                           sweep_args, wait_for)
 
-from local_helpers import (checkpoints, child_env, kill_all_mentioning, processes_mentioning, run, run_dir,
-                           start, starts, status, sweep_args, wait_for)
-
-
-@pytest.fixture
-def sweep_dir(tmp_path):
-    d = tmp_path / "sweep"
-    yield d
-    kill_all_mentioning(str(d))
+pytest_plugins = ["local_helpers"]     # its sweep_dir fixture
 
 
 def both_running_with_checkpoint(d):

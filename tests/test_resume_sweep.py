@@ -5,20 +5,14 @@ import json
 import os
 import signal
 
-import pytest
 import yaml
 
-from local_helpers import (checkpoints, child_env, kill_all_mentioning, processes_mentioning, run, run_dir, start, starts,
-                           status, sweep_args, wait_for)
+from local_helpers import (checkpoints, child_env, processes_mentioning, run, run_dir, start, starts, status,
+                           sweep_args, wait_for)
+
+pytest_plugins = ["local_helpers"]     # its sweep_dir fixture
 
 VARIANTS = ("rope", "nope")
-
-
-@pytest.fixture
-def sweep_dir(tmp_path):
-    d = tmp_path / "sweep"
-    yield d
-    kill_all_mentioning(str(d))
 
 
 def snapshot(d, variant, seed):
