@@ -36,9 +36,8 @@ class PreflightContext:
     def params(self, model: nn.Module | None = None) -> list[tuple[str, nn.Parameter]]:
         return trainable_named_parameters(model if model is not None else self.model, self.ignore)
 
-    def loss(self, model: nn.Module | None = None, inputs: Any = None, targets: Any = None) -> torch.Tensor:
-        model = model if model is not None else self.model
-        return self.loss_of(call_model(model, self.inputs if inputs is None else inputs), targets)
+    def loss(self) -> torch.Tensor:
+        return self.loss_of(call_model(self.model, self.inputs))
 
     def loss_of(self, outputs: Any, targets: Any = None) -> torch.Tensor:
         loss = self.loss_fn(outputs, self.targets if targets is None else targets)

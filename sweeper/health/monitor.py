@@ -58,7 +58,6 @@ class LiveMonitor:
         self.stuck_since: int | None = None
         self.stuck_last: bool | None = None
         self._before: dict[str, torch.Tensor] | None = None
-        self._last_step: int | None = None
 
     # ---- per step -------------------------------------------------------------------------------------------
     def is_interval(self, step: int) -> bool:
@@ -69,7 +68,6 @@ class LiveMonitor:
     def after_backward(self, step: int, loss: Any, grad_norm: Any = None) -> dict[str, Any]:
         """Call after loss.backward(), before optimizer.step(). Returns health metrics on interval steps."""
         self.steps_seen += 1
-        self._last_step = step
         loss_value = float(loss.detach() if torch.is_tensor(loss) else loss)
         if not math.isfinite(loss_value):
             self._diverge(step, f"loss is {loss_value}")
