@@ -10,19 +10,25 @@ Transient (retried with backoff, the run resumes from its checkpoint): killed or
 killer, a stray `kill`, preemption), CUDA out of memory, a lost node. Deterministic (never retried): exit
 status 2 (config error, refused resume), a failed health check, any other exception in user code. The same
 deterministic-looking failure across `crash_loop_after` runs of one variant stops that variant's queued runs.
-Pure Python: the Slurm backend can classify its task ends the same way (e.g. NODE_FAIL -> lost_node).
+Pure Python: the Slurm backend can classify its task ends the same way (e.g. NODE_FAIL -> lost_node), and
+both backends read a run's outcome with run_state() against KEEP and TERMINAL.
 """
 from __future__ import annotations
 
 import re
 import signal
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from train.atomic import read_json
 
 SIGNAL, OOM, LOST_NODE = "signal", "out_of_memory", "lost_node"
 CONFIG, HEALTH, EXCEPTION = "config_error", "health_check", "exception"
 TRANSIENT = frozenset({SIGNAL, OOM, LOST_NODE})
 EXIT_CONFIG = 2        # python -m train: bad config or refused resume
 EXIT_STOPPED = 75      # python -m train: stopped by a signal, checkpoint saved
+TERMINAL = ("finished", "failed", "diverged", "interrupted")     # a run in one of these has ended
+KEEP = ("finished", "diverged")      # outcomes a later launch does not redo (a diverged run would diverge again)
 
 _OOM_PATTERNS = ("CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
                  "HIP out of memory")
@@ -77,6 +83,11 @@ def classify(returncode: int | None, error: str | None = None, tail: str = "",
         kind = EXCEPTION
         message = message or _last_exception_line(tail) or f"exit status {returncode}"
     return Failure(kind=kind, message=message, signature=f"{kind}: {_normalise(message)}")
+
+
+def run_state(run_dir) -> str:
+    """The status a run dir's status.json records ("pending" when there is none yet)."""
+    return (read_json(Path(run_dir) / "status.json", {}) or {}).get("status", "pending")
 
 
 def log_tail(path, n: int = 4096) -> str:

@@ -16,20 +16,12 @@ from __future__ import annotations
 import sys
 import time
 
-from sweeper.failures import Failure, classify, log_tail
+from sweeper.failures import EXIT_STOPPED, KEEP, Failure, classify, log_tail, run_state
 from sweeper.plan import Plan, RunSpec
 from sweeper.pool import Job, run_pool
 from sweeper.progress import Progress
 from sweeper.slots import PROJECT_ROOT, LauncherConfig, make_slots
 from train.atomic import atomic_write_json, read_json
-
-KEEP = ("finished", "diverged")       # outcomes a resume does not redo
-
-
-def run_state(run: RunSpec) -> str:
-    status = read_json(run.run_dir / "status.json", {}) or {}
-    return status.get("status", "pending")
-
 
 def has_checkpoint(run: RunSpec) -> bool:
     ckpt = run.run_dir / "ckpt"
@@ -61,7 +53,7 @@ class RunAdapter:
             atomic_write_json(run.run_dir / "status.json", status)
             return status, None
         if interrupted:
-            if not (returncode == 75 and state == "interrupted"):    # the child could not write it itself
+            if not (returncode == EXIT_STOPPED and state == "interrupted"):    # the child could not write it itself
                 status.update(status="interrupted", error="stopped by the sweeper (Ctrl-C / SIGTERM) before it "
                               "could checkpoint; resumes from its last checkpoint", exit_code=returncode,
                               ended=time.time())
@@ -71,7 +63,7 @@ class RunAdapter:
         health = (read_json(run.run_dir / "health.json", {}) or {}).get("verdict")
         error = status.get("error") if state in ("failed", "interrupted") else None
         failure = classify(returncode, error, log_tail(run.run_dir / "stdout.log"), health)
-        stopped_with_checkpoint = returncode == 75 and state == "interrupted"
+        stopped_with_checkpoint = returncode == EXIT_STOPPED and state == "interrupted"
         status.update(status="interrupted" if stopped_with_checkpoint else "failed", error=failure.message,
                       exit_code=returncode, ended=time.time(), **failure.to_dict(), **base)
         atomic_write_json(run.run_dir / "status.json", status)
@@ -92,7 +84,7 @@ def launch(plan: Plan, launcher_cfg: LauncherConfig | dict, progress: Progress |
     progress = progress or Progress(total=len(plan.runs))
     results, todo = {}, []
     for run in plan.runs:
-        state = run_state(run)
+        state = run_state(run.run_dir)
         if state in KEEP:
             results[run.run_id] = state
             progress.skipped(run, state)

@@ -21,12 +21,11 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from sweeper.errors import UsageError
+from sweeper.failures import KEEP, TERMINAL, run_state
+from sweeper.slots import PROJECT_ROOT
 from train.atomic import atomic_write_json, read_json
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 RECORD = "slurm.json"
-TERMINAL = ("finished", "failed", "diverged", "interrupted")
-KEEP = ("finished", "diverged")       # outcomes a later launch does not redo (a diverged run would diverge again)
 # Slurm job states after which a job will not run again (everything else: still queued, running or requeued)
 ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
          "BOOT_FAIL", "DEADLINE", "UNKNOWN")
@@ -241,7 +240,7 @@ def sync_statuses(sweep_dir: Path) -> dict[str, tuple[str, str | None]]:
     for run_id, j in jobs.items():
         state = states.get(j["job_id"])
         run_dir = sweep_dir / j["run_dir"]
-        status = (read_json(run_dir / "status.json", {}) or {}).get("status", "pending")
+        status = run_state(run_dir)
         if state in ENDED:
             status = settle(run_dir, j["job_id"], state)["status"]
         out[run_id] = (status, state)
@@ -275,9 +274,9 @@ def launch(plan, launcher_cfg: SlurmConfig | dict, progress=None) -> dict[str, s
     results, adopted, todo = {}, {}, []
     for run in plan.runs:
         status, state = known.get(run.run_id, (None, None))
-        status = status or (read_json(run.run_dir / "status.json", {}) or {}).get("status", "pending")
+        status = status or run_state(run.run_dir)
         if status in KEEP:
-            progress.skipped(run) if status == "finished" else progress.skipped(run, status)
+            progress.skipped(run, status)
             results[run.run_id] = status
         elif state is not None and state not in ENDED:
             adopted[run.run_id] = recorded[run.run_id]["job_id"]

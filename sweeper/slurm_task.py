@@ -26,10 +26,8 @@ from pathlib import Path
 
 from submitit.helpers import Checkpointable, DelayedSubmission
 
+from sweeper.failures import EXIT_STOPPED, TERMINAL, signal_name
 from train.atomic import atomic_write_json, read_json
-
-EXIT_INTERRUPTED = 75      # train's exit status after a requested stop with a checkpoint saved
-TERMINAL = ("finished", "failed", "diverged", "interrupted")
 
 
 class RunFailed(RuntimeError):
@@ -112,14 +110,13 @@ class RunTask(Checkpointable):
             time.sleep(0.2)
         returncode = self._child.returncode
         status = read_json(run_dir / "status.json", {}) or {}
-        if returncode == EXIT_INTERRUPTED or status.get("status") == "interrupted":
+        if returncode == EXIT_STOPPED or status.get("status") == "interrupted":
             self._await_end_of_job()
             raise RunInterrupted(f"run {run_dir} stopped by a signal ({status.get('error')}) and the job was "
                                  f"neither requeued nor ended; it resumes from its checkpoint on the next launch")
         if status.get("status") not in TERMINAL or status.get("status") == "failed" or returncode != 0:
             if status.get("status") not in TERMINAL:
-                why = (f"killed by {signal.Signals(-returncode).name}" if returncode < 0
-                       else f"exit status {returncode}")
+                why = f"killed by {signal_name(returncode)}" if returncode < 0 else f"exit status {returncode}"
                 status.update(status="failed", error=why, exit_code=returncode, ended=time.time())
                 atomic_write_json(run_dir / "status.json", status)
             raise RunFailed(f"run {run_dir} failed: {status.get('error')} (log: {run_dir / 'stdout.log'})")
