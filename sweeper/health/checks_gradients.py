@@ -13,20 +13,14 @@ import torch
 
 from .batching import embedding_param_ids
 from .context import PreflightContext
-from .result import CheckResult
+from .result import CheckResult, name_list
 
-_LIST = 4  # names spelled out in a one-line message; the rest go to details
 _CAUSES = {
     "no gradient": "unused in the forward pass, or the graph is cut (detach, no_grad, .data, a custom op "
                    "returning None)",
     "non-finite gradient": "overflow, or log/sqrt/division at 0 in the forward pass",
     "gradient exactly zero": "a custom op's backward or a mask blocks it, or its output is multiplied by zero",
 }
-
-
-def _names(items: list[str]) -> str:
-    head = "; ".join(items[:_LIST])
-    return head + (f"; (+{len(items) - _LIST} more)" if len(items) > _LIST else "")
 
 
 def init_loss_check(ctx: PreflightContext, loss_value: float, noise: tuple[float, int] = (0.0, 0)) -> CheckResult:
@@ -122,10 +116,10 @@ def gradient_flow_check(ctx: PreflightContext, named_grads: list[tuple[str, torc
     if dead:
         why = "; ".join(f"{problem}: {cause}" for problem, cause in causes.items())
         return CheckResult("gradient_flow", "fail", len(dead), expected,
-                           f"{len(dead)}/{total} trainable parameters get no usable gradient: {_names(dead)}. "
+                           f"{len(dead)}/{total} trainable parameters get no usable gradient: {name_list(dead)}. "
                            f"Likely cause - {why}", details)
     if weak:
-        return CheckResult("gradient_flow", "warn", 0, expected, _names(weak), details)
+        return CheckResult("gradient_flow", "warn", 0, expected, name_list(weak), details)
     return CheckResult("gradient_flow", "pass", 0, expected,
                        f"all {total} trainable parameters get a finite, nonzero gradient", details)
 
@@ -182,7 +176,8 @@ def kernel_agreement_check(ctx: PreflightContext) -> CheckResult:
     if bad:
         return CheckResult("kernel_agreement", "fail", worst, expected,
                            f"{len(bad)} parameter gradients differ from the reference kernel's by more than "
-                           f"{th.kernel_rel_tol_fp32:g}: {_names([m for _, m in sorted(bad, key=lambda b: -b[0])])}. "
+                           f"{th.kernel_rel_tol_fp32:g}: "
+                           f"{name_list([m for _, m in sorted(bad, key=lambda b: -b[0])])}. "
                            f"Likely cause - the custom kernel's backward is wrong", details)
     if loss_rel > th.kernel_rel_tol_fp32:
         return CheckResult("kernel_agreement", "fail", loss_rel, expected,

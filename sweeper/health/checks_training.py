@@ -24,7 +24,7 @@ import torch
 from .batching import call_model, take_examples
 from .context import PreflightContext, default_train_step
 from .loss_floors import LossFloors, loss_floors
-from .result import CheckResult
+from .result import CheckResult, name_list
 
 
 class _StaleGradWatch:
@@ -174,11 +174,10 @@ def _movement(moved: dict[str, bool], steps: int, wanted: int) -> CheckResult:
     frozen = [name for name, m in moved.items() if not m]
     expected = "0 unchanged parameters"
     if frozen:
-        names = "; ".join(frozen[:4]) + (f"; (+{len(frozen) - 4} more)" if len(frozen) > 4 else "")
         return CheckResult("param_movement", "fail", len(frozen), expected,
                            f"{len(frozen)}/{len(moved)} parameters never changed in {min(steps, wanted)} optimizer "
-                           f"steps: {names}: not given to the optimizer, learning rate 0, or gradients cleared "
-                           f"between backward and step", {"unchanged": frozen})
+                           f"steps: {name_list(frozen)}: not given to the optimizer, learning rate 0, or gradients "
+                           f"cleared between backward and step", {"unchanged": frozen})
     return CheckResult("param_movement", "pass", 0, expected,
                        f"all {len(moved)} trainable parameters changed within {min(steps, wanted)} steps")
 
@@ -215,10 +214,9 @@ def _stale(watch: _StaleGradWatch, steps: int) -> CheckResult:
     expected = "0 parameters"
     if watch.offenders:
         names = sorted(watch.offenders)
-        shown = "; ".join(names[:3]) + (f"; (+{len(names) - 3} more)" if len(names) > 3 else "")
         return CheckResult("stale_grad", "fail", len(names), expected,
                            f"backward accumulated into the previous step's .grad of {len(names)} parameters "
-                           f"({shown}) after optimizer step {min(watch.offenders.values())}: "
+                           f"({name_list(names, 3)}) after optimizer step {min(watch.offenders.values())}: "
                            f"optimizer.zero_grad() is missing from the training step", {"parameters": names})
     if watch.steps < 2:
         return CheckResult("stale_grad", "skip", None, expected, "fewer than 2 optimizer steps observed")

@@ -148,6 +148,12 @@ def format_table(report: HealthReport, width: int = 100) -> str:
     return "\n".join(lines)
 
 
+def name_list(items: list[str], limit: int = 4) -> str:
+    """The first `limit` items for a one-line message, "a; b; c; d; (+3 more)" (the full list goes to details)."""
+    head = "; ".join(items[:limit])
+    return head + (f"; (+{len(items) - limit} more)" if len(items) > limit else "")
+
+
 def _fmt_value(v: float | None) -> str:
     if v is None:
         return "-"
