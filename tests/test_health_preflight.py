@@ -16,12 +16,7 @@ from torch import nn
 from sweeper.health import CHECKS, Thresholds, preflight
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def ce(logits, targets):

@@ -23,14 +23,14 @@ from tests.train_runs import train as train_process
 ROPE_VARIANTS = yaml.safe_load((ROOT / "conf/experiment/rope.yaml").read_text())["experiment"]["variants"]
 
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
 @pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
+def _quiet_fault_warning():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*DELIBERATE FAULT INJECTION.*")
         yield
-    torch.set_num_threads(before)
 
 
 def variant_config(variant: str, **dotted) -> dict:

@@ -17,13 +17,7 @@ TRAIN_STEPS = 60
 MONITOR_INTERVAL = 5
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: a second OpenMP thread only spins (and crawls when the machine is busy)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(autouse=True)
