@@ -40,6 +40,7 @@ def main() -> None:
 
     from sweeper.health import LiveMonitor, preflight_run_config
     from sweeper.health.run_config import preflight_model
+    from sweeper.health.runner import _TRAINING
     from train.config import RunConfig
     from train.loop import Trainer
 
@@ -92,10 +93,9 @@ def main() -> None:
             t0 = time.perf_counter()
             report = preflight_run_config(raw)
             pre_full.append(time.perf_counter() - t0)
-        training = ("overfit_batch", "param_movement", "update_ratio", "stale_grad")
         for _ in range(args.preflight_reps):
             t0 = time.perf_counter()
-            preflight_model(cfg, tr.model, tr.corpus, skip=training)
+            preflight_model(cfg, tr.model, tr.corpus, skip=_TRAINING)
             pre_light.append(time.perf_counter() - t0)
 
     n_params = sum(p.numel() for p in tr.model.parameters())
