@@ -73,10 +73,7 @@ def start_child(job: Job, slot: Slot) -> subprocess.Popen:
     log = open(job.log_path, "ab")
     log.write(f"\n=== sweeper: start on {slot.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n".encode())
     log.flush()
-    env = slot.child_env(os.environ)
-    if job.threads:
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            env[var] = str(job.threads)
+    env = slot.child_env(os.environ, job.threads)
     env.update(job.extra_env)
     cores, parent = set(slot.cores), os.getpid()
 

@@ -22,6 +22,18 @@ from pathlib import Path
 from sweeper.errors import UsageError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def run_env(base: dict, threads: int, project_root: str | Path = PROJECT_ROOT) -> dict:
+    """A run's environment, complete before it starts (torch reads thread counts at import); Slurm tasks too."""
+    env = dict(base)
+    for var in THREAD_VARS:
+        env[var] = str(threads)
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")     # spinning OpenMP workers steal cores from neighbours
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(project_root), base.get("PYTHONPATH")) if p)
+    return env
 
 
 @dataclass(frozen=True)
@@ -88,15 +100,11 @@ class Slot:
     def name(self) -> str:
         return f"gpu{self.gpu}" if self.gpu is not None else f"cpu{self.index}"
 
-    def child_env(self, base: dict) -> dict:
-        env = dict(base)
+    def child_env(self, base: dict, threads: int | None = None) -> dict:
+        """threads: a count to keep instead of the slot's (a resumed checkpoint's)."""
+        env = run_env(base, threads or self.threads)
         env["CUDA_VISIBLE_DEVICES"] = self.gpu if self.gpu is not None else ""
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            env[var] = str(self.threads)
-        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")     # spinning OpenMP workers steal cores from neighbours
         env["SWEEPER_SLOT"] = str(self.index)
-        env["PYTHONUNBUFFERED"] = "1"
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), base.get("PYTHONPATH")) if p)
         return env
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from submitit.helpers import Checkpointable, DelayedSubmission
 
 from sweeper.failures import EXIT_STOPPED, TERMINAL, signal_name
+from sweeper.slots import run_env
 from train.atomic import atomic_write_json, read_json
 
 
@@ -49,15 +50,9 @@ def task_cpus(environ: dict) -> int:
 
 def task_env(environ: dict, project_root: str, use_gpus: bool) -> dict:
     """The run's environment, complete before the child starts (torch reads thread counts at import)."""
-    env = dict(environ)
-    threads = str(task_cpus(environ))
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        env[var] = threads
-    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    env = run_env(environ, task_cpus(environ), project_root)
     if not use_gpus:
         env["CUDA_VISIBLE_DEVICES"] = ""       # no GPU asked for: see none, not every GPU of the node
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (project_root, environ.get("PYTHONPATH")) if p)
     return env
 
 
