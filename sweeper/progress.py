@@ -17,23 +17,15 @@ import shutil
 import sys
 import time
 
+from sweeper.failures import log_tail
 from train.atomic import read_json
-
-FAILED = ("failed",)
 
 
 def last_metrics(run_dir) -> dict:
     """The last complete line of a run's metrics.jsonl (cheap: reads the file's tail)."""
     if run_dir is None:
         return {}
-    try:
-        with open(run_dir / "metrics.jsonl", "rb") as f:
-            f.seek(0, 2)
-            f.seek(max(0, f.tell() - 4096))
-            lines = f.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return {}
-    for line in reversed(lines):
+    for line in reversed(log_tail(run_dir / "metrics.jsonl").splitlines()):
         try:
             return json.loads(line)
         except ValueError:
