@@ -6,10 +6,8 @@ function, singleton state. The JobReturn is written to RESULT_PKL atomically. Ex
 """
 from __future__ import annotations
 
-import os
 import pickle
 import sys
-import tempfile
 import traceback
 
 
@@ -33,17 +31,14 @@ def main(job_file: str, result_file: str) -> int:
         traceback.print_exception(type(err), err, err.__traceback__)
     import cloudpickle
 
+    from train.atomic import atomic_write_bytes
+
     try:
         data = cloudpickle.dumps(ret)
     except Exception as e:   # an unpicklable return value: keep the status, say why the value is missing
         ret._return_value = RuntimeError(f"the job's return value could not be pickled: {e}")
         data = cloudpickle.dumps(ret)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(result_file)), suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, result_file)
+    atomic_write_bytes(result_file, data)
     sys.stdout.flush()
     return 0 if ret.status == JobStatus.COMPLETED else 1
 
