@@ -23,16 +23,15 @@ def preflight_run_config(run_cfg: Mapping[str, Any] | Any, thresholds: Threshold
     """Build the run's model at its init seed and its first training windows, then run preflight on them."""
     from train.config import RunConfig
     from train.corpus import load_corpus
+    from train.loop import pick_device
     from train.model import Transformer
     from train.streams import SeedStreams
 
     cfg = run_cfg if isinstance(run_cfg, RunConfig) else RunConfig.from_dict(dict(run_cfg))
     corpus = load_corpus(cfg.data)
-    device = torch.device("cuda" if cfg.train.device == "cuda" or (cfg.train.device == "auto"
-                                                                   and torch.cuda.is_available()) else "cpu")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(SeedStreams(cfg.seed).seed_for("init"))         # the run's own init
-        model = Transformer(cfg.model, corpus.vocab_size).to(device)
+        model = Transformer(cfg.model, corpus.vocab_size).to(pick_device(cfg))
     return preflight_model(cfg, model, corpus, thresholds, skip)
 
 
