@@ -73,8 +73,8 @@ class LiveMonitor:
             self._diverge(step, f"loss is {loss_value}")
             return {"health/diverged": True}
         self._update_ema(loss_value)
-        if grad_norm is not None:
-            gn = float(grad_norm)
+        gn = None if grad_norm is None else float(grad_norm)   # one host read of a tensor norm, not two
+        if gn is not None:
             if not math.isfinite(gn):
                 self._diverge(step, f"gradient norm is {gn}{self._first_nonfinite_grad()}")
                 return {"health/diverged": True}
@@ -86,7 +86,7 @@ class LiveMonitor:
                 self.zero_share_first = (step, share)
         if not self.is_interval(step):
             return {}
-        return self._measure_gradients(step, None if grad_norm is None else float(grad_norm))
+        return self._measure_gradients(step, gn)
 
     def after_step(self, step: int) -> dict[str, Any]:
         """Call after optimizer.step(). Returns update/weight ratios on interval steps."""
