@@ -97,12 +97,11 @@ def probed_forward(model: nn.Module, inputs: Any, n: int) -> Iterator[tuple[Prob
     """Run `model(inputs)` with probe leaves; yields (probe, outputs). Probes: float input tensors with the batch
     on dim 0, else the outputs of nn.Embedding modules with the batch on dim 0."""
     probe = Probe()
-    counter = iter(range(1_000_000))
 
     def leafify(t: torch.Tensor) -> torch.Tensor:
         if t.is_floating_point() and t.dim() > 0 and t.shape[0] == n:
             leaf = t.detach().clone().requires_grad_(True)
-            probe.names.append(f"input[{next(counter)}]")
+            probe.names.append(f"input[{len(probe.tensors)}]")
             probe.tensors.append(leaf)
             return leaf
         return t

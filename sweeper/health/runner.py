@@ -103,7 +103,7 @@ def preflight(
     return HealthReport([results[name] for name in CHECKS if name in results and name not in skip])
 
 
-def _init_backward(ctx: PreflightContext) -> tuple[float, list]:
+def _init_backward(ctx: PreflightContext) -> tuple[float, list, tuple[float, int]]:
     """One forward/backward in train mode at init. Errors here are the caller's model failing on its batch,
     so they propagate (with the check named) instead of becoming a report line."""
     named = ctx.params()
