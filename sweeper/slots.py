@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweeper.errors import UsageError
+from sweeper.failures import RetryPolicy
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -82,9 +83,7 @@ class LauncherConfig:
             raise UsageError(f"launcher.devices={cfg.devices!r}: must be a list of GPU ids, e.g. [0,2]")
         return cfg
 
-    def retry_policy(self):
-        from sweeper.failures import RetryPolicy
-
+    def retry_policy(self) -> RetryPolicy:
         return RetryPolicy(max_retries=self.max_retries, backoff_s=float(self.retry_backoff_s),
                            crash_loop_after=self.crash_loop_after)
 
