@@ -47,6 +47,15 @@ def lr_at(step: int, cfg: RunConfig) -> float:
     return t.lr * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0))))
 
 
+def make_optimizer(params, cfg: RunConfig) -> torch.optim.AdamW:
+    """AdamW with weight decay on matrices only (not on norms and biases)."""
+    params = list(params)
+    return torch.optim.AdamW(
+        [{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.train.weight_decay},
+         {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
+        lr=cfg.train.lr, betas=(0.9, 0.95), foreach=False)
+
+
 class Trainer:
     """Everything one run needs, built from the config and the seed streams (no global state in the loop)."""
 
@@ -64,11 +73,7 @@ class Trainer:
             torch.cuda.manual_seed_all(streams.seed_for("dropout"))
         random.seed(streams.seed_for("python"))
         np.random.seed(streams.seed_for("python") % 2**32)
-        decay = [p for p in self.model.parameters() if p.dim() >= 2]
-        no_decay = [p for p in self.model.parameters() if p.dim() < 2]
-        self.optimizer = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": cfg.train.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-            lr=cfg.train.lr, betas=(0.9, 0.95), foreach=False)
+        self.optimizer = make_optimizer(self.model.parameters(), cfg)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda s: lr_at(s, cfg) / cfg.train.lr)
         self.sampler = EpochSampler((len(self.corpus.train) - 1) // T, B, streams.generator("data_order"))
@@ -218,7 +223,7 @@ def _train(tr: Trainer, run_dir: Path, step: int, stop: StopRequest, on_step=Non
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(tr.model.parameters(), t.grad_clip or float("inf"))
         loss_value, grad_norm_value = loss.item(), grad_norm.item()
-        health_rec = health.after_backward(step, loss_value, grad_norm) if health else {}   # health: monitor
+        health_rec = health.after_backward(step, loss_value, grad_norm_value) if health else {}   # health: monitor
         if not (math.isfinite(loss_value) and math.isfinite(grad_norm_value)):
             return _diverged(step, last_ckpt, loss_value, None,
                              f"non-finite loss or gradient (loss={loss_value}, grad norm={grad_norm_value})")

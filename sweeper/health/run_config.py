@@ -41,7 +41,7 @@ def preflight_model(cfg: Any, model: torch.nn.Module, corpus: Any,
 
     The batch is the first batch_size training windows, read without touching the run's data order or RNG."""
     from train.batches import windows
-    from train.loop import lr_at
+    from train.loop import lr_at, make_optimizer
 
     from .runner import preflight
 
@@ -51,12 +51,7 @@ def preflight_model(cfg: Any, model: torch.nn.Module, corpus: Any,
     x, y = windows(corpus.train, starts, T)                                          # (B, T) each
 
     def optimizer_factory(params):
-        """The loop's AdamW: weight decay on matrices only."""
-        params = list(params)
-        return torch.optim.AdamW(
-            [{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.train.weight_decay},
-             {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
-            lr=cfg.train.lr, betas=(0.9, 0.95), foreach=False)
+        return make_optimizer(params, cfg)          # the loop's own AdamW
 
     updates: dict[int, int] = {}
 
