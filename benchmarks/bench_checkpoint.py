@@ -111,12 +111,10 @@ def main() -> None:
     ]
     print("\n".join(lines))
     if args.out:
-        from train.atomic import atomic_write_json, atomic_write_text
+        from benchmarks._results import write_results
 
-        out = Path(args.out)
-        atomic_write_json(out / "bench_checkpoint.json", result)
-        atomic_write_text(out / "bench_checkpoint.md", "# Checkpoint cost (benchmarks/bench_checkpoint.py)\n\n"
-                          + "\n".join(f"- {line}" for line in lines) + "\n")
+        write_results(args.out, "bench_checkpoint", result,
+                      ["# Checkpoint cost (benchmarks/bench_checkpoint.py)", "", *(f"- {line}" for line in lines)])
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import platform
 import statistics
@@ -27,20 +26,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from benchmarks._results import write_results  # noqa: E402
 
 
-def write_results(out_dir: str, mode: str, result: dict, table: list[str]) -> None:
+def publish(out_dir: str, mode: str, result: dict, table: list[str]) -> None:
     """Atomically write bench_rope_<mode>.json and .md into out_dir; print the table."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for name, text in ((f"bench_rope_{mode}.json", json.dumps(result, indent=2)),
-                       (f"bench_rope_{mode}.md", "\n".join(table) + "\n")):
-        tmp = out / (name + ".tmp")
-        with open(tmp, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, out / name)
+    write_results(out_dir, f"bench_rope_{mode}", result, table)
     print("\n".join(table))
 
 
@@ -116,7 +107,7 @@ def bench_cpu(args) -> None:
         table.append(f"| {n} | {med[n] * 1e3:.2f} | {1 / med[n]:.1f} | "
                      f"{f'{share[n]:.1%}' if impl else '-'} | {f'{direct[impl] * 1e3:.2f}' if impl else '-'} | "
                      f"{f'{direct[impl] / med[n]:.1%}' if impl else '-'} |")
-    write_results(args.out, "cpu", result, table)
+    publish(args.out, "cpu", result, table)
 
 
 # ---------------------------------------------------------------------------------------------- CUDA
@@ -165,7 +156,7 @@ def bench_cuda(args) -> None:
         return do_bench_cudagraph(fn, rep=args.rep, return_mode="median") * 1e-3
 
     big = torch.empty(1 << (16 if smoke_cpu else 28), dtype=torch.uint8, device=dev)            # 256 MiB copy
-    copy_bw = 2 * big.numel() / bench(lambda: big.clone())
+    copy_bw = 2 * big.numel() / bench(big.clone)
     del big
     try:
         from liger_kernel.ops.rope import LigerRopeFunction
@@ -268,7 +259,7 @@ def bench_cuda(args) -> None:
     table += ["", f"Tile sweep at T={seqlens[-1]}: heuristic {heur_row['block_t']}x{heur_row['block_h']} "
               f"w{heur_row['num_warps']} {heur_row['fwd_frac_peak']:.0%} of peak; best {best['block_t']}x"
               f"{best['block_h']} w{best['num_warps']} {best['fwd_frac_peak']:.0%}."]
-    write_results(args.out, "cuda", result, table)
+    publish(args.out, "cuda", result, table)
 
 
 def bench_determinism(args) -> None:
@@ -298,7 +289,7 @@ def bench_determinism(args) -> None:
     result["deterministic_in_process"] = all(len(v) == 1 for v in result["cases"].values())
     table = [f"# RoPE determinism on {result['device']} ({args.repeats} repeats)", ""] + [
         f"- {k}: {len(v)} distinct hash(es): {v[0][:16]}" for k, v in result["cases"].items()]
-    write_results(args.out, f"determinism_{args.tag}", result, table)
+    publish(args.out, f"determinism_{args.tag}", result, table)
     if not result["deterministic_in_process"]:
         raise SystemExit("NOT deterministic: repeated calls gave different bits")
 
