@@ -6,14 +6,14 @@ Why it is fast on CPU: the naive ``torch.cat`` rotation builds ~10 autograd node
 tensor. Here q and k share one autograd node and each output takes three passes written straight into a
 preallocated tensor: ``x * cos`` over the full width, then one ``addcmul_`` per half with the partner half (no
 concatenation, no rotated copy). The backward is the same code with the angle negated. Nothing is saved for
-backward except the (small) cos/sin rows. Measured on the default model: see benchmarks/bench_rope.py --cpu.
+backward except the (small) cos/sin rows. Measured on the default model: see benchmarks/bench_rope.py cpu.
 """
 from __future__ import annotations
 
 import torch
 
 
-def gather_tables(cos: torch.Tensor, sin: torch.Tensor, positions, batch: int, seqlen: int, dtype: torch.dtype,
+def gather_tables(cos: torch.Tensor, sin: torch.Tensor, positions, seqlen: int, dtype: torch.dtype,
                   interleaved: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """(cos_full, sin) rows for every token: cos_full (B|1, T, 1, R) is cos widened to every rotary dim of the
     layout, sin is (B|1, T, 1, R/2); both in `dtype`. Positions must already be checked."""
@@ -75,39 +75,24 @@ def rope_pair(q: torch.Tensor, k: torch.Tensor, c_full: torch.Tensor, s: torch.T
 
 
 class TorchRope(torch.autograd.Function):
-    """Autograd node for q and k together; backward = the same rotation by -angle (the transpose)."""
+    """Autograd node for q and k together; backward = the same rotation with the angle negated (the transpose),
+    itself a TorchRope node, so double backward works too."""
 
     @staticmethod
-    def forward(ctx, q, k, c, s, interleaved: bool):
+    def forward(ctx, q, k, c, s, interleaved: bool, conjugate: bool):
         ctx.save_for_backward(c, s)
-        ctx.interleaved = interleaved
-        return rope_pair(q, k, c, s, interleaved, conjugate=False)
+        ctx.interleaved, ctx.conjugate = interleaved, conjugate
+        return rope_pair(q, k, c, s, interleaved, conjugate)
 
     @staticmethod
     def backward(ctx, grad_q, grad_k):
         c, s = ctx.saved_tensors
-        dq, dk = TorchRopeConjugate.apply(grad_q, grad_k, c, s, ctx.interleaved)
-        return dq, dk, None, None, None
-
-
-class TorchRopeConjugate(torch.autograd.Function):
-    """The inverse rotation as its own node so double backward works too."""
-
-    @staticmethod
-    def forward(ctx, gq, gk, c, s, interleaved: bool):
-        ctx.save_for_backward(c, s)
-        ctx.interleaved = interleaved
-        return rope_pair(gq, gk, c, s, interleaved, conjugate=True)
-
-    @staticmethod
-    def backward(ctx, grad_q, grad_k):
-        c, s = ctx.saved_tensors
-        dq, dk = TorchRope.apply(grad_q, grad_k, c, s, ctx.interleaved)
-        return dq, dk, None, None, None
+        dq, dk = TorchRope.apply(grad_q, grad_k, c, s, ctx.interleaved, not ctx.conjugate)
+        return dq, dk, None, None, None, None
 
 
 def rope_torch(q, k, cos, sin, positions, interleaved: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """q, k logical (B, T, H, D) views (any strides); positions None | int | int64 (B|1, T). Out of place."""
     math_dtype = torch.float64 if torch.float64 in (q.dtype, k.dtype) else torch.float32
-    c_full, s = gather_tables(cos, sin, positions, q.shape[0], q.shape[1], math_dtype, interleaved)
-    return TorchRope.apply(q, k, c_full, s, interleaved)
+    c_full, s = gather_tables(cos, sin, positions, q.shape[1], math_dtype, interleaved)
+    return TorchRope.apply(q, k, c_full, s, interleaved, False)

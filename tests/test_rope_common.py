@@ -80,7 +80,7 @@ def rope_passes(impl: str):
         def run(conj):
             def f(q, k, cos, sin):
                 math_dtype = torch.float64 if q.dtype == torch.float64 else torch.float32
-                c, s = gather_tables(cos, sin, None, q.shape[0], q.shape[1], math_dtype)
+                c, s = gather_tables(cos, sin, None, q.shape[1], math_dtype)
                 return rope_pair(q, k, c, s, False, conj)
             return f
         return run(False), run(True)
