@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from kernels.faults import FAULT_IMPL, DropQKGrad, warn_fault_once
-from kernels.reference import FORMATS, LAYOUTS, check_positions_fit, resolve_positions, rope_reference
+from kernels.reference import FORMATS, LAYOUTS, check_positions_arg, check_positions_fit, rope_reference
 from kernels.rope_cpu import rope_torch
 
 IMPLS = ("auto", "torch", "triton", "reference", FAULT_IMPL)
@@ -57,7 +57,7 @@ def normalize_positions(positions, batch: int, seqlen: int, table_len: int, devi
         offset = positions or 0
         check_positions_fit(offset, offset + seqlen - 1, table_len)
         return offset, None, None
-    resolve_positions(positions, batch, seqlen, device)  # type/shape checks with the one error message
+    check_positions_arg(positions, batch, seqlen)
     p = positions.to(device=device, dtype=torch.int64)
     if p.dim() == 0:
         return normalize_positions(int(p), batch, seqlen, table_len, device)

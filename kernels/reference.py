@@ -47,25 +47,34 @@ def rope_cache(max_positions: int, rotary_dim: int, base: float = 10000.0, devic
     return angle.cos().to(dtype=dtype, device=device), angle.sin().to(dtype=dtype, device=device)
 
 
-def resolve_positions(positions, batch: int, seqlen: int, device) -> torch.Tensor:
-    """Positions argument -> int64 tensor (B, T) of absolute positions (the slow, explicit form)."""
-    t = torch.arange(seqlen, device=device, dtype=torch.int64)
-    if positions is None:
-        return t.expand(batch, seqlen)
-    if isinstance(positions, int) and not isinstance(positions, bool):
-        return (t + positions).expand(batch, seqlen)
+def check_positions_arg(positions, batch: int, seqlen: int) -> None:
+    """Type and shape of a positions argument (module docstring); TypeError/ValueError name what is accepted."""
+    if positions is None or (isinstance(positions, int) and not isinstance(positions, bool)):
+        return
     if not isinstance(positions, torch.Tensor) or positions.dtype.is_floating_point or positions.dtype == torch.bool:
         raise TypeError(f"apply_rope: positions={type(positions).__name__}; expected None, an int, "
                         "or an integer tensor of shape (B,), (B, T) or (1, T)")
+    shape = tuple(positions.shape)
+    if len(shape) == 0 or shape == (batch,) or (len(shape) == 2 and shape[1] == seqlen and shape[0] in (1, batch)):
+        return
+    raise ValueError(f"apply_rope: positions shape {shape}; expected (B,)=({batch},) per-batch "
+                     f"offsets or (B, T)=({batch}, {seqlen}) / (1, {seqlen}) position ids")
+
+
+def resolve_positions(positions, batch: int, seqlen: int, device) -> torch.Tensor:
+    """Positions argument -> int64 tensor (B, T) of absolute positions (the slow, explicit form)."""
+    check_positions_arg(positions, batch, seqlen)
+    t = torch.arange(seqlen, device=device, dtype=torch.int64)
+    if positions is None:
+        return t.expand(batch, seqlen)
+    if isinstance(positions, int):
+        return (t + positions).expand(batch, seqlen)
     p = positions.to(device=device, dtype=torch.int64)
     if p.dim() == 0:
         return (t + p).expand(batch, seqlen)
-    if p.dim() == 1 and p.shape[0] == batch:
+    if p.dim() == 1:
         return p[:, None] + t[None, :]
-    if p.dim() == 2 and p.shape[1] == seqlen and p.shape[0] in (1, batch):
-        return p.expand(batch, seqlen)
-    raise ValueError(f"apply_rope: positions shape {tuple(p.shape)}; expected (B,)=({batch},) per-batch "
-                     f"offsets or (B, T)=({batch}, {seqlen}) / (1, {seqlen}) position ids")
+    return p.expand(batch, seqlen)
 
 
 def check_positions_fit(pos_min: int, pos_max: int, table_len: int) -> None:
