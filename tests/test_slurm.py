@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from conftest import run_sweeper
+from local_helpers import wait_for
 from test_slurm_task import checkpoint_digest
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
@@ -71,16 +72,6 @@ def job_of(plan, run) -> str:
     return slurm.read_record(plan.sweep_dir)["jobs"][run.run_id]["job_id"]
 
 
-def wait_until(what: str, check, timeout: float = 90.0, every: float = 0.2):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-
-
 def logged_step(run) -> int:
     path = run.run_dir / "metrics.jsonl"
     lines = path.read_text().splitlines() if path.exists() else []
@@ -89,7 +80,7 @@ def logged_step(run) -> int:
 
 def release_requeued(job_id: str) -> None:
     """Start a requeued job now instead of after Slurm's ~120 s BeginTime hold (>= 2 s after the requeue)."""
-    wait_until(f"job {job_id} requeued", lambda: slurm.job_states({job_id})[job_id] == "PENDING", timeout=60)
+    wait_for(lambda: slurm.job_states({job_id})[job_id] == "PENDING", 60, f"job {job_id} requeued")
     time.sleep(2.5)
     for _ in range(10):
         r = subprocess.run(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], capture_output=True, text=True)
@@ -115,7 +106,7 @@ def sacct_history(job_id: str) -> list[str]:
         out = subprocess.run(["sacct", "-D", "-X", "-n", "-P", "-o", "JobID,State", "-j", job_id.split("_")[0]],
                              capture_output=True, text=True).stdout
         return [line.split("|")[1].split()[0] for line in out.splitlines() if line.split("|")[0] == job_id]
-    return wait_until(f"accounting of {job_id}", lambda: (s := states()) and s[-1] in slurm.ENDED and s, 30)
+    return wait_for(lambda: (s := states()) and s[-1] in slurm.ENDED and s, 30, f"accounting of {job_id}")
 
 
 def task_spans(array_id: str) -> list[tuple[str, str]]:
@@ -222,10 +213,10 @@ def test_cancel_interrupts_one_run_and_the_next_launch_resumes_only_it(tmp_path,
                         "launcher.wait=false")
     victim, sibling = plan.runs
     slurm.launch(plan, cfg, Progress(total=2))
-    wait_until("the run to log step 10", lambda: logged_step(victim) >= 10, timeout=120)
+    wait_for(lambda: logged_step(victim) >= 10, 120, "the run to log step 10")
     subprocess.run(["scancel", job_of(plan, victim)], check=True)
-    wait_until("both jobs to end", lambda: all(s in slurm.ENDED for s in slurm.job_states(
-        {job_of(plan, victim), job_of(plan, sibling)}).values()), timeout=180)
+    wait_for(lambda: all(s in slurm.ENDED for s in slurm.job_states(
+        {job_of(plan, victim), job_of(plan, sibling)}).values()), 180, "both jobs to end")
 
     assert status(victim)["status"] == "interrupted", status(victim)
     assert list((victim.run_dir / "ckpt").glob("step_*.pt")), "no checkpoint saved on cancel"
@@ -252,14 +243,14 @@ def test_preemption_checkpoints_requeues_and_resumes_bitwise_equal(tmp_path, tin
     slurm.launch(plan, cfg, Progress(total=1))
     slurm.launch(ref_plan, ref_cfg, Progress(total=1))
     job = job_of(plan, run)
-    wait_until("the run to log step 10", lambda: logged_step(run) >= 10, timeout=120)
+    wait_for(lambda: logged_step(run) >= 10, 120, "the run to log step 10")
     # what a preemption looks like to the job (submitit's own test hook does the same): SIGTERM, then USR2
     subprocess.run(["scancel", "--signal=TERM", job], check=True)
     time.sleep(0.3)
     subprocess.run(["scancel", "--signal=USR2", job], check=True)
     release_requeued(job)
-    wait_until("both runs to end", lambda: all(s in slurm.ENDED for s in slurm.job_states(
-        {job, job_of(ref_plan, ref)}).values()), timeout=180)
+    wait_for(lambda: all(s in slurm.ENDED for s in slurm.job_states(
+        {job, job_of(ref_plan, ref)}).values()), 180, "both runs to end")
 
     assert sacct_history(job) == ["REQUEUED", "COMPLETED"]
     assert status(run)["status"] == status(ref)["status"] == "finished"
