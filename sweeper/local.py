@@ -47,13 +47,14 @@ class RunAdapter:
         run = self.runs[job.key]
         status = read_json(run.run_dir / "status.json", {}) or {}
         state = status.get("status")
+        stopped_with_checkpoint = returncode == EXIT_STOPPED and state == "interrupted"    # the child wrote it
         base = {"run_id": run.run_id, "variant": run.variant, "seed": run.seed, "attempts": attempt}
         if returncode == 0 and state in KEEP:
             status.update(base)
             atomic_write_json(run.run_dir / "status.json", status)
             return status, None
         if interrupted:
-            if not (returncode == EXIT_STOPPED and state == "interrupted"):    # the child could not write it itself
+            if not stopped_with_checkpoint:    # the child could not write it itself
                 status.update(status="interrupted", error="stopped by the sweeper (Ctrl-C / SIGTERM) before it "
                               "could checkpoint; resumes from its last checkpoint", exit_code=returncode,
                               ended=time.time())
@@ -63,7 +64,6 @@ class RunAdapter:
         health = (read_json(run.run_dir / "health.json", {}) or {}).get("verdict")
         error = status.get("error") if state in ("failed", "interrupted") else None
         failure = classify(returncode, error, log_tail(run.run_dir / "stdout.log"), health)
-        stopped_with_checkpoint = returncode == EXIT_STOPPED and state == "interrupted"
         status.update(status="interrupted" if stopped_with_checkpoint else "failed", error=failure.message,
                       exit_code=returncode, ended=time.time(), **failure.to_dict(), **base)
         atomic_write_json(run.run_dir / "status.json", status)
