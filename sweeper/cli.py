@@ -105,4 +105,6 @@ def execute(plan, backend, launcher_cfg, argv: list[str]) -> int:
 
         print(report_sweep(plan.sweep_dir, plots=True))
     print(f"sweep dir: {plan.sweep_dir}")
-    return 1 if any(s not in ("finished", "diverged") for s in statuses.values()) else 0
+    from sweeper.failures import KEEP
+
+    return 1 if any(s not in KEEP for s in statuses.values()) else 0

@@ -9,7 +9,8 @@
 Transient (retried with backoff, the run resumes from its checkpoint): killed or stopped by a signal (OOM
 killer, a stray `kill`, preemption), CUDA out of memory, a lost node. Deterministic (never retried): exit
 status 2 (config error, refused resume), a failed health check, any other exception in user code. The same
-deterministic-looking failure across `crash_loop_after` runs of one variant stops that variant's queued runs.
+final failure (deterministic, or transient with its retries used up) across `crash_loop_after` runs of one
+variant stops that variant's queued runs.
 Pure Python: the Slurm backend can classify its task ends the same way (e.g. NODE_FAIL -> lost_node), and
 both backends read a run's outcome with run_state() against KEEP and TERMINAL.
 """
@@ -21,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from train.atomic import read_json
+from train.stopping import EXIT_INTERRUPTED as EXIT_STOPPED   # python -m train: stopped, checkpoint saved
 
 SIGNAL, OOM, LOST_NODE = "signal", "out_of_memory", "lost_node"
 CONFIG, HEALTH, EXCEPTION = "config_error", "health_check", "exception"
 TRANSIENT = frozenset({SIGNAL, OOM, LOST_NODE})
 EXIT_CONFIG = 2        # python -m train: bad config or refused resume
-EXIT_STOPPED = 75      # python -m train: stopped by a signal, checkpoint saved
 TERMINAL = ("finished", "failed", "diverged", "interrupted")     # a run in one of these has ended
 KEEP = ("finished", "diverged")      # outcomes a later launch does not redo (a diverged run would diverge again)
 

@@ -230,7 +230,7 @@ class Interrupts:
 def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: RetryPolicy, progress,
              grace_s: float = 20.0, poll_s: float = 0.1) -> dict[str, dict]:
     """Run every job; returns key -> final status dict. Raises KeyboardInterrupt after a clean stop."""
-    queue, ready_at, attempts = list(jobs), {}, {}
+    queue, ready_at, attempts, waiting = list(jobs), {}, {}, {}    # waiting: key -> status of a failed try
     free, running, outcomes = sorted(slots, key=lambda s: s.index), [], {}
     loops = CrashLoops(policy.crash_loop_after)
     with Interrupts() as intr, Subreaper() as reaper:
@@ -239,6 +239,9 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
             for job in list(queue):
                 if job.group in loops.stopped:
                     queue.remove(job)
+                    if job.key in waiting:       # it ran and failed: that stays its outcome, no retry now
+                        outcomes[job.key] = waiting.pop(job.key)
+                        continue
                     outcomes[job.key] = adapter.not_started(job, loops.stopped[job.group])
                     progress.not_started(job, outcomes[job.key])
                     continue
@@ -250,6 +253,7 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                                  f"(pids {', '.join(map(str, leftovers))})")
                     stop_processes(leftovers, grace_s)
                 queue.remove(job)
+                waiting.pop(job.key, None)
                 slot = free.pop(0)
                 attempts[job.key] = attempts.get(job.key, 0) + 1
                 child = Child(job, slot, start_child(job, slot), time.time(), attempts[job.key])
@@ -267,6 +271,7 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                 if failure is not None and policy.should_retry(failure, child.attempt):
                     delay = policy.delay_s(child.attempt)
                     ready_at[job.key] = time.time() + delay
+                    waiting[job.key] = status
                     queue.insert(0, job)
                     progress.retrying(job, status, failure, child.attempt, policy.max_retries + 1, delay)
                     continue

@@ -24,12 +24,12 @@ from pathlib import Path
 
 from train.atomic import atomic_write_json, atomic_write_text, read_json, read_jsonl
 from train.config import RunConfig
+from train.stopping import EXIT_INTERRUPTED
 from train.streams import DROP_ENV, DROPPABLE
 from train.trail import AUDIT_ENVS, KILL_ENV, STOP_ENV, TRAIL_ENV, read_trail
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("stop", "kill")
-EXIT_INTERRUPTED = 75
 
 
 class AuditError(RuntimeError):

@@ -24,12 +24,11 @@ from train.corpus import load_corpus
 from train.determinism import set_determinism
 from train.envinfo import device_name, environment_record, versions
 from train.model import Transformer
-from train.stopping import StopRequest
+from train.stopping import EXIT_INTERRUPTED, StopRequest
 from train.streams import SeedStreams, capture_rng_states, dropped_states, restore_rng_states
 from train.trail import hooks_from_env
 from sweeper.health.run_health import RunHealth   # health: preflight, live monitor, health.json (issue 5)
 
-EXIT_INTERRUPTED = 75   # EX_TEMPFAIL: stopped on request with a checkpoint; run it again to resume
 
 
 def pick_device(cfg: RunConfig) -> torch.device:

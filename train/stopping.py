@@ -14,6 +14,7 @@ from __future__ import annotations
 import signal
 import threading
 
+EXIT_INTERRUPTED = 75   # exit status of `python -m train` stopped this way (EX_TEMPFAIL): run it again to resume
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2)
 
 
