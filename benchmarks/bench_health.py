@@ -122,12 +122,11 @@ def main() -> None:
     ]
     print("\n".join(lines))
     if args.out:
-        from train.atomic import atomic_write_json, atomic_write_text
+        from benchmarks._results import write_results
 
-        out = Path(args.out)
-        atomic_write_json(out / "bench_health.json", result)
-        atomic_write_text(out / "bench_health.md", "# Health-check cost (benchmarks/bench_health.py)\n\n"
-                          + "\n".join(f"- {line}" for line in lines) + "\n")
+        write_results(args.out, "bench_health", result,
+                      ["# Health-check cost (benchmarks/bench_health.py)", "", *(f"- {line}" for line in lines)])
+
 
 if __name__ == "__main__":
     main()
