@@ -110,16 +110,23 @@ class HealthReport:
         return cls([CheckResult.from_dict(c) for c in d.get("checks", [])])
 
     def write(self, path: str | os.PathLike) -> Path:
-        """Write as JSON atomically (temp file in the same folder, fsync, rename)."""
-        from train.atomic import atomic_write_text
-
+        """Write as JSON atomically: a temp file beside it, then a rename (a reader never sees half a file)."""
         path = Path(path)
-        atomic_write_text(path, self.to_json() + "\n")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(self.to_json() + "\n", encoding="utf-8")
+        os.replace(tmp, path)
         return path
 
     @classmethod
     def read(cls, path: str | os.PathLike) -> "HealthReport":
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """health.json back; ValueError naming the file when it is not a health report."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            return cls.from_dict(data)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise ValueError(f"{path}: not a readable health report ({type(e).__name__}: {e}); delete it, the "
+                             f"next run writes a new one") from None
 
     def __str__(self) -> str:
         return format_table(self)

@@ -1,9 +1,10 @@
-"""Files other processes read are written atomically: temp file in the same folder, fsync, rename.
+"""File helpers of the run contract: writes other processes read are atomic (temp file, fsync, rename).
 
-    atomic_write_json(run_dir / "status.json", {"status": "running"})
-    append_jsonl(run_dir / "metrics.jsonl", {"step": 10, "train_loss": 3.2})
+    atomic_write_json(path, {"jobs": {...}})             # a reader sees the old file or the new one, never half
+    append_jsonl(path, {"step": 10, "train_loss": 3.2})  # one fsynced line
+    read_tail(path, 4096)                                # the last bytes of a log, as text
 
-Pure Python (no torch): the sweeper parent uses it too.
+Pure Python (no torch). The files of a run dir are read and written through sweeper.run.rundir, not here.
 """
 from __future__ import annotations
 
@@ -72,6 +73,17 @@ def read_jsonl(path: str | Path) -> list[dict]:
 
 def rewrite_jsonl(path: str | Path, records: Iterable[dict]) -> None:
     atomic_write_text(path, "".join(json.dumps(r, sort_keys=True, default=str) + "\n" for r in records))
+
+
+def read_tail(path: str | Path, n: int = 4096) -> str:
+    """The last n bytes of a file as text ("" when it is missing)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - n))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -1,10 +1,13 @@
-"""RNG-state checkpoints: everything a bitwise resume needs, written atomically with a checksum.
+"""Checkpoint files: everything a bitwise resume needs, written atomically with a checksum.
 
     save_checkpoint(run_dir / "ckpt", step=100, state={...}, keep=2)
     found = load_latest(run_dir / "ckpt")   # newest valid one; corrupt/truncated newer files are reported
-    check_fingerprint(found.state["fingerprint"], current, run_dir, found.state.get("config"), cfg.to_dict())
+    check_fingerprint(found.state["fingerprint"], current, run_dir, found.state.get("config"), cfg)
 
-File format: b"SWEEPCK1" + sha256(payload) (32 bytes) + payload (torch.save of the state dict). The file is
+Users call these through `run.save_checkpoint(state, step)` / `run.load_checkpoint()` (sweeper.run), which add
+the RNG states and the fingerprint. File format: a magic (b"SWEEPCK1": torch.save payload, used whenever the
+process has imported torch; b"SWEEPCKP": pickle payload, for code without torch) + sha256(payload) (32 bytes)
++ payload. The file is
 written to a hidden temp file in the same folder, fsynced, then renamed over `step_XXXXXXXX.pt`, so a process
 killed mid-write leaves only a `.step_*.tmp` file (ignored, deleted by the next save). A file whose checksum
 does not match (truncated, bit-flipped) is skipped loudly, renamed to `*.corrupt` for inspection, and the
@@ -24,11 +27,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
+import sys
 
-from train.atomic import atomic_write_bytes
+from sweeper.run.atomic import atomic_write_bytes
 
-MAGIC = b"SWEEPCK1"
+MAGIC, MAGIC_PICKLE = b"SWEEPCK1", b"SWEEPCKP"
 _NAME = re.compile(r"^step_(\d{8})\.pt$")
 WRITE_DELAY_ENV = "SWEEPER_TEST_CKPT_WRITE_DELAY_S"
 
@@ -62,10 +65,14 @@ def list_checkpoints(ckpt_dir: Path) -> list[Path]:
 
 
 def encode(state: dict) -> bytes:
-    buf = io.BytesIO()
-    torch.save(state, buf)
-    payload = buf.getvalue()
-    return MAGIC + hashlib.sha256(payload).digest() + payload
+    torch = sys.modules.get("torch")
+    if torch is None:
+        payload, magic = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), MAGIC_PICKLE
+    else:
+        buf = io.BytesIO()
+        torch.save(state, buf)
+        payload, magic = buf.getvalue(), MAGIC
+    return magic + hashlib.sha256(payload).digest() + payload
 
 
 def save_checkpoint(ckpt_dir: Path, step: int, state: dict, keep: int) -> Path:
@@ -92,11 +99,16 @@ def _write_slowly(delay_s: float):
 
 
 def decode(blob: bytes, path: Path | str = "<bytes>") -> dict:
-    if len(blob) < len(MAGIC) + 32 or not blob.startswith(MAGIC):
+    magic = blob[:len(MAGIC)]
+    if len(blob) < len(MAGIC) + 32 or magic not in (MAGIC, MAGIC_PICKLE):
         raise CorruptCheckpoint(f"{path}: not a sweeper checkpoint or truncated ({len(blob)} bytes)")
     digest, payload = blob[len(MAGIC):len(MAGIC) + 32], blob[len(MAGIC) + 32:]
     if hashlib.sha256(payload).digest() != digest:
         raise CorruptCheckpoint(f"{path}: checksum mismatch ({len(blob)} bytes; truncated or corrupted on disk)")
+    if magic == MAGIC_PICKLE:
+        return pickle.loads(payload)
+    import torch
+
     return torch.load(io.BytesIO(payload), map_location="cpu", weights_only=False)
 
 
@@ -137,7 +149,7 @@ def check_fingerprint(saved: dict, current: dict, run_dir: Path, saved_config: d
             diffs.insert(0, "config " + ", ".join(changed))
     raise FingerprintMismatch(
         f"refusing to resume {run_dir}: its checkpoints come from a different setup ({'; '.join(diffs)}). "
-        f"Restore the original config, corpus, thread count and device, or start fresh by deleting "
+        f"Restore the original config, data, thread count and device, or start fresh by deleting "
         f"{Path(run_dir) / 'ckpt'} (or use another sweeper.dir).")
 
 

@@ -1,6 +1,6 @@
 """Graceful stop: SIGTERM, SIGINT, SIGUSR1 or SIGUSR2 ask the loop to checkpoint at the next step boundary.
 
-    with StopRequest() as stop:
+    with StopRequest() as stop:               # sweeper.run.init() installs one for every run
         for step in ...:
             if stop.requested: save a checkpoint, write status "interrupted", return
 
@@ -14,7 +14,8 @@ from __future__ import annotations
 import signal
 import threading
 
-EXIT_INTERRUPTED = 75   # exit status of `python -m train` stopped this way (EX_TEMPFAIL): run it again to resume
+from sweeper.run.rundir import EXIT_INTERRUPTED  # noqa: F401  (the exit status of a run stopped this way)
+
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2)
 
 

@@ -3,6 +3,7 @@
     streams = SeedStreams(seed=3)
     streams.seed_for("data_order")       # -> int, stable across Python versions, machines and processes
     g = streams.generator("data_order")  # torch.Generator seeded from it
+    streams.numpy("eval_batches")        # numpy.random.Generator seeded from it
     states = capture_rng_states()        # python, numpy, torch CPU, every CUDA device: into a checkpoint
     restore_rng_states(states)           # bitwise the same random future
 
@@ -10,6 +11,9 @@ Separate streams make paired comparisons valid: two variants run with the same s
 the same validation batches and the same dropout masks even when one of them builds a different model (its
 init draws come from the "init" stream only). The global torch RNG is the dropout stream after model init;
 nothing in the loop reseeds it.
+
+Torch is optional: without it (or before the user's code imported it) only the python and numpy states are
+captured; torch is never imported here on the user's behalf.
 
 Test-only fault injection: SWEEPER_FAULT_DROP_RNG_STATE=torch (comma-separated names from DROPPABLE) leaves
 those states out of every checkpoint written, so a resumed run keeps the fresh process's state instead. The
@@ -45,6 +49,24 @@ class SeedStreams:
         g.manual_seed(self.seed_for(stream))
         return g
 
+    def numpy(self, stream: str):
+        import numpy as np
+
+        return np.random.default_rng(self.seed_for(stream))
+
+
+def _torch():
+    """torch when the process already imported it (a user's torch-free code never pays for it)."""
+    return sys.modules.get("torch")
+
+
+def _numpy():
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover - numpy is a dependency
+        return None
+    return numpy
+
 
 def dropped_states() -> frozenset[str]:
     """RNG states the test-only fault switch leaves out of checkpoints (empty in normal runs)."""
@@ -65,11 +87,13 @@ def dropped_states() -> frozenset[str]:
 def capture_rng_states(for_checkpoint: bool = True) -> dict:
     """The global RNG states: python, numpy, torch CPU and one per visible CUDA device. With for_checkpoint,
     states named by the test-only fault switch are left out (the audit's own hashes pass False)."""
-    import numpy as np
-    import torch
-
-    states = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
-              "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
+    np, torch = _numpy(), _torch()
+    states = {"python": random.getstate()}
+    if np is not None:
+        states["numpy"] = np.random.get_state()
+    if torch is not None:
+        states["torch"] = torch.get_rng_state()
+        states["cuda"] = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else []
     for name in dropped_states() if for_checkpoint else ():
         states.pop(name, None)
     return states
@@ -78,13 +102,14 @@ def capture_rng_states(for_checkpoint: bool = True) -> dict:
 def restore_rng_states(states: dict) -> None:
     """Restore what `capture_rng_states` saved. CUDA states go back to the device they came from (index i to
     device i); the fingerprint guarantees the same device model and count, so none is spread to the others."""
-    import numpy as np
-    import torch
-
     if "python" in states:
         random.setstate(states["python"])
     if "numpy" in states:
-        np.random.set_state(states["numpy"])
+        _numpy().random.set_state(states["numpy"])
+    if "torch" not in states and "cuda" not in states:
+        return
+    import torch
+
     if "torch" in states:
         torch.set_rng_state(states["torch"])
     cuda = states.get("cuda") or []

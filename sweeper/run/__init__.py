@@ -1,0 +1,315 @@
+"""The run API: what any training code calls to become a sweepable, resumable, health-checked sweeper run.
+
+    import sweeper
+    run = sweeper.init()                        # inside a sweep (SWEEPER_RUN_DIR); alone: init(run_dir, config)
+    cfg = run.config                            # the run's resolved config (OmegaConf), cfg.seed == run.seed
+    run.seed_all()                              # python / numpy / torch global RNGs from the seed's streams
+    g = run.generator("data_order")             # one named stream: init, data_order, dropout, eval_batches, python
+    state = run.load_checkpoint()               # None, or what save_checkpoint saved (RNG states restored too)
+    for step in range(run.start_step, cfg.steps):
+        if run.should_stop:                     # SIGTERM / SIGINT / SIGUSR1 / SIGUSR2, Slurm preemption
+            run.save_checkpoint(my_state(), step)
+            sys.exit(run.interrupt(step))       # exit 75: the next launch resumes, bitwise
+        ...
+        run.log(step, train_loss=loss)          # metrics.jsonl (+ TensorBoard with sweeper.tensorboard=true)
+    run.finish(val_loss=val)                    # summary.json: the numbers the decision table is made of
+
+`python -m sweeper.run MODULE:FUNCTION RUN_DIR` calls FUNCTION(run) in a fresh process (what a sweep with
+`task.entry` launches); a script named by `task.command` calls `sweeper.init()` itself. Torch is optional:
+code without it gets python and numpy RNG states and pickle checkpoints.
+"""
+from __future__ import annotations
+
+import os
+import random
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from sweeper.run.checkpoint import (CorruptCheckpoint, FingerprintMismatch, check_fingerprint, load_latest,
+                                    save_checkpoint)
+from sweeper.run.envinfo import cuda_device_count, environment_record, thread_count, versions
+from sweeper.run.rundir import EXIT_INTERRUPTED, KEEP, RunDir, Status, Summary, UnreadableFile, stable_hash
+from sweeper.run.stopping import StopRequest
+from sweeper.run.streams import STREAMS, SeedStreams, capture_rng_states, restore_rng_states
+
+__all__ = ["init", "Run", "ConfigError", "FingerprintMismatch", "CorruptCheckpoint", "STREAMS", "RUN_DIR_ENV"]
+RUN_DIR_ENV = "SWEEPER_RUN_DIR"          # set by every sweeper backend for the run's process
+TENSORBOARD_ENV = "SWEEPER_TENSORBOARD"  # "1": run.log also writes TensorBoard event files
+
+
+class ConfigError(ValueError):
+    """A bad config value: the run fails with exit status 2 and is never retried."""
+
+
+class Run:
+    """One run of a sweep, seen from inside its process. Made by `init()`."""
+
+    def __init__(self, rundir: RunDir, config: dict, *, keep_checkpoints: int = 2, tensorboard: bool = False):
+        from omegaconf import OmegaConf
+
+        self.dir = rundir
+        self.config_dict = dict(config)
+        self.config = OmegaConf.create(self.config_dict)
+        self.config_hash = stable_hash(self.config_dict)
+        try:
+            record = rundir.read_status()
+        except UnreadableFile as e:
+            print(f"WARNING: {e}", file=sys.stderr, flush=True)
+            record = rundir.update_status(Status.PENDING)
+        seed = self.config_dict.get("seed", record.seed if record.seed is not None else 0)
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise ConfigError(f"seed={seed!r}: a seed is a non-negative integer")
+        self.seed, self.streams = seed, SeedStreams(seed)
+        self.run_id = record.run_id or rundir.path.name
+        self.experiment, self.variant = record.experiment or "adhoc", record.variant or "default"
+        self.keep_checkpoints = keep_checkpoints
+        self.start_step = 0
+        self.outcome: Status | None = None
+        self.extra: dict[str, Any] = {}               # more summary.json fields (e.g. determinism flags)
+        self._t0 = time.time()
+        self._last_step: int | None = None
+        self._health = None
+        self._health_saved: dict | None = None
+        self._tb_enabled, self._tb = tensorboard, None
+        self._fingerprint: dict = {}
+        self.finished = self._already_finished()
+        self.stop = StopRequest()
+        if self.finished:
+            return
+        rundir.update_status(Status.RUNNING, run_id=self.run_id, seed=self.seed, error=None, exit_code=None,
+                             started=self._t0, ended=None, pid=os.getpid())
+        if not rundir.has_checkpoint():
+            rundir.keep_metrics_until(None)           # a fresh start: earlier lines would be duplicates
+        self.record_env()
+        if threading.current_thread() is threading.main_thread():
+            self.stop.__enter__()
+
+    def _already_finished(self) -> bool:
+        """True when summary.json already holds this config's final result (the status is repaired)."""
+        try:
+            summary = self.dir.read_summary()
+        except UnreadableFile:
+            return False
+        if summary is None or summary.status not in KEEP or summary.config_hash != self.config_hash:
+            return False
+        self.outcome = summary.status
+        if self.dir.outcome() != summary.status:
+            self.dir.update_status(summary.status)
+        return True
+
+    # -- seeds ------------------------------------------------------------------------------------------------
+    def seed_for(self, stream: str) -> int:
+        return self.streams.seed_for(stream)
+
+    def generator(self, stream: str):
+        """A torch.Generator seeded from one named stream."""
+        return self.streams.generator(stream)
+
+    def numpy_rng(self, stream: str):
+        """A numpy.random.Generator seeded from one named stream."""
+        return self.streams.numpy(stream)
+
+    def manual_seed(self, stream: str) -> None:
+        """Seed torch's global CPU (and CUDA) RNG from a stream: e.g. "init" before building the model."""
+        import torch
+
+        seed = self.seed_for(stream)
+        torch.manual_seed(seed)
+        if torch.cuda.is_initialized():
+            torch.cuda.manual_seed_all(seed)
+
+    def seed_all(self) -> None:
+        """python and numpy global RNGs from the "python" stream; torch's (if imported) from "init"."""
+        random.seed(self.seed_for("python"))
+        if "numpy" in sys.modules:
+            sys.modules["numpy"].random.seed(self.seed_for("python") % 2**32)
+        if "torch" in sys.modules:
+            self.manual_seed("init")
+
+    # -- metrics, health, TensorBoard ------------------------------------------------------------------------
+    def log(self, step: int, **metrics: Any) -> dict:
+        """Append one metrics line {"step": step, **health metrics measured since the last line, **metrics}."""
+        record = {"step": int(step), **(self._health.take_pending() if self._health else {}), **metrics}
+        record = {k: _plain(v) for k, v in record.items()}
+        self.dir.append_metrics(record)
+        self._last_step = int(step)
+        if self._tb_enabled:
+            if self._tb is None:
+                from sweeper.run.tensorboard import TensorBoardLog
+
+                self._tb = TensorBoardLog(self.dir.path / "tensorboard", self.experiment, self.variant, self.seed,
+                                          purge_step=self.start_step or None)
+            self._tb.log(record)
+        return record
+
+    def health(self, model: Any, *, num_classes: int | None = None, interval: int = 10, preflight=None):
+        """The live monitor on `model` (sweeper.health.LiveMonitor), writing health.json. `preflight`: a
+        function returning a HealthReport, run once at the start of a fresh run (not on resume)."""
+        from sweeper.run.health import RunHealth
+
+        self._health = RunHealth(model, self.dir.health_path, interval=interval, num_classes=num_classes,
+                                 preflight=preflight, saved=self._health_saved, resumed=self.start_step > 0)
+        return self._health
+
+    def record_env(self, device: str | None = None) -> dict:
+        """Write env.json: what this process sees (threads, devices, affinity, versions)."""
+        self.env = environment_record(device)
+        self.dir.write_env(self.env)
+        return self.env
+
+    # -- checkpoints ------------------------------------------------------------------------------------------
+    def fingerprint(self, extra: Mapping | None = None) -> dict:
+        """What must not change between a checkpoint and its resume: config, seed, versions, threads, devices."""
+        lib = versions()
+        base = {"config_hash": self.config_hash, "seed": self.seed, "python_version": lib["python"],
+                "torch_version": lib["torch"] if "torch" in sys.modules else None,
+                "num_threads": thread_count(), "cuda_device_count": cuda_device_count()}
+        return {**base, **dict(extra or {})}
+
+    def save_checkpoint(self, state: Any, step: int, fingerprint: Mapping | None = None) -> Path:
+        """Write ckpt/step_<step>.pt atomically: `state`, every RNG state, health state, the fingerprint."""
+        self._fingerprint = self.fingerprint(fingerprint)
+        blob = {"step": int(step), "state": state, "rng": capture_rng_states(), "fingerprint": self._fingerprint,
+                "config": self.config_dict, "health": self._health.state_dict() if self._health else None}
+        return save_checkpoint(self.dir.ckpt_dir, int(step), blob, keep=self.keep_checkpoints)
+
+    def load_checkpoint(self, fingerprint: Mapping | None = None) -> Any:
+        """The newest valid checkpoint's state (RNG states restored, metrics after it dropped), or None.
+
+        Corrupt newer files are moved aside and named in stdout and status.json; a checkpoint from another
+        setup (fingerprint) raises FingerprintMismatch naming what differs."""
+        loaded = load_latest(self.dir.ckpt_dir)
+        fallback = loaded.path.name if loaded.path else "no valid checkpoint left, restarting from step 0"
+        notes = [f"{p.name}: {why}" for p, why in loaded.skipped]
+        for line in notes:
+            print(f"WARNING: corrupt checkpoint skipped, falling back to an older one ({fallback}): {line}", flush=True)
+        if notes:
+            self.dir.update_status(warnings=[f"corrupt checkpoint skipped ({fallback}): {s}" for s in notes])
+            self.extra["skipped_checkpoints"] = notes
+        if loaded.state is None:
+            self.dir.keep_metrics_until(None)
+            return None
+        blob = loaded.state
+        current = self.fingerprint(fingerprint)
+        check_fingerprint(blob["fingerprint"], current, self.dir.path, blob.get("config"), self.config_dict)
+        restore_rng_states(blob["rng"])
+        self.start_step = self._last_step = int(blob["step"])
+        self.dir.keep_metrics_until(self.start_step)
+        self._health_saved = blob.get("health")
+        if self._health is not None and self._health_saved:
+            self._health.load_state_dict(self._health_saved)
+        self.extra["resumed_from"] = loaded.path.name
+        print(f"resumed from {loaded.path} at step {self.start_step}", flush=True)
+        return blob["state"]
+
+    # -- stopping and ending ------------------------------------------------------------------------------------
+    @property
+    def should_stop(self) -> bool:
+        """True once a stop signal arrived: save a checkpoint and `sys.exit(run.interrupt(step))`."""
+        return self.stop.requested is not None
+
+    def request_stop(self, reason: str) -> None:
+        self.stop.requested = self.stop.requested or reason
+
+    def interrupt(self, step: int) -> int:
+        """Record the run as stopped at `step` with a checkpoint saved; returns the exit status to use (75)."""
+        why = f"stopped by {self.stop.requested or 'request'} at step {step}; checkpoint saved"
+        self._end(Status.INTERRUPTED, {}, step, error=why, exit_code=EXIT_INTERRUPTED)
+        return EXIT_INTERRUPTED
+
+    def finish(self, final: Mapping | None = None, *, steps: int | None = None, **metrics: Any) -> dict:
+        """Record the run's final metrics in summary.json and mark it finished. Returns the summary."""
+        return self._end(Status.FINISHED, {**dict(final or {}), **metrics}, steps, error=None, exit_code=0)
+
+    def diverged(self, step: int, reason: str, last_good_checkpoint: int | None = None, **final: Any) -> dict:
+        """Record a NaN/inf loss or gradient: status "diverged" (an outcome, kept and flagged, never rerun)."""
+        if self._health is not None:
+            self._health.finish(diverged_at=step, reason=reason, last_good_checkpoint=last_good_checkpoint)
+        return self._end(Status.DIVERGED, final, step, error=f"{reason} at step {step}", exit_code=0,
+                         diverged_at_step=step, last_good_checkpoint=last_good_checkpoint)
+
+    def fail(self, error: str, exit_code: int = 1) -> None:
+        """Record a failure (the entry runner and the crash hook call this)."""
+        self.outcome = Status.FAILED
+        self.dir.update_status(Status.FAILED, error=error, exit_code=exit_code, ended=time.time())
+        self.close()
+
+    def _end(self, status: Status, final: Mapping, steps: int | None, **fields) -> dict:
+        if self._health is not None and status is not Status.DIVERGED:
+            self._health.finish()
+        steps = steps if steps is not None else self._last_step
+        summary = Summary(status=status, final={k: _plain(v) for k, v in final.items()}, steps=steps,
+                          wall_time_s=time.time() - self._t0, run_id=self.run_id, experiment=self.experiment,
+                          variant=self.variant, seed=self.seed, config_hash=self.config_hash,
+                          fingerprint=self._fingerprint or self.fingerprint(), env=getattr(self, "env", {}),
+                          extra=dict(self.extra))
+        self.dir.write_summary(summary)
+        self.dir.update_status(status, ended=time.time(), **fields)
+        self.outcome = status
+        self.close()
+        return summary.to_dict()
+
+    def close(self) -> None:
+        """Restore the signal handlers and close TensorBoard (finish/interrupt/diverged/fail call it)."""
+        self.stop.__exit__(None, None, None)
+        if self._tb is not None:
+            self._tb.close()
+            self._tb = None
+
+
+def _plain(value: Any) -> Any:
+    """Tensors and numpy scalars become Python numbers (metrics files hold JSON)."""
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 0) == 0:
+        return value.item()
+    return value
+
+
+def init(run_dir: str | Path | None = None, config: Mapping | None = None, *, keep_checkpoints: int = 2,
+         tensorboard: bool | None = None, record_crashes: bool = True) -> Run:
+    """The current run. Inside a sweep, run_dir comes from SWEEPER_RUN_DIR and the config from its
+    config.yaml; alone, pass run_dir (and config, which is then written there)."""
+    run_dir = run_dir or os.environ.get(RUN_DIR_ENV)
+    if not run_dir:
+        raise RuntimeError(f"sweeper.init(): not launched by sweeper ({RUN_DIR_ENV} is not set); launch it with "
+                           f"`python -m sweeper +experiment=...`, or pass run_dir= (and config=) to run it alone")
+    rundir = RunDir(run_dir)
+    rundir.path.mkdir(parents=True, exist_ok=True)
+    if config is not None:
+        config = _container(config)
+        rundir.write_config(config)
+    else:
+        config = rundir.read_config()
+    if tensorboard is None:
+        tensorboard = os.environ.get(TENSORBOARD_ENV, "") == "1"
+    run = Run(rundir, config, keep_checkpoints=keep_checkpoints, tensorboard=tensorboard)
+    if record_crashes and not run.finished:
+        _record_crashes(run)
+    return run
+
+
+def _container(config: Mapping) -> dict:
+    try:
+        from omegaconf import DictConfig, OmegaConf
+
+        if isinstance(config, DictConfig):
+            return OmegaConf.to_container(config, resolve=True)
+    except ImportError:  # pragma: no cover - omegaconf comes with hydra-core
+        pass
+    if hasattr(config, "to_dict"):
+        return config.to_dict()
+    return dict(config)
+
+
+def _record_crashes(run: Run) -> None:
+    """A script that dies of an uncaught exception leaves status "failed" with the exception's line."""
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        if run.outcome is None:
+            run.fail(f"{kind.__name__}: {value}".strip().splitlines()[0], exit_code=1)
+        previous(kind, value, tb)
+
+    sys.excepthook = hook

@@ -1,0 +1,5 @@
+import sys
+
+from sweeper.run.entry import main
+
+sys.exit(main())

@@ -1,0 +1,84 @@
+"""`python -m sweeper.run MODULE:FUNCTION RUN_DIR`: one run of an entry point, FUNCTION(run), in this process.
+
+    python -m sweeper.run train:main sweeps/rope-1a2b/runs/rope/seed_0     # what task.entry launches
+    python -m sweeper.run my_pkg.train:main runs/debug                     # by hand (RUN_DIR/config.yaml)
+
+FUNCTION gets the `sweeper.run.Run`; it ends the run with run.finish(...) (or returns a mapping of final
+metrics, which is the same). Exit status: 0 finished or diverged (also when RUN_DIR had already finished),
+75 stopped by a signal with a checkpoint saved (run again to resume), 2 an entry point that does not import,
+a bad config (sweeper.run.ConfigError) or a refused resume, 1 a crash (traceback in the log, status "failed").
+"""
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+import traceback
+from collections.abc import Mapping
+from typing import Callable
+
+ENTRY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+def load_entry(entry: str) -> Callable:
+    """The function an entry point "package.module:function" names; ImportError/ValueError say what is wrong."""
+    if not ENTRY.match(entry):
+        raise ValueError(f"{entry!r} is not an entry point: expected package.module:function")
+    module_name, _, attr = entry.partition(":")
+    module = importlib.import_module(module_name)
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise ValueError(f"{entry!r}: module {module_name} has no function {attr}")
+    return fn
+
+
+def run_entry(entry: str, run_dir: str) -> int:
+    from sweeper.run import ConfigError, FingerprintMismatch, init
+    from sweeper.run.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, RunDir, Status, UnreadableFile
+
+    try:
+        fn = load_entry(entry)
+    except Exception as e:  # noqa: BLE001 - whatever the import raised, the run fails with it named
+        traceback.print_exc()
+        RunDir(run_dir).update_status(Status.FAILED, error=f"entry point {entry} does not load: "
+                                      f"{type(e).__name__}: {e}", exit_code=EXIT_CONFIG)
+        return EXIT_CONFIG
+    try:
+        run = init(run_dir, record_crashes=False)
+    except (ConfigError, UnreadableFile) as e:
+        print(f"sweeper.run: error: {e}", file=sys.stderr)
+        RunDir(run_dir).update_status(Status.FAILED, error=str(e), exit_code=EXIT_CONFIG)
+        return EXIT_CONFIG
+    if run.finished:
+        print(f"{run_dir}: already {run.outcome.value}; nothing to do", flush=True)
+        return 0
+    try:
+        result = fn(run)
+        if run.outcome is None:
+            if isinstance(result, Mapping):
+                run.finish(result)
+            else:
+                run.fail(f"entry point {entry} returned {type(result).__name__} without calling run.finish(); "
+                         f"end it with run.finish(metric=value) or return a dict of final metrics")
+                print(f"sweeper.run: error: entry point {entry} returned without finishing the run", file=sys.stderr)
+                return 1
+    except (ConfigError, FingerprintMismatch) as e:
+        run.fail(str(e), EXIT_CONFIG)
+        print(f"sweeper.run: error: {e}", file=sys.stderr)
+        return EXIT_CONFIG
+    except Exception as e:  # noqa: BLE001 - the user's code crashed: record it, the launcher decides on retries
+        traceback.print_exc()
+        run.fail(f"{type(e).__name__}: {e}".splitlines()[0], 1)
+        return 1
+    finally:
+        run.close()
+    return EXIT_INTERRUPTED if run.outcome is Status.INTERRUPTED else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] in ("-h", "--help"):
+        print("usage: python -m sweeper.run MODULE:FUNCTION RUN_DIR   (RUN_DIR/config.yaml holds the run's config)",
+              file=sys.stderr)
+        return 2
+    return run_entry(argv[0], argv[1])

@@ -1,0 +1,448 @@
+"""The run contract: the one owner of a run directory's files and of the sweep manifest. Torch-free.
+
+    rd = RunDir(sweep_dir / "runs" / "rope" / "seed_0")
+    rd.update_status(Status.RUNNING, started=time.time())     # status.json, atomic
+    rd.read_status().status                                    # Status.RUNNING; UnreadableFile names a bad file
+    rd.append_metrics({"step": 10, "train_loss": 3.2})        # metrics.jsonl, one fsynced line
+    rd.write_summary(Summary(status=Status.FINISHED, final={"val_loss": 1.8}, steps=300))
+    rd.outcome()                                               # what a launcher acts on (see below)
+    manifest = read_manifest(sweep_dir)                        # sweep.json -> Manifest (runs, experiment, task)
+
+Layout of a run dir (every backend, our trainer and any user's code write it through this module):
+    config.yaml   the run's resolved, frozen config       status.json   pending|running|finished|failed|...
+    metrics.jsonl one JSON object per logged step         summary.json  final metrics, steps, wall time, env
+    health.json   health verdict (sweeper.health)         env.json      what the run saw (threads, devices)
+    stdout.log    the run's output                        ckpt/         RNG-state checkpoints
+Every file another process reads is written atomically (temp file, fsync, rename). A file that exists but
+cannot be parsed raises UnreadableFile naming it and the fix; readers that must go on (the report) catch it
+and show the message, never silently skip the run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sweeper.run.atomic import append_jsonl, atomic_write_json, atomic_write_text, rewrite_jsonl
+
+MANIFEST, STATUS, SUMMARY, METRICS = "sweep.json", "status.json", "summary.json", "metrics.jsonl"
+CONFIG, HEALTH, ENV, LOG, CKPT = "config.yaml", "health.json", "env.json", "stdout.log", "ckpt"
+EXIT_INTERRUPTED = 75   # a run stopped by a signal with a checkpoint saved (EX_TEMPFAIL): run it again to resume
+EXIT_CONFIG = 2         # bad config or refused resume: never retried
+
+
+class Status(str, enum.Enum):
+    PENDING = "pending"
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    DIVERGED = "diverged"
+    INTERRUPTED = "interrupted"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+STATUSES = tuple(s.value for s in Status)
+TERMINAL = frozenset({Status.FINISHED, Status.FAILED, Status.DIVERGED, Status.INTERRUPTED})  # the run ended
+KEEP = frozenset({Status.FINISHED, Status.DIVERGED})   # outcomes a later launch does not redo
+
+
+class UnreadableFile(ValueError):
+    """A contract file exists but cannot be used; the message names the file, why, and what to do."""
+
+    def __init__(self, path: Path, why: str, fix: str = ""):
+        self.path, self.why = Path(path), why
+        super().__init__(f"{path}: {why}" + (f"; {fix}" if fix else ""))
+
+
+def stable_hash(obj: Any, n: int = 12) -> str:
+    """Short sha256 of a JSON-able object, independent of dict order (config hashes, run ids)."""
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:n]
+
+
+def _load_json(path: Path, what: str, fix: str = "") -> Any:
+    """The parsed file, None when it does not exist; UnreadableFile when it exists but is not JSON."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise UnreadableFile(path, f"cannot read the {what} ({e.strerror})", fix) from None
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise UnreadableFile(path, f"the {what} is not valid JSON ({e.msg} at line {e.lineno})", fix) from None
+
+
+def _object(value: Any, path: Path, what: str, fix: str) -> dict:
+    if not isinstance(value, dict):
+        raise UnreadableFile(path, f"the {what} is not a JSON object", fix)
+    return value
+
+
+def _split(cls, d: dict) -> tuple[dict, dict]:
+    """(known fields, everything else) of a record dict for a dataclass with an `extra` field."""
+    names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+    return {k: v for k, v in d.items() if k in names}, {k: v for k, v in d.items() if k not in names}
+
+
+# -- status.json ----------------------------------------------------------------------------------------------
+
+@dataclass
+class StatusRecord:
+    status: Status = Status.PENDING
+    run_id: str | None = None
+    experiment: str | None = None
+    variant: str | None = None
+    seed: int | None = None
+    error: str | None = None
+    exit_code: int | None = None
+    started: float | None = None
+    ended: float | None = None
+    attempts: int | None = None
+    failure_class: str | None = None
+    transient: bool | None = None
+    warnings: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)   # e.g. diverged_at_step, last_good_checkpoint
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        out["status"] = self.status.value
+        return {**self.extra, **out}
+
+    @classmethod
+    def from_dict(cls, d: dict, path: Path = Path(STATUS)) -> "StatusRecord":
+        known, extra = _split(cls, d)
+        try:
+            known["status"] = Status(known.get("status", "pending"))
+        except ValueError:
+            raise UnreadableFile(path, f"status {d.get('status')!r} is not one of {', '.join(STATUSES)}",
+                                 "delete it to let the run start again") from None
+        if known.get("seed") is not None and (not isinstance(known["seed"], int) or isinstance(known["seed"], bool)):
+            raise UnreadableFile(path, f"seed {known['seed']!r} is not an integer", "delete it")
+        known["warnings"] = list(known.get("warnings") or [])
+        return cls(**known, extra=extra)
+
+
+# -- summary.json ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Summary:
+    status: Status
+    final: dict[str, Any] = field(default_factory=dict)   # the run's final metrics: what the report decides on
+    steps: int | None = None
+    wall_time_s: float | None = None
+    run_id: str | None = None
+    experiment: str | None = None
+    variant: str | None = None
+    seed: int | None = None
+    config_hash: str | None = None
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)   # e.g. determinism, resumed_from
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        out["status"] = Status(self.status).value
+        return {**self.extra, **out}
+
+    @classmethod
+    def from_dict(cls, d: dict, path: Path = Path(SUMMARY)) -> "Summary":
+        known, extra = _split(cls, d)
+        fix = "delete it (the run is then redone or resumed from its checkpoints)"
+        try:
+            known["status"] = Status(known.get("status"))
+        except ValueError:
+            raise UnreadableFile(path, f"status {d.get('status')!r} is not one of {', '.join(STATUSES)}", fix) from None
+        if not isinstance(known.get("final", {}), dict):
+            raise UnreadableFile(path, "'final' is not a mapping of metric -> value", fix)
+        for key in ("fingerprint", "env"):
+            if not isinstance(known.get(key) or {}, dict):
+                raise UnreadableFile(path, f"{key!r} is not a JSON object", fix)
+            known[key] = known.get(key) or {}
+        if known.get("config_hash") is None:
+            known["config_hash"] = known["fingerprint"].get("config_hash")
+        return cls(**known, extra=extra)
+
+
+# -- one run directory ----------------------------------------------------------------------------------------
+
+class RunDir:
+    """The files of one run. Paths are attributes; records go through the methods."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.config_path = self.path / CONFIG
+        self.status_path, self.summary_path = self.path / STATUS, self.path / SUMMARY
+        self.metrics_path, self.health_path = self.path / METRICS, self.path / HEALTH
+        self.env_path, self.log_path, self.ckpt_dir = self.path / ENV, self.path / LOG, self.path / CKPT
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    # status.json
+    def read_status(self) -> StatusRecord:
+        """The recorded status (PENDING when there is none yet); UnreadableFile when status.json is damaged."""
+        raw = _load_json(self.status_path, "run status", "delete it to let the run start again")
+        if raw is None:
+            return StatusRecord()
+        return StatusRecord.from_dict(_object(raw, self.status_path, "run status", "delete it"), self.status_path)
+
+    def write_status(self, record: StatusRecord) -> StatusRecord:
+        self.path.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(self.status_path, record.to_dict())
+        return record
+
+    def update_status(self, status: Status | str | None = None, **fields) -> StatusRecord:
+        """Read, change and write status.json. A damaged status.json is replaced (its damage noted in warnings)."""
+        try:
+            record = self.read_status()
+        except UnreadableFile as e:
+            record = StatusRecord(warnings=[f"replaced a damaged status.json ({e.why})"])
+        if status is not None:
+            record.status = Status(status)
+        for key, value in fields.items():
+            if hasattr(record, key) and key != "extra":
+                setattr(record, key, value)
+            else:
+                record.extra[key] = value
+        return self.write_status(record)
+
+    def state(self) -> Status:
+        """The recorded status; PENDING when none, FAILED-like damage raises UnreadableFile."""
+        return self.read_status().status
+
+    def outcome(self) -> Status:
+        """The state a launcher acts on. A summary that says the run finished (or diverged) wins over a status
+        that is missing, damaged, `running` or `interrupted` (a stop at the moment the run ended), and the status
+        is repaired; a damaged status with no finished summary counts as FAILED (the run is redone)."""
+        try:
+            record = self.read_status()
+            damaged = None
+        except UnreadableFile as e:
+            record, damaged = StatusRecord(status=Status.FAILED), e
+        if record.status in KEEP:
+            return record.status
+        try:
+            summary = self.read_summary()
+        except UnreadableFile:
+            summary = None
+        if summary is not None and summary.status in KEEP:
+            self.update_status(summary.status, error=None, exit_code=0, ended=record.ended or time.time(),
+                               run_id=record.run_id or summary.run_id)
+            return summary.status
+        if damaged is not None:
+            self.update_status(Status.FAILED, error=f"status.json was damaged: {damaged.why}")
+        return record.status
+
+    # summary.json
+    def read_summary(self) -> Summary | None:
+        fix = "delete it (the run is then redone or resumed from its checkpoints)"
+        raw = _load_json(self.summary_path, "run summary", fix)
+        if raw is None:
+            return None
+        return Summary.from_dict(_object(raw, self.summary_path, "run summary", fix), self.summary_path)
+
+    def write_summary(self, summary: Summary) -> Summary:
+        atomic_write_json(self.summary_path, summary.to_dict())
+        return summary
+
+    # metrics.jsonl
+    def append_metrics(self, record: dict) -> None:
+        step = record.get("step")
+        if not isinstance(step, int) or isinstance(step, bool):
+            raise ValueError(f"a metrics line needs an integer 'step', got {step!r}")
+        self.path.mkdir(parents=True, exist_ok=True)
+        append_jsonl(self.metrics_path, record)
+
+    def read_metrics(self) -> tuple[list[dict], int]:
+        """(every complete line with an integer step, the number of truncated or corrupt lines skipped)."""
+        return parse_metrics(self.metrics_text())
+
+    def metrics_text(self) -> str:
+        try:
+            return self.metrics_path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def last_metrics(self, tail_bytes: int = 4096) -> dict:
+        """The last complete metrics line (cheap: reads the file's tail only)."""
+        from sweeper.run.atomic import read_tail
+
+        for line in reversed(read_tail(self.metrics_path, tail_bytes).splitlines()):
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                return rec
+        return {}
+
+    def keep_metrics_until(self, step: int | None) -> None:
+        """Drop lines logged after `step` (a resumed run logs them again); None drops every line."""
+        if step is None:
+            self.metrics_path.unlink(missing_ok=True)
+        elif self.metrics_path.exists():
+            records, _ = self.read_metrics()
+            rewrite_jsonl(self.metrics_path, [r for r in records if r["step"] <= step])
+
+    # config.yaml, env.json (health.json belongs to sweeper.health.result)
+    def read_config(self) -> dict:
+        import yaml
+
+        try:
+            cfg = yaml.safe_load(self.config_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise UnreadableFile(self.config_path, "the run's config is missing",
+                                 "this run dir was not planned by sweeper; pass config= to sweeper.run.init") from None
+        except (OSError, yaml.YAMLError) as e:
+            raise UnreadableFile(self.config_path, f"the run's config is not readable YAML ({e})",
+                                 "restore it or start a new sweep") from None
+        if not isinstance(cfg, dict):
+            raise UnreadableFile(self.config_path, "the run's config is not a mapping", "restore it")
+        return cfg
+
+    def write_config(self, config: dict) -> None:
+        import yaml
+
+        atomic_write_text(self.config_path, yaml.safe_dump(config, sort_keys=False, default_flow_style=False))
+
+    def write_env(self, record: dict) -> None:
+        atomic_write_json(self.env_path, record)
+
+    def read_env(self) -> dict:
+        raw = _load_json(self.env_path, "run environment record", "delete it")
+        return _object(raw, self.env_path, "run environment record", "delete it") if raw is not None else {}
+
+    def has_checkpoint(self) -> bool:
+        return self.ckpt_dir.is_dir() and any(p.name.startswith("step_") and p.suffix == ".pt"
+                                              for p in self.ckpt_dir.iterdir())
+
+
+def parse_metrics(text: str) -> tuple[list[dict], int]:
+    """Records of metrics.jsonl text with an integer step, and how many lines were skipped (truncated/corrupt)."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    try:
+        records, bad = json.loads("[" + ",".join(lines) + "]"), 0        # one C-level parse in the common case
+    except ValueError:
+        records, bad = [], 0
+        for ln in lines:
+            try:
+                records.append(json.loads(ln))
+            except ValueError:
+                bad += 1
+    good = [r for r in records if isinstance(r, dict) and isinstance(r.get("step"), int)]
+    return good, bad + len(records) - len(good)
+
+
+# -- the experiment and the sweep manifest (sweep.json) -----------------------------------------------------
+
+@dataclass(frozen=True)
+class Experiment:
+    """What a sweep decides: its variants (name -> config overrides), the baseline, the metric and direction."""
+    name: str
+    baseline: str
+    metric: str = "val_loss"
+    lower_is_better: bool = True
+    variants: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "baseline": self.baseline, "metric": self.metric,
+                "lower_is_better": self.lower_is_better, "variants": {k: list(v) for k, v in self.variants.items()}}
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    run_id: str
+    variant: str
+    seed: int
+    run_dir: str            # relative to the sweep dir
+    config_hash: str | None = None
+
+
+@dataclass
+class Manifest:
+    """sweep.json: everything needed to finish, audit or report a sweep from its directory alone."""
+    experiment: Experiment
+    runs: list[RunEntry]
+    seeds: list[int] = field(default_factory=list)
+    variants_hash: str = ""
+    overrides: list[str] = field(default_factory=list)
+    launcher: dict = field(default_factory=dict)
+    task: dict = field(default_factory=dict)          # sweeper.task.TaskSpec.to_dict()
+    source: str = "sweeper"                           # or "hydra" (written by hydra/launcher=sweeper_pool)
+    created: float = field(default_factory=time.time)
+    argv: list[str] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra",)}
+        out["experiment"] = self.experiment.to_dict()
+        out["runs"] = [dataclasses.asdict(r) for r in self.runs]
+        out["variant_overrides"] = out["experiment"]["variants"]
+        return {**self.extra, **out}
+
+    def run_dir(self, sweep_dir: Path, entry: RunEntry) -> RunDir:
+        return RunDir(Path(sweep_dir) / entry.run_dir)
+
+
+def _manifest_from(d: dict, path: Path) -> Manifest:
+    fix = "restore it from a backup, or start the sweep again in a new directory"
+    exp = d.get("experiment")
+    if not isinstance(exp, dict):
+        raise UnreadableFile(path, "no 'experiment' object", fix)
+    variants = exp.get("variants")
+    if isinstance(variants, list):                    # older manifests: names here, overrides beside
+        overrides = d.get("variant_overrides") or {}
+        variants = {str(v): list(overrides.get(v) or []) for v in variants}
+    if not isinstance(variants, dict) or not variants:
+        raise UnreadableFile(path, "experiment.variants is missing or empty", fix)
+    for key, kind in (("name", str), ("baseline", str), ("metric", str), ("lower_is_better", bool)):
+        if not isinstance(exp.get(key), kind):
+            raise UnreadableFile(path, f"experiment.{key}={exp.get(key)!r} is missing or not a {kind.__name__}", fix)
+    if exp["baseline"] not in variants:
+        raise UnreadableFile(path, f"experiment.baseline={exp['baseline']!r} is not one of the variants "
+                                   f"{', '.join(variants)}", fix)
+    experiment = Experiment(exp["name"], exp["baseline"], exp["metric"], exp["lower_is_better"],
+                            {str(k): list(v or []) for k, v in variants.items()})
+    runs = d.get("runs")
+    if not isinstance(runs, list):
+        raise UnreadableFile(path, "no 'runs' list", fix)
+    entries = []
+    for i, r in enumerate(runs):
+        try:
+            entry = RunEntry(run_id=str(r["run_id"]), variant=str(r["variant"]), seed=int(r["seed"]),
+                             run_dir=str(r["run_dir"]), config_hash=r.get("config_hash"))
+        except (KeyError, TypeError, ValueError):
+            raise UnreadableFile(path, f"runs[{i}] is not a run entry (run_id, variant, seed, run_dir)", fix) from None
+        if entry.variant not in variants:
+            raise UnreadableFile(path, f"runs[{i}] names variant {entry.variant!r}, which the experiment lacks", fix)
+        if Path(entry.run_dir).is_absolute() or ".." in Path(entry.run_dir).parts:
+            raise UnreadableFile(path, f"runs[{i}].run_dir={entry.run_dir!r} leaves the sweep dir", fix)
+        entries.append(entry)
+    known = {f.name for f in dataclasses.fields(Manifest)}
+    kwargs = {k: d[k] for k in known - {"experiment", "runs", "extra"} if k in d}
+    extra = {k: v for k, v in d.items() if k not in known and k != "variant_overrides"}
+    return Manifest(experiment=experiment, runs=entries, **kwargs, extra=extra)
+
+
+def read_manifest(sweep_dir: str | Path) -> Manifest | None:
+    """The sweep's manifest; None when there is none; UnreadableFile when sweep.json is damaged."""
+    path = Path(sweep_dir) / MANIFEST
+    fix = "restore it from a backup, or start the sweep again in a new directory"
+    raw = _load_json(path, "sweep manifest", fix)
+    if raw is None:
+        return None
+    return _manifest_from(_object(raw, path, "sweep manifest", fix), path)
+
+
+def write_manifest(sweep_dir: str | Path, manifest: Manifest) -> None:
+    Path(sweep_dir).mkdir(parents=True, exist_ok=True)
+    atomic_write_json(Path(sweep_dir) / MANIFEST, manifest.to_dict())
