@@ -1,0 +1,155 @@
+"""What a sweep runs: the task of an experiment, `task.entry` (a Python function) or `task.command` (a program).
+
+    spec = parse_task(cfg["task"])          # the composed `task:` block -> TaskSpec (UsageError on bad values)
+    check_task(spec)                        # before anything starts: the entry imports, the command exists
+    spec.argv(run_dir)                      # what a backend starts for one run, in spec.cwd
+
+    task:                                   # conf/task/train.yaml: the built-in trainer (the default)
+      entry: train:main                     #   called as main(run) by `python -m sweeper.run train:main RUN_DIR`
+      validate: train.config:validate       #   called with each run's config at plan time (ValueError -> exit 2)
+      preflight: train.preflight:preflight_config   # config -> HealthReport, for sweeper.preflight=warn|stop
+    task:                                   # your own code: `defaults: [override /task: custom]` in an experiment
+      command: [python, train_mlp.py]       #   any program; it calls sweeper.init() (SWEEPER_RUN_DIR is set)
+      cwd: null                             #   where it runs; default: the directory the sweep was started in
+
+`python` as the first word of a command is this interpreter (sys.executable), so the run sees the environment
+sweeper is installed in. `{run_dir}` in a command's words is replaced by the run's directory. A run's
+process also finds modules in the task's cwd (it is put on PYTHONPATH).
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from sweeper.errors import UsageError
+from sweeper.run.entry import ENTRY
+
+KEYS = ("entry", "command", "cwd", "validate", "preflight")
+PYTHONS = ("python", "python3")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    entry: str | None = None                   # "package.module:function", called with the Run
+    command: tuple[str, ...] | None = None     # argv of a program that calls sweeper.init()
+    cwd: str = ""                              # absolute working directory of every run
+    validate: str | None = None                # "module:function"(config) at plan time
+    preflight: str | None = None               # "module:function"(config) -> HealthReport
+
+    @property
+    def name(self) -> str:
+        return self.entry or " ".join(self.command or ())
+
+    def argv(self, run_dir: str | Path) -> list[str]:
+        if self.entry:
+            return [sys.executable, "-m", "sweeper.run", self.entry, str(run_dir)]
+        words = [w.replace("{run_dir}", str(run_dir)) for w in self.command or ()]
+        if words and words[0] in PYTHONS:
+            words[0] = sys.executable
+        return words
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["command"] = list(self.command) if self.command else None
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TaskSpec":
+        return parse_task(d, cwd=d.get("cwd") or os.getcwd())
+
+
+def parse_task(block: dict | None, cwd: str | Path | None = None) -> TaskSpec:
+    """The `task:` config block, typed and checked (no imports, no processes: see check_task)."""
+    block = dict(block or {})
+    unknown = sorted(set(block) - set(KEYS))
+    if unknown:
+        raise UsageError(f"unknown config key task.{unknown[0]}; keys of task are {', '.join(KEYS)}")
+    entry, command = block.get("entry"), block.get("command")
+    if bool(entry) == bool(command):
+        raise UsageError("task: set exactly one of task.entry (module:function, called with the run) and "
+                         "task.command (a program that calls sweeper.init()); "
+                         + ("both are set" if entry else "neither is set"))
+    for key in ("entry", "validate", "preflight"):
+        value = block.get(key)
+        if value is not None and not (isinstance(value, str) and ENTRY.match(value)):
+            raise UsageError(f"task.{key}={value!r}: expected an entry point package.module:function, "
+                             f"e.g. train:main")
+    if command is not None:
+        if isinstance(command, str):
+            try:
+                command = shlex.split(command)
+            except ValueError as e:
+                raise UsageError(f"task.command={command!r}: {e}") from None
+        if not (isinstance(command, (list, tuple)) and command and all(isinstance(w, (str, int, float))
+                                                                       for w in command)):
+            raise UsageError(f"task.command={command!r}: expected a program and its arguments, "
+                             f"e.g. [python, train.py] or 'python train.py --fast'")
+        command = tuple(str(w) for w in command)
+    base = Path(block.get("cwd") or cwd or os.getcwd()).expanduser()
+    if not base.is_absolute():
+        base = Path(cwd or os.getcwd()) / base
+    if not base.is_dir():
+        raise UsageError(f"task.cwd={str(base)!r}: no such directory")
+    return TaskSpec(entry=entry or None, command=command, cwd=str(base.resolve()),
+                    validate=block.get("validate"), preflight=block.get("preflight"))
+
+
+def python_path(spec: TaskSpec, inherited: str | None = None) -> str:
+    """PYTHONPATH of a run: the task's cwd first (the user's modules), then what the sweeper had."""
+    return os.pathsep.join(p for p in (spec.cwd, inherited) if p)
+
+
+def check_task(spec: TaskSpec, timeout_s: float = 120.0) -> None:
+    """Fail before launch when the task cannot start: an entry point (or hook) that does not import in a
+    fresh interpreter in the task's cwd, a program that is not found, a Python script that does not exist."""
+    hooks = [(key, getattr(spec, key)) for key in ("entry", "validate", "preflight") if getattr(spec, key)]
+    if hooks:
+        _check_imports(spec, hooks, timeout_s)
+    if spec.command:
+        program = spec.command[0]
+        if program not in PYTHONS and shutil.which(program, path=_path_with(spec.cwd)) is None \
+                and not (Path(spec.cwd) / program).is_file():
+            raise UsageError(f"task.command: program {program!r} not found (on PATH or in {spec.cwd})")
+        if program in PYTHONS and len(spec.command) > 1 and spec.command[1].endswith(".py"):
+            script = Path(spec.cwd) / spec.command[1]
+            if not script.is_file():
+                raise UsageError(f"task.command: script {spec.command[1]!r} not found in {spec.cwd} "
+                                 f"(task.cwd; default: the directory the sweep was started in)")
+
+
+def _path_with(cwd: str) -> str:
+    return os.pathsep.join([os.environ.get("PATH", ""), cwd])
+
+
+_PROBE = """
+import importlib, sys
+for key, entry in {hooks!r}:
+    module, _, attr = entry.partition(":")
+    try:
+        mod = importlib.import_module(module)
+    except BaseException as e:
+        print(f"task.{{key}}={{entry!r}}: module {{module}} does not import ({{type(e).__name__}}: {{e}})")
+        sys.exit(3)
+    if not callable(getattr(mod, attr, None)):
+        print(f"task.{{key}}={{entry!r}}: module {{module}} has no function {{attr}}")
+        sys.exit(3)
+"""
+
+
+def _check_imports(spec: TaskSpec, hooks: list[tuple[str, str]], timeout_s: float) -> None:
+    env = {**os.environ, "PYTHONPATH": python_path(spec, os.environ.get("PYTHONPATH"))}
+    try:
+        proc = subprocess.run([sys.executable, "-c", _PROBE.format(hooks=hooks)], cwd=spec.cwd, env=env,
+                              capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"task: importing {', '.join(e for _, e in hooks)} took over {timeout_s:.0f}s") from None
+    if proc.returncode == 3:
+        raise UsageError(proc.stdout.strip().splitlines()[-1])
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        raise UsageError(f"task: importing {', '.join(e for _, e in hooks)} failed: {tail}")
