@@ -404,10 +404,12 @@ def _manifest_from(d: dict, path: Path) -> Manifest:
         variants = {str(v): list(overrides.get(v) or []) for v in variants}
     if not isinstance(variants, dict) or not variants:
         raise UnreadableFile(path, "experiment.variants is missing or empty", fix)
+    defaults = {"baseline": "", "metric": "", "lower_is_better": True}   # "": not recorded (the report asks)
+    exp = {**exp, **{k: v for k, v in defaults.items() if exp.get(k) is None}}
     for key, kind in (("name", str), ("baseline", str), ("metric", str), ("lower_is_better", bool)):
         if not isinstance(exp.get(key), kind):
             raise UnreadableFile(path, f"experiment.{key}={exp.get(key)!r} is missing or not a {kind.__name__}", fix)
-    if exp["baseline"] not in variants:
+    if exp["baseline"] and exp["baseline"] not in variants:
         raise UnreadableFile(path, f"experiment.baseline={exp['baseline']!r} is not one of the variants "
                                    f"{', '.join(variants)}", fix)
     experiment = Experiment(exp["name"], exp["baseline"], exp["metric"], exp["lower_is_better"],
