@@ -16,7 +16,7 @@ so the figures belong in the log line written after the update) the monitor also
 per-layer gradient norms, the share of gradient entries that are exactly zero, and per-layer update/weight
 ratios (snapshot before optimizer.step, compare after), and judges grad-norm spikes and a loss stuck at ln(V).
 The metrics it returns use flat `health/...` keys (per-layer values as {layer: value} dicts) and include
-`health/warning` on the step a new warning appears, so whoever tails metrics.jsonl can print it as it happens.
+`health/warning` on the step a new warning appears, so whoever tails the run's metrics can print it as it happens.
 """
 from __future__ import annotations
 

@@ -11,8 +11,8 @@
             run.save_checkpoint(my_state(), step)
             sys.exit(run.interrupt(step))       # exit 75: the next launch resumes, bitwise
         ...
-        run.log(step, train_loss=loss)          # metrics.jsonl (+ TensorBoard with sweeper.tensorboard=true)
-    run.finish(val_loss=val)                    # summary.json: the numbers the decision table is made of
+        run.log(step, train_loss=loss)          # the run's metrics (+ TensorBoard with sweeper.tensorboard=true)
+    run.finish(val_loss=val)                    # its summary: the numbers the decision table is made of
 
 `python -m sweeper.run MODULE:FUNCTION RUN_DIR` calls FUNCTION(run) in a fresh process (what a sweep with
 `task.entry` launches); a script named by `task.command` calls `sweeper.init()` itself. Torch is optional:
@@ -68,7 +68,7 @@ class Run:
         self.keep_checkpoints = keep_checkpoints
         self.start_step = 0
         self.outcome: Status | None = None
-        self.extra: dict[str, Any] = {}               # more summary.json fields (e.g. determinism flags)
+        self.extra: dict[str, Any] = {}               # more summary fields (e.g. determinism flags)
         self._t0 = time.time()
         self._last_step: int | None = None
         self._health = None
@@ -88,7 +88,7 @@ class Run:
             self.stop.__enter__()
 
     def _already_finished(self) -> bool:
-        """True when summary.json already holds this config's final result (the status is repaired)."""
+        """True when the run's summary already holds this config's final result (the status is repaired)."""
         try:
             summary = self.dir.read_summary()
         except UnreadableFile:
@@ -179,7 +179,7 @@ class Run:
     def load_checkpoint(self, fingerprint: Mapping | None = None) -> Any:
         """The newest valid checkpoint's state (RNG states restored, metrics after it dropped), or None.
 
-        Corrupt newer files are moved aside and named in stdout and status.json; a checkpoint from another
+        Corrupt newer files are moved aside and named in stdout and the run's status; a checkpoint from another
         setup (fingerprint) raises FingerprintMismatch naming what differs."""
         loaded = load_latest(self.dir.ckpt_dir)
         fallback = loaded.path.name if loaded.path else "no valid checkpoint left, restarting from step 0"
@@ -189,11 +189,11 @@ class Run:
         if notes:
             self.dir.update_status(warnings=[f"corrupt checkpoint skipped ({fallback}): {s}" for s in notes])
             self.extra["skipped_checkpoints"] = notes
+        current = self._fingerprint = self.fingerprint(fingerprint)   # the summary names it even without a save
         if loaded.state is None:
             self.dir.keep_metrics_until(None)
             return None
         blob = loaded.state
-        current = self.fingerprint(fingerprint)
         check_fingerprint(blob["fingerprint"], current, self.dir.path, blob.get("config"), self.config_dict)
         restore_rng_states(blob["rng"])
         self.start_step = self._last_step = int(blob["step"])
@@ -221,7 +221,7 @@ class Run:
         return EXIT_INTERRUPTED
 
     def finish(self, final: Mapping | None = None, *, steps: int | None = None, **metrics: Any) -> dict:
-        """Record the run's final metrics in summary.json and mark it finished. Returns the summary."""
+        """Record the run's final metrics in its summary and mark it finished. Returns the summary."""
         return self._end(Status.FINISHED, {**dict(final or {}), **metrics}, steps, error=None, exit_code=0)
 
     def diverged(self, step: int, reason: str, last_good_checkpoint: int | None = None, **final: Any) -> dict:

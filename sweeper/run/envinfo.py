@@ -1,6 +1,6 @@
 """What a run actually saw: visible devices, threads, CPU affinity, host, versions, git commit. Torch-free.
 
-    record = environment_record(device="cpu")   # written to RUN_DIR/env.json and summary.json["env"]
+    record = environment_record(device="cpu")   # written to RUN_DIR/env.json and the summary's "env"
 
 Torch facts (thread count, CUDA devices) are read only when the run's code has imported torch itself.
 """

@@ -5,7 +5,7 @@
     tensorboard --logdir SWEEP_DIR              # every run of the sweep, named runs/<variant>/seed_<k>/tensorboard
 
 Each run's writer is tagged with its experiment, variant and seed (a text summary "sweeper/run" and the event
-file's suffix). A resumed run purges the events logged after its checkpoint, as metrics.jsonl does.
+file's suffix). A resumed run purges the events logged after its checkpoint, as the metrics file does.
 """
 from __future__ import annotations
 
