@@ -4,19 +4,21 @@
     python -m sweeper.audit +experiment=rope train.steps=40 --stop-at 17 --mode kill
     python -m sweeper.audit +experiment=rope --variant nope --seed 3 --dir /tmp/audit
 
-Options: --variant NAME (default: the experiment's baseline), --seed N (default: the first of `seeds`),
---steps N (audit the first N steps of the run, default train.steps), --stop-at K (default: about N/2, off a
-checkpoint step), --mode stop|kill (stop: the SIGTERM path; kill: SIGKILL, resume from the last periodic
-checkpoint), --threads N (CPU threads of every audit process, default 1), --dir DIR (keep the audit runs
-there; default: a temporary folder, deleted when the result is identical).
+Options: --config-dir DIR (your own config dirs, as for `python -m sweeper`), --variant NAME (default: the
+experiment's baseline), --seed N (default: the first of `seeds`), --steps N (audit the first N steps of the
+run, default train.steps), --stop-at K (default: about N/2, off a checkpoint step), --mode stop|kill (stop:
+the SIGTERM path; kill: SIGKILL, resume from the last periodic checkpoint), --threads N (CPU threads of every
+audit process, default 1), --dir DIR (keep the audit runs there; default: a temporary folder, deleted when
+the result is identical).
 
-The config is composed exactly as `python -m sweeper` composes it (sweeper.compose.compose_sweep). Trains the
-run straight and stopped-then-resumed in real processes and compares hashes of the parameters, optimizer state,
-RNG states and data order at every step (train/audit.py). Prints "result: bitwise identical" or the first step
-and tensor that differ. Exit status: 0 identical, 1 diverged (or an audit run failed), 2 bad input.
+The config is composed exactly as `python -m sweeper` composes it (sweeper.compose.compose_sweep); the
+audit knows the built-in trainer only (task.entry=train:main). Trains the run straight and stopped-then-resumed
+in real processes and compares hashes of the parameters, optimizer state, RNG states and data order at every
+step (train/audit.py). Prints "result: bitwise identical" or the first step and tensor that differ.
+Exit status: 0 identical, 1 diverged (or an audit run failed), 2 bad input.
 
-A sweep runs it as a preflight with `sweeper.audit=true`: `preflight_audit(plan)` audits the baseline variant
-with the first seed in SWEEP_DIR/audit before any run starts.
+A sweep runs it as a preflight with `sweeper.audit=true`: `sweep_audit(plan)` audits the baseline variant
+with the first seed in SWEEP_DIR/audit before any run starts and says why the sweep must not start, if so.
 """
 from __future__ import annotations
 
@@ -65,16 +67,33 @@ def preflight_audit(plan, log=print):
     SWEEP_DIR/audit over its first min(train.steps, 100) steps; logs the report and returns it. The caller
     refuses to launch when `report.identical` is False."""
     run = next(r for r in plan.runs if r.variant == plan.experiment.baseline)
-    steps = min(run.config["train"]["steps"], PREFLIGHT_MAX_STEPS)
+    steps = min(run.total_steps or PREFLIGHT_MAX_STEPS, PREFLIGHT_MAX_STEPS)
     log(f"resume audit of {run.label} over {steps} steps (sweeper.audit=true) ...")
     report = audit_run_config(run.config, plan.sweep_dir / "audit", steps=steps)
     log(report.format())
     return report
 
 
+def sweep_audit(plan, log=print) -> str | None:
+    """preflight_audit for a sweep: None when the resume is bitwise identical, else why not to launch."""
+    from train.audit import AuditError
+
+    try:
+        report = preflight_audit(plan, log=log)
+    except AuditError as e:
+        return f"resume audit failed: {e}"
+    if not report.identical:
+        return f"resume audit diverged; not launching (audit runs kept in {plan.sweep_dir / 'audit'})"
+    return None
+
+
 def _select(sweep, variant: str | None, seed: int | None) -> dict:
+    from sweeper.preflight import AUDITED_ENTRY
     from sweeper.seeds import parse_seeds
 
+    if sweep.task.entry != AUDITED_ENTRY:
+        raise UsageError(f"the audit knows the built-in trainer only (task.entry={AUDITED_ENTRY}); this experiment "
+                         f"runs {sweep.task.name}")
     variant = variant or sweep.experiment.baseline
     if variant not in sweep.variant_configs:
         raise UsageError(f"--variant {variant}: experiment {sweep.experiment.name} has variants "
@@ -95,16 +114,17 @@ def main(argv: list[str] | None = None) -> int:
 
     temp = None
     try:
+        from sweeper.compose import compose_sweep, split_config_dirs, with_config_dirs
+
+        config_dirs, argv = split_config_dirs(argv)
         args, overrides = _parser().parse_known_args(argv)
         bad = next((o for o in overrides if o.startswith("-")), None)
         if bad:
-            raise UsageError(f"unknown option {bad}: accepted are --variant, --seed, --steps, --stop-at, --mode, "
-                             "--threads, --dir (and key=value config overrides)")
+            raise UsageError(f"unknown option {bad}: accepted are --config-dir, --variant, --seed, --steps, "
+                             "--stop-at, --mode, --threads, --dir (and key=value config overrides)")
         if args.threads is not None and args.threads < 1:
             raise UsageError(f"--threads {args.threads}: must be a positive integer")
-        from sweeper.compose import compose_sweep
-
-        run_cfg = _select(compose_sweep(overrides), args.variant, args.seed)
+        run_cfg = _select(compose_sweep(with_config_dirs(overrides, config_dirs)), args.variant, args.seed)
         work_dir = args.work_dir or (temp := tempfile.mkdtemp(prefix="sweeper-audit-"))
         report = audit_run_config(run_cfg, work_dir, steps=args.steps, stop_at=args.stop_at, mode=args.mode,
                                   threads=args.threads)

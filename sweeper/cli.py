@@ -1,13 +1,23 @@
-"""`python -m sweeper +experiment=NAME seeds=0-3 [key=value ...]`: plan, launch and report a seed sweep.
+"""`python -m sweeper [--config-dir DIR] +experiment=NAME seeds=0-3 [key=value ...]`: plan, launch, report a sweep.
 
     python -m sweeper +experiment=rope seeds=0-3                 # 3 variants x 4 seeds on the local pool
     python -m sweeper +experiment=rope seeds=0-1 train.steps=50  # any config key, for every variant
     python -m sweeper +experiment=rope sweeper.dry_run=true      # print the plan, launch nothing
     python -m sweeper +experiment=rope launcher=slurm            # a Slurm job array through submitit
     python -m sweeper +experiment=rope --cfg                     # print the composed config
+    python -m sweeper --config-dir conf +experiment=mine         # your experiment, in ./conf/experiment/mine.yaml
+
+Your own configs: `--config-dir DIR` (also `-cd DIR`, `--config-dir=DIR`, repeatable) adds DIR to Hydra's
+config search path, as `hydra.searchpath=[file:///abs/DIR]` does. DIR holds experiment/NAME.yaml and any
+config groups of your own. An experiment for your own code starts with
+`defaults: [override /task: custom]` and sets task.entry (module:function, called with the run) or
+task.command (a program that calls sweeper.init()); its other top-level keys are what each run gets as
+run.config (with `seed` set per run). Runs start in the directory the sweep is started in (task.cwd).
 
 Bad input (unknown experiment or key, malformed override, bad seeds, bad values) is one line on stderr and
-exit status 2, before any directory is created or any run started. Exit status: 0 when every run finished
+exit status 2, before any directory is created or any run started: so is a task that cannot start (an
+entry point that does not import, a command or script that does not exist) or a run config the task's
+validate hook refuses. Exit status: 0 when every run finished
 (or diverged: an outcome, flagged in the report), 1 when a run failed or was left unfinished, 130 after Ctrl-C.
 """
 from __future__ import annotations
@@ -17,7 +27,7 @@ import sys
 
 from sweeper.errors import UsageError
 
-USAGE = __doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1]
+USAGE = "\n\n".join(__doc__.split("\n\n")[:3])
 
 
 def validate_launcher(launcher: dict):
@@ -31,15 +41,16 @@ def validate_launcher(launcher: dict):
 
 def prepare(argv: list[str]):
     """Everything that can be checked before launching: returns (plan, backend, launcher config)."""
-    from sweeper.compose import compose_sweep
+    from sweeper.compose import compose_sweep, split_config_dirs, with_config_dirs
     from sweeper.plan import make_plan, reconcile
-    from sweeper.preflight import check_preflight_mode
+    from sweeper.preflight import check_preflight_options
     from sweeper.seeds import parse_seeds
 
-    sweep = compose_sweep(argv)
+    config_dirs, overrides = split_config_dirs(argv)
+    sweep = compose_sweep(with_config_dirs(overrides, config_dirs))
     seeds = parse_seeds(sweep.cfg["seeds"])
     backend, launcher_cfg = validate_launcher(sweep.launcher)
-    check_preflight_mode(sweep.sweeper.get("preflight"))
+    check_preflight_options(sweep)
     plan = reconcile(make_plan(sweep, seeds), extend=bool(sweep.sweeper.get("extend")))
     return plan, backend, launcher_cfg
 
@@ -51,9 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         if "--cfg" in argv:
-            from sweeper.compose import compose, to_yaml
+            from sweeper.compose import compose, split_config_dirs, to_yaml, with_config_dirs
 
-            print(to_yaml(compose([a for a in argv if a != "--cfg"])), end="")
+            config_dirs, overrides = split_config_dirs([a for a in argv if a != "--cfg"])
+            print(to_yaml(compose(with_config_dirs(overrides, config_dirs))), end="")
             return 0
         plan, backend, launcher_cfg = prepare(argv)
     except UsageError as e:
@@ -105,6 +117,6 @@ def execute(plan, backend, launcher_cfg, argv: list[str]) -> int:
 
         print(report_sweep(plan.sweep_dir, plots=True))
     print(f"sweep dir: {plan.sweep_dir}")
-    from sweeper.failures import KEEP
+    from sweeper.run.rundir import KEEP
 
     return 1 if any(s not in KEEP for s in statuses.values()) else 0

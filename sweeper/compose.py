@@ -1,36 +1,48 @@
-"""Hydra composition of a sweep: the command line -> one validated run config per variant.
+"""Hydra composition of a sweep: the command line -> its task and one validated run config per variant.
 
     sweep = compose_sweep(["+experiment=rope", "seeds=0-3", "train.steps=100"])
-    sweep.experiment.variants   # {"rope": [...], "nope": ["model.pos_encoding=none"], ...}
-    sweep.variant_configs["nope"]  # the run config mapping (seed filled in per run by the plan)
+    dirs, rest = split_config_dirs(["--config-dir", "conf", "+experiment=mine"])    # your own config dirs
+    sweep = compose_sweep(with_config_dirs(rest, dirs))
+    sweep.experiment.variants      # {"rope": [], "nope": ["model.pos_encoding=none"], ...}
+    sweep.task                     # TaskSpec: what every run starts (conf/task/*.yaml or the experiment's task:)
+    sweep.variant_configs["nope"]  # the run config (seed 0; the plan sets each run's seed)
 
-Command-line overrides apply to every variant; a variant's own overrides are applied after them.
-Every Hydra error becomes a one-line UsageError naming the override and what is accepted.
+A run's config is every top-level key of the composed config except the sweeper's own (RESERVED), plus `seed`:
+{seed, model, data, train, health} for the built-in trainer, whatever your experiment defines for your code.
+Command-line overrides apply to every variant; a variant's own overrides are applied after them. The configs
+ship inside the package (sweeper.conf, the repo's conf/); `--config-dir DIR` adds a directory to Hydra's search
+path (as `hydra.searchpath=[file://DIR]` does). Every Hydra error, bad task, or value the task's validate hook
+refuses becomes a one-line UsageError naming the override and what is accepted.
 """
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sweeper.errors import UsageError
+from sweeper.run.rundir import Experiment
+from sweeper.task import TaskSpec, check_task, parse_task
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
-RUN_SECTIONS = ("model", "data", "train", "health")
+RESERVED = ("sweeper", "launcher", "seeds", "experiment", "task", "hydra")   # never part of a run's config
+CONFIG_DIR_FLAGS = ("--config-dir", "-cd")
+MISSING = "???"
 
 
-@dataclass(frozen=True)
-class Experiment:
-    name: str
-    baseline: str
-    metric: str
-    lower_is_better: bool
-    variants: dict[str, list[str]]
+def _package_conf_dir() -> Path:
+    """The configs shipped as the package `sweeper.conf` (the repo's conf/, mapped by pyproject.toml)."""
+    spec = importlib.util.find_spec("sweeper.conf")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0]).resolve()
+    # A source checkout put on PYTHONPATH without installing it: its conf/ sits beside the package.
+    return Path(importlib.util.find_spec("sweeper").origin).resolve().parent.parent / "conf"
 
-    def to_dict(self) -> dict:
-        return {"name": self.name, "baseline": self.baseline, "metric": self.metric,
-                "lower_is_better": self.lower_is_better, "variants": list(self.variants)}
+
+CONF_DIR = _package_conf_dir()
 
 
 @dataclass
@@ -38,6 +50,7 @@ class Sweep:
     overrides: list[str]
     cfg: dict                               # the composed config (command-line overrides, no variant)
     experiment: Experiment
+    task: TaskSpec
     variant_configs: dict[str, dict] = field(default_factory=dict)   # variant -> run config (seed 0)
 
     @property
@@ -49,43 +62,143 @@ class Sweep:
         return self.cfg["launcher"]
 
 
-def available(group: str) -> list[str]:
-    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+# -- config dirs ----------------------------------------------------------------------------------------------
 
+def split_config_dirs(argv: list[str]) -> tuple[list[Path], list[str]]:
+    """(absolute dirs of every `--config-dir DIR`, `-cd DIR`, `--config-dir=DIR`, the other arguments)."""
+    dirs, rest, i = [], [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in CONFIG_DIR_FLAGS:
+            if i + 1 >= len(argv) or not argv[i + 1] or "=" in argv[i + 1] and not Path(argv[i + 1]).is_dir():
+                raise UsageError(f"{arg} needs a directory: {arg} DIR (a folder with experiment/NAME.yaml)")
+            value, i = argv[i + 1], i + 2
+        elif arg.startswith("--config-dir="):
+            value, i = arg.split("=", 1)[1], i + 1
+        else:
+            rest.append(arg)
+            i += 1
+            continue
+        path = Path(value).expanduser().resolve()
+        if not path.is_dir():
+            raise UsageError(f"--config-dir {value}: no such directory ({path})")
+        dirs.append(path)
+    return dirs, rest
+
+
+def with_config_dirs(overrides: list[str], dirs: list[Path]) -> list[str]:
+    """The overrides with the dirs appended to Hydra's search path (merged with a given hydra.searchpath)."""
+    if not dirs:
+        return list(overrides)
+    given = [o for o in overrides if _key(o) == "hydra.searchpath"]
+    paths = [p for o in given for p in _searchpath_value(o)] + [f"file://{d}" for d in dirs]
+    quoted = ",".join("'" + p.replace("\\", "\\\\").replace("'", "\\'") + "'" for p in paths)
+    return [f"hydra.searchpath=[{quoted}]"] + [o for o in overrides if o not in given]
+
+
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].strip().lstrip("+~")
+
+
+def _searchpath_value(override: str) -> list[str]:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        value = OverridesParser.create().parse_overrides([override])[0].value()
+    except Exception:  # noqa: BLE001 - Hydra's parser raises its own types; one line either way
+        raise UsageError(f"malformed override {override!r}: expected hydra.searchpath=[file:///abs/dir,...]") from None
+    return [str(v) for v in (value if isinstance(value, list) else [value])]
+
+
+def search_dirs(overrides: list[str] = ()) -> list[Path]:
+    """Every config directory composition searches: the package's, then each hydra.searchpath entry."""
+    dirs = [CONF_DIR]
+    for override in overrides:
+        if _key(override) != "hydra.searchpath":
+            continue
+        for entry in _searchpath_value(override):
+            scheme, sep, rest = entry.partition("://")
+            if not sep:
+                dirs.append(Path(entry).expanduser().resolve())
+            elif scheme == "file":
+                dirs.append(Path(rest).expanduser().resolve())
+            elif scheme == "pkg":
+                spec = importlib.util.find_spec(rest) if _importable(rest) else None
+                if spec is not None and spec.submodule_search_locations:
+                    dirs.append(Path(list(spec.submodule_search_locations)[0]))
+    return dirs
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def available(group: str, overrides: list[str] = ()) -> list[str]:
+    """The options of a config group over every config dir."""
+    return sorted({p.stem for d in search_dirs(overrides) for p in (d / group).glob("*.yaml")})
+
+
+def _where(overrides: list[str]) -> str:
+    dirs = search_dirs(overrides)
+    if len(dirs) == 1:
+        return f"searched {dirs[0]}; add your own with --config-dir DIR"
+    return "searched " + ", ".join(map(str, dirs))
+
+
+# -- composition ----------------------------------------------------------------------------------------------
 
 def compose(overrides: list[str]) -> dict:
-    """Compose conf/sweep.yaml with overrides into a plain dict (interpolations resolved)."""
+    """Compose sweep.yaml with overrides into a plain dict (interpolations resolved; `???` values kept)."""
+    try:
+        return _compose(overrides)
+    except UsageError:
+        raise
+    except Exception as e:  # Hydra raises several types; each becomes one line
+        raise UsageError(explain_hydra_error(e, overrides)) from None
+
+
+def _compose(overrides: list[str]) -> dict:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
+    if not (CONF_DIR / "sweep.yaml").is_file():
+        raise UsageError(f"sweeper's configs are not installed ({CONF_DIR / 'sweep.yaml'} is missing); "
+                         f"reinstall sweeper (pip install .)")
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(str(CONF_DIR), version_base=None):
             cfg = hydra_compose("sweep", overrides=list(overrides))
         return OmegaConf.to_container(cfg, resolve=True)
-    except Exception as e:  # Hydra raises several types; each becomes one line
-        raise UsageError(explain_hydra_error(e, overrides)) from None
     finally:
         GlobalHydra.instance().clear()
 
 
 def explain_hydra_error(e: Exception, overrides: list[str]) -> str:
     msg, name = str(e), type(e).__name__
-    m = re.search(r"Could not find '([^/']+)/([^']+)'", msg)
+    m = re.search(r"Could not find '([^']+)/([^'/]+)'", msg)
     if m:
         group, option = m.groups()
-        if group == "experiment":
-            return f"unknown experiment '{option}': available experiments are {', '.join(available(group))}"
-        return f"unknown {group} '{option}': available {group} configs are {', '.join(available(group))}"
+        group = group.strip("/")
+        listed = re.search(r"Available options in '[^']*':\n((?:\t.*\n?)*)", msg)
+        options = [o.strip() for o in listed.group(1).splitlines() if o.strip()] if listed \
+            else available(group, overrides)
+        what = "experiments" if group == "experiment" else f"{group} configs"
+        kind = "experiment" if group == "experiment" else group
+        return (f"unknown {kind} '{option}': available {what} are {', '.join(options) or 'none'} "
+                f"({_where(overrides)})")
     m = re.search(r"Could not override '([^']+)'", msg)
     if m:
         key = m.group(1)
         if key == "experiment":
-            return "experiment is added with a plus: +experiment=NAME (available: " + ", ".join(available("experiment")) + ")"
+            return (f"experiment is added with a plus: +experiment=NAME (available: "
+                    f"{', '.join(available('experiment', overrides))})")
         parent = key.rsplit(".", 1)[0] if "." in key else None
-        keys = _group_keys(parent, overrides) if parent else ["model", "data", "train", "health", "launcher", "seeds", "sweeper"]
+        keys = _keys_at(parent, [o for o in overrides if _key(o) != key])
         where = f"keys of {parent}" if parent else "top-level keys"
         return f"unknown config key '{key}'; {where} are: {', '.join(keys)}" if keys else f"unknown config key '{key}'"
     if name == "OverrideParseException":
@@ -96,41 +209,52 @@ def explain_hydra_error(e: Exception, overrides: list[str]) -> str:
             else f"malformed override: expected key=value; {msg.splitlines()[0]}"
     if "mandatory value" in msg.lower() or "MissingMandatoryValue" in name:
         m = re.search(r"full_key: (\S+)", msg)
-        return f"missing value for {m.group(1) if m else 'a required key'}: set it on the command line"
-    return msg.splitlines()[0] if msg else name
+        return _missing_message(m.group(1) if m else "a required key")
+    return msg.strip().splitlines()[0] if msg.strip() else name
 
 
-def _group_keys(section: str, overrides: list[str] = ()) -> list[str]:
-    """Keys a config section accepts: those of the group option chosen on the command line (or of its default;
-    the union over the group's files when neither is known), or conf/sweep.yaml's own section."""
-    import yaml
-
-    top, _, rest = section.partition(".")
-    chosen = [o.split("=", 1)[1] for o in overrides if o.startswith(f"{top}=")]
-    default = {"launcher": "local"}.get(top)
-    option = chosen[-1] if chosen else default
-    files = ([CONF_DIR / top / f"{option}.yaml"] if option and (CONF_DIR / top / f"{option}.yaml").is_file()
-             else list((CONF_DIR / top).glob("*.yaml"))) or [CONF_DIR / "sweep.yaml"]
-    keys: set[str] = set()
-    for f in files:
-        node = yaml.safe_load(f.read_text()) or {}
-        if f.name == "sweep.yaml":
-            node = node.get(top, {})
-        for part in rest.split(".") if rest else []:
-            node = node.get(part, {}) if isinstance(node, dict) else {}
-        if isinstance(node, dict):
-            keys |= {k for k in node if k != "defaults"}
-    return sorted(keys)
+def _keys_at(section: str | None, overrides: list[str]) -> list[str]:
+    """The keys a config section has once composed without the offending override ([] if that fails too)."""
+    try:
+        node: Any = _compose(overrides)
+    except Exception:  # noqa: BLE001 - only a hint for an error message
+        return []
+    for part in section.split(".") if section else []:
+        node = node.get(part) if isinstance(node, dict) else None
+    return sorted(k for k in node if not (section is None and k == "hydra")) if isinstance(node, dict) else []
 
 
-def read_experiment(cfg: dict) -> Experiment:
+def _missing_message(key: str) -> str:
+    return f"{key} is required (it is ??? in the config): set it on the command line, e.g. {key}=VALUE"
+
+
+def _missing_keys(node: Any, prefix: str = "") -> list[str]:
+    if isinstance(node, dict):
+        return [k for key, v in node.items() for k in _missing_keys(v, f"{prefix}{key}.")]
+    if isinstance(node, list):
+        return [k for i, v in enumerate(node) for k in _missing_keys(v, f"{prefix}{i}.")]
+    return [prefix[:-1]] if node == MISSING else []
+
+
+def _experiment_file(overrides: list[str]) -> str:
+    name = next((o.split("=", 1)[1] for o in reversed(overrides) if _key(o) == "experiment" and "=" in o), None)
+    for d in search_dirs(overrides) if name else []:
+        if (d / "experiment" / f"{name}.yaml").is_file():
+            return str(d / "experiment" / f"{name}.yaml")
+    return f"experiment/{name}.yaml"
+
+
+def read_experiment(cfg: dict, overrides: list[str] = ()) -> Experiment:
     exp = cfg.get("experiment")
     if not exp:
         raise UsageError("no experiment given: add +experiment=NAME (available: "
-                         + ", ".join(available("experiment")) + ")")
+                         + ", ".join(available("experiment", overrides)) + f"; {_where(overrides)})")
+    if not isinstance(exp, dict):
+        raise UsageError(f"experiment={exp!r}: an experiment is a mapping (name, baseline, metric, "
+                         f"lower_is_better, variants) in {_experiment_file(overrides)}")
     for key in ("name", "baseline", "metric", "lower_is_better", "variants"):
         if key not in exp:
-            raise UsageError(f"experiment.{key} is missing in conf/experiment/{exp.get('name', '?')}.yaml")
+            raise UsageError(f"experiment.{key} is missing in {_experiment_file(overrides)}")
     variants = exp["variants"] or {}
     if not isinstance(variants, dict) or not variants:
         raise UsageError("experiment.variants must map variant names to lists of overrides")
@@ -139,56 +263,84 @@ def read_experiment(cfg: dict) -> Experiment:
     for vname, ovs in variants.items():
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", str(vname)):
             raise UsageError(f"variant name {vname!r}: use letters, digits, '_', '-' and '.' only")
-        if not isinstance(ovs, list) or not all(isinstance(o, str) for o in ovs):
+        if ovs is not None and not (isinstance(ovs, list) and all(isinstance(o, str) for o in ovs)):
             raise UsageError(f"experiment.variants.{vname} must be a list of 'key=value' overrides")
     if not isinstance(exp["lower_is_better"], bool):
         raise UsageError(f"experiment.lower_is_better={exp['lower_is_better']!r}: accepted values are true, false")
     return Experiment(name=str(exp["name"]), baseline=str(exp["baseline"]), metric=str(exp["metric"]),
-                      lower_is_better=exp["lower_is_better"], variants={str(k): list(v) for k, v in variants.items()})
+                      lower_is_better=exp["lower_is_better"],
+                      variants={str(k): list(v or []) for k, v in variants.items()})
 
 
-def run_config(cfg: dict, experiment: str, variant: str, seed: int = 0) -> dict:
-    """The run-config mapping train.run() takes, validated (bad values -> UsageError naming the key)."""
-    from train.config import ConfigError, RunConfig
+def run_config(cfg: dict, seed: int = 0) -> dict:
+    """A run's config: every top-level key of the composed config but the sweeper's own, and `seed`."""
+    return {"seed": seed, **{k: v for k, v in cfg.items() if k not in RESERVED and k != "seed"}}
 
-    raw = {"seed": seed, "experiment": experiment, "variant": variant, **{s: cfg[s] for s in RUN_SECTIONS}}
-    try:
-        return RunConfig.from_dict(raw).to_dict()
-    except ConfigError as e:
-        raise UsageError(f"variant {variant}: {e}" if variant else str(e)) from None
+
+def read_task(cfg: dict, cwd: str | Path | None = None) -> TaskSpec:
+    """The composed `task:` block; a relative task.cwd is relative to `cwd` (default: this process's cwd)."""
+    return parse_task(cfg.get("task"), cwd=cwd or os.getcwd())
 
 
 def compose_sweep(overrides: list[str]) -> Sweep:
-    """Compose the sweep and every variant; raises UsageError before anything is started or written."""
+    """Compose the sweep and every variant, check the task and validate each run config through the task's
+    validate hook; raises UsageError before anything is started or written."""
     cfg = compose(overrides)
-    experiment = read_experiment(cfg)
-    sweep = Sweep(overrides=list(overrides), cfg=cfg, experiment=experiment)
-    run_config(cfg, experiment.name, "")          # command-line values, checked once for all variants
+    experiment = read_experiment(cfg, overrides)
+    task = read_task(cfg)
+    check_task(task, preflight=(cfg.get("sweeper") or {}).get("preflight") not in (None, False, "off"))
+    sweep = Sweep(overrides=list(overrides), cfg=cfg, experiment=experiment, task=task)
     for variant, variant_overrides in experiment.variants.items():
         try:
             vcfg = compose(list(overrides) + variant_overrides) if variant_overrides else cfg
         except UsageError as e:
             raise UsageError(f"experiment {experiment.name}, variant {variant}: {e}") from None
-        sweep.variant_configs[variant] = run_config(vcfg, experiment.name, variant)
-    _check_data(sweep.variant_configs)
+        if vcfg.get("task") != cfg.get("task"):
+            raise UsageError(f"experiment {experiment.name}, variant {variant}: a variant cannot change task.*; "
+                             f"a sweep runs one task (set it in the experiment or on the command line)")
+        sweep.variant_configs[variant] = run_config(vcfg)
+    _validate(sweep)
     return sweep
 
 
-def _check_data(variant_configs: dict[str, dict]) -> None:
-    """Read each distinct corpus once so a missing/empty/non-text data.path fails before any run starts."""
-    from train.config import ConfigError, DataConfig
-    from train.corpus import corpus_text
+def _validate(sweep: Sweep) -> None:
+    """Each variant's run config: no `???` left, and accepted by the task's validate hook. An error every
+    variant shares (a command-line value) is reported once, without a variant name."""
+    hook = load_hook(sweep.task, "validate")
+    errors: dict[str, str] = {}
+    for variant, config in sweep.variant_configs.items():
+        missing = _missing_keys(config)
+        if missing:
+            errors[variant] = _missing_message(missing[0])
+        elif hook is not None:
+            try:
+                hook(dict(config))
+            except ValueError as e:                     # ConfigError and UsageError are ValueErrors
+                errors[variant] = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            except Exception as e:  # noqa: BLE001 - a bug in the hook: still one line before anything starts
+                errors[variant] = (f"task.validate={sweep.task.validate} raised {type(e).__name__}: {e}"
+                                   .splitlines()[0])
+    if not errors:
+        return
+    variant, message = next(iter(errors.items()))
+    if len(errors) == len(sweep.variant_configs) and len(set(errors.values())) == 1:
+        raise UsageError(message)
+    raise UsageError(f"variant {variant}: {message}")
 
-    seen = set()
-    for rc in variant_configs.values():
-        key = tuple(sorted(rc["data"].items()))
-        if key in seen:
-            continue
-        seen.add(key)
-        try:
-            corpus_text(DataConfig(**rc["data"]))
-        except ConfigError as e:
-            raise UsageError(str(e)) from None
+
+def load_hook(task: TaskSpec, key: str):
+    """The task's hook function (task.validate / task.preflight) loaded in this process, or None."""
+    from sweeper.run.entry import load_entry
+
+    entry = getattr(task, key)
+    if not entry:
+        return None
+    if task.cwd not in sys.path:
+        sys.path.insert(0, task.cwd)                # the user's modules, as a run's process sees them
+    try:
+        return load_entry(entry)
+    except Exception as e:  # noqa: BLE001 - whatever the import raised: one line naming the hook
+        raise UsageError(f"task.{key}={entry!r} does not load: {type(e).__name__}: {e}".splitlines()[0]) from None
 
 
 def to_yaml(obj: Any) -> str:

@@ -1,26 +1,27 @@
 """The plan of a sweep: variants x seeds -> runs with stable identities, written into the sweep directory.
 
     plan = make_plan(compose_sweep(argv), seeds=[0, 1, 2, 3])
-    write_plan(plan, argv)     # sweep.json + runs/<variant>/seed_<k>/config.yaml (frozen, resolved)
+    write_plan(plan, argv)     # the manifest + runs/<variant>/seed_<k>/config.yaml (frozen, resolved), pending
+    plan.argv(run)             # what a backend starts for one run (in plan.task.cwd) ...
+    plan.run_env(run)          # ... with these variables set (SWEEPER_RUN_DIR, SWEEPER_TENSORBOARD)
 
-Identity: the same run config and seed always give the same run id and run dir. The default sweep dir is
-sweeps/<experiment>-<hash of the variant configs>, so re-running the same command finds its own sweep (and
-resumes it) while a changed config gets a new directory. An explicit sweeper.dir that holds a different plan is
-refused; more seeds extend a sweep only with sweeper.extend=true.
+Identity: the same task, run config and seed always give the same run id and run dir. The default sweep dir is
+sweeps/<experiment>-<hash of the task and variant configs>, so re-running the same command finds its own sweep
+(and resumes it) while a changed config gets a new directory. An explicit sweeper.dir that holds a different
+plan is refused; more seeds extend a sweep only with sweeper.extend=true.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweeper.compose import Experiment, Sweep, to_yaml
+from sweeper.compose import Sweep
 from sweeper.errors import UsageError
+from sweeper.run import RUN_DIR_ENV, TENSORBOARD_ENV
+from sweeper.run.rundir import (Experiment, Manifest, RunDir, RunEntry, Status, UnreadableFile, read_manifest,
+                                stable_hash, write_manifest)
 from sweeper.seeds import format_seeds
-from train.atomic import atomic_write_json, atomic_write_text, read_json
-from train.config import stable_hash
-
-MANIFEST = "sweep.json"
+from sweeper.task import TaskSpec
 
 
 @dataclass(frozen=True)
@@ -29,12 +30,28 @@ class RunSpec:
     variant: str
     seed: int
     run_dir: Path           # absolute
-    config: dict            # the run config train.run() takes
+    config: dict            # the run's config (what the run sees as run.config)
     config_hash: str
 
     @property
     def label(self) -> str:
         return f"{self.variant}/seed_{self.seed}"
+
+    @property
+    def rundir(self) -> RunDir:
+        return RunDir(self.run_dir)
+
+    @property
+    def total_steps(self) -> int | None:
+        """train.steps (the built-in trainer), else a top-level integer `steps`, else None (unknown)."""
+        train = self.config.get("train")
+        if isinstance(train, dict) and _is_int(train.get("steps")):
+            return train["steps"]
+        return self.config["steps"] if _is_int(self.config.get("steps")) else None
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @dataclass
@@ -43,19 +60,44 @@ class Plan:
     experiment: Experiment
     seeds: list[int]
     runs: list[RunSpec]
-    variants_hash: str      # identity of the variant configs, seeds excluded
+    variants_hash: str      # identity of the task and the variant configs, seeds excluded
     sweep: Sweep
+    task: TaskSpec
+    tensorboard: bool = False
 
-    def manifest(self, argv: list[str]) -> dict:
-        return {
-            "experiment": self.experiment.to_dict(), "seeds": self.seeds, "variants_hash": self.variants_hash,
-            "variant_overrides": self.experiment.variants, "overrides": self.sweep.overrides,
-            "launcher": self.sweep.launcher,
-            "runs": [{"run_id": r.run_id, "variant": r.variant, "seed": r.seed,
-                      "run_dir": str(r.run_dir.relative_to(self.sweep_dir)), "config_hash": r.config_hash}
-                     for r in self.runs],
-            "created": time.time(), "argv": argv,
-        }
+    def argv(self, run: RunSpec) -> list[str]:
+        """The command line of one run (started in self.task.cwd)."""
+        return self.task.argv(run.run_dir)
+
+    def run_env(self, run: RunSpec) -> dict[str, str]:
+        """Environment variables a run's process gets on top of the backend's own."""
+        env = {RUN_DIR_ENV: str(run.run_dir)}
+        if self.tensorboard:
+            env[TENSORBOARD_ENV] = "1"
+        return env
+
+    def manifest(self, argv: list[str], created: float | None = None) -> Manifest:
+        extra = {"tensorboard": True} if self.tensorboard else {}
+        manifest = Manifest(
+            experiment=self.experiment, seeds=list(self.seeds), variants_hash=self.variants_hash,
+            overrides=list(self.sweep.overrides), launcher=dict(self.sweep.launcher), task=self.task.to_dict(),
+            runs=[RunEntry(run_id=r.run_id, variant=r.variant, seed=r.seed,
+                           run_dir=str(r.run_dir.relative_to(self.sweep_dir)), config_hash=r.config_hash)
+                  for r in self.runs],
+            argv=list(argv), extra=extra)
+        if created is not None:
+            manifest.created = created
+        return manifest
+
+
+def task_identity(task: TaskSpec | dict) -> dict:
+    """What of the task shapes a run's numbers: the code it starts (not where from, nor its hooks)."""
+    d = task.to_dict() if isinstance(task, TaskSpec) else task
+    return {"entry": d.get("entry"), "command": list(d.get("command") or []) or None}
+
+
+def plan_hash(task: TaskSpec, variant_configs: dict[str, dict]) -> str:
+    return stable_hash({"task": task_identity(task), "variants": variant_configs})
 
 
 def default_sweep_dir(sweep: Sweep, variants_hash: str) -> Path:
@@ -63,7 +105,7 @@ def default_sweep_dir(sweep: Sweep, variants_hash: str) -> Path:
 
 
 def make_plan(sweep: Sweep, seeds: list[int]) -> Plan:
-    variants_hash = stable_hash(sweep.variant_configs)
+    variants_hash = plan_hash(sweep.task, sweep.variant_configs)
     root = sweep.sweeper.get("dir") or default_sweep_dir(sweep, variants_hash)
     sweep_dir = Path(root).expanduser().resolve()
     runs = []
@@ -74,22 +116,35 @@ def make_plan(sweep: Sweep, seeds: list[int]) -> Plan:
             runs.append(RunSpec(run_id=f"{variant}-s{seed}-{h[:8]}", variant=variant, seed=seed,
                                 run_dir=sweep_dir / "runs" / variant / f"seed_{seed}", config=config, config_hash=h))
     return Plan(sweep_dir=sweep_dir, experiment=sweep.experiment, seeds=list(seeds), runs=runs,
-                variants_hash=variants_hash, sweep=sweep)
+                variants_hash=variants_hash, sweep=sweep, task=sweep.task,
+                tensorboard=bool(sweep.sweeper.get("tensorboard")))
+
+
+def recorded(sweep_dir: Path) -> Manifest | None:
+    """The manifest in a sweep dir (None when there is none); a damaged one is a UsageError naming the file."""
+    try:
+        return read_manifest(sweep_dir)
+    except UnreadableFile as e:
+        raise UsageError(str(e)) from None
 
 
 def reconcile(plan: Plan, extend: bool) -> Plan:
     """Check a new invocation against the plan recorded in its sweep dir; extend seeds only when asked."""
-    recorded = read_json(plan.sweep_dir / MANIFEST)
-    if recorded is None:
+    old = recorded(plan.sweep_dir)
+    if old is None:
         return plan
-    if recorded.get("variants_hash") != plan.variants_hash:
-        old = set(recorded.get("experiment", {}).get("variants", []))
-        what = (f"variants {sorted(old)} -> {sorted(plan.experiment.variants)}"
-                if old != set(plan.experiment.variants) else "the run configs (model/data/train/health values)")
+    if old.variants_hash != plan.variants_hash:
+        if set(old.experiment.variants) != set(plan.experiment.variants):
+            what = f"variants {sorted(old.experiment.variants)} -> {sorted(plan.experiment.variants)}"
+        elif old.task and task_identity(old.task) != task_identity(plan.task):
+            before = old.task.get("entry") or " ".join(old.task.get("command") or [])
+            what = f"the task ({before} -> {plan.task.name})"
+        else:
+            what = "the run configs"
         raise UsageError(f"{plan.sweep_dir} holds a different plan ({what} differ; recorded overrides: "
-                         f"{' '.join(recorded.get('overrides', [])) or 'none'}); use another sweeper.dir, or "
+                         f"{' '.join(old.overrides) or 'none'}); use another sweeper.dir, or "
                          f"repeat the recorded command to resume it")
-    old_seeds, new_seeds = recorded.get("seeds", []), plan.seeds
+    old_seeds, new_seeds = old.seeds, plan.seeds
     if set(new_seeds) - set(old_seeds) and not extend:
         added = sorted(set(new_seeds) - set(old_seeds))
         raise UsageError(f"{plan.sweep_dir} was planned with seeds={format_seeds(old_seeds)}; this command asks for "
@@ -100,26 +155,24 @@ def reconcile(plan: Plan, extend: bool) -> Plan:
 
 
 def write_plan(plan: Plan, argv: list[str]) -> None:
-    """Create the sweep dir: manifest and each run's frozen config.yaml (existing runs are left as they are)."""
+    """Create the sweep dir: the manifest, each run's frozen config and its pending status (existing runs are
+    left as they are)."""
     plan.sweep_dir.mkdir(parents=True, exist_ok=True)
     for run in plan.runs:
-        run.run_dir.mkdir(parents=True, exist_ok=True)
-        cfg_path = run.run_dir / "config.yaml"
-        if not cfg_path.exists():
-            atomic_write_text(cfg_path, to_yaml(run.config))
-        if not (run.run_dir / "status.json").exists():
-            atomic_write_json(run.run_dir / "status.json",
-                              {"status": "pending", "run_id": run.run_id, "variant": run.variant, "seed": run.seed,
-                               "error": None, "exit_code": None, "started": None, "ended": None})
-    manifest = plan.manifest(argv)
-    old = read_json(plan.sweep_dir / MANIFEST)
-    if old:
-        manifest["created"] = old.get("created", manifest["created"])
-    atomic_write_json(plan.sweep_dir / MANIFEST, manifest)
+        rd = run.rundir
+        rd.path.mkdir(parents=True, exist_ok=True)
+        if not rd.config_path.exists():
+            rd.write_config(run.config)
+        if not rd.status_path.exists():
+            rd.update_status(Status.PENDING, run_id=run.run_id, experiment=plan.experiment.name,
+                             variant=run.variant, seed=run.seed)
+    old = recorded(plan.sweep_dir)
+    write_manifest(plan.sweep_dir, plan.manifest(argv, created=old.created if old else None))
 
 
 def format_plan(plan: Plan) -> str:
     lines = [f"sweep dir: {plan.sweep_dir}",
+             f"task: {plan.task.name} (in {plan.task.cwd})",
              f"experiment {plan.experiment.name}: {len(plan.experiment.variants)} variants x {len(plan.seeds)} seeds "
              f"({format_seeds(plan.seeds)}) = {len(plan.runs)} runs; baseline {plan.experiment.baseline}, metric "
              f"{plan.experiment.metric} ({'lower' if plan.experiment.lower_is_better else 'higher'} is better)"]

@@ -1,17 +1,23 @@
 """Checks a sweep can run before any seed launches (after the plan is written, under the sweep lock).
 
+    check_preflight_options(sweep)            # plan time: modes known, the hooks they need are set (UsageError)
     plan_to_launch, refusal = run_preflights(plan, progress)
 
 - `sweeper.audit=true`: the resume audit on the baseline variant's first seed (sweeper.audit); a divergence
-  refuses the sweep.
-- `sweeper.preflight=warn|stop`: the health checks once per variant; with `stop` a failing variant's seeds are
+  refuses the sweep. It audits the built-in trainer only (task.entry=train:main).
+- `sweeper.preflight=warn|stop`: the task's preflight hook (task.preflight: module:function, called with a run
+  config, returning a sweeper.health.HealthReport) once per variant; with `stop` a failing variant's seeds are
   not launched and are marked failed.
 """
 from __future__ import annotations
 
+import time
+
 from sweeper.errors import UsageError
+from sweeper.run.rundir import KEEP, Status, UnreadableFile
 
 PREFLIGHT_MODES = ("off", "warn", "stop")
+AUDITED_ENTRY = "train:main"
 
 
 def check_preflight_mode(mode) -> None:
@@ -19,23 +25,50 @@ def check_preflight_mode(mode) -> None:
         raise UsageError(f"sweeper.preflight={mode!r}: accepted values are {', '.join(PREFLIGHT_MODES)}")
 
 
+def preflight_mode(sweeper_cfg: dict) -> str:
+    return sweeper_cfg.get("preflight") or "off"
+
+
+def check_preflight_options(sweep) -> None:
+    """At plan time: sweeper.preflight and sweeper.audit are usable with this sweep's task."""
+    mode = sweep.sweeper.get("preflight")
+    check_preflight_mode(mode)
+    if preflight_mode(sweep.sweeper) != "off" and not sweep.task.preflight:
+        raise UsageError(f"sweeper.preflight={mode} needs the task's preflight hook: set task.preflight="
+                         f"module:function (a run config -> sweeper.health.HealthReport), or use sweeper.preflight=off")
+    if sweep.sweeper.get("audit") and sweep.task.entry != AUDITED_ENTRY:
+        raise UsageError(f"sweeper.audit=true audits the built-in trainer only (task.entry={AUDITED_ENTRY}); this "
+                         f"sweep runs {sweep.task.name}: drop sweeper.audit, and check your own resume with "
+                         f"an interrupted run instead")
+
+
 def health_preflight(plan, progress):
-    """sweeper.preflight=warn|stop: health checks once per variant (first seed) before any seed launches.
+    """sweeper.preflight=warn|stop: the task's preflight hook once per variant (first seed) before any seed
+    launches.
 
     Reports go to SWEEP_DIR/preflight/<variant>.json. With `stop`, a failing variant's runs are not launched:
-    they are marked failed (they count against the variant in the report). Returns the plan left to launch.
+    they are marked failed (they count against the variant in the report). A hook that crashes or does not
+    return a HealthReport counts as a failing preflight. Returns the plan left to launch.
     """
     import dataclasses
-    import time
 
-    from sweeper.health import preflight_run_config
-    from train.atomic import atomic_write_json, read_json
+    from sweeper.compose import load_hook
 
-    mode = plan.sweep.sweeper.get("preflight") or "off"
+    mode = preflight_mode(plan.sweep.sweeper)
+    hook = load_hook(plan.task, "preflight")
     stopped = {}
     for variant, cfg in plan.sweep.variant_configs.items():
         t0 = time.time()
-        report = preflight_run_config({**cfg, "seed": plan.seeds[0]})
+        try:
+            report = hook({**cfg, "seed": plan.seeds[0]})
+            if not all(hasattr(report, a) for a in ("verdict", "failures", "warnings", "write")):
+                raise TypeError(f"returned {type(report).__name__}, not a sweeper.health.HealthReport")
+        except Exception as e:  # noqa: BLE001 - the user's hook: its failure is this variant's preflight result
+            progress.log(f"preflight {variant}: FAIL (task.preflight={plan.task.preflight} "
+                         f"{type(e).__name__}: {e})".splitlines()[0])
+            if mode == "stop":
+                stopped[variant] = f"task.preflight raised {type(e).__name__}"
+            continue
         report.write(plan.sweep_dir / "preflight" / f"{variant}.json")
         progress.log(f"preflight {variant}: {report.verdict.upper()} ({time.time() - t0:.1f}s)")
         for check in report.failures + report.warnings:
@@ -43,30 +76,30 @@ def health_preflight(plan, progress):
         if report.verdict == "fail" and mode == "stop":
             stopped[variant] = "; ".join(c.name for c in report.failures)
     for run in plan.runs:
-        if run.variant in stopped:
-            status = read_json(run.run_dir / "status.json", {}) or {}
-            if status.get("status") != "finished":
-                status.update(status="failed", exit_code=None, ended=time.time(),
-                              error=f"not launched: sweep preflight failed ({stopped[run.variant]}); see "
-                                    f"preflight/{run.variant}.json, or run with sweeper.preflight=warn")
-                atomic_write_json(run.run_dir / "status.json", status)
+        if run.variant in stopped and not _kept(run.rundir):
+            run.rundir.update_status(Status.FAILED, exit_code=None, ended=time.time(),
+                                     error=f"not launched: sweep preflight failed ({stopped[run.variant]}); see "
+                                           f"preflight/{run.variant}.json, or run with sweeper.preflight=warn")
     if stopped:
         progress.log(f"preflight stopped variant(s) {', '.join(stopped)}: their seeds are not launched")
     return dataclasses.replace(plan, runs=[r for r in plan.runs if r.variant not in stopped])
 
 
+def _kept(rundir) -> bool:
+    try:
+        return rundir.state() in KEEP
+    except UnreadableFile:
+        return False
+
+
 def run_preflights(plan, progress):
     """The optional checks before any seed launches: (the plan left to launch, why the sweep must not start)."""
     if plan.sweep.sweeper.get("audit"):
-        from sweeper.audit import preflight_audit
-        from train.audit import AuditError
+        from sweeper.audit import sweep_audit
 
-        try:
-            report = preflight_audit(plan, log=progress.log)
-        except AuditError as e:
-            return plan, f"resume audit failed: {e}"
-        if not report.identical:
-            return plan, f"resume audit diverged; not launching (audit runs kept in {plan.sweep_dir / 'audit'})"
-    if (plan.sweep.sweeper.get("preflight") or "off") != "off":
+        refusal = sweep_audit(plan, log=progress.log)
+        if refusal:
+            return plan, refusal
+    if preflight_mode(plan.sweep.sweeper) != "off":
         return health_preflight(plan, progress), None
     return plan, None

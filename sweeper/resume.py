@@ -3,11 +3,12 @@
     python -m sweeper.resume sweeps/rope-1a2b3c4d                          # same launcher settings as before
     python -m sweeper.resume sweeps/rope-1a2b3c4d launcher.max_parallel=1  # other launcher settings
 
-The plan is read from the sweep dir alone (sweep.json and each run's frozen config.yaml), not recomposed from
-conf/, so edits to the configs since the sweep started cannot change it. Finished runs are skipped, diverged
-ones kept, interrupted ones resume from their checkpoints, failed and pending ones run again (with the retry
-policy and crash-loop stop of the launcher). A run whose config.yaml no longer matches the hash recorded in
-sweep.json is refused (exit 2): that would be a different plan. Exit status as `python -m sweeper`.
+The plan is read from the sweep dir alone (its manifest: experiment, seeds, task, launcher; and each run's frozen
+config.yaml), not recomposed from the config dirs, so edits to the configs since the sweep started cannot change
+it. Finished runs are skipped, diverged ones kept, interrupted ones resume from their checkpoints, failed and
+pending ones run again (with the retry policy and crash-loop stop of the launcher). A run whose config.yaml no
+longer matches the hash recorded in the manifest is refused (exit 2): that would be a different plan. Exit
+status as `python -m sweeper`.
 """
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ from pathlib import Path
 
 import yaml
 
-from sweeper.compose import Experiment, Sweep
+from sweeper.compose import Sweep
 from sweeper.errors import UsageError
-from sweeper.plan import MANIFEST, Plan, RunSpec
-from train.atomic import read_json
-from train.config import stable_hash
+from sweeper.plan import Plan, RunSpec, recorded
+from sweeper.run.rundir import MANIFEST, UnreadableFile, stable_hash
+from sweeper.task import TaskSpec
 
 USAGE = "usage: python -m sweeper.resume SWEEP_DIR [launcher.KEY=VALUE ...] [sweeper.report=true|false]"
 
@@ -28,16 +29,20 @@ USAGE = "usage: python -m sweeper.resume SWEEP_DIR [launcher.KEY=VALUE ...] [swe
 def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
     """The recorded plan (and recorded argv) of a sweep dir, with launcher/report overrides applied."""
     sweep_dir = Path(sweep_dir).expanduser().resolve()
-    manifest = read_json(sweep_dir / MANIFEST)
-    if not isinstance(manifest, dict) or "runs" not in manifest:
+    manifest = recorded(sweep_dir)
+    if manifest is None:
         raise UsageError(f"{sweep_dir}: no readable {MANIFEST}; give the directory a sweep was started in "
                          f"(it holds {MANIFEST} and runs/)")
-    exp = manifest["experiment"]
-    variant_overrides = manifest.get("variant_overrides") or {v: [] for v in exp["variants"]}
-    experiment = Experiment(name=exp["name"], baseline=exp["baseline"], metric=exp["metric"],
-                            lower_is_better=bool(exp["lower_is_better"]), variants=dict(variant_overrides))
-    launcher = dict(manifest.get("launcher") or {"name": "local"})
-    sweeper_cfg = {"dir": str(sweep_dir), "report": True, "extend": False, "dry_run": False}
+    if manifest.source != "sweeper":
+        raise UsageError(f"{sweep_dir / MANIFEST} was written by {manifest.source} (source={manifest.source!r}); "
+                         f"re-run that multirun to finish it (finished jobs are skipped)")
+    if not manifest.task:
+        raise UsageError(f"{sweep_dir / MANIFEST} records no task (a sweep from an older sweeper); re-run the "
+                         f"recorded command `python -m sweeper {' '.join(manifest.argv)}` to finish it")
+    task = TaskSpec.from_dict(manifest.task)
+    launcher = dict(manifest.launcher or {"name": "local"})
+    sweeper_cfg = {"dir": str(sweep_dir), "report": True, "extend": False, "dry_run": False,
+                   "tensorboard": bool(manifest.extra.get("tensorboard"))}
     for item in overrides:
         key, eq, raw = item.partition("=")
         if not eq or not (key.startswith("launcher.") or key == "sweeper.report") or key == "launcher.name":
@@ -46,26 +51,26 @@ def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
         value = yaml.safe_load(raw) if raw else None
         (sweeper_cfg if key == "sweeper.report" else launcher)[key.split(".", 1)[1]] = value
     runs, variant_configs = [], {}
-    for entry in manifest["runs"]:
-        run_dir = sweep_dir / entry["run_dir"]
+    for entry in manifest.runs:
+        rd = manifest.run_dir(sweep_dir, entry)
         try:
-            config = yaml.safe_load((run_dir / "config.yaml").read_text())
-        except (OSError, yaml.YAMLError) as e:
-            raise UsageError(f"{run_dir / 'config.yaml'}: cannot read the run's frozen config ({e}); "
-                             f"this sweep dir is incomplete") from None
-        if stable_hash(config) != entry["config_hash"]:
-            raise UsageError(f"{run_dir / 'config.yaml'} differs from the plan recorded in {MANIFEST} (config hash "
-                             f"{stable_hash(config)} != {entry['config_hash']}); restore it, or start a new sweep "
+            config = rd.read_config()
+        except UnreadableFile as e:
+            raise UsageError(f"{e}; this sweep dir is incomplete") from None
+        if stable_hash(config) != entry.config_hash:
+            raise UsageError(f"{rd.config_path} differs from the plan recorded in {MANIFEST} (config hash "
+                             f"{stable_hash(config)} != {entry.config_hash}); restore it, or start a new sweep "
                              f"in another sweeper.dir")
-        variant_configs.setdefault(entry["variant"], {**config, "seed": 0})
-        runs.append(RunSpec(run_id=entry["run_id"], variant=entry["variant"], seed=int(entry["seed"]),
-                            run_dir=run_dir, config=config, config_hash=entry["config_hash"]))
-    sweep = Sweep(overrides=list(manifest.get("overrides", [])),
-                  cfg={"seeds": manifest.get("seeds"), "sweeper": sweeper_cfg, "launcher": launcher},
-                  experiment=experiment, variant_configs=variant_configs)
-    plan = Plan(sweep_dir=sweep_dir, experiment=experiment, seeds=list(manifest.get("seeds", [])), runs=runs,
-                variants_hash=manifest.get("variants_hash", ""), sweep=sweep)
-    return plan, list(manifest.get("argv", []))
+        variant_configs.setdefault(entry.variant, {**config, "seed": 0})
+        runs.append(RunSpec(run_id=entry.run_id, variant=entry.variant, seed=entry.seed, run_dir=rd.path,
+                            config=config, config_hash=entry.config_hash))
+    sweep = Sweep(overrides=list(manifest.overrides),
+                  cfg={"seeds": list(manifest.seeds), "sweeper": sweeper_cfg, "launcher": launcher},
+                  experiment=manifest.experiment, task=task, variant_configs=variant_configs)
+    plan = Plan(sweep_dir=sweep_dir, experiment=manifest.experiment, seeds=list(manifest.seeds), runs=runs,
+                variants_hash=manifest.variants_hash, sweep=sweep, task=task,
+                tensorboard=sweeper_cfg["tensorboard"])
+    return plan, list(manifest.argv)
 
 
 def main(argv: list[str] | None = None) -> int:

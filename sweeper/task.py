@@ -104,10 +104,12 @@ def python_path(spec: TaskSpec, inherited: str | None = None) -> str:
     return os.pathsep.join(p for p in (spec.cwd, inherited) if p)
 
 
-def check_task(spec: TaskSpec, timeout_s: float = 120.0) -> None:
+def check_task(spec: TaskSpec, timeout_s: float = 120.0, preflight: bool = True) -> None:
     """Fail before launch when the task cannot start: an entry point (or hook) that does not import in a
-    fresh interpreter in the task's cwd, a program that is not found, a Python script that does not exist."""
-    hooks = [(key, getattr(spec, key)) for key in ("entry", "validate", "preflight") if getattr(spec, key)]
+    fresh interpreter in the task's cwd, a program that is not found, a Python script that does not exist.
+    preflight=False leaves the preflight hook unchecked (a sweep with sweeper.preflight=off never calls it)."""
+    keys = ("entry", "validate", "preflight") if preflight else ("entry", "validate")
+    hooks = [(key, getattr(spec, key)) for key in keys if getattr(spec, key)]
     if hooks:
         _check_imports(spec, hooks, timeout_s)
     if spec.command:

@@ -1,0 +1,1 @@
+"""The configs sweeper ships (installed as the package `sweeper.conf`): sweep.yaml and its config groups."""
