@@ -1,6 +1,8 @@
 """The Hydra launcher plugin `hydra/launcher=sweeper_pool`: discovered by Hydra's plugin scan without heavy imports,
-and a real multirun of a small Hydra app (tests/hydra_app/my_app.py) in a subprocess: jobs pinned to one device
-and disjoint cores each, a failing job not stopping its siblings, return values back, Ctrl-C leaving nothing."""
+and real multiruns of small Hydra apps (tests/hydra_app/) in subprocesses: jobs pinned to one device and disjoint
+cores each, a failing job not stopping its siblings, return values back, Ctrl-C leaving nothing; every job a
+sweeper run dir, so that `python -m sweeper.report` turns the multirun into the decision table, and a second
+launch of the same multirun runs only what did not finish."""
 import json
 import os
 import signal
@@ -8,13 +10,19 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import ROOT
 from local_helpers import processes_mentioning, wait_for
+from sweeper.run.rundir import RunDir, Status, read_manifest
 
 pytest_plugins = ["local_helpers"]     # its sweep_dir fixture
 
 APP = ROOT / "tests" / "hydra_app" / "my_app.py"
+LOSS_APP = ROOT / "tests" / "hydra_app" / "loss_app.py"
 CORES = sorted(os.sched_getaffinity(0))
+sys.path.insert(0, str(LOSS_APP.parent))
+from loss_app import loss  # noqa: E402  (the values the app returns)
 
 
 def app_env(**extra) -> dict:
@@ -23,9 +31,60 @@ def app_env(**extra) -> dict:
     return env
 
 
-def app(*args, env=None, timeout=120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(APP), *args], cwd=APP.parent, env=env or app_env(),
+def app(*args, env=None, timeout=120, script=APP) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(script), *args], cwd=script.parent, env=env or app_env(),
                           capture_output=True, text=True, timeout=timeout)
+
+
+def loss_app(*args, timeout=180) -> subprocess.CompletedProcess:
+    return app(*args, "hydra/launcher=sweeper_pool", script=LOSS_APP, timeout=timeout)
+
+
+def report(sweep_dir, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sweeper.report", str(sweep_dir), "--no-plots", *args], cwd=ROOT,
+                          env=app_env(), capture_output=True, text=True, timeout=180)
+
+
+def returned(proc) -> dict:
+    """{(lr, seed): return value} from loss_app.py --returns."""
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line, = [ln for ln in proc.stdout.splitlines() if ln.startswith("RETURNS ")]
+    out = {}
+    for overrides, value in json.loads(line[len("RETURNS "):]):
+        kv = dict(o.split("=", 1) for o in overrides)
+        out[(float(kv.get("lr", 0.01)), int(kv.get("seed", 0)))] = value
+    return out
+
+
+def check_decision_table(sweep_dir, stdout: str, metric: str, values: dict, baseline: str = "lr=0.01",
+                         suffix: str = "") -> None:
+    """The report's table has one row per lr variant with the app's numbers (summary.csv: mean, sd, delta)."""
+    import numpy as np
+    import pandas as pd
+
+    assert f"metric: final {metric} (lower" in stdout, stdout
+    summary = pd.read_csv(sweep_dir / "summary.csv").set_index("variant")
+    names = {lr: f"lr={lr:g}{suffix}" for lr in values}
+    base = baseline if baseline in names.values() else names[0.01]
+    assert sorted(summary.index) == sorted(names.values()), summary
+    base_mean = float(np.mean(values[next(lr for lr, n in names.items() if n == base)]))
+    rows = [ln for ln in stdout.splitlines() if ln.startswith(tuple(names.values()))]
+    for lr, name in names.items():
+        row = summary.loc[name]
+        n = len(values[lr])
+        assert (row["planned"], row["usable"]) == (n, n)
+        assert row["mean"] == pytest.approx(np.mean(values[lr]), abs=1e-9)
+        assert row["sd"] == pytest.approx(np.std(values[lr], ddof=1), abs=1e-9)
+        line, = [ln for ln in rows if ln.split("  ")[0].strip() == name]
+        assert f"{n}/{n}" in line and ("baseline" in line if name == base else f"vs {base}" in line), line
+        if name != base:
+            assert row["compared_with"] == base
+            assert row["delta"] == pytest.approx(np.mean(values[lr]) - base_mean, abs=1e-9)
+
+
+def job_records(sweep_dir) -> dict:
+    """run dir -> (job.json text, stdout.log text): what a job that ran again would change."""
+    return {p.parent.name: (p.read_text(), (p.parent / "stdout.log").read_text()) for p in sweep_dir.glob("*/job.json")}
 
 
 def test_plugin_is_discovered_and_its_scan_imports_nothing_heavy():
@@ -70,6 +129,16 @@ def test_multirun_pins_each_job_and_a_failure_does_not_stop_its_siblings(sweep_d
     for d in ("3", "5"):        # one job per device at a time
         spans = sorted((j["started"], j["ended"]) for j in jobs.values() if j["cuda_visible_devices"] == d)
         assert all(s2[0] >= s1[1] for s1, s2 in zip(spans, spans[1:])), spans
+    for num in range(3):        # each job dir is a run dir: its status and summary hold the return value
+        rd = RunDir(sweep_dir / str(num))
+        assert rd.read_status().status == Status.FINISHED and rd.read_summary().final == {"objective": num * 10}
+        assert rd.read_config() == {"seed": num, "fail_on": 3, "sleep": 1.0}
+    failed = RunDir(sweep_dir / "3").read_status()
+    assert (failed.status, failed.error, failed.exit_code) == (Status.FAILED, "ValueError: seed 3 is cursed", 1)
+    assert RunDir(sweep_dir / "3").read_summary() is None
+    manifest = read_manifest(sweep_dir)
+    assert manifest.source == "hydra" and manifest.experiment.variants == {"sleep=1.0": ["sleep=1.0"]}
+    assert [(r.run_dir, r.seed, r.variant) for r in manifest.runs] == [(str(n), n, "sleep=1.0") for n in range(4)]
 
 
 def test_return_values_come_back_to_hydra(sweep_dir):
@@ -83,6 +152,7 @@ def test_bad_launcher_option_names_the_key(sweep_dir):
     proc = app("-m", "seed=0", "hydra/launcher=sweeper_pool", "hydra.launcher.runs_per_device=0",
                f"hydra.sweep.dir={sweep_dir}")
     assert proc.returncode == 1 and "hydra.launcher.runs_per_device=0: must be a positive integer" in proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
 
 
 def test_ctrl_c_of_a_multirun_leaves_no_process(sweep_dir, tmp_path):
@@ -98,3 +168,130 @@ def test_ctrl_c_of_a_multirun_leaves_no_process(sweep_dir, tmp_path):
     assert time.time() - t0 < 15
     assert processes_mentioning(str(sweep_dir)) == [], log.read_text()
     assert "interrupted: stopping 2 running run(s)" in log.read_text()
+    for num in ("0", "1"):      # completed by the parent: the jobs died of the SIGTERM without a word
+        record = RunDir(sweep_dir / num).read_status()
+        assert record.status == Status.INTERRUPTED and record.error.startswith("stopped by Ctrl-C"), record
+
+
+# -- the run contract: decision table, skips, options ---------------------------------------------------------
+
+SWEEP = ["seed=0,1,2", "lr=0.01,0.1"]
+BASELINE = 'hydra.launcher.baseline="lr=0.01"'
+
+
+def test_a_multirun_is_a_sweep_and_a_second_launch_starts_no_job(sweep_dir):
+    first = loss_app("-m", *SWEEP, BASELINE, f"hydra.sweep.dir={sweep_dir}")
+    assert first.returncode == 0, first.stdout + first.stderr
+    manifest = read_manifest(sweep_dir)
+    exp = manifest.experiment
+    assert (manifest.source, exp.name, exp.baseline, exp.metric, exp.lower_is_better) == \
+        ("hydra", "loss_app", "lr=0.01", "objective", True)
+    assert exp.variants == {"lr=0.01": ["lr=0.01"], "lr=0.1": ["lr=0.1"]}
+    by_dir = {r.run_dir: r for r in manifest.runs}
+    assert sorted((r.variant, r.seed) for r in manifest.runs) == [(v, s) for v in ("lr=0.01", "lr=0.1") for s in range(3)]
+    for entry in manifest.runs:
+        rd = RunDir(sweep_dir / entry.run_dir)
+        lr = float(entry.variant.split("=")[1])
+        record, summary = rd.read_status(), rd.read_summary()
+        assert (record.status, record.run_id, record.experiment, record.variant, record.seed) == \
+            (Status.FINISHED, entry.run_id, "loss_app", entry.variant, entry.seed)
+        assert summary.final == {"objective": loss(lr, entry.seed)} and summary.config_hash == entry.config_hash
+        assert rd.read_config() == {"seed": entry.seed, "lr": lr, "use_run": False, "die": False}
+        job = json.loads((rd.path / "job.json").read_text())
+        assert job["run_dir"] == str(rd.path)                   # SWEEPER_RUN_DIR is the job's output dir
+    assert len(by_dir) == 6
+
+    table = report(sweep_dir)
+    assert table.returncode == 0, table.stdout + table.stderr
+    check_decision_table(sweep_dir, table.stdout, "objective", {lr: [loss(lr, s) for s in range(3)] for lr in (0.01, 0.1)})
+
+    before = job_records(sweep_dir)
+    again = app("--returns", *SWEEP, "hydra/launcher=sweeper_pool", BASELINE, f"hydra.sweep.dir={sweep_dir}",
+                script=LOSS_APP)
+    assert returned(again) == {(lr, s): loss(lr, s) for lr in (0.01, 0.1) for s in range(3)}
+    assert "start " not in again.stdout and again.stdout.count("(already finished)") == 6, again.stdout
+    assert job_records(sweep_dir) == before                          # no job process ran, no log grew
+    for result in (sweep_dir / ".sweeper_pool").glob("*.result.pkl"):
+        result.write_bytes(b"damaged")                              # rebuilt from the summaries
+    assert returned(app("--returns", *SWEEP, "hydra/launcher=sweeper_pool", BASELINE, f"hydra.sweep.dir={sweep_dir}",
+                        script=LOSS_APP)) == {(lr, s): loss(lr, s) for lr in (0.01, 0.1) for s in range(3)}
+    assert job_records(sweep_dir) == before
+
+
+def test_a_job_whose_config_changed_runs_again_and_the_report_asks_for_a_baseline(sweep_dir):
+    assert loss_app("-m", "seed=0,1", "lr=0.01,0.1", f"hydra.sweep.dir={sweep_dir}").returncode == 0
+    before = job_records(sweep_dir)
+    proc = app("--returns", "seed=0,1", "lr=0.01,0.001", "hydra/launcher=sweeper_pool", f"hydra.sweep.dir={sweep_dir}",
+               script=LOSS_APP)
+    assert returned(proc) == {(lr, s): loss(lr, s) for lr in (0.01, 0.001) for s in range(2)}
+    after = job_records(sweep_dir)
+    manifest = read_manifest(sweep_dir)
+    changed = sorted(r.run_dir for r in manifest.runs if r.variant == "lr=0.001")
+    assert len(changed) == 2 and proc.stdout.count("(already finished)") == 2, proc.stdout
+    assert {d for d in after if after[d] != before[d]} == set(changed)
+    assert set(manifest.experiment.variants) == {"lr=0.01", "lr=0.001"} and manifest.experiment.baseline == ""
+    for d in changed:
+        assert RunDir(sweep_dir / d).read_summary().final == {"objective": loss(0.001, manifest.runs[int(d)].seed)}
+
+    asked = report(sweep_dir)
+    assert asked.returncode == 2, asked.stdout + asked.stderr
+    assert "Traceback" not in asked.stderr and "--baseline" in asked.stderr and "no baseline" in asked.stderr, asked.stderr
+    given = report(sweep_dir, "--baseline", "lr=0.01")
+    assert given.returncode == 0, given.stdout + given.stderr
+    check_decision_table(sweep_dir, given.stdout, "objective",
+                         {lr: [loss(lr, s) for s in range(2)] for lr in (0.01, 0.001)}, baseline="lr=0.01")
+
+
+def test_a_job_using_the_run_api_gets_its_finish_metrics_in_the_table(sweep_dir):
+    proc = loss_app("-m", *SWEEP, "use_run=true", 'hydra.launcher.baseline="lr=0.01 use_run=true"',
+                    "hydra.launcher.metric=val_loss", f"hydra.sweep.dir={sweep_dir}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    manifest = read_manifest(sweep_dir)
+    assert set(manifest.experiment.variants) == {"lr=0.01 use_run=True", "lr=0.1 use_run=True"}   # Hydra's spelling
+    for entry in manifest.runs:
+        rd = RunDir(sweep_dir / entry.run_dir)
+        lr = float(entry.variant.split()[0].split("=")[1])
+        summary = rd.read_summary()
+        assert summary.final == {"val_loss": loss(lr, entry.seed)} and summary.steps == 1   # not the return value
+        assert (summary.variant, summary.seed, summary.config_hash) == (entry.variant, entry.seed, entry.config_hash)
+        assert rd.read_status().status == Status.FINISHED and rd.read_metrics()[0] == \
+            [{"step": 0, "train_loss": 2 * loss(lr, entry.seed)}]
+    table = report(sweep_dir)
+    assert table.returncode == 0, table.stdout + table.stderr
+    check_decision_table(sweep_dir, table.stdout, "val_loss", {lr: [loss(lr, s) for s in range(3)] for lr in (0.01, 0.1)},
+                         suffix=" use_run=True")
+
+
+def test_n_jobs_caps_the_pool_and_a_job_without_a_seed_is_seed_0_with_a_warning(sweep_dir):
+    proc = loss_app("-m", "lr=0.01,0.1", "hydra.launcher.n_jobs=1", f"hydra.sweep.dir={sweep_dir}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "sweeper_pool: 1 slot(s)" in proc.stdout
+    assert proc.stdout.count("has no seed=... override: recorded as seed 0") == 2, proc.stdout
+    for num in ("0", "1"):           # one slot: each job had every core
+        assert RunDir(sweep_dir / num).read_env()["cpu_affinity"] == CORES
+        record = RunDir(sweep_dir / num).read_status()
+        assert record.seed == 0 and record.warnings and "no seed=... override" in record.warnings[0]
+    assert [(r.variant, r.seed) for r in read_manifest(sweep_dir).runs] == [("lr=0.01", 0), ("lr=0.1", 0)]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["seed=0,1", "lr=0.01,0.1", 'hydra.launcher.baseline="lr=0.5"'],
+     "hydra.launcher.baseline='lr=0.5' is not a variant of this multirun; its variants are 'lr=0.01', 'lr=0.1'"),
+    (["seed=0,0", "lr=0.01"], "are both variant 'lr=0.01' with seed 0: the decision table needs one job per variant"),
+    (["seed=0", "hydra.launcher.n_jobs=2", "hydra.launcher.max_parallel=3"],
+     "hydra.launcher.n_jobs=2 and hydra.launcher.max_parallel=3 disagree"),
+], ids=["baseline", "duplicate", "n_jobs"])
+def test_a_bad_sweep_is_one_line_before_anything_starts(sweep_dir, args, message):
+    proc = loss_app("-m", *args, f"hydra.sweep.dir={sweep_dir}")
+    assert proc.returncode == 1 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert sorted(p.name for p in sweep_dir.iterdir()) == ["multirun.yaml"]       # Hydra's own, nothing of ours
+
+
+def test_a_killed_job_is_completed_by_the_parent(sweep_dir):
+    proc = loss_app("-m", "seed=0,1", "die=true", f"hydra.sweep.dir={sweep_dir}")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    for num in ("0", "1"):
+        record = RunDir(sweep_dir / num).read_status()
+        assert (record.status, record.error, record.exit_code, record.failure_class) == \
+            (Status.FAILED, "killed by SIGKILL", -9, "signal"), record
+        assert (record.variant, record.seed, record.attempts) == ("die=True", int(num), 1)

@@ -1,14 +1,74 @@
 """`python -m hydra_plugins.sweeper_pool._worker JOB_PKL RESULT_PKL`: run one Hydra job in this process.
 
 JOB_PKL holds the parent's sys.path (pickle), then the job (cloudpickle): hydra context, sweep config, task
-function, singleton state. The JobReturn is written to RESULT_PKL atomically. Exit 0 when the task completed,
-1 when it raised (the traceback is printed to this job's log first).
+function, singleton state, and the job's run (run dir, run id, experiment, variant, seed, config hash, metric).
+SWEEPER_RUN_DIR is the job's output dir, so the task may call sweeper.init() itself; the run's status is
+marked running, then, after Hydra's run_job:
+    the task ended its run itself (sweeper.init() + run.finish()/diverged()/...)  its record stands
+    the job completed                  its summary's final metrics are the return value: a number -> {metric:
+                                       value}, a mapping of numbers -> itself; anything else: finished with no
+                                       final metric and a warning
+    the job raised                     status failed with the exception's line (traceback in the job's log)
+The JobReturn is written to RESULT_PKL atomically. Exit 0 when the task completed, 1 when it raised.
 """
 from __future__ import annotations
 
+import os
 import pickle
 import sys
+import time
 import traceback
+from collections.abc import Mapping
+from typing import Any
+
+
+def _number(value: Any) -> float | int | None:
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", None) == 0:
+        value = value.item()      # numpy scalars, 0-d tensors
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def final_metrics(value: Any, metric: str) -> tuple[dict, str | None]:
+    """The summary's final metrics for a job's return value, and a warning when it holds none."""
+    number = _number(value)
+    if number is not None:
+        return {metric: number}, None
+    if isinstance(value, Mapping) and value:
+        final = {str(k): _number(v) for k, v in value.items()}
+        if all(v is not None for v in final.values()):
+            return final, None
+    shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+    return {}, (f"the job returned {shown}, not a number or a mapping of numbers: recorded as finished with no "
+                f"final {metric!r}; return the metric's value (or call sweeper.init() and run.finish(...))")
+
+
+def record_outcome(run: dict, ret, started: float, env: dict) -> None:
+    from hydra.core.utils import JobStatus
+
+    from sweeper.run.rundir import RunDir, Status, Summary, UnreadableFile
+
+    rd = RunDir(run["run_dir"])
+    try:
+        record = rd.read_status()
+    except UnreadableFile:
+        record = None
+    if ret.status != JobStatus.COMPLETED:
+        err = ret._return_value
+        line = f"{type(err).__name__}: {err}".strip().splitlines()[0]
+        rd.update_status(Status.FAILED, error=line, exit_code=1, ended=time.time())
+        return
+    if record is not None and record.status != Status.RUNNING:      # the task's own run ended it
+        return
+    final, warning = final_metrics(ret.return_value, run["metric"])
+    if warning:
+        print(f"WARNING: {warning}", flush=True)
+    rd.write_summary(Summary(status=Status.FINISHED, final=final, wall_time_s=time.time() - started,
+                             run_id=run["run_id"], experiment=run["experiment"], variant=run["variant"],
+                             seed=run["seed"], config_hash=run["config_hash"], env=env))
+    warnings = (record.warnings if record is not None else []) + ([warning] if warning else [])
+    rd.update_status(Status.FINISHED, error=None, exit_code=0, ended=time.time(), warnings=warnings)
 
 
 def main(job_file: str, result_file: str) -> int:
@@ -21,6 +81,16 @@ def main(job_file: str, result_file: str) -> int:
     from hydra.core.singleton import Singleton
     from hydra.core.utils import JobStatus, run_job, setup_globals
 
+    from sweeper.run import RUN_DIR_ENV
+    from sweeper.run.envinfo import environment_record
+    from sweeper.run.rundir import RunDir, Status
+
+    run = job["run"]
+    rd, started = RunDir(run["run_dir"]), time.time()
+    os.environ[RUN_DIR_ENV] = str(rd.path)
+    rd.update_status(Status.RUNNING, started=started, ended=None, error=None, exit_code=None, pid=os.getpid())
+    env = environment_record()
+    rd.write_env(env)
     setup_globals()
     Singleton.set_state(job["singleton_state"])
     HydraConfig.instance().set_config(job["config"])
@@ -29,9 +99,10 @@ def main(job_file: str, result_file: str) -> int:
     if ret.status != JobStatus.COMPLETED:
         err = ret._return_value
         traceback.print_exception(type(err), err, err.__traceback__)
+    record_outcome(run, ret, started, env)
     import cloudpickle
 
-    from train.atomic import atomic_write_bytes
+    from sweeper.run.atomic import atomic_write_bytes
 
     try:
         data = cloudpickle.dumps(ret)
