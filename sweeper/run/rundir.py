@@ -446,5 +446,6 @@ def read_manifest(sweep_dir: str | Path) -> Manifest | None:
 
 
 def write_manifest(sweep_dir: str | Path, manifest: Manifest) -> None:
+    """Write sweep.json atomically; keys keep their order (the variants' order is the report's order)."""
     Path(sweep_dir).mkdir(parents=True, exist_ok=True)
-    atomic_write_json(Path(sweep_dir) / MANIFEST, manifest.to_dict())
+    atomic_write_text(Path(sweep_dir) / MANIFEST, json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
