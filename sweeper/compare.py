@@ -6,7 +6,7 @@
 Every variant present in both sweeps becomes one comparison "<variant>@new vs <variant>@old", with the same
 machinery and decision rule as a single sweep (sweeper.verdict): Holm over all of them, paired by seed when both
 sweeps' runs share data order and evaluation batches, fingerprint differences (torch version, device, ...)
-listed per comparison. Both sweeps must use the same decision metric and direction.
+listed per comparison. Both sweeps must use the same decision metric and direction (--metric and --higher-is-better set both).
 """
 from __future__ import annotations
 
@@ -17,36 +17,48 @@ import pandas as pd
 
 from sweeper import verdict
 from sweeper.errors import UsageError
-from sweeper.report import ReportInput, write_report
+from sweeper.report import ReportInput, resolve_experiment, write_report
 from sweeper.results import load_curves, load_experiment, load_runs
+from sweeper.run.rundir import UnreadableFile
 
 
-def _labelled(sweep_dir: Path, label: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    runs = load_runs(sweep_dir)
+def _labelled(sweep_dir: Path, label: str, metric: str | None, lower_is_better: bool | None):
+    """(experiment, runs, curves) of one sweep, its variants and run ids tagged with the label."""
+    try:
+        exp, notes = load_experiment(sweep_dir)
+        runs = load_runs(sweep_dir)
+    except UnreadableFile as e:
+        raise UsageError(str(e)) from None
+    if runs.empty:
+        raise UsageError(f"sweep dir {sweep_dir} plans no runs")
+    first = exp.baseline or str(runs["variant"].iloc[0])     # comparisons here pair equal variants: any will do
+    exp = resolve_experiment(exp, sweep_dir, runs, first, metric, lower_is_better)
     curves = load_curves(sweep_dir, runs)
-    problems = [f"{label}: {r.run_dir}: {r.problems}" for r in runs.itertuples() if r.problems]
-    problems += [f"{label}: {p}" for p in curves.attrs.get("problems", [])]
+    problems = [f"{label}: {n}" for n in notes]
+    problems += [f"{label}: {r.run_dir}: {r.problems}" for r in runs.itertuples() if r.problems]
+    damaged = [f"{label}: {d}" for d in runs.attrs.get("damaged", []) + curves.attrs.get("damaged", [])]
     for frame in (runs, curves):
         if len(frame):
             frame["variant"] = frame["variant"].astype(str) + f"@{label}"
             frame["run_id"] = f"{label}:" + frame["run_id"].astype(str)
-    runs.attrs["problems"] = problems
-    return runs, curves
+    runs.attrs.update(problems=problems, damaged=damaged)
+    return exp, runs, curves
 
 
 def analyze_pair(new_dir: str | Path, old_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3,
-                 n_resamples: int = 10_000, seed: int = 0) -> ReportInput:
+                 n_resamples: int = 10_000, seed: int = 0, metric: str | None = None,
+                 lower_is_better: bool | None = None) -> ReportInput:
     new_dir, old_dir = Path(new_dir), Path(old_dir)
     for d in (new_dir, old_dir):
         if not d.is_dir():
-            raise UsageError(f"sweep dir {d} does not exist: pass two folders holding sweep.json and runs/")
-    new_exp, old_exp = load_experiment(new_dir), load_experiment(old_dir)
+            raise UsageError(f"sweep dir {d} does not exist: pass two folders holding a sweep's manifest and runs/")
+    new_exp, new_runs, new_curves = _labelled(new_dir, "new", metric, lower_is_better)
+    old_exp, old_runs, old_curves = _labelled(old_dir, "old", metric, lower_is_better)
     if (new_exp.metric, new_exp.lower_is_better) != (old_exp.metric, old_exp.lower_is_better):
         raise UsageError(f"the sweeps decide on different metrics: {new_dir} uses {new_exp.metric} "
                          f"(lower_is_better={new_exp.lower_is_better}), {old_dir} uses {old_exp.metric} "
-                         f"(lower_is_better={old_exp.lower_is_better}); compare sweeps of the same experiment")
-    new_runs, new_curves = _labelled(new_dir, "new")
-    old_runs, old_curves = _labelled(old_dir, "old")
+                         f"(lower_is_better={old_exp.lower_is_better}); compare sweeps of the same experiment, "
+                         f"or name one with --metric NAME and --higher-is-better / --lower-is-better")
     new_variants = list(dict.fromkeys(v.removesuffix("@new") for v in new_runs["variant"]))
     old_variants = set(v.removesuffix("@old") for v in old_runs["variant"])
     common = [v for v in new_variants if v in old_variants]
@@ -62,7 +74,8 @@ def analyze_pair(new_dir: str | Path, old_dir: str | Path, alpha: float = 0.05, 
         if len(old_curves) or len(new_curves) else new_curves
     family = [(f"{v}@new", f"{v}@old") for v in common]
     an = verdict.analyze(runs, new_exp.metric, new_exp.lower_is_better, family, alpha, min_seeds, n_resamples, seed)
-    problems = new_exp.problems + old_exp.problems + new_runs.attrs["problems"] + old_runs.attrs["problems"]
+    problems = new_runs.attrs["problems"] + old_runs.attrs["problems"]
+    damaged = new_runs.attrs["damaged"] + old_runs.attrs["damaged"]
     only = sorted(set(new_variants) ^ old_variants)
     if only:
         problems.append(f"variants in only one sweep (not compared): {', '.join(only)}")
@@ -70,13 +83,14 @@ def analyze_pair(new_dir: str | Path, old_dir: str | Path, alpha: float = 0.05, 
               f"metric: final {new_exp.metric} ({'lower' if new_exp.lower_is_better else 'higher'} is better); "
               f"alpha {alpha}, Holm over {len(family)} comparison(s)", f"written {time.strftime('%Y-%m-%d %H:%M:%S')}"]
     return ReportInput(f"Sweep comparison: {new_exp.name} (new) vs {old_exp.name} (old)", header, runs, curves, an,
-                       problems)
+                       problems, damaged)
 
 
 def compare_sweeps(new_dir: str | Path, old_dir: str | Path, plots: bool = True, alpha: float = 0.05,
-                   min_seeds: int = 3, n_resamples: int = 10_000, seed: int = 0) -> str:
+                   min_seeds: int = 3, n_resamples: int = 10_000, seed: int = 0, metric: str | None = None,
+                   lower_is_better: bool | None = None) -> str:
     """Write report.md, summary.csv and plots into NEW/compare_vs_<old name>/; return the decision table text."""
-    inp = analyze_pair(new_dir, old_dir, alpha, min_seeds, n_resamples, seed)
+    inp = analyze_pair(new_dir, old_dir, alpha, min_seeds, n_resamples, seed, metric, lower_is_better)
     out_dir = Path(new_dir) / f"compare_vs_{Path(old_dir).resolve().name}"
     out_dir.mkdir(parents=True, exist_ok=True)
     return write_report(inp, out_dir, plots)

@@ -1,13 +1,15 @@
 """PNG plots of a sweep (matplotlib, Agg backend; imported only when plots are asked for).
 
     from sweeper.plots import write_plots
-    paths = write_plots(sweep_dir / "plots", curves, analysis)   # {"val_loss": Path, "final_metric": ..., ...}
+    paths = write_plots(sweep_dir / "plots", curves, analysis)   # {"metric_curve": Path, "final_metric": ...}
 
-val_loss.png: evaluation metric against step, mean across seeds per variant with a +-1 sd band.
+metric_curve.png: the decision metric (as logged during training) against step, mean across seeds per variant
+with a +-1 sd band.
 final_metric.png: the decision metric of every seed (dots), the mean with its bootstrap CI (bar), lost seeds
 counted in the axis label. grad_norm.png: gradient norm against step (log scale), geometric mean with a
 x/÷ geometric-sd band per variant (a band that stays positive).
-Every file is always written; a plot without data says so instead of being skipped.
+Every file is always written; a plot without data says so instead of being skipped. File names are fixed
+(never made of variant names, which may hold '=', '/' or spaces); variant names only appear as labels.
 """
 from __future__ import annotations
 
@@ -16,7 +18,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-PLOTS = {"val_loss": "val_loss.png", "final_metric": "final_metric.png", "grad_norm": "grad_norm.png"}
+PLOTS = {"metric_curve": "metric_curve.png", "final_metric": "final_metric.png", "grad_norm": "grad_norm.png"}
+
+
+def _label(text: str) -> str:
+    return str(text).replace("$", r"\$")       # a '$' in a variant name is not matplotlib mathtext
 
 
 def _pyplot():
@@ -51,7 +57,7 @@ def _curve_plot(plt, curves: pd.DataFrame, metric: str, variants: list[str], tit
         if log:
             low, mid, high = np.exp(low), np.exp(mid), np.exp(high)
         color = f"C{i % 10}"
-        ax.plot(mid.index, mid.to_numpy(), color=color, label=f"{variant} (n={table.shape[1]})")
+        ax.plot(mid.index, mid.to_numpy(), color=color, label=_label(f"{variant} (n={table.shape[1]})"))
         ax.fill_between(mid.index, low.to_numpy(), high.to_numpy(), color=color, alpha=0.2, lw=0)
         drawn += 1
     if not drawn:
@@ -79,7 +85,8 @@ def _final_plot(plt, analysis, path: Path):
                         color="k", capsize=4, zorder=4)
         elif arm.usable:
             ax.plot(i + 0.3, ci.estimate, "o", color="k")
-    labels = [f"{a.variant}\n{a.usable}/{a.planned} usable" + (f"\n{a.lost} lost" if a.lost else "") for a in arms]
+    labels = [_label(f"{a.variant}\n{a.usable}/{a.planned} usable" + (f"\n{a.lost} lost" if a.lost else ""))
+              for a in arms]
     ax.set_xticks(range(len(arms)), labels, fontsize=8)
     if not any(a.usable for a in arms):
         ax.text(0.5, 0.5, "no finished seeds yet", ha="center", va="center", transform=ax.transAxes)
@@ -91,14 +98,16 @@ def _final_plot(plt, analysis, path: Path):
     plt.close(fig)
 
 
-def write_plots(out_dir: str | Path, curves: pd.DataFrame, analysis, eval_metric: str = "val_loss") -> dict[str, Path]:
+def write_plots(out_dir: str | Path, curves: pd.DataFrame, analysis, metric: str | None = None) -> dict[str, Path]:
+    """metric: the curve to draw in metric_curve.png (default: the analysis' decision metric)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     plt = _pyplot()
     variants = list(analysis.arms)
+    metric = metric or analysis.metric
     paths = {name: out_dir / file for name, file in PLOTS.items()}
-    _curve_plot(plt, curves, eval_metric, variants, f"{eval_metric}: mean +- 1 sd across seeds", False,
-                paths["val_loss"])
+    _curve_plot(plt, curves, metric, variants, _label(f"{metric}: mean +- 1 sd across seeds"), False,
+                paths["metric_curve"])
     _final_plot(plt, analysis, paths["final_metric"])
     _curve_plot(plt, curves, "grad_norm", variants, "gradient norm: geometric mean x/÷ geometric sd across seeds",
                 True, paths["grad_norm"])

@@ -3,12 +3,18 @@
     python -m sweeper.report SWEEP_DIR                      # finished, partial or interrupted sweep
     python -m sweeper.report NEW_SWEEP --against OLD_SWEEP  # same variants, new vs old (see sweeper.compare)
     python -m sweeper.report SWEEP_DIR --no-plots --alpha 0.05 --min-seeds 3 --resamples 10000 --seed 0
+    python -m sweeper.report MULTIRUN_DIR --baseline 'lr=0.001' --metric acc --higher-is-better
 
     from sweeper.report import report_sweep
     text = report_sweep(sweep_dir, plots=True)   # what the sweep CLI calls at the end of every sweep
 
-Every variant is compared with the experiment's baseline (sweep.json "experiment"); the statistics and the
-decision rule are in sweeper.verdict (its docstring is printed in the Methods section of report.md).
+Every variant is compared with the experiment's baseline, metric and direction as the manifest records them;
+--baseline / --metric / --higher-is-better / --lower-is-better override them (a Hydra multirun's manifest may
+record none: with more than one variant the report then asks for --baseline). The statistics and the decision
+rule are in sweeper.verdict (its docstring is printed in the Methods section of report.md). Files are only read
+(sweeper.results): a damaged run file is a WARNING line naming it, a damaged manifest is exit status 2.
+Runs of a Slurm sweep whose jobs ended without a word stay running/pending here until
+`python -m sweeper.slurm status SWEEP_DIR` settles them (the report says so; it never asks Slurm itself).
 """
 from __future__ import annotations
 
@@ -25,11 +31,14 @@ import pandas as pd
 
 from sweeper import verdict
 from sweeper.errors import UsageError
-from sweeper.results import load_curves, load_experiment, load_runs
-from train.atomic import atomic_write_text
+from sweeper.results import MISSING, load_curves, load_experiment, load_runs
+from sweeper.run.atomic import atomic_write_text
+from sweeper.run.rundir import LOG, Experiment, Status, UnreadableFile
 
-SECTIONS = ("Decision", "Per-seed values", "Variants", "Comparisons", "Plots", "Fingerprints", "Methods",
-            "Problems reading the sweep")
+SECTIONS = ("Decision", "Per-seed values", "Failed runs", "Variants", "Comparisons", "Plots", "Fingerprints",
+            "Methods", "Problems reading the sweep")
+SLURM_RECORD = "slurm.json"           # written by the Slurm backend (sweeper.slurm) beside the manifest
+SHOWN_FAILURES = 10                   # failed runs listed on the terminal (report.md lists all)
 
 
 @dataclass
@@ -41,6 +50,8 @@ class ReportInput:
     curves: pd.DataFrame
     analysis: verdict.Analysis
     problems: list[str] = field(default_factory=list)
+    damaged: list[str] = field(default_factory=list)    # one per damaged file: a WARNING line on the terminal
+    notes: list[str] = field(default_factory=list)      # other lines for the terminal (e.g. settle Slurm jobs)
 
 
 def fmt(x, digits: int = 4) -> str:
@@ -112,15 +123,26 @@ def md_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def decision_text(inp: ReportInput) -> str:
+    """What the terminal shows: the decision table, one line per verdict, failed runs, then warnings."""
     an = inp.analysis
     lines = [inp.title, *inp.header, "", text_table(DECISION_HEADER, decision_rows(an)), ""]
     lines += [f"{c.variant} vs {c.baseline}: {c.verdict.upper()}: {c.reason}" for c in an.comparisons]
     lines += health_lines(an)
-    return "\n".join(lines + ["", headline(an)])
+    failed = failed_runs(inp.runs)
+    if failed:
+        lines += ["", f"failed runs ({len(failed)}):"]
+        lines += [f"  {f['run']}: {f['error']}" for f in failed[:SHOWN_FAILURES]]
+        if len(failed) > SHOWN_FAILURES:
+            lines.append(f"  (+{len(failed) - SHOWN_FAILURES} more: see the Failed runs section of report.md)")
+    lines += ["", headline(an)]
+    lines += [f"WARNING: {d}" for d in inp.damaged] + inp.notes
+    return "\n".join(lines)
 
 
 def headline(an: verdict.Analysis) -> str:
     """One sentence per baseline: which variants it beats, loses to, and cannot tell apart."""
+    if not an.comparisons:
+        return f"No comparison: {', '.join(an.arms) or 'no variant'} only."
     out = []
     for baseline in dict.fromkeys(c.baseline for c in an.comparisons):
         group = {v: [c.variant for c in an.comparisons if c.baseline == baseline and c.verdict == v]
@@ -133,6 +155,31 @@ def headline(an: verdict.Analysis) -> str:
     return " ".join(out)
 
 
+def _short(text: str, n: int = 80) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[:n - 3] + "..."
+
+
+def _error_of(row) -> str:
+    """A failed run's error, or the last line of its log when the error says little."""
+    error = row.error if isinstance(row.error, str) and row.error.strip() else ""
+    tail = row.log_tail.splitlines()[-1] if isinstance(row.log_tail, str) and row.log_tail else ""
+    if tail and tail not in error:
+        return f"{error} (log: {tail})" if error else tail
+    return error or "no error recorded"
+
+
+def failed_runs(runs: pd.DataFrame) -> list[dict]:
+    """Every failed run: its label, failure class, exit status, error and log tail."""
+    out = []
+    for row in runs[runs["status"] == Status.FAILED.value].itertuples() if len(runs) else []:
+        out.append({"run": f"{row.variant}/seed_{row.seed}", "run_dir": row.run_dir, "error": _error_of(row),
+                    "class": row.failure_class if isinstance(row.failure_class, str) else "-",
+                    "exit": fmt(row.exit_code), "log": f"{row.run_dir}/{LOG}",
+                    "tail": row.log_tail if isinstance(row.log_tail, str) else ""})
+    return out
+
+
 def per_seed_rows(inp: ReportInput) -> tuple[list[str], list[list[str]]]:
     column = f"final_{inp.analysis.metric}"
     runs = inp.runs
@@ -140,16 +187,18 @@ def per_seed_rows(inp: ReportInput) -> tuple[list[str], list[list[str]]]:
     variants = list(inp.analysis.arms)
     cells: dict[tuple, str] = {}
     values = runs[column].to_numpy(dtype=float) if column in runs else np.full(len(runs), np.nan)
-    for seed, variant, status, run_id, value in zip(runs["seed"], runs["variant"], runs["status"], runs["run_id"],
-                                                    values):
-        if status == "finished" and np.isfinite(value):
+    for row, value in zip(runs.itertuples(), values):
+        status = row.status
+        if status == Status.FINISHED and np.isfinite(value):
             text = fmt(float(value), 5)
-        elif status == "finished":
+        elif status == Status.FINISHED:
             text = "finished, no finite metric"
         else:
-            step = last_step.get(run_id)
-            text = status + (f" @ step {int(step)}" if step is not None and status != "missing" else "")
-        cells[(seed, variant)] = text
+            step = last_step.get(row.run_id)
+            text = status + (f" @ step {int(step)}" if step is not None and status != MISSING else "")
+            if status == Status.FAILED:
+                text += f": {_short(_error_of(row), 60)}"
+        cells[(row.seed, row.variant)] = text
     seeds = sorted({s for s, _ in cells})
     return ["seed"] + variants, [[str(s)] + [cells.get((s, v), "-") for v in variants] for s in seeds]
 
@@ -208,10 +257,22 @@ def _comparison_md(c: verdict.Comparison, an: verdict.Analysis) -> list[str]:
     return out + [""]
 
 
+def _failed_md(inp: ReportInput) -> list[str]:
+    failed = failed_runs(inp.runs)
+    if not failed:
+        return ["None."]
+    md = [md_table(["run", "class", "exit", "error"], [[f["run"], f["class"], f["exit"], f["error"]] for f in failed])]
+    for f in failed:
+        if f["tail"]:
+            md += ["", f"Last lines of the log of {f['run']} ({f['log']}):", "", "```text",
+                   f["tail"].replace("```", "'''"), "```"]
+    return md
+
+
 def _fingerprint_md(runs: pd.DataFrame) -> list[str]:
     keys = [k for k in ("corpus_hash",) + verdict.ENV_KEYS if f"fp_{k}" in runs]
     if not keys:
-        return ["No fingerprints yet (no run has written summary.json)."]
+        return ["No fingerprints yet (no run has a summary)."]
     rows = []
     for variant, g in runs.groupby("variant", sort=False):
         cells = []
@@ -240,8 +301,8 @@ def _methods_md(inp: ReportInput, plots: bool) -> list[str]:
                f"because {c.driver_why}; robustness check: {c.robustness.name}"
                for c in an.comparisons if c.primary is not None]
     rule = verdict.__doc__[verdict.__doc__.index("1. Outcome"):].strip()
-    return [f"- decision metric: final `{an.metric}` of each seed (summary.json \"final\": the last evaluation, "
-            f"never the best over training), {'lower' if an.lower_is_better else 'higher'} is better",
+    return [f"- decision metric: final `{an.metric}` of each seed (the final metrics of the run's summary: the "
+            f"last evaluation, never the best over training), {'lower' if an.lower_is_better else 'higher'} is better",
             f"- alpha {an.alpha} two-sided, Holm over {len(an.comparisons)} comparison(s); at least {an.min_seeds} "
             f"usable seeds per arm", f"- bootstrap: {an.n_resamples} resamples, RNG seed {an.seed}, BCa interval "
             "for the difference (percentile when BCa is undefined), percentile interval for P(better); every "
@@ -268,7 +329,7 @@ def markdown(inp: ReportInput, plot_paths: dict[str, Path] | None, out_dir: Path
     md += [f"- **{line}**" for line in health_lines(an)]
     md += ["", f"**{headline(an)}**"]
     md += ["", "## Per-seed values", "", f"Final `{an.metric}` per seed; runs without one show their status.", "",
-           md_table(per_seed_header, per_seed), "", "## Variants", "",
+           md_table(per_seed_header, per_seed), "", "## Failed runs", "", *_failed_md(inp), "", "## Variants", "",
            md_table(["variant", "planned", "usable", "failed", "diverged", "not finished", "mean", "sd", "median",
                      "IQM", f"{an.confidence:.0%} CI of mean", "health"], variants), "", "## Comparisons", ""]
     for c in an.comparisons:
@@ -298,62 +359,99 @@ def write_report(inp: ReportInput, out_dir: str | Path, plots: bool = True) -> s
     return decision_text(inp)
 
 
+def resolve_experiment(exp: Experiment, sweep_dir: Path, runs: pd.DataFrame, baseline: str | None = None,
+                       metric: str | None = None, lower_is_better: bool | None = None) -> Experiment:
+    """The experiment the report decides on: the manifest's, with the command line's overrides; UsageError
+    when a baseline (more than one variant) or a metric is needed and neither says which."""
+    present = list(dict.fromkeys(runs["variant"]))
+    names = ", ".join(present)
+    baseline = exp.baseline if baseline is None else baseline
+    if baseline and baseline not in present:
+        raise UsageError(f"baseline {baseline!r} has no runs in {sweep_dir}; variants: {names}")
+    if not baseline and len(present) > 1:
+        raise UsageError(f"no baseline recorded for {sweep_dir}: pass --baseline VARIANT (variants: {names})")
+    metric = exp.metric if metric is None else metric
+    finals = sorted(c.removeprefix("final_") for c in runs.columns if c.startswith("final_"))
+    if not metric:
+        raise UsageError(f"no decision metric recorded for {sweep_dir}: pass --metric NAME (final metrics of its "
+                         f"runs: {', '.join(finals) or 'none yet'})")
+    if finals and f"final_{metric}" not in runs.columns:
+        raise UsageError(f"metric {metric!r}: no run of {sweep_dir} has a final {metric}; pass --metric NAME "
+                         f"(final metrics of its runs: {', '.join(finals)})")
+    lower = exp.lower_is_better if lower_is_better is None else lower_is_better
+    return Experiment(exp.name, baseline, metric, lower, dict(exp.variants))
+
+
 def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3, n_resamples: int = 10_000,
-                  seed: int = 0) -> ReportInput:
+                  seed: int = 0, baseline: str | None = None, metric: str | None = None,
+                  lower_is_better: bool | None = None) -> ReportInput:
+    """Read the sweep and decide. baseline / metric / lower_is_better override the manifest's experiment."""
     sweep_dir = Path(sweep_dir)
     if not sweep_dir.is_dir():
-        raise UsageError(f"sweep dir {sweep_dir} does not exist: pass the folder holding sweep.json and runs/")
-    exp = load_experiment(sweep_dir)
-    runs = load_runs(sweep_dir)
+        raise UsageError(f"sweep dir {sweep_dir} does not exist: pass the folder holding the sweep's manifest "
+                         f"and runs/")
+    try:
+        exp, notes = load_experiment(sweep_dir)
+        runs = load_runs(sweep_dir)
+    except UnreadableFile as e:
+        raise UsageError(str(e)) from None
     if runs.empty:
-        raise UsageError(f"sweep dir {sweep_dir} plans no runs (no runs in sweep.json, no runs/<variant>/seed_<k>/)")
+        raise UsageError(f"sweep dir {sweep_dir} plans no runs (none in its manifest, no runs/<variant>/seed_<k>/)")
+    exp = resolve_experiment(exp, sweep_dir, runs, baseline, metric, lower_is_better)
     curves = load_curves(sweep_dir, runs)
     present = list(dict.fromkeys(runs["variant"]))
-    if exp.baseline not in present:
-        raise UsageError(f"experiment.baseline={exp.baseline!r} has no runs in {sweep_dir}; variants: "
-                         f"{', '.join(present)}")
-    family = [(v, exp.baseline) for v in present if v != exp.baseline]
+    family = [(v, exp.baseline) for v in present if v != exp.baseline] if exp.baseline else []
     an = verdict.analyze(runs, exp.metric, exp.lower_is_better, family, alpha, min_seeds, n_resamples, seed)
     counts = runs["status"].value_counts()
     header = [f"sweep: {sweep_dir}", f"metric: final {exp.metric} ({'lower' if exp.lower_is_better else 'higher'} "
-              f"is better); baseline: {exp.baseline}; alpha {alpha}, Holm over {len(family)} comparison(s)",
+              f"is better); baseline: {exp.baseline or 'none (one variant)'}; alpha {alpha}, Holm over "
+              f"{len(family)} comparison(s)",
               "runs: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + f" (of {len(runs)} planned)",
               f"written {time.strftime('%Y-%m-%d %H:%M:%S')}"]
-    problems = exp.problems + [f"{r.run_dir}: {r.problems}" for r in runs.itertuples() if r.problems]
-    problems += curves.attrs.get("problems", [])
-    return ReportInput(f"Sweep report: {exp.name}", header, runs, curves, an, problems)
+    problems = notes + [f"{r.run_dir}: {r.problems}" for r in runs.itertuples() if r.problems]
+    damaged = runs.attrs.get("damaged", []) + curves.attrs.get("damaged", [])
+    return ReportInput(f"Sweep report: {exp.name}", header, runs, curves, an, problems, damaged,
+                       slurm_notes(sweep_dir, runs))
+
+
+def slurm_notes(sweep_dir: Path, runs: pd.DataFrame) -> list[str]:
+    """A sweep launched on Slurm with runs still running/pending: how to settle jobs that ended silently."""
+    if not (sweep_dir / SLURM_RECORD).is_file():
+        return []
+    open_runs = int(runs["status"].isin([Status.RUNNING.value, Status.PENDING.value]).sum())
+    if not open_runs:
+        return []
+    return [f"note: {open_runs} run(s) still show running/pending; if their Slurm jobs have ended, run "
+            f"`python -m sweeper.slurm status {sweep_dir}` to settle them, then report again"]
 
 
 def report_sweep(sweep_dir: str | Path, plots: bool = True, alpha: float = 0.05, min_seeds: int = 3,
-                 n_resamples: int = 10_000, seed: int = 0) -> str:
-    """Write report.md, summary.csv and plots/*.png into sweep_dir; return the decision table as plain text."""
-    inp = analyze_sweep(sweep_dir, alpha, min_seeds, n_resamples, seed)
+                 n_resamples: int = 10_000, seed: int = 0, baseline: str | None = None, metric: str | None = None,
+                 lower_is_better: bool | None = None) -> str:
+    """Write report.md, summary.csv and plots/*.png into sweep_dir; return the terminal text (decision table,
+    failed runs, one WARNING line per damaged file)."""
+    inp = analyze_sweep(sweep_dir, alpha, min_seeds, n_resamples, seed, baseline, metric, lower_is_better)
     return write_report(inp, sweep_dir, plots)
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m sweeper.report", description=__doc__.split("\n\n")[0])
-    p.add_argument("sweep_dir", help="sweep directory (holds sweep.json and runs/)")
+    p.add_argument("sweep_dir", help="sweep directory (holds the sweep's manifest and runs/)")
     p.add_argument("--against", metavar="OLD_SWEEP", help="compare every variant with the same variant of OLD_SWEEP")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots (faster)")
     p.add_argument("--alpha", type=float, default=0.05, help="family-wise error rate (default 0.05)")
     p.add_argument("--min-seeds", type=int, default=3, help="usable seeds per arm below which: insufficient")
     p.add_argument("--resamples", type=int, default=10_000, help="bootstrap / Monte Carlo resamples (default 10000)")
     p.add_argument("--seed", type=int, default=0, help="RNG seed of every resampling step (default 0)")
+    p.add_argument("--baseline", metavar="VARIANT", help="the variant every other is compared with "
+                   "(default: the manifest's experiment.baseline)")
+    p.add_argument("--metric", metavar="NAME", help="the final metric to decide on (default: the manifest's)")
+    direction = p.add_mutually_exclusive_group()
+    direction.add_argument("--higher-is-better", dest="lower_is_better", action="store_false", default=None,
+                           help="the metric is better when higher (accuracy, reward)")
+    direction.add_argument("--lower-is-better", dest="lower_is_better", action="store_true", default=None,
+                           help="the metric is better when lower (loss; the default)")
     return p
-
-
-def _sync_slurm(sweep_dir: Path) -> None:
-    """A sweep submitted with launcher.wait=false: settle the statuses of jobs that ended without writing one."""
-    if not (sweep_dir / "slurm.json").is_file():
-        return
-    try:
-        from sweeper.slurm import sync_statuses
-
-        sync_statuses(sweep_dir)
-    except Exception as e:  # no Slurm reachable here: report what the run dirs say
-        print(f"warning: could not ask Slurm for job states ({e}); statuses are as the runs wrote them",
-              file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -365,14 +463,17 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError(f"--min-seeds {args.min_seeds}: a t-test needs at least 2 seeds per arm")
         if args.resamples < 100:
             raise UsageError(f"--resamples {args.resamples}: use at least 100 (10000 is the default)")
-        options = dict(alpha=args.alpha, min_seeds=args.min_seeds, n_resamples=args.resamples, seed=args.seed)
-        _sync_slurm(Path(args.sweep_dir))
+        options = dict(alpha=args.alpha, min_seeds=args.min_seeds, n_resamples=args.resamples, seed=args.seed,
+                       metric=args.metric, lower_is_better=args.lower_is_better)
         if args.against:
+            if args.baseline is not None:
+                raise UsageError("--baseline does not apply with --against (each variant is compared with the "
+                                 "same variant of the other sweep)")
             from sweeper.compare import compare_sweeps
 
             text = compare_sweeps(args.sweep_dir, args.against, plots=not args.no_plots, **options)
         else:
-            text = report_sweep(args.sweep_dir, plots=not args.no_plots, **options)
+            text = report_sweep(args.sweep_dir, plots=not args.no_plots, baseline=args.baseline, **options)
     except UsageError as e:
         print(f"sweeper.report: error: {e}", file=sys.stderr)
         return 2

@@ -1,208 +1,187 @@
-"""Read a sweep directory (finished, partial or interrupted) into tidy pandas DataFrames.
+"""Read a sweep directory (finished, partial or interrupted) into tidy pandas DataFrames. Reads files only.
 
     from sweeper.results import load_experiment, load_runs, load_curves
-    exp = load_experiment("sweeps/rope-1a2b")   # name, baseline, metric, lower_is_better, variants
-    runs = load_runs("sweeps/rope-1a2b")        # one row per planned run
-    curves = load_curves("sweeps/rope-1a2b")    # long: run_id, variant, seed, step, metric, value
+    exp, notes = load_experiment("sweeps/rope-1a2b")   # sweeper.run.rundir.Experiment, and why defaults were used
+    runs = load_runs("sweeps/rope-1a2b")                # one row per planned run; runs.attrs["damaged"]
+    curves = load_curves("sweeps/rope-1a2b", runs)      # long: run_id, variant, seed, step, metric, value
 
-`load_runs` columns: variant, seed, run_id, run_dir, status, error, exit_code, steps, wall_time_s, health,
-health_failed (names of failing checks), config_hash, final_<name> for every key of summary.json "final",
-fp_<name> for every fingerprint key, problems (what could not be read, "" when all is well).
-Status is status.json's, else summary.json's, else "missing" (planned, never started); an unreadable status is
-"unknown". Failed and diverged runs are rows like any other: nothing is dropped here.
-Missing, truncated or corrupt files never raise: they are reported in `problems` (runs) or in
-`curves.attrs["problems"]` (a truncated last metrics.jsonl line is skipped). Without sweep.json the runs are
-discovered from runs/<variant>/seed_<k>/ and the experiment falls back to val_loss, lower is better.
+`load_runs` columns: variant, seed, run_id, run_dir, status, error, failure_class, exit_code, steps,
+wall_time_s, health, health_failed (names of failing checks), config_hash, log_tail (the end of the log of a
+failed run whose error says little, e.g. "exit status 1"), final_<name> for every final metric of the run's
+summary, fp_<name> for every fingerprint key, problems (what could not be read, "" when all is well).
+status: the run's recorded status; a summary that says finished (or diverged) wins over a status that is
+damaged, missing, running or interrupted (as RunDir.outcome, without repairing anything); MISSING when the run
+was planned and has no files; UNKNOWN when nothing readable says how it stands. Failed and diverged runs are
+rows like any other: nothing is dropped here.
+Every file is read through sweeper.run.rundir (health through sweeper.health.result). A damaged file never
+raises here: its message (naming the file and the fix) goes into the run's `problems` and into
+`runs.attrs["damaged"]` / `curves.attrs["damaged"]` (a truncated last metrics line is skipped, and named). A
+damaged manifest raises UnreadableFile (nothing can be trusted without it). Without a manifest the runs are
+discovered from runs/<variant>/seed_<k>/ and the experiment records no baseline.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-STATUSES = ("finished", "failed", "diverged", "interrupted", "running", "pending", "missing", "unknown")
-FIXED_COLUMNS = ["variant", "seed", "run_id", "run_dir", "status", "error", "exit_code", "steps", "wall_time_s",
-                 "health", "health_failed", "config_hash"]
+from sweeper.run.atomic import read_tail
+from sweeper.run.rundir import KEEP, Experiment, Manifest, RunDir, RunEntry, Status, UnreadableFile, read_manifest
+
+MISSING, UNKNOWN = "missing", "unknown"          # row states beyond a run's own status (see the docstring)
+STATES = tuple(s.value for s in Status) + (MISSING, UNKNOWN)
+FIXED_COLUMNS = ["variant", "seed", "run_id", "run_dir", "status", "error", "failure_class", "exit_code", "steps",
+                 "wall_time_s", "health", "health_failed", "config_hash", "log_tail"]
 CURVE_COLUMNS = ["run_id", "variant", "seed", "step", "metric", "value"]
+TAIL_LINES = 6
+# Errors that say a run failed but not why (the launchers' fallbacks): the report shows the log's tail with them.
+_UNHELPFUL = re.compile(r"^(exit status -?\d+|killed by [\w ]+|exited 0 without calling run\.finish\(\)"
+                        r"|.*\(exit status -?\d+\)|Slurm job \S+ ended \S+ before the run did.*)$")
 
 
-@dataclass
-class Experiment:
-    name: str
-    baseline: str
-    metric: str = "val_loss"
-    lower_is_better: bool = True
-    variants: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)   # why defaults were used
-
-
-def _read_json(path: Path) -> tuple[object, str]:
-    """(parsed, "") or (None, why); never raises."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8")), ""
-    except FileNotFoundError:
-        return None, f"{path.name} missing"
-    except (OSError, ValueError) as e:
-        return None, f"{path.name} unreadable ({type(e).__name__})"
-
-
-def load_manifest(sweep_dir: str | Path) -> tuple[dict | None, str]:
+def load_manifest(sweep_dir: str | Path) -> Manifest | None:
+    """The sweep's manifest (None when there is none); UnreadableFile when it is damaged."""
     sweep_dir = Path(sweep_dir)
     if not sweep_dir.is_dir():
-        raise FileNotFoundError(f"sweep dir {sweep_dir} does not exist: pass the folder holding sweep.json and runs/")
-    manifest, why = _read_json(sweep_dir / "sweep.json")
-    if manifest is not None and not isinstance(manifest, dict):
-        return None, "sweep.json is not a JSON object"
-    return manifest, why
+        raise FileNotFoundError(f"sweep dir {sweep_dir} does not exist: pass the folder holding the sweep's "
+                                f"manifest and runs/")
+    return read_manifest(sweep_dir)
 
 
-def _variant_names(value) -> list[str]:
-    if isinstance(value, dict):
-        return [str(k) for k in value]
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value]
-    return []
-
-
-def load_experiment(sweep_dir: str | Path) -> Experiment:
-    """The experiment block of sweep.json; defaults (with the reason in `problems`) where it is missing."""
-    manifest, why = load_manifest(sweep_dir)
-    exp = (manifest or {}).get("experiment") or {}
-    problems = [] if manifest is not None else [f"{why}: experiment settings defaulted"]
-    variants = _variant_names(exp.get("variants"))
-    if not variants:
-        variants = list(dict.fromkeys(r["variant"] for r in _planned_runs(Path(sweep_dir), manifest)))
-    baseline = exp.get("baseline") or (variants[0] if variants else "")
-    if not exp.get("baseline"):
-        problems.append(f"no experiment.baseline in sweep.json: using the first variant {baseline!r}")
-    metric = exp.get("metric") or "val_loss"
-    if not exp.get("metric"):
-        problems.append("no experiment.metric in sweep.json: using val_loss")
-    lower = exp.get("lower_is_better")
-    if not isinstance(lower, bool):
-        problems.append("no experiment.lower_is_better in sweep.json: assuming lower is better")
-        lower = True
-    return Experiment(str(exp.get("name") or Path(sweep_dir).name), str(baseline), str(metric), lower, variants,
-                      problems)
+def load_experiment(sweep_dir: str | Path) -> tuple[Experiment, list[str]]:
+    """The manifest's experiment, and notes on what was assumed (without a manifest: no baseline, val_loss)."""
+    manifest = load_manifest(sweep_dir)
+    if manifest is not None:
+        return manifest.experiment, []
+    variants = list(dict.fromkeys(e.variant for e in _planned_runs(Path(sweep_dir), None)))
+    return (Experiment(Path(sweep_dir).name, "", "val_loss", True, {v: [] for v in variants}),
+            [f"{sweep_dir} has no manifest: runs found under runs/<variant>/seed_<k>/; decision metric val_loss, "
+             f"lower is better (--metric and --higher-is-better say otherwise)"])
 
 
 _SEED_DIR = re.compile(r"seed_(-?\d+)$")
 
 
-def _planned_runs(sweep_dir: Path, manifest: dict | None) -> list[dict]:
-    """Manifest runs, or the run dirs on disk when there is no usable manifest."""
-    if manifest is not None and isinstance(manifest.get("runs"), list):
-        out = []
-        for r in manifest["runs"]:
-            if isinstance(r, dict) and "variant" in r and "seed" in r:
-                rel = r.get("run_dir") or f"runs/{r['variant']}/seed_{r['seed']}"
-                out.append({"variant": str(r["variant"]), "seed": int(r["seed"]),
-                            "run_id": str(r.get("run_id") or rel), "run_dir": str(rel),
-                            "config_hash": r.get("config_hash")})
-        return out
+def _planned_runs(sweep_dir: Path, manifest: Manifest | None) -> list[RunEntry]:
+    """The manifest's runs, or the run dirs on disk when there is no manifest."""
+    if manifest is not None:
+        return list(manifest.runs)
     found = []
     for d in sorted((sweep_dir / "runs").glob("*/seed_*")):
         m = _SEED_DIR.search(d.name)
         if d.is_dir() and m:
             rel = d.relative_to(sweep_dir).as_posix()
-            found.append({"variant": d.parent.name, "seed": int(m.group(1)), "run_id": rel, "run_dir": rel,
-                          "config_hash": None})
+            found.append(RunEntry(run_id=rel, variant=d.parent.name, seed=int(m.group(1)), run_dir=rel))
     return found
 
 
 def _number(value) -> float:
     try:
-        return float(value) if value is not None else math.nan
+        return float(value) if value is not None and not isinstance(value, bool) else math.nan
     except (TypeError, ValueError):
         return math.nan
 
 
-def _run_row(sweep_dir: Path, planned: dict) -> dict:
-    run_dir = sweep_dir / planned["run_dir"]
-    row = dict(planned, status="missing", error=None, exit_code=None, steps=math.nan, wall_time_s=math.nan,
-               health=None, health_failed="")
-    problems = []
-    status, why_status = _read_json(run_dir / "status.json")
-    summary, why_summary = _read_json(run_dir / "summary.json")
-    if isinstance(status, dict) and status.get("status") in STATUSES:
-        row.update(status=status["status"], error=status.get("error"), exit_code=status.get("exit_code"))
-    elif status is not None or "unreadable" in why_status:
-        problems.append(why_status or "status.json has no valid status")
-        row["status"] = "unknown"
-    if isinstance(summary, dict):
-        if row["status"] in ("missing", "unknown") and summary.get("status") in STATUSES:
-            row["status"] = summary["status"]
-        row["steps"] = _number(summary.get("steps"))
-        row["wall_time_s"] = _number(summary.get("wall_time_s"))
-        for key, value in (summary.get("final") or {}).items():
+def unhelpful(error: str | None) -> bool:
+    """True when a failed run's error does not say why (its log's tail is shown with it)."""
+    return not (error or "").strip() or bool(_UNHELPFUL.match(error.strip()))
+
+
+def log_tail_lines(rd: RunDir, n: int = TAIL_LINES) -> str:
+    """The last n lines of the run's log, without sweeper's own start banners."""
+    text = read_tail(rd.log_path, 8192)
+    lines = text.splitlines()
+    if len(text.encode()) >= 8192:
+        lines = lines[1:]                                # the first line may be cut
+    lines = [ln.rstrip() for ln in lines if ln.strip() and not ln.startswith("=== sweeper: start")]
+    return "\n".join(lines[-n:])
+
+
+def _run_row(sweep_dir: Path, entry: RunEntry) -> tuple[dict, list[str]]:
+    """The row of one planned run, and the messages of its damaged files."""
+    rd = RunDir(sweep_dir / entry.run_dir)
+    row = dict(variant=entry.variant, seed=entry.seed, run_id=entry.run_id, run_dir=entry.run_dir,
+               config_hash=entry.config_hash, status=MISSING, error=None, failure_class=None, exit_code=None,
+               steps=math.nan, wall_time_s=math.nan, health=None, health_failed="", log_tail="")
+    damaged, problems = [], []
+    try:
+        record = rd.read_status() if rd.status_path.exists() else None
+    except UnreadableFile as e:
+        record, row["status"] = None, UNKNOWN
+        damaged.append(str(e))
+    if record is not None:
+        row.update(status=record.status.value, error=record.error, failure_class=record.failure_class,
+                   exit_code=record.exit_code)
+    try:
+        summary = rd.read_summary()
+    except UnreadableFile as e:
+        summary = None
+        damaged.append(str(e))
+    if summary is not None:
+        if summary.status in KEEP and row["status"] not in KEEP:      # it ended; the status was not updated
+            row.update(status=summary.status.value, error=None)
+        elif row["status"] in (MISSING, UNKNOWN):
+            row["status"] = summary.status.value
+        row["steps"], row["wall_time_s"] = _number(summary.steps), _number(summary.wall_time_s)
+        for key, value in summary.final.items():
             row[f"final_{key}"] = _number(value)
-        for key, value in (summary.get("fingerprint") or {}).items():
+        for key, value in summary.fingerprint.items():
             if value is None or isinstance(value, (str, int, float, bool)):
                 row[f"fp_{key}"] = value
-    elif "unreadable" in why_summary or summary is not None:
-        problems.append(why_summary or "summary.json is not a JSON object")
-    elif row["status"] == "finished":
-        problems.append("summary.json missing for a finished run")
-    health, why_health = _read_json(run_dir / "health.json")
-    if isinstance(health, dict):
-        row["health"] = health.get("verdict")
-        checks = health.get("checks") or []
-        row["health_failed"] = ",".join(str(c.get("name")) for c in checks
-                                        if isinstance(c, dict) and c.get("status") == "fail")
-    elif "unreadable" in why_health:
-        problems.append(why_health)
-    if row["status"] == "missing" and run_dir.is_dir() and (run_dir / "metrics.jsonl").exists():
-        row["status"] = "unknown"
-        problems.append("metrics.jsonl present but no status.json")
-    if row.get("config_hash") is None and isinstance(summary, dict):
-        row["config_hash"] = (summary.get("fingerprint") or {}).get("config_hash")
-    row["problems"] = "; ".join(problems)
-    return row
+        if row["config_hash"] is None:
+            row["config_hash"] = summary.config_hash
+    elif row["status"] == Status.FINISHED and not damaged:
+        problems.append(f"{rd.path}: finished, but it has no summary (no final metrics)")
+    if rd.health_path.exists():
+        from sweeper.health.result import HealthReport
+
+        try:
+            health = HealthReport.read(rd.health_path)
+            row["health"] = health.verdict
+            row["health_failed"] = ",".join(c.name for c in health.failures)
+        except (ValueError, OSError) as e:
+            damaged.append(str(e))
+    if row["status"] == MISSING and rd.metrics_path.exists():
+        row["status"] = UNKNOWN
+        problems.append(f"{rd.path}: metrics logged but no status recorded")
+    if row["status"] == Status.FAILED and unhelpful(row["error"]):
+        row["log_tail"] = log_tail_lines(rd)
+    row["problems"] = "; ".join(damaged + problems)
+    return row, damaged
 
 
 def load_runs(sweep_dir: str | Path) -> pd.DataFrame:
-    """One row per planned run (see the module docstring for the columns), ordered by variant then seed."""
+    """One row per planned run (see the module docstring for the columns), ordered by variant then seed.
+    attrs["damaged"]: one message per damaged file (named, with the fix)."""
     sweep_dir = Path(sweep_dir)
-    manifest, _ = load_manifest(sweep_dir)
-    rows = [_run_row(sweep_dir, p) for p in _planned_runs(sweep_dir, manifest)]
+    manifest = load_manifest(sweep_dir)
+    rows, damaged = [], []
+    for entry in _planned_runs(sweep_dir, manifest):
+        row, bad = _run_row(sweep_dir, entry)
+        rows.append(row)
+        damaged += bad
     extra = sorted({c for r in rows for c in r} - set(FIXED_COLUMNS) - {"problems"})
     finals = [c for c in extra if c.startswith("final_")]
     others = [c for c in extra if not c.startswith("final_")]
     df = pd.DataFrame(rows, columns=FIXED_COLUMNS + finals + others + ["problems"])
-    if df.empty:
-        return df
-    df["seed"] = df["seed"].astype(int)
-    order = _variant_names(((manifest or {}).get("experiment") or {}).get("variants"))
-    order += [v for v in dict.fromkeys(df["variant"]) if v not in order]
-    df["_rank"] = df["variant"].map({v: i for i, v in enumerate(order)})
-    df = df.sort_values(["_rank", "seed"], kind="stable").drop(columns="_rank").reset_index(drop=True)
+    if len(df):
+        df["seed"] = df["seed"].astype(int)
+        order = list(manifest.experiment.variants) if manifest is not None else []
+        order += [v for v in dict.fromkeys(df["variant"]) if v not in order]
+        df["_rank"] = df["variant"].map({v: i for i, v in enumerate(order)})
+        df = df.sort_values(["_rank", "seed"], kind="stable").drop(columns="_rank").reset_index(drop=True)
+    df.attrs["damaged"] = damaged
     return df
-
-
-def _parse_jsonl(text: str) -> tuple[list, int]:
-    """Records of a JSON-lines text and the number of lines skipped (truncated or corrupt)."""
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    try:
-        return json.loads("[" + ",".join(lines) + "]"), 0        # one C-level parse in the common case
-    except ValueError:
-        records, bad = [], 0
-        for ln in lines:
-            try:
-                records.append(json.loads(ln))
-            except ValueError:
-                bad += 1
-        return records, bad
 
 
 def load_curves(sweep_dir: str | Path, runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Long table of every logged metric: run_id, variant, seed, step, metric, value (absent or null: no row).
 
-    `runs` (from load_runs) avoids reading the manifest twice. Problems go to `.attrs["problems"]`.
+    `runs` (from load_runs) avoids reading the manifest twice; a run whose metrics have truncated or corrupt
+    lines gets them named in its `problems` there. attrs["problems"] and attrs["damaged"]: those messages.
     """
     sweep_dir = Path(sweep_dir)
     runs = load_runs(sweep_dir) if runs is None else runs
@@ -210,20 +189,18 @@ def load_curves(sweep_dir: str | Path, runs: pd.DataFrame | None = None) -> pd.D
     owners: list[np.ndarray] = []
     problems: list[str] = []
     for i, rel in enumerate(runs["run_dir"] if len(runs) else []):
-        path = sweep_dir / rel / "metrics.jsonl"
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        recs, bad = _parse_jsonl(text)
-        recs = [r for r in recs if isinstance(r, dict) and isinstance(r.get("step"), (int, float))]
+        rd = RunDir(sweep_dir / rel)
+        recs, bad = rd.read_metrics()
         if bad:
-            problems.append(f"{rel}/metrics.jsonl: {bad} truncated or corrupt line(s) skipped")
+            why = f"{rd.metrics_path}: {bad} truncated or corrupt line(s) skipped"
+            problems.append(why)
+            old = runs.at[runs.index[i], "problems"]
+            runs.at[runs.index[i], "problems"] = f"{old}; {why}" if old else why
         records.extend(recs)
         owners.append(np.full(len(recs), i))
     if not records:
         out = pd.DataFrame(columns=CURVE_COLUMNS)
-        out.attrs["problems"] = problems
+        out.attrs.update(problems=problems, damaged=list(problems))
         return out
     wide = pd.DataFrame.from_records(records)
     owner = np.concatenate(owners)
@@ -235,6 +212,10 @@ def load_curves(sweep_dir: str | Path, runs: pd.DataFrame | None = None) -> pd.D
         if not logged.any() or np.isnan(value[logged]).all() and wide[name].dtype == object:
             continue                                    # non-numeric field such as a message string
         blocks.append((owner[logged], step[logged], name, value[logged]))
+    if not blocks:
+        out = pd.DataFrame(columns=CURVE_COLUMNS)
+        out.attrs.update(problems=problems, damaged=list(problems))
+        return out
     out = pd.DataFrame({
         "run_id": np.concatenate([runs["run_id"].to_numpy()[o] for o, _, _, _ in blocks]),
         "variant": np.concatenate([runs["variant"].to_numpy()[o] for o, _, _, _ in blocks]),
@@ -245,5 +226,5 @@ def load_curves(sweep_dir: str | Path, runs: pd.DataFrame | None = None) -> pd.D
     })
     out = out.drop_duplicates(["run_id", "metric", "step"], keep="last")   # a resumed run may repeat steps
     out = out.sort_values(["run_id", "metric", "step"], kind="stable").reset_index(drop=True)
-    out.attrs["problems"] = problems
+    out.attrs.update(problems=problems, damaged=list(problems))
     return out

@@ -38,8 +38,11 @@ import numpy as np
 import pandas as pd
 
 from sweeper import stats
+from sweeper.results import MISSING, UNKNOWN
+from sweeper.run.rundir import Status
 
-INCOMPLETE = ("missing", "pending", "running", "interrupted", "unknown")
+FINISHED, FAILED, DIVERGED = Status.FINISHED.value, Status.FAILED.value, Status.DIVERGED.value
+INCOMPLETE = (MISSING, Status.PENDING.value, Status.RUNNING.value, Status.INTERRUPTED.value, UNKNOWN)
 ENV_KEYS = ("torch_version", "python_version", "device", "num_threads", "deterministic")
 PAIRING_KEYS = ("data_order_hash", "eval_batches_hash")
 
@@ -106,22 +109,22 @@ class Analysis:
 def _arm(variant: str, rows: pd.DataFrame, column: str, n_resamples: int, seed: int, confidence: float) -> Arm:
     status = rows["status"].to_numpy(dtype=object)
     value = rows[column].to_numpy(dtype=float) if column in rows else np.full(len(rows), np.nan)
-    finished = status == "finished"
+    finished = status == FINISHED
     usable = finished & np.isfinite(value)
     order = np.argsort(rows["seed"].to_numpy()[usable], kind="stable")
     values = value[usable][order]
     health = rows["health"].fillna("not checked").value_counts().to_dict() if "health" in rows else {}
     failed_checks = sorted({c for s in rows.get("health_failed", pd.Series(dtype=object)).dropna()
                             for c in str(s).split(",") if c})
-    return Arm(variant, len(rows), int(np.sum(status == "failed")),
-               int(np.sum(status == "diverged") + np.sum(finished & ~usable)), int(np.isin(status, INCOMPLETE).sum()),
+    return Arm(variant, len(rows), int(np.sum(status == FAILED)),
+               int(np.sum(status == DIVERGED) + np.sum(finished & ~usable)), int(np.isin(status, INCOMPLETE).sum()),
                rows["seed"].to_numpy()[usable][order], values, stats.describe(values),
                stats.bootstrap_mean(values, confidence, n_resamples, seed), health, failed_checks)
 
 
 def _counts(arm: Arm) -> str:
     parts = [f"{arm.usable} of {arm.planned} seeds usable"]
-    parts += [f"{k} {name}" for k, name in ((arm.failed, "failed"), (arm.diverged, "diverged"),
+    parts += [f"{k} {name}" for k, name in ((arm.failed, FAILED), (arm.diverged, DIVERGED),
                                               (arm.incomplete, "not finished")) if k]
     return ", ".join(parts)
 
@@ -130,7 +133,7 @@ def _fingerprint(rows: pd.DataFrame, seeds: np.ndarray, key: str) -> dict:
     column = f"fp_{key}"
     if column not in rows:
         return {}
-    sub = rows[rows["seed"].isin(seeds) & (rows["status"] == "finished")]
+    sub = rows[rows["seed"].isin(seeds) & (rows["status"] == FINISHED)]
     return dict(zip(sub["seed"].tolist(), sub[column].tolist()))
 
 
@@ -149,7 +152,7 @@ def _design(va: Arm, vb: Arm, rows_a: pd.DataFrame, rows_b: pd.DataFrame,
 
 def _environment_notes(rows: pd.DataFrame) -> tuple[list[str], bool]:
     notes, corpus_differs = [], False
-    usable = rows[rows["status"] == "finished"]
+    usable = rows[rows["status"] == FINISHED]
     for key in ("corpus_hash",) + ENV_KEYS:
         column = f"fp_{key}"
         if column in usable:

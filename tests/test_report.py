@@ -2,14 +2,18 @@
 
     python -m pytest -q tests/test_report.py
 """
+import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from conftest import run_sweeper
+from conftest import ROOT, run_sweeper
+from sweeper.errors import UsageError
 from sweeper.report import SECTIONS, analyze_sweep, report_sweep
 from synthetic_sweep import write_sweep
 
@@ -42,7 +46,7 @@ def test_four_seed_rope_sweep_reaches_a_decision(tmp_path):
     positions = [md.index(f"## {s}") for s in SECTIONS]
     assert positions == sorted(positions)                  # decision table first, then per-seed values, ...
     assert "paired t-test drives the verdict" in md and "scipy" in md and "10000" not in md.split("## Methods")[0]
-    for png in ("val_loss", "final_metric", "grad_norm"):
+    for png in ("metric_curve", "final_metric", "grad_norm"):
         data = (root / "plots" / f"{png}.png").read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
         assert f"plots/{png}.png" in md
@@ -154,7 +158,7 @@ def test_interrupted_partial_sweep_reports_what_it_has(tmp_path):
     assert comps["nope"].verdict == "worse" and comps["nope"].n_pairs == 3
     assert comps["frozen"].verdict == "insufficient" and "2 not finished" in comps["frozen"].reason
     assert "no decision vs frozen" in text
-    assert all((root / "plots" / f).exists() for f in ("val_loss.png", "final_metric.png", "grad_norm.png"))
+    assert all((root / "plots" / f).exists() for f in ("metric_curve.png", "final_metric.png", "grad_norm.png"))
 
 
 def test_cli_writes_report_and_rejects_bad_input_with_exit_2(tmp_path):
@@ -186,6 +190,127 @@ def test_compare_two_sweeps_variant_by_variant(tmp_path):
     assert nope["delta"] == pytest.approx(0.0, abs=1e-12) and math.isclose(nope["p_better"], 0.5)
 
 
+# -- what the report says about damaged files, failed runs and unrecorded settings --------------------------------
+
+def report_cli(*args):
+    return run_sweeper(*map(str, args), "--no-plots", "--resamples", "500", module="sweeper.report")
+
+
+def test_every_damaged_file_is_a_warning_line_on_the_terminal(tmp_path):
+    root = write_sweep(tmp_path / "s", ROPE)
+    damaged = {root / "runs/rope/seed_0/status.json": b"{not json",
+               root / "runs/nope/seed_1/summary.json": b'{"status": "finished", "final": {"val_l',
+               root / "runs/frozen/seed_2/metrics.jsonl": None}
+    for path, data in damaged.items():
+        if data is None:
+            path.write_text(path.read_text() + '{"step": 999, "val_lo')          # a line cut in half
+        else:
+            path.write_bytes(data)
+    proc = report_cli(root)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stdout.splitlines() if line.startswith("WARNING: ")]
+    assert len(warnings) == 3, proc.stdout
+    for path in damaged:
+        assert sum(str(path) in w for w in warnings) == 1, (path, warnings)
+    assert any("the run status is not valid JSON" in w and "delete it" in w for w in warnings)
+    md = (root / "report.md").read_text().split("## Problems reading the sweep")[1]
+    assert all(str(path) in md for path in damaged)
+    # rope/seed_0: its status is damaged but its summary says finished: it still counts, with its value
+    inp = analyze_sweep(root, **FAST)
+    assert inp.analysis.arms["rope"].usable == 4 and inp.analysis.arms["nope"].usable == 3
+
+
+def test_a_damaged_manifest_is_exit_2_naming_it_and_the_fix(tmp_path):
+    root = write_sweep(tmp_path / "s", ROPE)
+    (root / "sweep.json").write_text('{"experiment": ')
+    proc = report_cli(root)
+    assert proc.returncode == 2 and not (root / "report.md").exists()
+    assert proc.stderr.strip().splitlines() == [
+        f"sweeper.report: error: {root / 'sweep.json'}: the sweep manifest is not valid JSON (Expecting value at "
+        f"line 1); restore it from a backup, or start the sweep again in a new directory"]
+
+
+def _unrecord(root, **fields):
+    manifest = json.loads((root / "sweep.json").read_text())
+    manifest["experiment"].update(fields)
+    (root / "sweep.json").write_text(json.dumps(manifest))
+
+
+def test_no_recorded_baseline_asks_for_one_and_the_options_override_the_manifest(tmp_path):
+    odd = {"lr=0.001 wd=0": [3.00, 3.02, 2.99, 3.01], "lr=0.01,wd=0.1": [3.45, 3.48, 3.44, 3.47],
+           'lr="1e-4"|b': [3.40, 3.43, 3.39, 3.44]}
+    root = write_sweep(tmp_path / "s", odd, baseline="")
+    proc = report_cli(root)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (f"sweeper.report: error: no baseline recorded for {root}: pass --baseline VARIANT "
+                                   f'(variants: lr=0.001 wd=0, lr=0.01,wd=0.1, lr="1e-4"|b)')
+    proc = report_cli(root, "--baseline", "lr=0.001 wd=0")
+    assert proc.returncode == 0, proc.stderr
+    assert "lr=0.001 wd=0 beats lr=0.01,wd=0.1, lr=\"1e-4\"|b" in proc.stdout
+    csv = pd.read_csv(root / "summary.csv")                      # names with ',' '=' '"' and spaces survive
+    assert list(csv["variant"]) == list(odd) and list(csv["verdict"].fillna("")) == ["", "worse", "worse"]
+    md = (root / "report.md").read_text()
+    assert '| lr="1e-4"\\|b |' in md                             # the '|' is escaped inside the table
+    bad = report_cli(root, "--baseline", "lr=1")
+    assert bad.returncode == 2 and "baseline 'lr=1' has no runs in" in bad.stderr
+    # higher is better turns every verdict round; another metric is named or refused
+    flipped = analyze_sweep(root, baseline="lr=0.001 wd=0", lower_is_better=False, **FAST).analysis
+    assert {c.verdict for c in flipped.comparisons} == {"better"}
+    by_train = analyze_sweep(root, baseline="lr=0.001 wd=0", metric="train_loss", **FAST).analysis
+    assert by_train.metric == "train_loss" and len(by_train.comparisons) == 2
+    with pytest.raises(UsageError, match=r"metric 'acc': no run of .* has a final acc; pass --metric NAME "
+                                         r"\(final metrics of its runs: train_loss, val_loss\)"):
+        analyze_sweep(root, baseline="lr=0.001 wd=0", metric="acc", **FAST)
+    _unrecord(root, metric="")
+    with pytest.raises(UsageError, match="no decision metric recorded for .*: pass --metric NAME"):
+        analyze_sweep(root, baseline="lr=0.001 wd=0", **FAST)
+
+
+def test_one_variant_without_a_baseline_is_a_table_without_comparisons(tmp_path):
+    root = write_sweep(tmp_path / "s", {"lr=0.1": [3.0, 3.1, 3.2]}, baseline="")
+    text = report_sweep(root, plots=True, **FAST)
+    assert "No comparison: lr=0.1 only." in text
+    assert sorted(p.name for p in (root / "plots").iterdir()) == ["final_metric.png", "grad_norm.png",
+                                                                  "metric_curve.png"]
+
+
+def test_failed_runs_show_their_error_and_the_log_tail_when_the_error_says_little(tmp_path):
+    crash = "step 10 loss 3.2\nTraceback (most recent call last):\n  File \"train_mlp.py\", line 9, in main\n" \
+            "ZeroDivisionError: division by zero\n"
+    root = write_sweep(tmp_path / "s", ROPE, status={("nope", 0): "failed", ("nope", 1): "failed"},
+                       errors={("nope", 0): "ZeroDivisionError: division by zero", ("nope", 1): "exit status 1"},
+                       logs={("nope", 0): crash, ("nope", 1): crash})
+    text = report_sweep(root, plots=False, **FAST)
+    assert "failed runs (2):" in text
+    assert "  nope/seed_0: ZeroDivisionError: division by zero" in text.splitlines()
+    assert "  nope/seed_1: exit status 1 (log: ZeroDivisionError: division by zero)" in text.splitlines()
+    md = (root / "report.md").read_text()
+    per_seed = md.split("## Per-seed values")[1].split("## Failed runs")[0]
+    assert "failed @ step 100: ZeroDivisionError: division by zero" in per_seed
+    failed = md.split("## Failed runs")[1].split("## Variants")[0]
+    assert "| nope/seed_1 | - | 1 | exit status 1 (log: ZeroDivisionError: division by zero) |" in failed
+    assert "Last lines of the log of nope/seed_1 (runs/nope/seed_1/stdout.log):" in failed
+    assert 'File "train_mlp.py", line 9, in main' in failed
+    assert "Last lines of the log of nope/seed_0" not in failed          # its error says it all
+
+
+def test_a_slurm_sweep_with_open_runs_says_how_to_settle_them(tmp_path):
+    root = write_sweep(tmp_path / "s", ROPE, status={("nope", 3): "running", ("frozen", 3): "pending"})
+    assert "sweeper.slurm status" not in report_sweep(root, plots=False, **FAST)
+    (root / "slurm.json").write_text("{}")
+    text = report_sweep(root, plots=False, **FAST)
+    assert text.splitlines()[-1] == (f"note: 2 run(s) still show running/pending; if their Slurm jobs have ended, "
+                                     f"run `python -m sweeper.slurm status {root}` to settle them, then report again")
+
+
+def test_the_report_path_imports_no_backend_no_train_no_torch():
+    code = ("import sys, sweeper.report, sweeper.compare, sweeper.plots, sweeper.results, sweeper.verdict; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('train', 'torch', 'submitit') or m in "
+            "('sweeper.slurm', 'sweeper.local', 'sweeper.pool', 'sweeper.slots', 'sweeper.failures')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
 @pytest.mark.slow
 def test_real_mini_sweep_through_the_cli_has_every_section_and_plot(tmp_path):
     from conftest import TINY
@@ -197,7 +322,7 @@ def test_real_mini_sweep_through_the_cli_has_every_section_and_plot(tmp_path):
     md = (sweep_dir / "report.md").read_text()
     for section in SECTIONS:
         assert f"## {section}" in md, section
-    for png in ("val_loss", "final_metric", "grad_norm"):
+    for png in ("metric_curve", "final_metric", "grad_norm"):
         assert (sweep_dir / "plots" / f"{png}.png").read_bytes()[:4] == b"\x89PNG"
     csv = pd.read_csv(sweep_dir / "summary.csv")
     assert set(csv["variant"]) == {"rope", "nope", "rope_frozen_qk"}

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from sweeper.results import load_curves, load_experiment, load_runs
+from sweeper.run.rundir import Experiment, UnreadableFile
 from synthetic_sweep import write_sweep
 
 
@@ -34,13 +35,15 @@ def test_one_row_per_planned_run_with_status_metrics_health_and_fingerprint(swee
     assert by.loc[("rope", 1), "fp_data_order_hash"] == "order-1"
     assert by.loc[("rope", 1), "fp_corpus_hash"] == "c0ffee"
     assert by.loc[("rope", 1), "run_id"] == "rope-s1" and by.loc[("rope", 1), "steps"] == 100
-    assert (runs["problems"] == "").all()
+    assert by.loc[("rope", 2), "error"] == "failed at step 50"
+    assert (runs["problems"] == "").all() and runs.attrs["damaged"] == []
 
 
 def test_experiment_from_manifest(sweep):
-    exp = load_experiment(sweep)
+    exp, notes = load_experiment(sweep)
+    assert isinstance(exp, Experiment)
     assert (exp.name, exp.baseline, exp.metric, exp.lower_is_better) == ("synthetic", "rope", "val_loss", True)
-    assert exp.variants == ["rope", "nope", "frozen"] and exp.problems == []
+    assert list(exp.variants) == ["rope", "nope", "frozen"] and notes == []
 
 
 def test_curves_long_table_matches_the_written_lines(sweep):
@@ -56,32 +59,66 @@ def test_curves_long_table_matches_the_written_lines(sweep):
     assert "frozen-s1" not in set(curves["run_id"])                            # missing run: no curve
 
 
-def test_truncated_last_line_and_corrupt_files_do_not_crash(sweep):
-    path = sweep / "runs/rope/seed_0/metrics.jsonl"
+def test_truncated_last_line_and_corrupt_files_are_named_never_skipped_silently(sweep):
+    rope0, rope1, nope0 = (sweep / "runs" / v / f"seed_{k}" for v, k in (("rope", 0), ("rope", 1), ("nope", 0)))
+    path = rope0 / "metrics.jsonl"
     lines = path.read_text().splitlines()
     path.write_text("\n".join(lines) + '\n{"step": 110, "train_lo')             # writer killed mid-line
-    (sweep / "runs/rope/seed_1/summary.json").write_text('{"run_id": "rope-s1", "final": {"val_l')
-    (sweep / "runs/nope/seed_0/status.json").write_text("not json at all")
-    (sweep / "runs/nope/seed_0/health.json").write_bytes(b"\x00\xff")
-    curves = load_curves(sweep)
+    (rope1 / "summary.json").write_text('{"run_id": "rope-s1", "final": {"val_l')
+    (nope0 / "status.json").write_text("not json at all")
+    (nope0 / "health.json").write_bytes(b"\x00\xff")
+    runs = load_runs(sweep)
+    curves = load_curves(sweep, runs)
     assert curves[curves["run_id"] == "rope-s0"]["step"].max() == 100           # the 10 good lines survive
-    assert any("1 truncated or corrupt line" in p for p in curves.attrs["problems"])
+    assert curves.attrs["damaged"] == [f"{rope0 / 'metrics.jsonl'}: 1 truncated or corrupt line(s) skipped"]
+    by = runs.set_index(["variant", "seed"])
+    assert f"{rope0 / 'metrics.jsonl'}: 1 truncated or corrupt line(s) skipped" == by.loc[("rope", 0), "problems"]
+    assert f"{rope1 / 'summary.json'}: the run summary is not valid JSON" in by.loc[("rope", 1), "problems"]
+    # the status says finished, the summary cannot be read: no metric, and the damage is named
+    assert by.loc[("rope", 1), "status"] == "finished" and np.isnan(by.loc[("rope", 1), "final_val_loss"])
+    assert by.loc[("nope", 0), "status"] == "finished"                         # its summary says so
+    assert f"{nope0 / 'status.json'}: the run status is not valid JSON" in by.loc[("nope", 0), "problems"]
+    assert f"{nope0 / 'health.json'}: not a readable health report" in by.loc[("nope", 0), "problems"]
+    damaged = runs.attrs["damaged"]
+    assert len(damaged) == 3 and all(any(str(f) in d for d in damaged) for f in
+                                     (rope1 / "summary.json", nope0 / "status.json", nope0 / "health.json"))
+
+
+def test_a_status_that_is_not_a_status_word_is_damage(sweep):
+    rd = sweep / "runs/rope/seed_0"
+    (rd / "status.json").write_text(json.dumps({"status": "done"}))
+    (rd / "summary.json").unlink()
     runs = load_runs(sweep).set_index(["variant", "seed"])
-    assert "summary.json unreadable" in runs.loc[("rope", 1), "problems"]
-    assert runs.loc[("rope", 1), "status"] == "finished" and np.isnan(runs.loc[("rope", 1), "final_val_loss"])
-    assert runs.loc[("nope", 0), "status"] == "finished"                         # from summary.json
-    assert "status.json unreadable" in runs.loc[("nope", 0), "problems"]
-    assert "health.json unreadable" in runs.loc[("nope", 0), "problems"]
+    assert runs.loc[("rope", 0), "status"] == "unknown"
+    assert "status 'done' is not one of pending, running, finished" in runs.loc[("rope", 0), "problems"]
 
 
-def test_without_manifest_runs_are_discovered_and_defaults_are_explained(tmp_path):
-    root = write_sweep(tmp_path / "s", {"a": [1.0, 2.0], "b": [1.5, 2.5]}, write_manifest=False)
+def test_a_damaged_manifest_raises_naming_it(sweep):
+    (sweep / "sweep.json").write_text('{"experiment": {"name": "x"')
+    for load in (load_runs, load_experiment):
+        with pytest.raises(UnreadableFile, match="sweep.json: the sweep manifest is not valid JSON"):
+            load(sweep)
+
+
+def test_failed_run_with_an_unhelpful_error_gets_its_log_tail(tmp_path):
+    log = "step 10\nTraceback (most recent call last):\n  File \"x.py\", line 3\nZeroDivisionError: division by zero\n"
+    root = write_sweep(tmp_path / "s", {"a": [1.0, 2.0, 3.0]}, status={("a", 1): "failed", ("a", 2): "failed"},
+                       errors={("a", 1): "exit status 1", ("a", 2): "ValueError: bad lr"},
+                       logs={("a", 1): log, ("a", 2): log})
+    by = load_runs(root).set_index("seed")
+    assert by.loc[1, "error"] == "exit status 1"
+    assert by.loc[1, "log_tail"].splitlines()[-1] == "ZeroDivisionError: division by zero"
+    assert by.loc[2, "log_tail"] == "" and by.loc[0, "log_tail"] == ""           # a telling error, a finished run
+
+
+def test_without_manifest_runs_are_discovered_and_no_baseline_is_recorded(tmp_path):
+    root = write_sweep(tmp_path / "s", {"a": [1.0, 2.0], "b": [1.5, 2.5]}, write_manifest_file=False)
     runs = load_runs(root)
     assert sorted(zip(runs["variant"], runs["seed"])) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
     assert set(runs["status"]) == {"finished"}
-    exp = load_experiment(root)
-    assert exp.metric == "val_loss" and exp.lower_is_better and exp.baseline == "a"
-    assert any("sweep.json missing" in p for p in exp.problems)
+    exp, notes = load_experiment(root)
+    assert exp.metric == "val_loss" and exp.lower_is_better and exp.baseline == ""
+    assert notes and "has no manifest" in notes[0]
 
 
 def test_partial_sweep_with_pending_and_running_runs(tmp_path):
