@@ -6,8 +6,8 @@
 
 Builds the real Trainer from the default run config (conf/ defaults: model small, train default), then
 alternates, side by side in one process: `train.ckpt_interval` real training steps (batch, forward, backward,
-clip, AdamW, schedule), timed; one real checkpoint (`Trainer.state_dict` + `save_checkpoint`: serialise,
-sha256, write, fsync, rename, prune), timed. Share = checkpoint time / (training time + checkpoint time) over
+clip, AdamW, schedule), timed; one real checkpoint (what the loop calls: `run.save_checkpoint` of the trainer's
+state, which adds the RNG states and fingerprint, then serialises, hashes, writes, fsyncs, renames, prunes), timed. Share = checkpoint time / (training time + checkpoint time) over
 all rounds. Also reports the checkpoint size, the time to read one back (load + checksum) and the smallest
 interval that keeps the share under 3% on this machine.
 """
@@ -36,7 +36,7 @@ def default_run_config(overrides: list[str]) -> dict:
         key, _, value = o.partition("=")
         section, leaf = key.split(".", 1)
         cfg[section][leaf] = yaml.safe_load(value)
-    return {"seed": 0, "experiment": "bench", "variant": "default", **cfg}
+    return {"seed": 0, **cfg}
 
 
 def main() -> None:
@@ -48,15 +48,21 @@ def main() -> None:
 
     import torch
 
-    from train.checkpoint import read_checkpoint, save_checkpoint
+    from sweeper.run import init
+    from sweeper.run.checkpoint import read_checkpoint
     from train.config import RunConfig
     from train.loop import Trainer
 
-    cfg = RunConfig.from_dict(default_run_config(args.overrides))
+    raw = default_run_config(args.overrides)
+    cfg = RunConfig.from_dict(raw)
     interval = cfg.train.ckpt_interval
     with tempfile.TemporaryDirectory() as tmp:
-        tr = Trainer(cfg, Path(tmp))
-        ckpt_dir = Path(tmp) / "ckpt"
+        run = init(tmp, config=raw, keep_checkpoints=cfg.train.keep_checkpoints, record_crashes=False)
+        tr = Trainer(cfg, run.streams)
+
+        def save(at: int) -> Path:
+            return run.save_checkpoint({**tr.state_dict(), "loop": {"recent": [], "val_loss": 0.0}}, at,
+                                       fingerprint=tr.fingerprint)
 
         def step() -> None:
             x, y = tr.batch()
@@ -72,7 +78,7 @@ def main() -> None:
 
         for _ in range(3):                                   # warm-up (allocator, first-call overheads)
             step()
-        save_checkpoint(ckpt_dir, 0, tr.state_dict(0, {}), keep=cfg.train.keep_checkpoints)
+        save(0)
         train_s, save_s, n = [], [], 3
         for r in range(args.rounds):
             t0 = time.perf_counter()
@@ -81,13 +87,13 @@ def main() -> None:
             train_s.append(time.perf_counter() - t0)
             n += interval
             t0 = time.perf_counter()
-            path = save_checkpoint(ckpt_dir, n, tr.state_dict(n, {"recent": [], "val_loss": 0.0}),
-                                   keep=cfg.train.keep_checkpoints)
+            path = save(n)
             save_s.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         read_checkpoint(path)
         load_s = time.perf_counter() - t0
         size_mb = path.stat().st_size / 2**20
+        run.close()
 
     share = sum(save_s) / (sum(train_s) + sum(save_s))
     step_s, save_med = statistics.median(train_s) / interval, statistics.median(save_s)

@@ -7,10 +7,10 @@ time for the default model (target a few seconds on CPU).
 
 Monitor overhead, side by side in one process on the real Trainer (conf/ defaults): rounds of
 `health.interval` x `--steps-per-round` training steps (the loop's step: batch, forward, backward, clip,
-AdamW, schedule), alternately with the live monitor (RunHealth's calls: after_backward with the pre-clip grad
+AdamW, schedule), alternately with the live monitor (what run.health's RunHealth calls: after_backward with the pre-clip grad
 norm, after_step) and without, in ABBA order so drift cancels. Reported: ms/step each way, overhead = on/off - 1
 (ratio of totals, and the median of the per-round ratios, which a busy machine disturbs less), and the time spent inside the monitor calls as a share of the monitored step time (the part of the difference
-that is not noise). Preflight: `preflight_run_config` on the default run config, median of `--preflight-reps`,
+that is not noise). Preflight: `train.preflight.preflight_config` on the default run config, median of `--preflight-reps`,
 and the same with the training checks skipped, so the overfit session's share shows.
 """
 from __future__ import annotations
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -38,65 +37,64 @@ def main() -> None:
 
     import torch
 
-    from sweeper.health import LiveMonitor, preflight_run_config
-    from sweeper.health.run_config import preflight_model
+    from sweeper.health import LiveMonitor
     from sweeper.health.runner import _TRAINING
     from train.config import RunConfig
     from train.loop import Trainer
+    from train.preflight import preflight_config, preflight_model
 
     warnings.filterwarnings("ignore", message=".*DELIBERATE FAULT INJECTION.*")
     raw = default_run_config(args.overrides)
     cfg = RunConfig.from_dict(raw)
     interval = cfg.health.interval
     block = interval * args.steps_per_round
-    with tempfile.TemporaryDirectory() as tmp:
-        tr = Trainer(cfg, Path(tmp))
-        monitor = LiveMonitor(tr.model, interval=interval, num_classes=tr.corpus.vocab_size)
-        inside = [0.0]
-        step_no = [0]
+    tr = Trainer(cfg)
+    monitor = LiveMonitor(tr.model, interval=interval, num_classes=tr.corpus.vocab_size)
+    inside = [0.0]
+    step_no = [0]
 
-        def step(with_monitor: bool) -> None:
-            x, y = tr.batch()
-            _, loss = tr.model(x, y)
-            tr.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(tr.model.parameters(), cfg.train.grad_clip)
-            loss_value = loss.item()
-            if with_monitor:
-                t0 = time.perf_counter()
-                monitor.after_backward(step_no[0], loss_value, grad_norm)
-                inside[0] += time.perf_counter() - t0
-            tr.optimizer.step()
-            if with_monitor:
-                t0 = time.perf_counter()
-                monitor.after_step(step_no[0])
-                inside[0] += time.perf_counter() - t0
-            tr.scheduler.step()
-            step_no[0] += 1
-            if tr.device.type == "cuda":
-                torch.cuda.synchronize()
-
-        for _ in range(interval):                          # warm-up, both paths
-            step(True)
-            step(False)
-        step_no[0] = 0
-        on_s, off_s = [], []
-        for r in range(args.rounds):
-            for with_monitor in ((True, False) if r % 2 == 0 else (False, True)):
-                t0 = time.perf_counter()
-                for _ in range(block):
-                    step(with_monitor)
-                (on_s if with_monitor else off_s).append(time.perf_counter() - t0)
-
-        pre_full, pre_light = [], []
-        for _ in range(args.preflight_reps):
+    def step(with_monitor: bool) -> None:
+        x, y = tr.batch()
+        _, loss = tr.model(x, y)
+        tr.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(tr.model.parameters(), cfg.train.grad_clip)
+        loss_value = loss.item()
+        if with_monitor:
             t0 = time.perf_counter()
-            report = preflight_run_config(raw)
-            pre_full.append(time.perf_counter() - t0)
-        for _ in range(args.preflight_reps):
+            monitor.after_backward(step_no[0], loss_value, grad_norm)
+            inside[0] += time.perf_counter() - t0
+        tr.optimizer.step()
+        if with_monitor:
             t0 = time.perf_counter()
-            preflight_model(cfg, tr.model, tr.corpus, skip=_TRAINING)
-            pre_light.append(time.perf_counter() - t0)
+            monitor.after_step(step_no[0])
+            inside[0] += time.perf_counter() - t0
+        tr.scheduler.step()
+        step_no[0] += 1
+        if tr.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    for _ in range(interval):                          # warm-up, both paths
+        step(True)
+        step(False)
+    step_no[0] = 0
+    on_s, off_s = [], []
+    for r in range(args.rounds):
+        for with_monitor in ((True, False) if r % 2 == 0 else (False, True)):
+            t0 = time.perf_counter()
+            for _ in range(block):
+                step(with_monitor)
+            (on_s if with_monitor else off_s).append(time.perf_counter() - t0)
+
+    pre_full, pre_light = [], []
+    for _ in range(args.preflight_reps):
+        t0 = time.perf_counter()
+        report = preflight_config(raw)
+        pre_full.append(time.perf_counter() - t0)
+    for _ in range(args.preflight_reps):
+        t0 = time.perf_counter()
+        preflight_model(cfg, tr.model, tr.corpus, skip=_TRAINING)
+        pre_light.append(time.perf_counter() - t0)
 
     n_params = sum(p.numel() for p in tr.model.parameters())
     on_ms = sum(on_s) / (len(on_s) * block) * 1e3

@@ -3,7 +3,7 @@
     python -m pytest -q tests/test_audit.py
 
 Every audit runs three real `python -m train` processes (straight; stopped or killed at k; resumed). The planted
-divergences use the test-only switch SWEEPER_FAULT_DROP_RNG_STATE (train/streams.py), which leaves one state out
+divergences use the test-only switch SWEEPER_FAULT_DROP_RNG_STATE (sweeper/run/streams.py), which leaves one state out
 of every checkpoint: the audit must name that state at step k+1, the first step after the resume.
 """
 from __future__ import annotations
@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
 from conftest import TINY, run_sweeper
 from train_runs import tiny_config
 from sweeper.audit import main as audit_main
+from sweeper.run.rundir import RunDir
 from sweeper.audit import preflight_audit
 from train.audit import AuditReport, audit_resume, compare_trails, default_stop_at
 
@@ -60,9 +60,10 @@ def test_cli_real_default_model_is_bitwise_identical(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "result: bitwise identical" in r.stdout and "stopped after step 7" in r.stdout
     assert "resumed from step_00000007.pt" in r.stdout
-    run_cfg = yaml.safe_load((out / "resumed" / "config.yaml").read_text())
+    resumed = RunDir(out / "resumed")
+    run_cfg = resumed.read_config()
     assert run_cfg["model"]["d_model"] == 128 and run_cfg["model"]["pos_encoding"] == "rope"
-    assert run_cfg["variant"] == "rope" and run_cfg["seed"] == 0
+    assert run_cfg["seed"] == 0 and resumed.read_status().variant == "rope"   # the identity is the run's
 
 
 @pytest.mark.parametrize("args, needle", [

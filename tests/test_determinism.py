@@ -20,7 +20,7 @@ from train_runs import (assert_bitwise_equal, differences, finish, log_text, mak
 from train.batches import EpochSampler
 from train.config import RunConfig
 from train.determinism import determinism_flags, set_determinism
-from train.streams import STREAMS, SeedStreams
+from sweeper.run.streams import STREAMS, SeedStreams
 
 STEPS = 30
 VARIANTS = {"rope": {}, "nope": {"model.pos_encoding": "none"},
@@ -34,7 +34,7 @@ def runs(tmp_path_factory) -> dict:
     specs = {"rope_s0_a": tiny_config(0), "rope_s0_b": tiny_config(0), "rope_s1": tiny_config(1)}
     for name, over in VARIANTS.items():
         if over:
-            specs[f"{name}_s0"] = tiny_config(0, variant=name, **over)
+            specs[f"{name}_s0"] = tiny_config(0, **over)
     dirs = {name: make_run_dir(root / name, cfg) for name, cfg in specs.items()}
     names = list(dirs)
     for i in range(0, len(names), 2):   # two at a time on two cores
@@ -96,10 +96,10 @@ def test_variants_of_one_seed_share_data_order_and_validation_batches(runs):
 
 # ---- the streams in-process, on the real Trainer ----
 
-def _trainer(tmp_path, seed: int, **over):
+def _trainer(seed: int, **over):
     from train.loop import Trainer
 
-    return Trainer(RunConfig.from_dict(tiny_config(seed, **over)), tmp_path)
+    return Trainer(RunConfig.from_dict(tiny_config(seed, **over)), SeedStreams(seed))
 
 
 def _draws(tr, n: int = 5):
@@ -120,10 +120,10 @@ def test_seed_streams_are_distinct_and_stable():
         s0.seed_for("augment")
 
 
-def test_every_stream_changes_with_the_seed_in_the_trainer(tmp_path):
-    a = _trainer(tmp_path / "a", 0)
+def test_every_stream_changes_with_the_seed_in_the_trainer():
+    a = _trainer(0)
     rng_a = (torch.get_rng_state(), random.getstate(), np.random.get_state()[1].copy())
-    b = _trainer(tmp_path / "b", 1)
+    b = _trainer(1)
     rng_b = (torch.get_rng_state(), random.getstate(), np.random.get_state()[1].copy())
     init_a, init_b = a.model.state_dict(), b.model.state_dict()
     drawn = [k for k in init_a if k.endswith("weight") and ".ln" not in k and not k.startswith("ln")]
@@ -135,11 +135,11 @@ def test_every_stream_changes_with_the_seed_in_the_trainer(tmp_path):
     assert rng_a[1] != rng_b[1] and not np.array_equal(rng_a[2], rng_b[2])                    # python, numpy
 
 
-def test_a_different_model_keeps_data_eval_and_dropout_streams(tmp_path):
+def test_a_different_model_keeps_data_eval_and_dropout_streams():
     """A bigger model draws more init numbers; the other streams must not move."""
-    a = _trainer(tmp_path / "a", 3)
+    a = _trainer(3)
     dropout_a = torch.get_rng_state()
-    b = _trainer(tmp_path / "b", 3, **{"model.d_model": 64, "model.n_layers": 2, "model.pos_encoding": "none"})
+    b = _trainer(3, **{"model.d_model": 64, "model.n_layers": 2, "model.pos_encoding": "none"})
     dropout_b = torch.get_rng_state()
     assert torch.equal(dropout_a, dropout_b)
     (xa, ea), (xb, eb) = _draws(a, 8), _draws(b, 8)

@@ -1,6 +1,6 @@
 """Health in our own training runs: the rope_frozen_qk variant is caught although its loss falls, NaN runs end
 "diverged" with their step and last good checkpoint, a resumed run keeps its health record, and the sweep's
-preflight mode (preflight_run_config) judges every variant of experiment=rope.
+preflight mode (train.preflight.preflight_config, the task's preflight hook) judges every variant of experiment=rope.
 
     python -m pytest -q tests/test_health_train.py
 """
@@ -15,7 +15,8 @@ import torch
 import yaml
 
 import train
-from sweeper.health import HealthReport, preflight_run_config
+from sweeper.health import HealthReport
+from train.preflight import preflight_config
 from tests.conftest import ROOT
 from tests.train_runs import make_run_dir, tiny_config
 from tests.train_runs import train as train_process
@@ -36,9 +37,7 @@ def _quiet_fault_warning():
 def variant_config(variant: str, **dotted) -> dict:
     """The tiny run config of an experiment=rope variant: its overrides as written in conf/experiment/rope.yaml."""
     overrides = dict(o.split("=", 1) for o in ROPE_VARIANTS[variant])
-    cfg = tiny_config(0, **{"health.preflight": True, **overrides, **dotted})
-    cfg.update(experiment="rope", variant=variant)
-    return cfg
+    return tiny_config(0, **{"health.preflight": True, **overrides, **dotted})
 
 
 def metrics(run_dir):
@@ -78,7 +77,7 @@ def test_healthy_rope_run_passes_with_monitor_metrics_at_the_interval(tmp_path):
 
 @pytest.mark.parametrize("variant", list(ROPE_VARIANTS))
 def test_sweep_preflight_mode_judges_each_variant(variant):
-    report = preflight_run_config(variant_config(variant))
+    report = preflight_config(variant_config(variant))
     if variant == "rope_frozen_qk":
         assert [c.name for c in report.failures] == ["gradient_flow", "kernel_agreement"]
         assert "blocks.0.attn.q_proj.weight: gradient exactly zero" in report["gradient_flow"].message
@@ -87,9 +86,9 @@ def test_sweep_preflight_mode_judges_each_variant(variant):
         assert report["kernel_agreement"].status == ("pass" if variant == "rope" else "skip")
 
 
-def test_preflight_run_config_leaves_the_callers_rng_alone():
+def test_preflight_config_leaves_the_callers_rng_alone():
     state = torch.get_rng_state()
-    preflight_run_config(variant_config("nope"))
+    preflight_config(variant_config("nope"))
     assert torch.equal(state, torch.get_rng_state())
 
 

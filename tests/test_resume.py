@@ -20,8 +20,8 @@ import pytest
 
 from train_runs import (assert_bitwise_equal, finish, log_text, make_run_dir, small_corpus, start,
                               tiny_config, train, trail_steps, TrailWatcher, wait_until)
-from train.checkpoint import (FingerprintMismatch, check_fingerprint, checkpoint_path, list_checkpoints,
-                              load_latest, read_checkpoint, save_checkpoint)
+from sweeper.run.checkpoint import (FingerprintMismatch, check_fingerprint, checkpoint_path, list_checkpoints,
+                                    load_latest, read_checkpoint, save_checkpoint)
 
 STEPS, CKPT, BATCHES_PER_EPOCH = 30, 5, 7
 KILL_SEED = int(os.environ.get("SWEEPER_TEST_KILL_SEED", "4"))
@@ -35,7 +35,11 @@ def corpus(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def cfg(corpus) -> dict:
-    return tiny_config(**{"data.kind": "text", "data.path": str(corpus), "data.val_fraction": 0.2})
+    """Complete (every default written out), as a planned run's config is: a refusal names old and new values."""
+    from train.config import RunConfig
+
+    return RunConfig.from_dict(tiny_config(**{"data.kind": "text", "data.path": str(corpus),
+                                              "data.val_fraction": 0.2})).to_dict()
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +200,7 @@ def test_fingerprint_mismatch_changed_config_refuses_naming_the_key(stopped, tmp
 
     rc, log, status = _refusal(stopped, tmp_path, lower_lr)
     assert rc == 2
-    err = next(line for line in log.splitlines() if line.startswith("train: error: refusing to resume"))
+    err = next(line for line in log.splitlines() if line.startswith("sweeper.run: error: refusing to resume"))
     assert "train.lr: 0.003 -> 0.001" in err and "config_hash" in err
     assert f"deleting {tmp_path / 'run' / 'ckpt'}" in err
     assert status["status"] == "failed" and status["exit_code"] == 2 and "train.lr" in status["error"]

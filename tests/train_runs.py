@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import yaml
 
-from train.checkpoint import list_checkpoints, read_checkpoint
+from sweeper.run.checkpoint import list_checkpoints, read_checkpoint
+from sweeper.run.rundir import RunDir
 from train.trail import read_trail
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +31,7 @@ SWITCHES = ("SWEEPER_AUDIT_TRAIL", "SWEEPER_AUDIT_STOP_AT_STEP", "SWEEPER_AUDIT_
 
 # The default model architecture (RoPE through kernels.apply_rope), shrunk: ~0.1 s per step on one core.
 TINY = {
-    "seed": 0, "experiment": "determinism", "variant": "rope",
+    "seed": 0,
     "model": {"d_model": 32, "n_layers": 1, "n_heads": 2, "context": 32},
     "data": {"kind": "stdlib", "n_files": 8},
     "train": {"steps": 30, "batch_size": 8, "ckpt_interval": 5, "log_interval": 5, "eval_interval": 10,
@@ -61,8 +61,7 @@ def small_corpus(path: Path) -> Path:
 
 
 def make_run_dir(run_dir: Path, cfg: dict) -> Path:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    RunDir(run_dir).write_config(cfg)
     return run_dir
 
 
@@ -159,10 +158,8 @@ def differences(a, b, path: str = "") -> list[str]:
 
 
 def comparable_metrics(run_dir: Path) -> list[dict]:
-    from train.atomic import read_jsonl
-
     return [{k: v for k, v in r.items() if not (k.endswith("_s") or "per_s" in k or "time" in k)}
-            for r in read_jsonl(run_dir / "metrics.jsonl")]
+            for r in RunDir(run_dir).read_metrics()[0]]
 
 
 def assert_bitwise_equal(ref_dir: Path, run_dir: Path) -> None:
@@ -176,10 +173,7 @@ def assert_bitwise_equal(ref_dir: Path, run_dir: Path) -> None:
     ma, mb = comparable_metrics(ref_dir), comparable_metrics(run_dir)
     first = next(((x, y) for x, y in zip(ma, mb) if x != y), (len(ma), len(mb)))
     assert ma == mb, f"metrics.jsonl differ: {first}"
-    import json
-
-    fa = json.loads((ref_dir / "summary.json").read_text())["final"]
-    fb = json.loads((run_dir / "summary.json").read_text())["final"]
+    fa, fb = RunDir(ref_dir).read_summary().final, RunDir(run_dir).read_summary().final
     assert fa == fb, f"summary finals differ: {fa} vs {fb}"
 
 

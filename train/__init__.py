@@ -1,13 +1,45 @@
-"""Training code: one run of a small character-level transformer, deterministic and resumable.
+"""The built-in trainer: a small character-level transformer, deterministic and resumable, written against the
+public run API (sweeper.run) like any user's training code.
 
-    python -m train RUN_DIR               # trains RUN_DIR/config.yaml
-    summary = train.run(cfg, run_dir)     # the same, in-process
+    python -m sweeper.run train:main RUN_DIR      # what a sweep launches (conf/task/train.yaml: task.entry)
+    python -m train RUN_DIR                       # the same
+    summary = train.run(cfg, run_dir)             # in-process: sweeper.run.init(run_dir, config=cfg) + main(run)
 
-Importing `train` stays light (no torch) so the sweeper parent can use `train.config` and `train.atomic`.
+Importing `train` stays light (no torch): the sweeper parent imports `train.config` for its validate hook.
 """
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
 
 
-def run(cfg, run_dir):
-    from train.loop import run as _run
+def main(run, on_step=None) -> dict:
+    """The entry point `train:main`: train `run` (a sweeper.run.Run) and end it with run.finish, run.diverged
+    or run.interrupt; returns the run's summary."""
+    from train.loop import main as train_main
 
-    return _run(cfg, run_dir)
+    return train_main(run, on_step)
+
+
+def run(cfg: Mapping[str, Any], run_dir: str | Path, on_step=None) -> dict:
+    """Train one run in `run_dir` in this process (resuming from its checkpoints); returns its summary.
+    A bad config raises train.config.ConfigError before the run dir is touched; a crash is recorded as the
+    run's failure and raised."""
+    from sweeper.run import ConfigError, FingerprintMismatch, init
+    from train.config import RunConfig
+
+    config = cfg.to_dict() if isinstance(cfg, RunConfig) else dict(cfg)
+    RunConfig.from_dict(config)
+    r = init(run_dir, config=config, record_crashes=False)
+    if r.finished:
+        return r.dir.read_summary().to_dict()
+    try:
+        return main(r, on_step)
+    except Exception as e:
+        if r.outcome is None and isinstance(e, (ConfigError, FingerprintMismatch)):
+            r.fail(str(e), 2)
+        elif r.outcome is None:
+            r.fail(f"{type(e).__name__}: {e}".splitlines()[0], 1)
+        raise
+    finally:
+        r.close()

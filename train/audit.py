@@ -8,10 +8,12 @@ Three real `python -m train` processes: "straight" trains N steps; "resumed" tra
 from the last periodic checkpoint and replays the steps after it), then a fresh process resumes it to step N.
 Every process appends per-step hashes of the batch, every RNG state, the data-order state, the LR schedule,
 every parameter and every optimizer tensor (train/trail.py); the audit compares them step by step (replayed
-steps included) plus the metrics.jsonl lines, and reports the first step and name that differ.
+steps included) plus the runs' metrics lines, and reports the first step and name that differ.
 
 N defaults to train.steps; with N < train.steps both runs stop at N (same config, same LR schedule).
 `drop_rng_state` (test-only) leaves one state out of the checkpoints, which the audit must then catch.
+`experiment` / `variant` name the audited run in the report (and in the audit runs' status); by default they
+are read from the config mapping when an older sweep wrote them there.
 """
 from __future__ import annotations
 
@@ -22,10 +24,10 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from train.atomic import atomic_write_json, atomic_write_text, read_json, read_jsonl
+from sweeper.run.atomic import atomic_write_json
+from sweeper.run.rundir import EXIT_INTERRUPTED, RunDir, Status
+from sweeper.run.streams import DROP_ENV, DROPPABLE
 from train.config import RunConfig
-from train.stopping import EXIT_INTERRUPTED
-from train.streams import DROP_ENV, DROPPABLE
 from train.trail import AUDIT_ENVS, KILL_ENV, STOP_ENV, TRAIL_ENV, read_trail
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,10 +83,10 @@ def default_stop_at(steps: int, ckpt_interval: int) -> int:
 
 def audit_resume(run_cfg, work_dir: str | Path, *, steps: int | None = None, stop_at: int | None = None,
                  mode: str = "stop", threads: int | None = 1, drop_rng_state: str | None = None,
-                 timeout_s: float = 3600.0) -> AuditReport:
-    import yaml
-
+                 timeout_s: float = 3600.0, experiment: str | None = None, variant: str | None = None) -> AuditReport:
     cfg = run_cfg if isinstance(run_cfg, RunConfig) else RunConfig.from_dict(run_cfg)
+    if isinstance(run_cfg, dict):
+        experiment, variant = experiment or run_cfg.get("experiment"), variant or run_cfg.get("variant")
     n = cfg.train.steps if steps is None else steps
     if not isinstance(n, int) or not 2 <= n <= cfg.train.steps:
         raise ValueError(f"audit steps={n!r}: accepted is 2 <= steps <= train.steps={cfg.train.steps}")
@@ -99,8 +101,10 @@ def audit_resume(run_cfg, work_dir: str | Path, *, steps: int | None = None, sto
     straight, resumed = work / "straight", work / "resumed"
     for d in (straight, resumed):          # the audit owns these two folders: always start them fresh
         shutil.rmtree(d, ignore_errors=True)
-        d.mkdir(parents=True)
-        atomic_write_text(d / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        rd = RunDir(d)
+        rd.write_config(cfg.to_dict())
+        rd.update_status(Status.PENDING, run_id=f"audit-{d.name}", experiment=experiment, variant=variant,
+                         seed=cfg.seed)
     base = child_env(threads, drop_rng_state)
     stop_n = {STOP_ENV: str(n)} if n < cfg.train.steps else {}
     first = {KILL_ENV: str(k)} if mode == "kill" else {STOP_ENV: str(k)}
@@ -111,9 +115,11 @@ def audit_resume(run_cfg, work_dir: str | Path, *, steps: int | None = None, sto
     p_second = _start(resumed, {**base, **stop_n, TRAIL_ENV: str(resumed / "trail.jsonl")})
     _wait(p_second, resumed, (75,) if stop_n else (0,), timeout_s)
 
+    summary = RunDir(resumed).read_summary()
+    name = f"{experiment or 'adhoc'}/{variant or 'default'}, " if experiment or variant else ""
     report = AuditReport(identical=True, steps=n, stop_at=k, mode=mode, work_dir=str(work),
-                         label=f"({cfg.experiment}/{cfg.variant}, seed {cfg.seed})",
-                         resumed_from=(read_json(resumed / "summary.json") or {}).get("resumed_from"))
+                         label=f"({name}seed {cfg.seed})",
+                         resumed_from=summary.extra.get("resumed_from") if summary else None)
     compare_trails(read_trail(straight / "trail.jsonl"), read_trail(resumed / "trail.jsonl"), n, report)
     compare_metrics(straight, resumed, n, report)
     atomic_write_json(work / "audit.json", asdict(report))
@@ -131,7 +137,7 @@ def child_env(threads: int | None, drop_rng_state: str | None) -> dict:
 
 
 def _start(run_dir: Path, env: dict) -> subprocess.Popen:
-    with open(run_dir / "stdout.log", "ab") as log:
+    with open(RunDir(run_dir).log_path, "ab") as log:
         return subprocess.Popen([sys.executable, "-m", "train", str(run_dir)], cwd=ROOT, env=env, stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
@@ -144,7 +150,7 @@ def _wait(proc: subprocess.Popen, run_dir: Path, expected: tuple[int, ...], time
         proc.wait()
         raise AuditError(f"audit run {run_dir} took longer than {timeout_s:.0f}s; killed it") from None
     if rc not in expected:
-        tail = (run_dir / "stdout.log").read_text(errors="replace").strip().splitlines()[-15:]
+        tail = RunDir(run_dir).log_path.read_text(errors="replace").strip().splitlines()[-15:]
         raise AuditError(f"audit run {run_dir} exited with status {rc} (expected {' or '.join(map(str, expected))})"
                          ":\n    " + "\n    ".join(tail))
 
@@ -181,14 +187,14 @@ def _comparable(record: dict) -> dict:
 
 
 def compare_metrics(straight: Path, resumed: Path, n: int, report: AuditReport) -> None:
-    a = [_comparable(r) for r in read_jsonl(straight / "metrics.jsonl") if r.get("step", 0) <= n]
-    b = [_comparable(r) for r in read_jsonl(resumed / "metrics.jsonl") if r.get("step", 0) <= n]
+    a = [_comparable(r) for r in RunDir(straight).read_metrics()[0] if r["step"] <= n]
+    b = [_comparable(r) for r in RunDir(resumed).read_metrics()[0] if r["step"] <= n]
     report.compared_metrics = len(a)
     if not report.identical:           # the state trail already named the first divergence
         return
     if [r.get("step") for r in a] != [r.get("step") for r in b]:
         report.identical, report.first_name = False, "metrics/steps"
-        report.detail = (f"metrics.jsonl logged steps differ: {[r.get('step') for r in a]} vs "
+        report.detail = (f"the logged metrics steps differ: {[r.get('step') for r in a]} vs "
                          f"{[r.get('step') for r in b]}")
         report.first_step = next((x.get("step") for x, y in zip(a, b) if x.get("step") != y.get("step")), None)
         report.differing = [report.first_name]

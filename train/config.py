@@ -1,25 +1,30 @@
-"""Typed run configuration: the resolved `config.yaml` of one run, validated.
+"""Typed run configuration of the built-in trainer: a run's resolved config (run.config), validated.
 
-    cfg = RunConfig.from_dict(yaml.safe_load(open("runs/rope/seed_0/config.yaml")))
+    cfg = RunConfig.from_dict(run.config_dict)   # inside main(run); ConfigError names the key and the fix
+    validate(config)                             # the `train.config:validate` hook (conf/task/train.yaml)
 
-Pure Python (no torch): the sweeper parent validates every planned run with it before anything starts.
+Pure Python (no torch): the sweeper parent calls `validate` on every planned run before anything starts.
+A run's identity (experiment, variant) is not part of its config: it is run.experiment / run.variant.
 """
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+
+from sweeper.run import ConfigError as _RunConfigError
+from sweeper.run.rundir import stable_hash
 
 POS_ENCODINGS = ("rope", "none")
 ROPE_IMPLS = ("auto", "torch", "triton", "reference", "fault_no_qk_grad")
 DATA_KINDS = ("stdlib", "text")
 DEVICES = ("auto", "cpu", "cuda")
+IGNORED = ("experiment", "variant", "experiment_spec")   # identity keys older sweeps wrote into each config
 
 
-class ConfigError(ValueError):
-    """A config value is wrong; the message names the key, the value and what is accepted."""
+class ConfigError(_RunConfigError):
+    """A config value is wrong; the message names the key, the value and what is accepted (exit status 2)."""
 
 
 @dataclass
@@ -69,8 +74,6 @@ class HealthConfig:
 @dataclass
 class RunConfig:
     seed: int = 0
-    experiment: str = "adhoc"
-    variant: str = "default"
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -84,22 +87,19 @@ class RunConfig:
         kwargs: dict[str, Any] = {}
         for name, sub_cls in subs.items():
             kwargs[name] = _build(sub_cls, d.pop(name, {}) or {}, name)
-        for key in ("seed", "experiment", "variant"):
-            if key in d:
-                kwargs[key] = d.pop(key)
-        d.pop("experiment_spec", None)
+        if "seed" in d:
+            kwargs["seed"] = d.pop("seed")
+        for key in IGNORED:                      # written into configs by older sweeps
+            d.pop(key, None)
         if d:
-            raise ConfigError(f"unknown run config key(s): {', '.join(sorted(d))}")
+            raise ConfigError(f"unknown run config key(s) {', '.join(sorted(d))}: the built-in trainer (task=train) "
+                              f"takes seed, {', '.join(subs)}")
         cfg = cls(**kwargs)
         cfg.validate()
         return cfg
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
-
-    def config_hash(self) -> str:
-        """Hash of everything that shapes the run's numbers (seed included)."""
-        return stable_hash(self.to_dict())
 
     def validate(self) -> None:
         m, t, d = self.model, self.train, self.data
@@ -132,10 +132,28 @@ class RunConfig:
                               "checkpoint can fall back to the previous one")
 
 
-def stable_hash(obj: Any, n: int = 12) -> str:
-    """Short sha256 of a JSON-able object, independent of dict order."""
-    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str).encode()
-    return hashlib.sha256(blob).hexdigest()[:n]
+def validate(config: Mapping[str, Any]) -> None:
+    """The plan-time hook (`train.config:validate`), called with each planned run's resolved config: a bad
+    value or an unusable corpus (missing, empty, not text) raises ConfigError with a one-line message. Each
+    distinct corpus is read once per process (a text file again only when it changed on disk)."""
+    from train.corpus import corpus_text
+
+    data = RunConfig.from_dict(config).data
+    key = stable_hash([dataclasses.asdict(data), _file_stamp(data.path) if data.kind == "text" else None])
+    if key not in _CHECKED_CORPORA:
+        corpus_text(data)
+        _CHECKED_CORPORA.add(key)
+
+
+_CHECKED_CORPORA: set[str] = set()
+
+
+def _file_stamp(path: str | None) -> list | None:
+    try:
+        st = os.stat(os.path.expanduser(path)) if path else None
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size] if st else None
 
 
 def _build(sub_cls: type, values: Mapping[str, Any], prefix: str):

@@ -1,6 +1,6 @@
 """All determinism settings in one place, applied before any CUDA work.
 
-    flags = set_determinism(True)   # recorded in the checkpoint fingerprint and the run's summary.json
+    flags = set_determinism(True)   # recorded in the checkpoint fingerprint and the run's summary
 
 Deterministic mode: `torch.use_deterministic_algorithms(True)` (an op without a deterministic implementation
 raises instead of silently varying), cuBLAS with a fixed workspace (`CUBLAS_WORKSPACE_CONFIG=:4096:8`, read when

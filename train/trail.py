@@ -8,9 +8,10 @@ batch, the RNG states and the data-order state first (the usual root causes), th
 parameters and buffers, and the optimizer state of each parameter. The audit (train/audit.py) compares two
 trails name by name and reports the first step and name that differ.
 
-Audit-only environment switches read by `hooks_from_env` (the loop calls them after every optimizer step):
+Audit-only environment switches read by `hooks_from_env` (the loop calls on_step(trainer, step, run) after
+every optimizer step):
     SWEEPER_AUDIT_TRAIL=PATH         append this step's hashes to PATH
-    SWEEPER_AUDIT_STOP_AT_STEP=K     after step K, stop as if SIGTERM had arrived (checkpoint, exit 75)
+    SWEEPER_AUDIT_STOP_AT_STEP=K     after step K, run.request_stop as if SIGTERM had arrived (checkpoint, exit 75)
     SWEEPER_AUDIT_KILL_AT_STEP=K     after step K, SIGKILL this process (no checkpoint, no cleanup)
 """
 from __future__ import annotations
@@ -24,8 +25,8 @@ from typing import Callable
 import numpy as np
 import torch
 
-from train.atomic import read_jsonl
-from train.streams import capture_rng_states
+from sweeper.run.atomic import read_jsonl
+from sweeper.run.streams import capture_rng_states
 
 TRAIL_ENV, STOP_ENV, KILL_ENV = "SWEEPER_AUDIT_TRAIL", "SWEEPER_AUDIT_STOP_AT_STEP", "SWEEPER_AUDIT_KILL_AT_STEP"
 AUDIT_ENVS = (TRAIL_ENV, STOP_ENV, KILL_ENV)
@@ -109,15 +110,15 @@ def hooks_from_env() -> Callable | None:
     if not (path or stop_at or kill_at):
         return None
 
-    def on_step(tr, step: int, stop) -> None:
+    def on_step(tr, step: int, run) -> None:
         if path:
             line = json.dumps({"step": step, "pid": os.getpid(), "hashes": state_hashes(tr)}) + "\n"
             with open(path, "a", encoding="utf-8") as f:   # a SIGKILL right after still leaves the line
                 f.write(line)
         if kill_at is not None and step == kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
-        if stop_at is not None and step == stop_at and not stop.requested:
-            stop.requested = f"{STOP_ENV}={stop_at}"
+        if stop_at is not None and step == stop_at and not run.should_stop:
+            run.request_stop(f"{STOP_ENV}={stop_at}")
 
     return on_step
 

@@ -59,7 +59,9 @@ In training, a LiveMonitor watches every step cheaply and does the expensive par
 (None, 'pass')
 
 Public names (imported lazily so `import sweeper` stays free of torch):
-  preflight, CHECKS, LiveMonitor, HealthReport, CheckResult, Thresholds, preflight_run_config.
+  preflight, CHECKS, LiveMonitor, HealthReport, CheckResult, Thresholds.
+The built-in trainer's preflight of a run config lives with the trainer (train.preflight.preflight_config);
+nothing here imports train.
 """
 from __future__ import annotations
 
@@ -71,7 +73,6 @@ _EXPORTS = {
     "Thresholds": "thresholds", "DEFAULT_THRESHOLDS": "thresholds",
     "preflight": "runner", "CHECKS": "runner",
     "LiveMonitor": "monitor",
-    "preflight_run_config": "run_config",
 }
 __all__ = sorted(_EXPORTS)
 

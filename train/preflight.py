@@ -1,11 +1,12 @@
-"""Preflight for OUR training runs: the model, batch, optimizer, step and RoPE reference toggle of a run config.
+"""Health preflight of the built-in trainer: the model, batch, optimizer, step and RoPE reference toggle of a run.
 
-    from sweeper.health import preflight_run_config
-    report = preflight_run_config(yaml.safe_load(open("runs/rope_frozen_qk/seed_0/config.yaml")))
+    from train.preflight import preflight_config
+    report = preflight_config(run.config_dict)     # the `train.preflight:preflight_config` hook
     report["gradient_flow"].message   # "... blocks.0.attn.q_proj.weight: gradient exactly zero ..."
 
-Used by the sweep's preflight mode (once per variant, before its seeds launch) and by train/loop.py at the start
-of a run (`health.preflight: true`). Everything is built with train's own builders (corpus, Transformer, seed
+`preflight_config` is what a sweep with sweeper.preflight=warn|stop calls once per variant before its seeds
+launch; `preflight_model` is what train/loop.py hands to run.health(preflight=...) at the start of a fresh
+run (`health.preflight: true`). Everything is built with the trainer's own builders (corpus, Transformer, seed
 streams, learning-rate schedule), so the checks see the model the run trains. The caller's RNG is untouched.
 """
 from __future__ import annotations
@@ -14,20 +15,21 @@ from typing import Any, Iterable, Mapping
 
 import torch
 
-from .result import HealthReport
-from .thresholds import DEFAULT_THRESHOLDS, Thresholds
+from sweeper.health.result import HealthReport
+from sweeper.health.runner import preflight
+from sweeper.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from sweeper.run.streams import SeedStreams
+from train.batches import windows
+from train.config import RunConfig
+from train.corpus import load_corpus
+from train.model import Transformer
+from train.optim import lr_at, make_optimizer, pick_device
 
 
-def preflight_run_config(run_cfg: Mapping[str, Any] | Any, thresholds: Thresholds = DEFAULT_THRESHOLDS,
-                         skip: Iterable[str] = ()) -> HealthReport:
+def preflight_config(config: Mapping[str, Any] | RunConfig, thresholds: Thresholds = DEFAULT_THRESHOLDS,
+                     skip: Iterable[str] = ()) -> HealthReport:
     """Build the run's model at its init seed and its first training windows, then run preflight on them."""
-    from train.config import RunConfig
-    from train.corpus import load_corpus
-    from train.loop import pick_device
-    from train.model import Transformer
-    from train.streams import SeedStreams
-
-    cfg = run_cfg if isinstance(run_cfg, RunConfig) else RunConfig.from_dict(dict(run_cfg))
+    cfg = config if isinstance(config, RunConfig) else RunConfig.from_dict(dict(config))
     corpus = load_corpus(cfg.data)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(SeedStreams(cfg.seed).seed_for("init"))         # the run's own init
@@ -35,16 +37,11 @@ def preflight_run_config(run_cfg: Mapping[str, Any] | Any, thresholds: Threshold
     return preflight_model(cfg, model, corpus, thresholds, skip)
 
 
-def preflight_model(cfg: Any, model: torch.nn.Module, corpus: Any,
+def preflight_model(cfg: RunConfig, model: torch.nn.Module, corpus: Any,
                     thresholds: Thresholds = DEFAULT_THRESHOLDS, skip: Iterable[str] = ()) -> HealthReport:
-    """preflight() on a built Transformer of `cfg` (train.config.RunConfig) with the run's optimizer and step.
+    """preflight() on a built Transformer of `cfg` with the run's optimizer and step.
 
     The batch is the first batch_size training windows, read without touching the run's data order or RNG."""
-    from train.batches import windows
-    from train.loop import lr_at, make_optimizer
-
-    from .runner import preflight
-
     device = next(model.parameters()).device
     T, B = cfg.model.context, cfg.train.batch_size
     starts = torch.arange(min(B, (len(corpus.train) - 1) // T)) * T                 # (B,)
