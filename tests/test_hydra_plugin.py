@@ -236,7 +236,7 @@ def test_a_job_whose_config_changed_runs_again_and_the_report_asks_for_a_baselin
     asked = report(sweep_dir)
     assert asked.returncode == 2, asked.stdout + asked.stderr
     assert "Traceback" not in asked.stderr and "--baseline" in asked.stderr and "no baseline" in asked.stderr, asked.stderr
-    given = report(sweep_dir, "--baseline", "lr=0.01")
+    given = report(sweep_dir, "--baseline", "lr=0.01", "--min-seeds", "2")
     assert given.returncode == 0, given.stdout + given.stderr
     check_decision_table(sweep_dir, given.stdout, "objective",
                          {lr: [loss(lr, s) for s in range(2)] for lr in (0.01, 0.001)}, baseline="lr=0.01")
@@ -287,11 +287,15 @@ def test_a_bad_sweep_is_one_line_before_anything_starts(sweep_dir, args, message
     assert sorted(p.name for p in sweep_dir.iterdir()) == ["multirun.yaml"]       # Hydra's own, nothing of ours
 
 
-def test_a_killed_job_is_completed_by_the_parent(sweep_dir):
-    proc = loss_app("-m", "seed=0,1", "die=true", f"hydra.sweep.dir={sweep_dir}")
+def test_a_killed_job_is_completed_by_the_parent_and_an_old_result_does_not_outlive_its_config(sweep_dir):
+    assert loss_app("-m", "seed=0,1", f"hydra.sweep.dir={sweep_dir}").returncode == 0
+    proc = loss_app("-m", "seed=0,1", "die=true", f"hydra.sweep.dir={sweep_dir}")     # same dirs, new config
     assert proc.returncode == 1, proc.stdout + proc.stderr
     for num in ("0", "1"):
-        record = RunDir(sweep_dir / num).read_status()
+        rd = RunDir(sweep_dir / num)
+        record = rd.read_status()
         assert (record.status, record.error, record.exit_code, record.failure_class) == \
             (Status.FAILED, "killed by SIGKILL", -9, "signal"), record
         assert (record.variant, record.seed, record.attempts) == ("die=True", int(num), 1)
+        assert rd.read_summary().status == Status.PENDING and rd.read_summary().final == {}
+        assert rd.outcome() == Status.FAILED          # the first config's finished summary does not win

@@ -217,8 +217,18 @@ def write_sweep_manifest(sweep_dir: Path, jobs: list[HydraJob], opts: Options, l
 
 
 def prepare(job: HydraJob, experiment: str) -> None:
-    """config.yaml and a pending status, before the job's process starts."""
+    """config.yaml and a pending status, before the job's process starts. A summary left by a run of another
+    config is replaced by a pending one: its result no longer applies to this dir (and must not win over a
+    failure of the new config when the run's outcome is read)."""
     job.rundir.path.mkdir(parents=True, exist_ok=True)
+    try:
+        old = job.rundir.read_summary()
+    except UnreadableFile:
+        old = None
+    if old is not None and old.config_hash != job.config_hash:
+        job.rundir.write_summary(Summary(status=Status.PENDING, run_id=job.run_id, experiment=experiment,
+                                         variant=job.variant, seed=job.seed, config_hash=job.config_hash,
+                                         extra={"replaced": f"a result of config {old.config_hash}"}))
     job.rundir.write_config(job.config)
     job.rundir.update_status(Status.PENDING, run_id=job.run_id, experiment=experiment, variant=job.variant,
                              seed=job.seed, error=None, exit_code=None, started=None, ended=None, attempts=None,
@@ -229,13 +239,13 @@ def finished(job: HydraJob) -> Summary | None:
     """The summary of a run that already finished (or diverged) with this job's config, else None."""
     try:
         summary = job.rundir.read_summary()
+        if summary is None or summary.config_hash != job.config_hash:
+            return None
         outcome = job.rundir.outcome()
     except UnreadableFile as e:
         log.warning(f"sweeper_pool: job #{job.idx} runs again: {e}")
         return None
-    if summary is None or outcome not in KEEP or summary.config_hash != job.config_hash:
-        return None
-    return summary
+    return summary if outcome in KEEP and summary.status in KEEP else None
 
 
 def return_from_summary(job: HydraJob, summary: Summary, metric: str, sweep_config) -> JobReturn:
