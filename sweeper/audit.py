@@ -51,13 +51,16 @@ def _parser() -> _Parser:
 
 
 def audit_run_config(run_cfg: dict, work_dir: str | Path, *, steps: int | None = None, stop_at: int | None = None,
-                     mode: str = "stop", threads: int | None = 1):
-    """Audit one resolved run config (what config.yaml holds) in work_dir; returns train.audit.AuditReport.
-    Bad audit options raise UsageError; a crashed audit process raises train.audit.AuditError."""
+                     mode: str = "stop", threads: int | None = 1, experiment: str | None = None,
+                     variant: str | None = None):
+    """Audit one resolved run config (what config.yaml holds) in work_dir; returns train.audit.AuditReport
+    (experiment/variant name the run in it). Bad audit options raise UsageError; a crashed audit process raises
+    train.audit.AuditError."""
     from train.audit import audit_resume
 
     try:
-        return audit_resume(run_cfg, work_dir, steps=steps, stop_at=stop_at, mode=mode, threads=threads)
+        return audit_resume(run_cfg, work_dir, steps=steps, stop_at=stop_at, mode=mode, threads=threads,
+                            experiment=experiment, variant=variant)
     except ValueError as e:
         raise UsageError(str(e)) from None
 
@@ -69,7 +72,8 @@ def preflight_audit(plan, log=print):
     run = next(r for r in plan.runs if r.variant == plan.experiment.baseline)
     steps = min(run.total_steps or PREFLIGHT_MAX_STEPS, PREFLIGHT_MAX_STEPS)
     log(f"resume audit of {run.label} over {steps} steps (sweeper.audit=true) ...")
-    report = audit_run_config(run.config, plan.sweep_dir / "audit", steps=steps)
+    report = audit_run_config(run.config, plan.sweep_dir / "audit", steps=steps, experiment=plan.experiment.name,
+                              variant=run.variant)
     log(report.format())
     return report
 
@@ -124,10 +128,12 @@ def main(argv: list[str] | None = None) -> int:
                              "--stop-at, --mode, --threads, --dir (and key=value config overrides)")
         if args.threads is not None and args.threads < 1:
             raise UsageError(f"--threads {args.threads}: must be a positive integer")
-        run_cfg = _select(compose_sweep(with_config_dirs(overrides, config_dirs)), args.variant, args.seed)
+        sweep = compose_sweep(with_config_dirs(overrides, config_dirs))
+        run_cfg = _select(sweep, args.variant, args.seed)
         work_dir = args.work_dir or (temp := tempfile.mkdtemp(prefix="sweeper-audit-"))
         report = audit_run_config(run_cfg, work_dir, steps=args.steps, stop_at=args.stop_at, mode=args.mode,
-                                  threads=args.threads)
+                                  threads=args.threads, experiment=sweep.experiment.name,
+                                  variant=args.variant or sweep.experiment.baseline)
     except UsageError as e:
         print(f"sweeper.audit: error: {e}", file=sys.stderr)
         if temp:

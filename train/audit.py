@@ -12,8 +12,8 @@ steps included) plus the runs' metrics lines, and reports the first step and nam
 
 N defaults to train.steps; with N < train.steps both runs stop at N (same config, same LR schedule).
 `drop_rng_state` (test-only) leaves one state out of the checkpoints, which the audit must then catch.
-`experiment` / `variant` name the audited run in the report (and in the audit runs' status); by default they
-are read from the config mapping when an older sweep wrote them there.
+`experiment` / `variant` name the audited run in the report and in the audit runs' status (a run's identity
+is not part of its config).
 """
 from __future__ import annotations
 
@@ -85,8 +85,6 @@ def audit_resume(run_cfg, work_dir: str | Path, *, steps: int | None = None, sto
                  mode: str = "stop", threads: int | None = 1, drop_rng_state: str | None = None,
                  timeout_s: float = 3600.0, experiment: str | None = None, variant: str | None = None) -> AuditReport:
     cfg = run_cfg if isinstance(run_cfg, RunConfig) else RunConfig.from_dict(run_cfg)
-    if isinstance(run_cfg, dict):
-        experiment, variant = experiment or run_cfg.get("experiment"), variant or run_cfg.get("variant")
     n = cfg.train.steps if steps is None else steps
     if not isinstance(n, int) or not 2 <= n <= cfg.train.steps:
         raise ValueError(f"audit steps={n!r}: accepted is 2 <= steps <= train.steps={cfg.train.steps}")
