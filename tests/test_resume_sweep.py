@@ -5,10 +5,9 @@ import json
 import os
 import signal
 
-import yaml
-
 from local_helpers import (checkpoints, child_env, processes_mentioning, run, run_dir, start, starts, status,
                            sweep_args, wait_for)
+from sweeper.run.rundir import MANIFEST, RunDir, Status, read_manifest
 
 pytest_plugins = ["local_helpers"]     # its sweep_dir fixture
 
@@ -85,15 +84,14 @@ def test_extend_seeds_keeps_old_runs_and_resume_module(sweep_dir, tmp_path):
     assert extended.returncode == 0, extended.stderr
     assert snapshot(sweep_dir, "rope", 0) == old
     assert status(sweep_dir, "rope", 1)["status"] == "finished"
-    manifest = json.loads((sweep_dir / "sweep.json").read_text())
-    assert manifest["seeds"] == [0, 1] and len(manifest["runs"]) == 2
+    manifest = read_manifest(sweep_dir)
+    assert manifest.seeds == [0, 1] and len(manifest.runs) == 2 and manifest.task["entry"] == "train:main"
 
     # python -m sweeper.resume: from the directory alone; a failed run is run again, finished ones skipped.
-    st = status(sweep_dir, "rope", 1)
-    st.update(status="failed", error="RuntimeError: simulated crash of an earlier sweeper")
-    (run_dir(sweep_dir, "rope", 1) / "status.json").write_text(json.dumps(st))
-    (run_dir(sweep_dir, "rope", 1) / "summary.json").unlink()
-    for ck in (run_dir(sweep_dir, "rope", 1) / "ckpt").iterdir():
+    failed = RunDir(run_dir(sweep_dir, "rope", 1))
+    failed.update_status(Status.FAILED, error="RuntimeError: simulated crash of an earlier sweeper")
+    failed.summary_path.unlink()
+    for ck in failed.ckpt_dir.iterdir():
         ck.unlink()
     resumed = run([str(sweep_dir), "sweeper.report=false", "launcher.max_parallel=1"], module="sweeper.resume")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
@@ -102,14 +100,18 @@ def test_extend_seeds_keeps_old_runs_and_resume_module(sweep_dir, tmp_path):
     assert status(sweep_dir, "rope", 1)["status"] == "finished"
 
     # A frozen run config edited since planning is a different plan: refused, one line, exit 2.
-    cfg_path = run_dir(sweep_dir, "rope", 0) / "config.yaml"
-    cfg = yaml.safe_load(cfg_path.read_text())
+    edited = RunDir(run_dir(sweep_dir, "rope", 0))
+    cfg = edited.read_config()
     cfg["train"]["lr"] = 0.5
-    cfg_path.write_text(yaml.safe_dump(cfg))
+    edited.write_config(cfg)
     refused = run([str(sweep_dir)], module="sweeper.resume")
-    assert refused.returncode == 2 and "differs from the plan recorded in sweep.json" in refused.stderr
+    assert refused.returncode == 2 and f"differs from the plan recorded in {MANIFEST}" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
     bad = run([str(tmp_path / "nowhere")], module="sweeper.resume")
-    assert bad.returncode == 2 and "no readable sweep.json" in bad.stderr
+    assert bad.returncode == 2 and f"no readable {MANIFEST}" in bad.stderr
     bad_arg = run([str(sweep_dir), "train.steps=5"], module="sweeper.resume")
     assert bad_arg.returncode == 2 and "launcher.KEY=VALUE" in bad_arg.stderr
+    (sweep_dir / MANIFEST).write_text("{not json")
+    damaged = run([str(sweep_dir)], module="sweeper.resume")
+    assert damaged.returncode == 2 and len(damaged.stderr.strip().splitlines()) == 1
+    assert f"{sweep_dir / MANIFEST}: the sweep manifest is not valid JSON" in damaged.stderr

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from conftest import TINY, run_sweeper
+from sweeper.run.rundir import RunDir, Status
 
 pytestmark = pytest.mark.slow
 SMALL = [o for o in TINY if not o.startswith(("health.preflight", "model.d_model", "model.n_layers"))]
@@ -19,16 +20,25 @@ def test_preflight_stop_keeps_failing_variant_from_launching(tmp_path):
     assert "preflight rope: PASS" in out
     assert "preflight rope_frozen_qk: FAIL" in out and "blocks.0.attn.q_proj.weight: gradient exactly zero" in out
     assert "start  rope_frozen_qk" not in out and "start  rope/seed_0" in out
-    status = json.loads((sweep_dir / "runs" / "rope_frozen_qk" / "seed_0" / "status.json").read_text())
-    assert status["status"] == "failed" and "sweep preflight failed (gradient_flow" in status["error"]
-    assert not (sweep_dir / "runs" / "rope_frozen_qk" / "seed_0" / "metrics.jsonl").exists()
+    stopped = RunDir(sweep_dir / "runs" / "rope_frozen_qk" / "seed_0")
+    status = stopped.read_status()
+    assert status.status is Status.FAILED and "sweep preflight failed (gradient_flow" in status.error
+    assert (status.experiment, status.variant, status.seed) == ("rope", "rope_frozen_qk", 0)
+    assert not stopped.metrics_path.exists() and not stopped.log_path.exists()
+    assert RunDir(sweep_dir / "runs" / "rope" / "seed_0").state() is Status.FINISHED
     report = json.loads((sweep_dir / "preflight" / "rope_frozen_qk.json").read_text())
     assert report["verdict"] == "fail"
 
 
-def test_bad_preflight_mode_is_refused(tmp_path):
-    proc = run_sweeper("+experiment=rope", "sweeper.preflight=maybe", f"sweeper.dir={tmp_path / 's'}")
-    assert proc.returncode == 2 and "sweeper.preflight='maybe'" in proc.stderr
+@pytest.mark.parametrize("args, needle", [
+    (["sweeper.preflight=maybe"], "sweeper.preflight='maybe': accepted values are off, warn, stop"),
+    (["sweeper.preflight=warn", "task.preflight=null"], "sweeper.preflight=warn needs the task's preflight hook"),
+    (["sweeper.preflight=stop", "task.preflight=train.nosuch:check"],
+     "task.preflight='train.nosuch:check': module train.nosuch does not import"),
+])
+def test_bad_preflight_options_are_refused_at_plan_time(tmp_path, args, needle):
+    proc = run_sweeper("+experiment=rope", *args, f"sweeper.dir={tmp_path / 's'}")
+    assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (tmp_path / "s").exists()
 
 
