@@ -2,9 +2,9 @@
 
 The same runs (the rope experiment's baseline config, seeds 0..runs-1, `--steps` steps) on this machine, four ways,
 one after another, each in fresh run dirs:
-  (a) sweeper's local pool (sweeper.local.launch: slots, affinity, thread counts, polling, status files)
-  (b) the hand-written shell loop: `CUDA_VISIBLE_DEVICES=$i OMP_NUM_THREADS=<cores/runs> python -m train RUN_DIR &`
-      per run, then `wait`
+  (a) sweeper's local pool (sweeper.local.launch: slots, affinity, thread counts, polling, run statuses)
+  (b) the hand-written shell loop: `CUDA_VISIBLE_DEVICES=$i OMP_NUM_THREADS=<cores/runs> python -m sweeper.run
+      train:main RUN_DIR &` per run (the task the pool starts), then `wait`
   (c) the same parallel launch with no thread limits (every run takes every core)
   (d) one run after another, default threads
 Prints wall times and the ratios a/b (target <= 1.05), c/a (target >= 2.5) and d/a, and checks that every run
@@ -14,7 +14,6 @@ Takes about 3 minutes on 2 cores with the defaults. Not a test: numbers depend o
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -31,7 +30,7 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OM
 SHELL_LOOP = """
 i=0
 for d in "$@"; do
-  CUDA_VISIBLE_DEVICES=$i OMP_NUM_THREADS=$THREADS python -m train "$d" > "$d/stdout.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES=$i OMP_NUM_THREADS=$THREADS python -m sweeper.run $ENTRY "$d" > "$d/$LOG" 2>&1 &
   i=$((i+1))
 done
 wait
@@ -39,13 +38,13 @@ wait
 UNLIMITED_LOOP = """
 i=0
 for d in "$@"; do
-  CUDA_VISIBLE_DEVICES=$i python -m train "$d" > "$d/stdout.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES=$i python -m sweeper.run $ENTRY "$d" > "$d/$LOG" 2>&1 &
   i=$((i+1))
 done
 wait
 """
 SEQUENTIAL = """
-for d in "$@"; do python -m train "$d" > "$d/stdout.log" 2>&1; done
+for d in "$@"; do python -m sweeper.run $ENTRY "$d" > "$d/$LOG" 2>&1; done
 """
 
 
@@ -67,18 +66,23 @@ def make_plan(sweep_dir: Path, runs: int, steps: int):
 
 
 def copy_runs(plan, dest: Path) -> list[Path]:
-    """Fresh run dirs holding only the frozen config.yaml of each planned run."""
+    """Fresh run dirs holding only the frozen config of each planned run."""
+    from sweeper.run.rundir import RunDir
+
     dirs = []
     for run in plan.runs:
-        d = dest / run.variant / f"seed_{run.seed}"
-        d.mkdir(parents=True)
-        shutil.copy(run.run_dir / "config.yaml", d / "config.yaml")
-        dirs.append(d)
+        rd = RunDir(dest / run.variant / f"seed_{run.seed}")
+        rd.path.mkdir(parents=True)
+        shutil.copy(run.rundir.config_path, rd.config_path)
+        dirs.append(rd.path)
     return dirs
 
 
-def shell(script: str, dirs: list[Path], threads: int | None = None) -> float:
+def shell(script: str, dirs: list[Path], entry: str, threads: int | None = None) -> float:
+    from sweeper.run.rundir import LOG
+
     env = clean_env()
+    env.update(ENTRY=entry, LOG=LOG)
     if threads is not None:
         env["THREADS"] = str(threads)
     t0 = time.perf_counter()
@@ -101,8 +105,10 @@ def pool(plan) -> float:
 
 
 def outcome(run_dir: Path) -> tuple[str, float | None]:
-    summary = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
-    return summary.get("status", "missing"), (summary.get("final") or {}).get("val_loss")
+    from sweeper.run.rundir import RunDir
+
+    summary = RunDir(run_dir).read_summary()
+    return (summary.status.value, summary.final.get("val_loss")) if summary is not None else ("missing", None)
 
 
 def main() -> int:
@@ -120,11 +126,12 @@ def main() -> int:
         dirs = {m: copy_runs(plan, work / m) for m in ("b_loop", "c_unlimited", "d_sequential")}
         times = {"a": pool(plan)}
         print(f"(a) sweeper local pool        {times['a']:7.1f} s", flush=True)
-        times["b"] = shell(SHELL_LOOP, dirs["b_loop"], threads)
+        entry = plan.task.entry
+        times["b"] = shell(SHELL_LOOP, dirs["b_loop"], entry, threads)
         print(f"(b) shell loop, threads={threads:<3}   {times['b']:7.1f} s", flush=True)
-        times["c"] = shell(UNLIMITED_LOOP, dirs["c_unlimited"])
+        times["c"] = shell(UNLIMITED_LOOP, dirs["c_unlimited"], entry)
         print(f"(c) parallel, no thread limit {times['c']:7.1f} s", flush=True)
-        times["d"] = shell(SEQUENTIAL, dirs["d_sequential"])
+        times["d"] = shell(SEQUENTIAL, dirs["d_sequential"], entry)
         print(f"(d) one after another         {times['d']:7.1f} s", flush=True)
         results = {"a": [outcome(r.run_dir) for r in plan.runs]}
         results.update({m[0]: [outcome(d) for d in ds] for m, ds in dirs.items()})

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweeper import verdict
+import sweeper.verdict as verdict
 from sweeper.errors import UsageError
 from sweeper.report import ReportInput, resolve_experiment, write_report
 from sweeper.results import load_curves, load_experiment, load_runs

@@ -1,6 +1,7 @@
 """Failure classes and the retry policy: retry what looks transient, never what is deterministic, stop crash loops.
 
-    failure = classify(returncode=-9, error=None, tail=log_tail(run_dir / "stdout.log"))   # kind "signal"
+    status, failure = attempt_outcome(RunDir(run_dir), returncode)   # what one attempt of a run came to
+    failure = classify(returncode=-9, error=None, tail=log_tail(rd.log_path))   # kind "signal"
     policy = RetryPolicy(max_retries=2, backoff_s=5.0, crash_loop_after=2)
     policy.delay_s(attempt=1)                              # 5.0, then 10.0, 20.0 ... (capped)
     loops = CrashLoops(policy.crash_loop_after)
@@ -8,28 +9,28 @@
 
 Transient (retried with backoff, the run resumes from its checkpoint): killed or stopped by a signal (OOM
 killer, a stray `kill`, preemption), CUDA out of memory, a lost node. Deterministic (never retried): exit
-status 2 (config error, refused resume), a failed health check, any other exception in user code. The same
-final failure (deterministic, or transient with its retries used up) across `crash_loop_after` runs of one
-variant stops that variant's queued runs.
-Pure Python: the Slurm backend can classify its task ends the same way (e.g. NODE_FAIL -> lost_node), and
-both backends read a run's outcome with run_state() against KEEP and TERMINAL.
+status 2 (config error, refused resume), a failed health check, any other exception in user code, and a
+process that exits 0 without ending its run (no run.finish()). The same final failure (deterministic, or
+transient with its retries used up) across `crash_loop_after` runs of one variant stops that variant's queued
+runs. Pure Python: the local pool and the Slurm task judge an attempt the same way (attempt_outcome), and the
+Slurm backend classifies its job ends with the same classes (e.g. NODE_FAIL -> lost_node).
 """
 from __future__ import annotations
 
 import re
 import signal
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from train.atomic import read_json
-from train.stopping import EXIT_INTERRUPTED as EXIT_STOPPED   # python -m train: stopped, checkpoint saved
+from sweeper.run.atomic import read_tail
+from sweeper.run.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, RunDir, Status, UnreadableFile
+
+__all__ = ["Failure", "RetryPolicy", "CrashLoops", "classify", "attempt_outcome", "run_state", "log_tail",
+           "signal_name", "KEEP", "TERMINAL", "EXIT_CONFIG", "EXIT_INTERRUPTED", "UNFINISHED"]
 
 SIGNAL, OOM, LOST_NODE = "signal", "out_of_memory", "lost_node"
 CONFIG, HEALTH, EXCEPTION = "config_error", "health_check", "exception"
 TRANSIENT = frozenset({SIGNAL, OOM, LOST_NODE})
-EXIT_CONFIG = 2        # python -m train: bad config or refused resume
-TERMINAL = ("finished", "failed", "diverged", "interrupted")     # a run in one of these has ended
-KEEP = ("finished", "diverged")      # outcomes a later launch does not redo (a diverged run would diverge again)
+UNFINISHED = "exited 0 without calling run.finish()"
 
 _OOM_PATTERNS = ("CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
                  "HIP out of memory")
@@ -76,7 +77,7 @@ def classify(returncode: int | None, error: str | None = None, tail: str = "",
         kind, message = CONFIG, message or "config error (exit status 2)"
     elif sig is not None:        # before health: a killed run is transient even if its health.json says fail
         kind, message = SIGNAL, f"killed by {sig}"
-    elif returncode == EXIT_STOPPED:
+    elif returncode == EXIT_INTERRUPTED:
         kind, message = SIGNAL, message or "stopped by a signal (checkpoint saved)"
     elif health_verdict == "fail" or message.lower().startswith(("health", "preflight")):
         kind, message = HEALTH, message or "health check failed"
@@ -86,20 +87,46 @@ def classify(returncode: int | None, error: str | None = None, tail: str = "",
     return Failure(kind=kind, message=message, signature=f"{kind}: {_normalise(message)}")
 
 
-def run_state(run_dir) -> str:
-    """The status a run dir's status.json records ("pending" when there is none yet)."""
-    return (read_json(Path(run_dir) / "status.json", {}) or {}).get("status", "pending")
+def run_state(run_dir) -> Status:
+    """The outcome a launcher acts on (RunDir.outcome: a finished summary wins over a damaged status)."""
+    return RunDir(run_dir).outcome()
 
 
-def log_tail(path, n: int = 4096) -> str:
-    """The last n bytes of a log file as text ("" when it is missing)."""
+log_tail = read_tail      # log_tail(path, n=4096): the last n bytes of a log as text ("" when it is missing)
+
+
+def attempt_outcome(rd: RunDir, returncode: int) -> tuple[Status, Failure | None]:
+    """What one ended attempt of a run came to, from its exit status and what the run recorded.
+
+    finished/diverged (exit 0, or a summary that says so): no failure. Stopped by a signal with a checkpoint
+    (recorded interrupted, exit 0 or 75): interrupted, a transient "signal" failure (the pool retries it, the
+    run resumes). Exit 0 with the run still running: failed, UNFINISHED, never retried. Anything else: failed,
+    classified from the recorded error, the log's tail and the run's health verdict."""
+    state = rd.outcome()
+    if state in KEEP:
+        return state, None
     try:
-        with open(path, "rb") as f:
-            f.seek(0, 2)
-            f.seek(max(0, f.tell() - n))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+        record = rd.read_status()
+    except UnreadableFile:
+        record = None
+    error = record.error if record is not None and state in (Status.FAILED, Status.INTERRUPTED) else None
+    if state is Status.INTERRUPTED and returncode in (0, EXIT_INTERRUPTED):
+        return Status.INTERRUPTED, classify(EXIT_INTERRUPTED, error)
+    if returncode == 0 and state not in TERMINAL:
+        return Status.FAILED, Failure(EXCEPTION, UNFINISHED, f"{EXCEPTION}: {UNFINISHED}")
+    return Status.FAILED, classify(returncode, error, read_tail(rd.log_path), health_verdict(rd))
+
+
+def health_verdict(rd: RunDir) -> str | None:
+    """The run's health verdict (pass/warn/fail), None when it has none or it cannot be read."""
+    if not rd.health_path.exists():
+        return None
+    from sweeper.health.result import HealthReport
+
+    try:
+        return HealthReport.read(rd.health_path).verdict
+    except (ValueError, OSError):
+        return None
 
 
 def _last_exception_line(tail: str) -> str:

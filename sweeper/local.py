@@ -2,97 +2,95 @@
 
     statuses = launch(plan, LauncherConfig(), Progress(total=len(plan.runs)))   # run_id -> final status
 
-What runs: finished runs are skipped, diverged ones kept (an outcome: rerunning would diverge again), every
-other run (pending, interrupted, failed, or "running" left by a killed sweeper) is queued, seed-major (seed 0
-of every variant first, so a partial sweep compares variants on equal seeds). A run with checkpoints resumes
-from them with the thread count its checkpoint was written with. Failures are classified (sweeper.failures):
-transient ones (killed by a signal, CUDA out of memory) are retried up to launcher.max_retries times after
-launcher.retry_backoff_s, 2x, 4x ...; deterministic ones (exit 2, health check, an exception) are not; when
-launcher.crash_loop_after runs of a variant fail with the same error, its queued runs are not started.
-Process handling (slots, process groups, Ctrl-C, orphans) is sweeper.pool.
+What runs: each run's task (plan.argv(run), in plan.task.cwd, with plan.run_env(run) and the task's cwd on
+PYTHONPATH). Finished runs are skipped (RunDir.outcome: a summary that says finished counts even when the
+status is damaged), diverged ones kept (an outcome: rerunning would diverge again), every other run (pending,
+interrupted, failed, or running left by a killed sweeper) is queued, seed-major (seed 0 of every variant first,
+so a partial sweep compares variants on equal seeds). A run with checkpoints resumes from them with the thread
+count its checkpoint was written with (its env record). Failures are classified (sweeper.failures): transient
+ones (killed by a signal, CUDA out of memory) are retried up to launcher.max_retries times after
+launcher.retry_backoff_s, 2x, 4x ...; deterministic ones (exit 2, health check, an exception, exit 0 without
+run.finish()) are not; when launcher.crash_loop_after runs of a variant fail with the same error, its queued
+runs are not started. Process handling (slots, process groups, Ctrl-C, orphans) is sweeper.pool.
 """
 from __future__ import annotations
 
-import sys
 import time
+from pathlib import Path
 
-from sweeper.failures import EXIT_STOPPED, KEEP, Failure, classify, log_tail, run_state
-from sweeper.plan import Plan, RunSpec
+from sweeper.failures import Failure, attempt_outcome
 from sweeper.pool import Job, run_pool
 from sweeper.progress import Progress
+from sweeper.run.rundir import KEEP, RunDir, Status, UnreadableFile
 from sweeper.slots import PROJECT_ROOT, LauncherConfig, make_slots
-from train.atomic import atomic_write_json, read_json
+from sweeper.task import python_path
 
-def has_checkpoint(run: RunSpec) -> bool:
-    ckpt = run.run_dir / "ckpt"
-    return ckpt.is_dir() and any(p.name.startswith("step_") for p in ckpt.iterdir())
+
+def resume_threads(rd: RunDir) -> int | None:
+    """The thread count a run with checkpoints was running with (its env record), None when it has none."""
+    if not rd.has_checkpoint():
+        return None
+    try:
+        threads = rd.read_env().get("torch_num_threads")
+    except UnreadableFile:
+        return None
+    return threads if isinstance(threads, int) and not isinstance(threads, bool) and threads > 0 else None
 
 
 class RunAdapter:
-    """Between the pool and a run dir: status.json is the child's; the parent completes it when it cannot."""
+    """Between the pool and a run dir: the run's status is the child's; the parent completes it when it cannot."""
 
-    def __init__(self, plan: Plan):
+    def __init__(self, plan):
+        self.plan = plan
         self.runs = {r.run_id: r for r in plan.runs}
 
-    def job(self, run: RunSpec) -> Job:
-        threads = None
-        if has_checkpoint(run):      # resume with the thread count the checkpoint's fingerprint holds
-            threads = (read_json(run.run_dir / "env.json", {}) or {}).get("torch_num_threads")
-        return Job(key=run.run_id, label=run.label, group=run.variant,
-                   argv=[sys.executable, "-m", "train", str(run.run_dir)], log_path=run.run_dir / "stdout.log",
-                   marker=str(run.run_dir), cwd=PROJECT_ROOT, run_dir=run.run_dir,
-                   total_steps=run.config["train"]["steps"], threads=threads if isinstance(threads, int) else None)
+    def job(self, run) -> Job:
+        rd = run.rundir
+        return Job(key=run.run_id, label=run.label, group=run.variant, argv=self.plan.argv(run),
+                   log_path=rd.log_path, marker=str(rd.path), cwd=Path(self.plan.task.cwd), run_dir=rd.path,
+                   total_steps=run.total_steps, threads=resume_threads(rd), extra_env=dict(self.plan.run_env(run)),
+                   pythonpath=python_path(self.plan.task, str(PROJECT_ROOT)))
+
+    def _ids(self, run, attempt: int | None = None) -> dict:
+        ids = {"run_id": run.run_id, "variant": run.variant, "seed": run.seed}
+        return ids if attempt is None else {**ids, "attempts": attempt}
 
     def settle(self, job: Job, returncode: int, interrupted: bool, attempt: int) -> tuple[dict, Failure | None]:
         run = self.runs[job.key]
-        status = read_json(run.run_dir / "status.json", {}) or {}
-        state = status.get("status")
-        stopped_with_checkpoint = returncode == EXIT_STOPPED and state == "interrupted"    # the child wrote it
-        base = {"run_id": run.run_id, "variant": run.variant, "seed": run.seed, "attempts": attempt}
-        if returncode == 0 and state in KEEP:
-            status.update(base)
-            atomic_write_json(run.run_dir / "status.json", status)
-            return status, None
-        if interrupted:
-            if not stopped_with_checkpoint:    # the child could not write it itself
-                status.update(status="interrupted", error="stopped by the sweeper (Ctrl-C / SIGTERM) before it "
-                              "could checkpoint; resumes from its last checkpoint", exit_code=returncode,
-                              ended=time.time())
-            status.update(base)
-            atomic_write_json(run.run_dir / "status.json", status)
-            return status, None
-        health = (read_json(run.run_dir / "health.json", {}) or {}).get("verdict")
-        error = status.get("error") if state in ("failed", "interrupted") else None
-        failure = classify(returncode, error, log_tail(run.run_dir / "stdout.log"), health)
-        status.update(status="interrupted" if stopped_with_checkpoint else "failed", error=failure.message,
-                      exit_code=returncode, ended=time.time(), **failure.to_dict(), **base)
-        atomic_write_json(run.run_dir / "status.json", status)
-        return status, failure
+        rd = run.rundir
+        state, failure = attempt_outcome(rd, returncode)
+        if failure is None:                              # finished or diverged: the child's record stands
+            return rd.update_status(**self._ids(run, attempt)).to_dict(), None
+        if interrupted:                                  # the sweeper stopped it: not a failure of the run
+            if state is not Status.INTERRUPTED:          # the child could not record it itself
+                rd.update_status(Status.INTERRUPTED, error="stopped by the sweeper (Ctrl-C / SIGTERM) before it "
+                                 "could checkpoint; resumes from its last checkpoint", exit_code=returncode,
+                                 ended=time.time())
+            return rd.update_status(**self._ids(run, attempt)).to_dict(), None
+        record = rd.update_status(state, error=failure.message, exit_code=returncode, ended=time.time(),
+                                  **failure.to_dict(), **self._ids(run, attempt))
+        return record.to_dict(), failure
 
     def not_started(self, job: Job, reason: str) -> dict:
         run = self.runs[job.key]
-        status = read_json(run.run_dir / "status.json", {}) or {}
-        status.update(status="pending", error=f"not started: {reason}", run_id=run.run_id, variant=run.variant,
-                      seed=run.seed)
-        atomic_write_json(run.run_dir / "status.json", status)
-        return status
+        return run.rundir.update_status(Status.PENDING, error=f"not started: {reason}", **self._ids(run)).to_dict()
 
 
-def launch(plan: Plan, launcher_cfg: LauncherConfig | dict, progress: Progress | None = None) -> dict[str, str]:
+def launch(plan, launcher_cfg: LauncherConfig | dict, progress: Progress | None = None) -> dict[str, str]:
     """Run every run of the plan that is not finished or diverged; returns run_id -> final status."""
     cfg = launcher_cfg if isinstance(launcher_cfg, LauncherConfig) else LauncherConfig.from_dict(launcher_cfg)
     progress = progress or Progress(total=len(plan.runs))
     results, todo = {}, []
     for run in plan.runs:
-        state = run_state(run.run_dir)
+        state = run.rundir.outcome()
         if state in KEEP:
-            results[run.run_id] = state
-            progress.skipped(run, state)
+            results[run.run_id] = state.value
+            progress.skipped(run, state.value)
         else:
             todo.append(run)
     variant_order = {v: i for i, v in enumerate(plan.experiment.variants)}
     todo.sort(key=lambda r: (plan.seeds.index(r.seed) if r.seed in plan.seeds else r.seed, variant_order[r.variant]))
-    resumable = [r.label for r in todo if has_checkpoint(r)]
+    resumable = [r.label for r in todo if r.rundir.has_checkpoint()]
     if resumable:
         progress.log(f"resume {len(resumable)} run(s) from their checkpoints: {', '.join(resumable)}")
     if not todo:
@@ -101,7 +99,7 @@ def launch(plan: Plan, launcher_cfg: LauncherConfig | dict, progress: Progress |
     adapter = RunAdapter(plan)
     outcomes = run_pool([adapter.job(r) for r in todo], slots, adapter, cfg.retry_policy(), progress,
                         grace_s=float(cfg.grace_s))
-    results.update({key: status.get("status", "failed") for key, status in outcomes.items()})
+    results.update({key: str(status.get("status", Status.FAILED.value)) for key, status in outcomes.items()})
     return results
 
 

@@ -11,7 +11,8 @@ are retried after a backoff, deterministic ones repeated across a group (a varia
 Teardown: while the pool runs this process is a child subreaper, so grandchildren that leave their group
 (setsid daemons) are adopted and killed when their run ends. Ctrl-C / SIGTERM: SIGTERM to every group, SIGKILL
 after grace_s, or at once on a second Ctrl-C; then KeyboardInterrupt is raised. Leftover processes of a job
-from an earlier sweeper (found in /proc by the job's marker argument) are stopped before the job starts again.
+from an earlier sweeper (found in /proc by the job's marker: a command-line argument, or SWEEPER_JOB=marker in
+their environment, which every child and its descendants inherit) are stopped before the job starts again.
 """
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ from pathlib import Path
 from typing import Protocol
 
 from sweeper.failures import CrashLoops, Failure, RetryPolicy
-from sweeper.slots import Slot
+from sweeper.slots import PROJECT_ROOT, Slot
+
+MARKER_ENV = "SWEEPER_JOB"       # every child's environment carries its job's marker (found again in /proc)
 
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 try:
@@ -41,12 +44,13 @@ class Job:
     group: str                  # crash loops are detected per group: the variant
     argv: list[str]
     log_path: Path              # stdout and stderr of every attempt, appended
-    marker: str                 # an argument only this job's processes carry (finds leftovers in /proc)
+    marker: str                 # unique to this job: finds its leftover processes (argument or SWEEPER_JOB)
     cwd: Path | None = None
-    run_dir: Path | None = None       # progress reads metrics.jsonl here
+    run_dir: Path | None = None       # progress reads the run's metrics and health here
     total_steps: int | None = None
     threads: int | None = None        # thread count to keep (a resumed checkpoint's), else the slot's
     extra_env: dict = field(default_factory=dict)
+    pythonpath: str = str(PROJECT_ROOT)   # PYTHONPATH entries before the inherited ones (slots.run_env)
 
 
 class Adapter(Protocol):
@@ -73,8 +77,9 @@ def start_child(job: Job, slot: Slot) -> subprocess.Popen:
     log = open(job.log_path, "ab")
     log.write(f"\n=== sweeper: start on {slot.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n".encode())
     log.flush()
-    env = slot.child_env(os.environ, job.threads)
+    env = slot.child_env(os.environ, job.threads, job.pythonpath)
     env.update(job.extra_env)
+    env[MARKER_ENV] = job.marker
     cores, parent = set(slot.cores), os.getpid()
 
     def in_child() -> None:   # between fork and exec: affinity, and stop when the sweeper dies
@@ -121,8 +126,9 @@ def children_of(pid: int) -> set[int]:
 
 
 def processes_with_arg(arg: str) -> list[int]:
-    """Live processes (zombies excluded) one of whose command-line arguments is exactly `arg`."""
-    want, me, found = arg.encode(), os.getpid(), []
+    """Live processes (zombies excluded) of a job: one of their command-line arguments is exactly `arg`, or
+    their environment holds SWEEPER_JOB=arg (a task whose command line does not name its run dir)."""
+    want, tag, me, found = arg.encode(), f"{MARKER_ENV}={arg}".encode(), os.getpid(), []
     for pid in _all_pids():
         if pid == me:
             continue
@@ -131,7 +137,14 @@ def processes_with_arg(arg: str) -> list[int]:
                 args = f.read().split(b"\0")
         except OSError:
             continue
-        if want in args:
+        if want not in args:
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    if tag not in f.read().split(b"\0"):
+                        continue
+            except OSError:
+                continue
+        if _alive(pid):
             found.append(pid)
     return found
 

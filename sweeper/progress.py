@@ -7,30 +7,41 @@ Live view (redrawn about once a second below the event lines):
     sweep: 3 queued | 2 running | 6 done | 1 failed | 1m02s elapsed | ETA 1m40s
       rope/seed_1            cpu0   step   120/300  loss 2.412  ETA 41s
 Plain mode prints the same status as one line every `interval_s` seconds. Runs are anything with `.label` and
-`.run_dir` (steps from `.total_steps` or `.config["train"]["steps"]`); slots anything with `.name`.
+`.run_dir` (steps from `.total_steps`); slots anything with `.name`. A run that ends prints its final metrics,
+or its status, failure class, error and log. Run files are read through sweeper.run.rundir (health through
+sweeper.health.result); a file that cannot be read is skipped here (the report names it).
 """
 from __future__ import annotations
 
-import json
+import math
 import os
 import shutil
 import sys
 import time
 
-from sweeper.failures import log_tail
-from train.atomic import read_json
+from sweeper.run.rundir import RunDir, Status, UnreadableFile
+
+SHOWN_FINALS = 3          # final metrics printed when a run ends
 
 
 def last_metrics(run_dir) -> dict:
-    """The last complete line of a run's metrics.jsonl (cheap: reads the file's tail)."""
-    if run_dir is None:
+    """The last complete line of a run's metrics (cheap: reads the file's tail)."""
+    return RunDir(run_dir).last_metrics() if run_dir is not None else {}
+
+
+def final_metrics(run_dir) -> dict:
+    """The final metrics of the run's summary ({} when there is none or it cannot be read)."""
+    try:
+        summary = RunDir(run_dir).read_summary() if run_dir is not None else None
+    except UnreadableFile:
         return {}
-    for line in reversed(log_tail(run_dir / "metrics.jsonl").splitlines()):
-        try:
-            return json.loads(line)
-        except ValueError:
-            continue
-    return {}
+    return summary.final if summary is not None else {}
+
+
+def _finals_text(final: dict) -> str:
+    shown = [(k, v) for k, v in final.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return " ".join(f"{k}={v:.4f}" if isinstance(v, float) and math.isfinite(v) else f"{k}={v}"
+                    for k, v in shown[:SHOWN_FINALS])
 
 
 def fmt_s(seconds: float | None) -> str:
@@ -42,9 +53,7 @@ def fmt_s(seconds: float | None) -> str:
 
 def _total_steps(run) -> int | None:
     steps = getattr(run, "total_steps", None)
-    if steps is None and isinstance(getattr(run, "config", None), dict):
-        steps = run.config.get("train", {}).get("steps")
-    return steps
+    return steps if isinstance(steps, int) and not isinstance(steps, bool) else None
 
 
 class Progress:
@@ -54,11 +63,12 @@ class Progress:
         if live is None:
             live = forced == "live" or (forced != "plain" and _isatty(self.stream))
         self.live = live
-        self.counts = {"finished": 0, "failed": 0, "diverged": 0, "interrupted": 0, "skipped": 0, "pending": 0}
+        self.counts = {**{s.value: 0 for s in (Status.FINISHED, Status.FAILED, Status.DIVERGED, Status.INTERRUPTED,
+                                                Status.PENDING)}, "skipped": 0}
         self.t0 = time.time()
         self._last_tick = 0.0 if live else self.t0
         self._last_observe = 0.0
-        self._health: dict[str, dict] = {}      # run label -> health.json mtime and the checks already printed
+        self._health: dict[str, dict] = {}      # run label -> health file mtime and the checks already printed
         self._block_lines = 0
         self._seen: dict[str, tuple[float, int]] = {}     # run label -> (time, step) first seen this attempt
         self._durations: list[float] = []
@@ -72,9 +82,10 @@ class Progress:
         print(f"[sweeper {time.strftime('%H:%M:%S')}] {msg}", file=self.stream, flush=True)
         self._draw()
 
-    def skipped(self, run, state: str = "finished") -> None:
-        self.counts["skipped" if state == "finished" else state] += 1
-        why = "already finished" if state == "finished" else f"{state}: an outcome, kept"
+    def skipped(self, run, state: str = Status.FINISHED.value) -> None:
+        state = str(state)
+        self.counts["skipped" if state == Status.FINISHED else state] += 1
+        why = "already finished" if state == Status.FINISHED else f"{state}: an outcome, kept"
         self.log(f"skip   {run.label} ({why})")
 
     def started(self, run, slot) -> None:
@@ -90,24 +101,23 @@ class Progress:
 
     def ended(self, run, status: dict, wall_s: float) -> None:
         self.health_news(run)
-        state = status.get("status", "failed")
+        state = str(status.get("status") or Status.FAILED.value)
         self.counts[state] = self.counts.get(state, 0) + 1
-        if state == "finished":
-            self._durations.append(wall_s)
         run_dir = getattr(run, "run_dir", None)
-        summary = (read_json(run_dir / "summary.json", {}) or {}) if run_dir is not None else {}
-        final = summary.get("final") or {}
-        detail = f"val_loss={final['val_loss']:.4f}" if isinstance(final.get("val_loss"), float) else ""
-        if state != "finished":
-            log = getattr(run, "log_path", None) or (run.run_dir / "stdout.log" if getattr(run, "run_dir", None) else "")
+        if state == Status.FINISHED:
+            self._durations.append(wall_s)
+            detail = _finals_text(final_metrics(run_dir))
+        else:
+            log = getattr(run, "log_path", None) or (RunDir(run_dir).log_path if run_dir is not None else "")
             kind = f"{status['failure_class']}: " if status.get("failure_class") else ""
             detail = f"{kind}{status.get('error') or ''} (log: {log})"
-        self.log(f"{state.upper() if state != 'finished' else 'done':<6} {run.label} in {wall_s:.1f}s {detail} "
+        self.log(f"{state.upper() if state != Status.FINISHED else 'done':<6} {run.label} in {wall_s:.1f}s {detail} "
                  f"[{self.done}/{self.total}]")
 
     def health_news(self, run) -> None:
-        """Print a run's health warnings and failures the moment its health.json first shows them."""
-        path = getattr(run, "run_dir", None) and run.run_dir / "health.json"
+        """Print a run's health warnings and failures the moment its health verdict first shows them."""
+        run_dir = getattr(run, "run_dir", None)
+        path = RunDir(run_dir).health_path if run_dir is not None else None
         try:
             mtime = path.stat().st_mtime if path else None
         except OSError:
@@ -116,12 +126,17 @@ class Progress:
         if mtime is None or mtime == seen["mtime"]:
             return
         seen["mtime"] = mtime
-        for check in (read_json(path, {}) or {}).get("checks", []):
-            key = (check.get("name"), check.get("status"))
-            if check.get("status") in ("fail", "warn") and key not in seen["reported"]:
+        from sweeper.health.result import HealthReport
+
+        try:
+            checks = HealthReport.read(path).checks
+        except (ValueError, OSError):      # being rewritten, or damaged: the report names it
+            return
+        for check in checks:
+            key = (check.name, check.status)
+            if check.status in ("fail", "warn") and key not in seen["reported"]:
                 seen["reported"].add(key)
-                self.log(f"HEALTH {check['status'].upper()} {run.label}: {check.get('name')}: "
-                         f"{check.get('message', '')}")
+                self.log(f"HEALTH {check.status.upper()} {run.label}: {check.name}: {check.message}")
 
     def not_started(self, run, status: dict) -> None:
         self.counts["pending"] += 1
@@ -175,11 +190,12 @@ class Progress:
                 if step > s_first and steps:
                     eta = (steps - step) * (now - t_first) / (step - s_first)
             etas.append(eta)
-            loss = f"  loss {m['train_loss']:.3f}" if isinstance(m.get("train_loss"), (int, float)) else ""
+            value = m.get("train_loss", m.get("loss"))
+            loss = f"  loss {value:.3f}" if isinstance(value, (int, float)) else ""
             where = f"step {step if step is not None else 0:>5}/{steps}" if steps else ""
             rows.append(f"  {run.label:<24} {slot.name:<8} {where}{loss}  ETA {fmt_s(eta)}")
         queued = self._queued if self._queued is not None else max(0, self.total - self.done - len(self._running))
-        failed = self.counts["failed"]
+        failed = self.counts[Status.FAILED.value]
         done = self.done - failed
         head = (f"sweep: {queued} queued | {len(self._running)} running | {done} done | {failed} failed | "
                 f"{fmt_s(now - self.t0)} elapsed | ETA {fmt_s(self._sweep_eta(etas, queued))}")

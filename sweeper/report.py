@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sweeper import verdict
+import sweeper.verdict as verdict
 from sweeper.errors import UsageError
 from sweeper.results import MISSING, load_curves, load_experiment, load_runs
 from sweeper.run.atomic import atomic_write_text

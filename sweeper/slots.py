@@ -26,14 +26,17 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
-def run_env(base: dict, threads: int, project_root: str | Path = PROJECT_ROOT) -> dict:
-    """A run's environment, complete before it starts (torch reads thread counts at import); Slurm tasks too."""
+def run_env(base: dict, threads: int, pythonpath: str | Path = PROJECT_ROOT) -> dict:
+    """A run's environment, complete before it starts (torch reads thread counts at import); Slurm tasks too.
+
+    pythonpath: what goes on PYTHONPATH before the inherited entries: sweeper's own root by default, for a
+    run of a task `sweeper.task.python_path(task, str(PROJECT_ROOT))` (the task's cwd first, then ours)."""
     env = dict(base)
     for var in THREAD_VARS:
         env[var] = str(threads)
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")     # spinning OpenMP workers steal cores from neighbours
     env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(project_root), base.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(pythonpath), base.get("PYTHONPATH")) if p)
     return env
 
 
@@ -99,9 +102,9 @@ class Slot:
     def name(self) -> str:
         return f"gpu{self.gpu}" if self.gpu is not None else f"cpu{self.index}"
 
-    def child_env(self, base: dict, threads: int | None = None) -> dict:
-        """threads: a count to keep instead of the slot's (a resumed checkpoint's)."""
-        env = run_env(base, threads or self.threads)
+    def child_env(self, base: dict, threads: int | None = None, pythonpath: str | Path = PROJECT_ROOT) -> dict:
+        """threads: a count to keep instead of the slot's (a resumed checkpoint's); pythonpath: see run_env."""
+        env = run_env(base, threads or self.threads, pythonpath)
         env["CUDA_VISIBLE_DEVICES"] = self.gpu if self.gpu is not None else ""
         env["SWEEPER_SLOT"] = str(self.index)
         return env

@@ -7,7 +7,8 @@
 
 Resources use the key names of hydra-submitit-launcher (partition, account, qos, timeout_min, mem_gb,
 cpus_per_task, gpus_per_node, gres, additional_parameters, array_parallelism, signal_delay_s, setup, ...);
-`job_name` is its `name` (here `name` selects the backend). Each task runs sweeper.slurm_task.RunTask.
+`job_name` is its `name` (here `name` selects the backend). Each task runs sweeper.slurm_task.RunTask: the
+run's task (plan.argv(run) in plan.task.cwd with plan.run_env(run)). Run statuses go through RunDir.
 Job ids are recorded in SWEEP_DIR/slurm.json, so a later launch (the same command, or sweeper.resume) adopts
 runs whose jobs are still queued or running instead of submitting them twice, and skips finished runs.
 """
@@ -21,15 +22,16 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from sweeper.errors import UsageError
-from sweeper.failures import KEEP, TERMINAL, run_state
+from sweeper.run.atomic import atomic_write_json, read_json
+from sweeper.run.rundir import KEEP, TERMINAL, RunDir, Status
 from sweeper.slots import PROJECT_ROOT
-from train.atomic import atomic_write_json, read_json
+from sweeper.task import python_path
 
 RECORD = "slurm.json"
 # Slurm job states after which a job will not run again (everything else: still queued, running or requeued)
 ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
          "BOOT_FAIL", "DEADLINE", "UNKNOWN")
-RESUMABLE = ("CANCELLED", "PREEMPTED", "NODE_FAIL", "TIMEOUT")   # the run ends "interrupted", not "failed"
+RESUMABLE = ("CANCELLED", "PREEMPTED", "NODE_FAIL", "TIMEOUT")   # the run ends interrupted, not failed
 
 
 @dataclass(frozen=True)
@@ -219,20 +221,18 @@ def job_states(job_ids: set[str]) -> dict[str, str]:
 
 def settle(run_dir: Path, job_id: str, state: str) -> dict:
     """The final status of a run whose job ended: its own, or one written here when the task could not."""
-    status = read_json(run_dir / "status.json", {}) or {}
-    if status.get("status") in TERMINAL:
-        return status
-    kind = "interrupted" if state in RESUMABLE else "failed"
-    status.update(status=kind, ended=time.time(),
-                  error=f"Slurm job {job_id} ended {state} before the run did"
-                        + ("; it resumes from its last checkpoint on the next launch" if kind == "interrupted"
-                           else f" (Slurm log: sacct -j {job_id}; run log: {run_dir / 'stdout.log'})"))
-    atomic_write_json(run_dir / "status.json", status)
-    return status
+    rd = RunDir(run_dir)
+    if rd.outcome() in TERMINAL:
+        return rd.read_status().to_dict()
+    kind = Status.INTERRUPTED if state in RESUMABLE else Status.FAILED
+    error = f"Slurm job {job_id} ended {state} before the run did" + (
+        "; it resumes from its last checkpoint on the next launch" if kind is Status.INTERRUPTED
+        else f" (Slurm log: sacct -j {job_id}; run log: {rd.log_path})")
+    return rd.update_status(kind, ended=time.time(), error=error).to_dict()
 
 
 def sync_statuses(sweep_dir: Path) -> dict[str, tuple[str, str | None]]:
-    """run_id -> (run status, Slurm state of its job); ended jobs leave no run "running" or "pending"."""
+    """run_id -> (run status, Slurm state of its job); ended jobs leave no run running or pending."""
     sweep_dir = Path(sweep_dir)
     jobs = read_record(sweep_dir).get("jobs", {})
     states = job_states({j["job_id"] for j in jobs.values()})
@@ -240,9 +240,10 @@ def sync_statuses(sweep_dir: Path) -> dict[str, tuple[str, str | None]]:
     for run_id, j in jobs.items():
         state = states.get(j["job_id"])
         run_dir = sweep_dir / j["run_dir"]
-        status = run_state(run_dir)
         if state in ENDED:
             status = settle(run_dir, j["job_id"], state)["status"]
+        else:
+            status = RunDir(run_dir).outcome().value
         out[run_id] = (status, state)
     return out
 
@@ -274,7 +275,7 @@ def launch(plan, launcher_cfg: SlurmConfig | dict, progress=None) -> dict[str, s
     results, adopted, todo = {}, {}, []
     for run in plan.runs:
         status, state = known.get(run.run_id, (None, None))
-        status = status or run_state(run.run_dir)
+        status = str(status or run.rundir.outcome())
         if status in KEEP:
             progress.skipped(run, status)
             results[run.run_id] = status
@@ -290,9 +291,10 @@ def launch(plan, launcher_cfg: SlurmConfig | dict, progress=None) -> dict[str, s
         executor = make_executor(cfg, folder, job_name)
         from sweeper.slurm_task import RunTask
 
+        pythonpath = python_path(plan.task, str(PROJECT_ROOT))
         with executor.batch():
-            submitted = [executor.submit(RunTask(str(run.run_dir), str(PROJECT_ROOT), cfg.use_gpus,
-                                                 cfg.stop_grace_s)) for run in todo]
+            submitted = [executor.submit(RunTask(str(run.run_dir), plan.argv(run), plan.task.cwd, plan.run_env(run),
+                                                 pythonpath, cfg.use_gpus, cfg.stop_grace_s)) for run in todo]
         _write_record(sweep_dir, todo, submitted, cfg, folder)
         jobs = {run.run_id: job.job_id for run, job in zip(todo, submitted)}
         progress.log(f"submitted {len(todo)} run(s) as Slurm job array {submitted[0].job_id.split('_')[0]} "
@@ -347,7 +349,7 @@ def _wait(plan, pending: dict[str, str], cfg: SlurmConfig, progress) -> dict[str
 
 
 def cancel(sweep_dir: Path) -> list[str]:
-    """scancel every live job of the sweep (each run checkpoints and ends "interrupted")."""
+    """scancel every live job of the sweep (each run checkpoints and ends interrupted)."""
     known = sync_statuses(sweep_dir)
     jobs = read_record(sweep_dir).get("jobs", {})
     live = sorted(jobs[r]["job_id"] for r, (_, state) in known.items() if state is not None and state not in ENDED)

@@ -1,34 +1,35 @@
-"""One Slurm array task = one run: `python -m train RUN_DIR` as a child process, checkpointed and requeued.
+"""One Slurm array task = one run: the run's task as a child process, checkpointed and requeued.
 
-    task = RunTask(run_dir, project_root, use_gpus=True, stop_grace_s=60)   # submitted by sweeper.slurm
-    executor.submit(task)                                # in the job: task() -> the run's final status
+    task = RunTask(run_dir, argv, cwd, env, pythonpath, use_gpus=True, stop_grace_s=60)   # sweeper.slurm
+    executor.submit(task)                                # in the job: task() -> the run's final status (a dict)
 
-The child's environment is set before it starts: CUDA_VISIBLE_DEVICES as Slurm allocated it (empty when the
-task asked for no GPU), OMP/MKL/OpenBLAS threads = the task's CPU allocation (SLURM_CPUS_PER_TASK). Its output
-goes to RUN_DIR/stdout.log.
+argv, cwd and env are the plan's (plan.argv(run), plan.task.cwd, plan.run_env(run)); pythonpath goes on
+PYTHONPATH before the node's own entries (slots.run_env). The child's environment is set before it starts:
+CUDA_VISIBLE_DEVICES as Slurm allocated it (empty when the task asked for no GPU), OMP/MKL/OpenBLAS threads =
+the task's CPU allocation (SLURM_CPUS_PER_TASK). Its output goes to the run's log (RUN_DIR/stdout.log).
 
 Signals. Slurm signals every process of a job step, so the run may get a signal directly as well as through
-this task; train/stopping.py treats repeats as one stop request. On preemption or time limit submitit's
+this task; sweeper.run.stopping treats repeats as one stop request. On preemption or time limit submitit's
 USR2 handler calls `checkpoint()`: the run is asked to stop (SIGUSR1), saves an RNG-state checkpoint at its
-next step boundary and exits "interrupted"; the returned DelayedSubmission is requeued and the new task's
-`python -m train RUN_DIR` resumes from that checkpoint, bitwise equal to a run that never stopped. On SIGTERM
+next step boundary and exits interrupted; the returned DelayedSubmission is requeued and the new task starts
+the run again, which resumes from that checkpoint, bitwise equal to a run that never stopped. On SIGTERM
 alone (scancel, or preemption that requeues by itself) the run is asked to stop the same way and the task
-waits for Slurm to end the job.
+waits for Slurm to end the job. The attempt is judged like the local pool's (failures.attempt_outcome): a
+run that exits 0 without run.finish() fails.
 """
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from submitit.helpers import Checkpointable, DelayedSubmission
 
-from sweeper.failures import EXIT_STOPPED, TERMINAL, signal_name
-from sweeper.slots import run_env
-from train.atomic import atomic_write_json, read_json
+from sweeper.failures import attempt_outcome
+from sweeper.run.rundir import RunDir, Status
+from sweeper.slots import PROJECT_ROOT, run_env
 
 
 class RunFailed(RuntimeError):
@@ -48,9 +49,9 @@ def task_cpus(environ: dict) -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
 
 
-def task_env(environ: dict, project_root: str, use_gpus: bool) -> dict:
+def task_env(environ: dict, pythonpath: str = str(PROJECT_ROOT), use_gpus: bool = True) -> dict:
     """The run's environment, complete before the child starts (torch reads thread counts at import)."""
-    env = run_env(environ, task_cpus(environ), project_root)
+    env = run_env(environ, task_cpus(environ), pythonpath)
     if not use_gpus:
         env["CUDA_VISIBLE_DEVICES"] = ""       # no GPU asked for: see none, not every GPU of the node
     return env
@@ -71,9 +72,11 @@ def _child_exited(pid: int) -> bool:
 class RunTask(Checkpointable):
     """A picklable callable: the Slurm task of one run (submitit requeues it through `checkpoint`)."""
 
-    def __init__(self, run_dir: str, project_root: str, use_gpus: bool, stop_grace_s: float = 60.0):
+    def __init__(self, run_dir: str, argv: list[str], cwd: str, env: dict, pythonpath: str, use_gpus: bool,
+                 stop_grace_s: float = 60.0):
         self.run_dir = str(run_dir)
-        self.project_root = str(project_root)
+        self.argv, self.cwd, self.env = [str(a) for a in argv], str(cwd), dict(env)
+        self.pythonpath = str(pythonpath)
         self.use_gpus = use_gpus
         self.stop_grace_s = float(stop_grace_s)
         self._child: subprocess.Popen | None = None
@@ -85,38 +88,40 @@ class RunTask(Checkpointable):
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state, _child=None, _stop_sent=False)
 
+    def _again(self) -> "RunTask":
+        return RunTask(self.run_dir, self.argv, self.cwd, self.env, self.pythonpath, self.use_gpus,
+                       self.stop_grace_s)
+
     def __call__(self) -> dict:
-        run_dir = Path(self.run_dir)
-        env = task_env(os.environ, self.project_root, self.use_gpus)
+        rd = RunDir(self.run_dir)
+        env = {**task_env(os.environ, self.pythonpath, self.use_gpus), **self.env}
         job = os.environ.get("SLURM_ARRAY_JOB_ID")
         job = f"{job}_{os.environ.get('SLURM_ARRAY_TASK_ID')}" if job else os.environ.get("SLURM_JOB_ID")
         restart = os.environ.get("SLURM_RESTART_COUNT", "0")
-        with open(run_dir / "stdout.log", "ab") as log:
+        rd.path.mkdir(parents=True, exist_ok=True)
+        with open(rd.log_path, "ab") as log:
             log.write(f"\n=== sweeper: start in Slurm job {job} (restart {restart}) at "
                       f"{time.strftime('%Y-%m-%d %H:%M:%S')}, CUDA_VISIBLE_DEVICES="
                       f"{env.get('CUDA_VISIBLE_DEVICES')}, {env['OMP_NUM_THREADS']} threads ===\n".encode())
             log.flush()
-            self._child = subprocess.Popen([sys.executable, "-m", "train", str(run_dir)], cwd=self.project_root,
-                                           env=env, stdout=log, stderr=subprocess.STDOUT,
+            self._child = subprocess.Popen(self.argv, cwd=self.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                            stdin=subprocess.DEVNULL, start_new_session=True)
-        _log(f"run {run_dir} started as pid {self._child.pid} (restart {restart})")
+        _log(f"run {rd.path} started as pid {self._child.pid} (restart {restart})")
         signal.signal(signal.SIGTERM, self._on_sigterm)     # replaces submitit's "bypass" for SIGTERM
         while self._child.poll() is None:
             time.sleep(0.2)
         returncode = self._child.returncode
-        status = read_json(run_dir / "status.json", {}) or {}
-        if returncode == EXIT_STOPPED or status.get("status") == "interrupted":
+        state, failure = attempt_outcome(rd, returncode)
+        if state is Status.INTERRUPTED:
             self._await_end_of_job()
-            raise RunInterrupted(f"run {run_dir} stopped by a signal ({status.get('error')}) and the job was "
+            raise RunInterrupted(f"run {rd.path} stopped by a signal ({rd.read_status().error}) and the job was "
                                  f"neither requeued nor ended; it resumes from its checkpoint on the next launch")
-        if status.get("status") not in TERMINAL or status.get("status") == "failed" or returncode != 0:
-            if status.get("status") not in TERMINAL:
-                why = f"killed by {signal_name(returncode)}" if returncode < 0 else f"exit status {returncode}"
-                status.update(status="failed", error=why, exit_code=returncode, ended=time.time())
-                atomic_write_json(run_dir / "status.json", status)
-            raise RunFailed(f"run {run_dir} failed: {status.get('error')} (log: {run_dir / 'stdout.log'})")
-        _log(f"run {run_dir} ended {status['status']}")
-        return status
+        if failure is not None:
+            rd.update_status(Status.FAILED, error=failure.message, exit_code=returncode, ended=time.time(),
+                             **failure.to_dict())
+            raise RunFailed(f"run {rd.path} failed: {failure.kind}: {failure.message} (log: {rd.log_path})")
+        _log(f"run {rd.path} ended {state.value}")
+        return rd.read_status().to_dict()
 
     def _on_sigterm(self, signum, _frame) -> None:
         _log("SIGTERM: asking the run to checkpoint and stop")
@@ -155,4 +160,4 @@ class RunTask(Checkpointable):
                 except ProcessLookupError:
                     pass
         _log("checkpointed; requeueing")
-        return DelayedSubmission(RunTask(self.run_dir, self.project_root, self.use_gpus, self.stop_grace_s))
+        return DelayedSubmission(self._again())

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from sweeper import stats
+import sweeper.stats as stats
 from sweeper.results import MISSING, UNKNOWN
 from sweeper.run.rundir import Status
 

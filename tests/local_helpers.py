@@ -5,7 +5,6 @@ after the module imported it; PYTEST_DONT_REWRITE says it has no asserts to rewr
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, TINY
+from sweeper.run.rundir import RunDir, UnreadableFile
 
 GRANDCHILDREN = ROOT / "tests" / "grandchildren"
 
@@ -45,9 +45,23 @@ def start(args: list[str], out: Path, env: dict | None = None, module: str = "sw
                             stdout=open(out, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def run(args: list[str], env: dict | None = None, module: str = "sweeper", timeout: float = 240):
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, env=env or child_env(),
+def run(args: list[str], env: dict | None = None, module: str = "sweeper", timeout: float = 240,
+        cwd: Path | None = None):
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd or ROOT, env=env or child_env(),
                           capture_output=True, text=True, timeout=timeout)
+
+
+def user_project(root: Path, script: str, variants: dict[str, list[str]], config: str = "") -> Path:
+    """A user's project outside our packages: conf/experiment/mine.yaml (task.command: [python, task.py]) and
+    task.py. Sweep it with `run(["--config-dir", "conf", "+experiment=mine", ...], cwd=root)`."""
+    (root / "conf" / "experiment").mkdir(parents=True, exist_ok=True)
+    lines = ["# @package _global_", "defaults:", "  - override /task: custom", "task:",
+             "  command: [python, task.py]", config, "experiment:", "  name: mine",
+             f"  baseline: {next(iter(variants))}", "  metric: val_loss", "  lower_is_better: true", "  variants:"]
+    lines += [f"    {name}: [{', '.join(overrides)}]" for name, overrides in variants.items()]
+    (root / "conf" / "experiment" / "mine.yaml").write_text("\n".join(lines) + "\n")
+    (root / "task.py").write_text(script)
+    return root
 
 
 def wait_for(cond, timeout: float, what: str, proc: subprocess.Popen | None = None, log: Path | None = None):
@@ -98,9 +112,11 @@ def sweep_dir(tmp_path):
 
 
 def status(sweep_dir: Path, variant: str, seed: int = 0) -> dict:
+    """The run's recorded status as a dict ({} when it has none or it cannot be read)."""
+    rd = RunDir(run_dir(sweep_dir, variant, seed))
     try:
-        return json.loads((sweep_dir / "runs" / variant / f"seed_{seed}" / "status.json").read_text())
-    except (OSError, ValueError):
+        return rd.read_status().to_dict() if rd.status_path.exists() else {}
+    except UnreadableFile:
         return {}
 
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from local_helpers import (checkpoints, processes_mentioning, run, run_dir, start, starts, status, sweep_args,
-                           wait_for)
+                           user_project, wait_for)
 from sweeper.failures import (CONFIG, EXCEPTION, HEALTH, LOST_NODE, OOM, SIGNAL, CrashLoops, RetryPolicy, classify)
 
 pytest_plugins = ["local_helpers"]     # its sweep_dir fixture
@@ -128,3 +128,62 @@ def test_deterministic_failures_are_not_retried_and_crash_loops_stop_their_varia
         assert f"STOP   variant {variant}: crash loop" in proc.stdout
         assert f"NOT STARTED {variant}/seed_2" in proc.stdout
     assert "FAILED rope/seed_0 " in proc.stdout and "holds 0 windows" in status(sweep_dir, "rope", 0)["error"]
+
+
+# -- any task through the contract: a user's script that finishes, forgets to, or crashes ------------------------
+
+USER_TASK = """
+import os, sys
+import yaml
+if yaml.safe_load(open(os.path.join(os.environ["SWEEPER_RUN_DIR"], "config.yaml")))["mode"] == "early":
+    raise KeyError("no_such_column")          # dies before sweeper.init(): only its log says why
+import sweeper
+run = sweeper.init()
+for step in (1, 2, 3):
+    run.log(step, loss=1.0 / step)
+if run.config.mode == "crash":
+    print(1 / 0)
+if run.config.mode == "quiet":
+    sys.exit(0)                               # exit 0, but the run never ended: a failure, not a success
+run.finish(val_loss=0.5 + run.seed)
+"""
+
+
+def test_user_task_outcomes_exit_0_without_finish_fails_and_a_crash_names_its_exception(tmp_path):
+    project = user_project(tmp_path / "project", USER_TASK, {
+        "ok": ["mode=finish"], "quiet": ["mode=quiet"], "crash": ["mode=crash"], "early": ["mode=early"]},
+        config="mode: finish")
+    d = tmp_path / "sweep"
+    args = ["--config-dir", "conf", "+experiment=mine", "seeds=0", f"sweeper.dir={d}", "launcher.max_retries=2",
+            "launcher.retry_backoff_s=0", "launcher.crash_loop_after=0"]
+    proc = run(args, cwd=project)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "RETRY" not in proc.stdout                                          # none of these is transient
+    expected = {"quiet": (0, "exited 0 without calling run.finish()"),
+                "crash": (1, "ZeroDivisionError: division by zero"),
+                "early": (1, "KeyError: 'no_such_column'")}
+    for variant, (code, error) in expected.items():
+        st = status(d, variant)
+        assert (st["status"], st["error"], st["exit_code"], st["failure_class"], st["attempts"]) == \
+            ("failed", error, code, "exception", 1), st
+        assert starts(run_dir(d, variant)) == 1
+        assert f"FAILED {variant}/seed_0 " in proc.stdout and f"exception: {error}" in proc.stdout
+    assert status(d, "ok")["status"] == "finished"
+    report = (d / "report.md").read_text().split("## Failed runs")[1].split("## Variants")[0]
+    for variant, (code, error) in expected.items():
+        assert f"| {variant}/seed_0 | exception | {code} | {error} |" in report, report
+
+
+def test_a_finished_summary_with_a_damaged_status_is_not_rerun(tmp_path):
+    project = user_project(tmp_path / "project", USER_TASK, {"ok": ["mode=finish"], "also": ["mode=finish"]},
+                           config="mode: finish")
+    d = tmp_path / "sweep"
+    args = ["--config-dir", "conf", "+experiment=mine", "seeds=0-1", f"sweeper.dir={d}", "sweeper.report=false"]
+    assert run(args, cwd=project).returncode == 0
+    damaged = run_dir(d, "ok", 1) / "status.json"
+    damaged.write_bytes(b'{"status": "finis')                                 # killed while writing it
+    again = run(args, cwd=project)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "skip   ok/seed_1 (already finished)" in again.stdout and "start" not in again.stdout
+    assert starts(run_dir(d, "ok", 1)) == 1
+    assert status(d, "ok", 1)["status"] == "finished"                         # repaired from its summary

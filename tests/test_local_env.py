@@ -6,8 +6,13 @@ import os
 
 import pytest
 
-from local_helpers import child_env, run, run_dir, status, sweep_args
+import subprocess
+import sys
+
+from conftest import ROOT
+from local_helpers import child_env, run, run_dir, status, sweep_args, user_project
 from sweeper.errors import UsageError
+from sweeper.pool import processes_with_arg
 from sweeper.slots import LauncherConfig, make_slots
 
 CORES = sorted(os.sched_getaffinity(0))
@@ -115,3 +120,40 @@ def test_launcher_config_accepts_a_comma_list():
     assert LauncherConfig.from_dict({"devices": "3,5"}).devices == ["3", "5"]
     with pytest.raises(UsageError, match="unknown config key launcher.gpus"):
         LauncherConfig.from_dict({"gpus": 2})
+
+
+SEEN_TASK = """
+import json, os
+import sweeper
+run = sweeper.init()
+with open(os.path.join(os.environ["SWEEPER_RUN_DIR"], "seen.json"), "w") as f:
+    json.dump({"cwd": os.getcwd(), "pythonpath": os.environ["PYTHONPATH"].split(os.pathsep),
+               "run_dir": os.environ["SWEEPER_RUN_DIR"], "job": os.environ.get("SWEEPER_JOB")}, f)
+run.finish(val_loss=1.0)
+"""
+
+
+def test_a_user_task_starts_in_its_cwd_with_it_first_on_pythonpath(tmp_path):
+    project = user_project(tmp_path / "project", SEEN_TASK, {"a": []})
+    d = tmp_path / "sweep"
+    proc = run(["--config-dir", "conf", "+experiment=mine", "seeds=0", f"sweeper.dir={d}", "sweeper.report=false"],
+               env=child_env({"PYTHONPATH": "/inherited"}), cwd=project)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rd = run_dir(d, "a")
+    seen = json.loads((rd / "seen.json").read_text())
+    assert seen["cwd"] == str(project.resolve()) and seen["run_dir"] == str(rd) == seen["job"]
+    assert seen["pythonpath"][:2] == [str(project.resolve()), str(ROOT)] and "/inherited" in seen["pythonpath"]
+
+
+def test_leftovers_are_found_by_argument_or_by_the_job_marker_in_their_environment(tmp_path):
+    marker = str(tmp_path / "runs" / "a" / "seed_0")
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    by_env = subprocess.Popen(sleep, env={**os.environ, "SWEEPER_JOB": marker})
+    by_arg = subprocess.Popen(sleep + [marker])
+    other = subprocess.Popen(sleep, env={**os.environ, "SWEEPER_JOB": marker + "x"})
+    try:
+        assert sorted(processes_with_arg(marker)) == sorted([by_env.pid, by_arg.pid])
+    finally:
+        for p in (by_env, by_arg, other):
+            p.kill()
+            p.wait()

@@ -4,15 +4,13 @@
 """
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from conftest import ROOT, run_sweeper
+from conftest import run_sweeper
 from sweeper.errors import UsageError
 from sweeper.report import SECTIONS, analyze_sweep, report_sweep
 from synthetic_sweep import write_sweep
@@ -301,14 +299,6 @@ def test_a_slurm_sweep_with_open_runs_says_how_to_settle_them(tmp_path):
     text = report_sweep(root, plots=False, **FAST)
     assert text.splitlines()[-1] == (f"note: 2 run(s) still show running/pending; if their Slurm jobs have ended, "
                                      f"run `python -m sweeper.slurm status {root}` to settle them, then report again")
-
-
-def test_the_report_path_imports_no_backend_no_train_no_torch():
-    code = ("import sys, sweeper.report, sweeper.compare, sweeper.plots, sweeper.results, sweeper.verdict; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('train', 'torch', 'submitit') or m in "
-            "('sweeper.slurm', 'sweeper.local', 'sweeper.pool', 'sweeper.slots', 'sweeper.failures')))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
 @pytest.mark.slow

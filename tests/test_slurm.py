@@ -54,6 +54,7 @@ from sweeper import slurm  # noqa: E402  (after the skip: submitit needs srun)
 from sweeper.cli import prepare  # noqa: E402
 from sweeper.plan import write_plan  # noqa: E402
 from sweeper.progress import Progress  # noqa: E402
+from sweeper.run.rundir import read_manifest  # noqa: E402
 
 ONE_VARIANT = ["~experiment.variants.nope", "~experiment.variants.rope_frozen_qk"]
 FAST = ["launcher=slurm", "launcher.poll_s=0.5", "launcher.cpus_per_task=1"]
@@ -73,9 +74,7 @@ def job_of(plan, run) -> str:
 
 
 def logged_step(run) -> int:
-    path = run.run_dir / "metrics.jsonl"
-    lines = path.read_text().splitlines() if path.exists() else []
-    return json.loads(lines[-1])["step"] if lines else 0
+    return run.rundir.last_metrics().get("step", 0)
 
 
 def release_requeued(job_id: str) -> None:
@@ -91,7 +90,7 @@ def release_requeued(job_id: str) -> None:
 
 
 def status(run) -> dict:
-    return json.loads((run.run_dir / "status.json").read_text())
+    return run.rundir.read_status().to_dict()
 
 
 def scontrol_job(job_id: str) -> dict:
@@ -118,14 +117,13 @@ def task_spans(array_id: str) -> list[tuple[str, str]]:
 
 def final_state_hash(run) -> str:
     """Digest of the newest checkpoint: model, optimizer, scheduler, sampler and RNG states."""
-    from train.checkpoint import list_checkpoints
+    from sweeper.run.checkpoint import list_checkpoints
 
     return checkpoint_digest(list_checkpoints(run.run_dir / "ckpt")[0])
 
 
 def metric_lines(run) -> list[dict]:
-    lines = [json.loads(x) for x in (run.run_dir / "metrics.jsonl").read_text().splitlines()]
-    return [{k: v for k, v in line.items() if k != "tokens_per_s"} for line in lines]
+    return [{k: v for k, v in line.items() if k != "tokens_per_s"} for line in run.rundir.read_metrics()[0]]
 
 
 # -- tests --------------------------------------------------------------------------------------------------
@@ -163,7 +161,7 @@ def test_array_gives_each_run_its_gpu_and_threads_and_a_failure_spares_siblings(
     for run in plan.runs:
         if run is broken:
             continue
-        env = json.loads((run.run_dir / "env.json").read_text())
+        env = run.rundir.read_env()
         assert env["cuda_visible_devices"] in {"0", "1", "2", "3"}      # exactly one GPU, Slurm's choice
         assert env["env"]["OMP_NUM_THREADS"] == "2" and env["env"]["MKL_NUM_THREADS"] == "2"
         assert env["torch_num_threads"] == 2                              # set before torch was imported
@@ -193,9 +191,9 @@ def test_submit_and_exit_then_adopt_then_skip_from_the_sweep_dir(tmp_path, tiny)
     assert second.returncode == 0, second.stdout + second.stderr
     assert second.stdout.count("adopt") + second.stdout.count("skip") == 3, second.stdout
     assert len(json.loads((sweep_dir / "slurm.json").read_text())["arrays"]) == 1
-    manifest = json.loads((sweep_dir / "sweep.json").read_text())
-    for run in manifest["runs"]:
-        assert json.loads((sweep_dir / run["run_dir"] / "status.json").read_text())["status"] == "finished"
+    manifest = read_manifest(sweep_dir)
+    for entry in manifest.runs:
+        assert manifest.run_dir(sweep_dir, entry).read_status().status == "finished"
 
     report = run_sweeper(str(sweep_dir), "--no-plots", module="sweeper.report")   # from the sweep dir alone
     assert report.returncode == 0 and (sweep_dir / "report.md").exists(), report.stdout + report.stderr
@@ -229,8 +227,8 @@ def test_cancel_interrupts_one_run_and_the_next_launch_resumes_only_it(tmp_path,
     record = slurm.read_record(plan.sweep_dir)
     assert [a["runs"] for a in record["arrays"]] == [2, 1]                # only the cancelled run resubmitted
     assert status(sibling)["ended"] == sibling_ended
-    summary = json.loads((victim.run_dir / "summary.json").read_text())
-    assert summary["resumed_from"] and summary["steps"] == 300
+    summary = victim.rundir.read_summary()
+    assert summary.extra["resumed_from"] and summary.steps == 300
     nothing = run_sweeper("cancel", str(plan.sweep_dir), module="sweeper.slurm")
     assert nothing.returncode == 0 and "no live job" in nothing.stdout
 
@@ -254,11 +252,11 @@ def test_preemption_checkpoints_requeues_and_resumes_bitwise_equal(tmp_path, tin
 
     assert sacct_history(job) == ["REQUEUED", "COMPLETED"]
     assert status(run)["status"] == status(ref)["status"] == "finished"
-    log = (run.run_dir / "stdout.log").read_text()
+    log = run.rundir.log_path.read_text()
     assert "restart 1" in log and "resumed from" in log, log[-2000:]
-    summary = json.loads((run.run_dir / "summary.json").read_text())
-    stopped_at = int(summary["resumed_from"].split("_")[1].split(".")[0])
+    summary = run.rundir.read_summary()
+    stopped_at = int(summary.extra["resumed_from"].split("_")[1].split(".")[0])
     assert 0 < stopped_at < 300                           # resumed mid-run from the preemption checkpoint
-    assert json.loads((ref.run_dir / "summary.json").read_text())["resumed_from"] is None
+    assert ref.rundir.read_summary().extra.get("resumed_from") is None
     assert metric_lines(run) == metric_lines(ref)
     assert final_state_hash(run) == final_state_hash(ref)

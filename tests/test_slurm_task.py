@@ -6,7 +6,6 @@ environment, and RunTask's stop/checkpoint/requeue path driven by real signals t
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import signal
 import subprocess
@@ -19,6 +18,7 @@ import yaml
 
 from conftest import ROOT, run_sweeper
 from sweeper.errors import UsageError
+from sweeper.run.rundir import RunDir
 from sweeper.slurm import SlurmConfig, sbatch_options
 from sweeper.slurm_task import task_cpus, task_env
 
@@ -106,20 +106,19 @@ def state_digest(obj, h=None) -> str:
 
 
 def checkpoint_digest(path: Path) -> str:
-    from train.checkpoint import read_checkpoint
+    from sweeper.run.checkpoint import read_checkpoint
 
     return state_digest(read_checkpoint(path))
 
 
 # -- RunTask with real processes and signals (what submitit does in a job, without Slurm) --------------------
 
-# Plays submitit's part: USR2 -> task.checkpoint() -> the DelayedSubmission is pickled for the requeue.
+# Plays submitit's part: the pickled task is called; USR2 -> task.checkpoint() -> the DelayedSubmission is
+# pickled for the requeue.
 TASK_SCRIPT = """
 import os, signal, sys
 import cloudpickle
-from sweeper.slurm_task import RunTask
-run_dir, out, grace = sys.argv[1], sys.argv[2], float(sys.argv[3])
-task = RunTask(run_dir, {root!r}, use_gpus=False, stop_grace_s=grace)
+task, out = cloudpickle.load(open(sys.argv[1], "rb")), sys.argv[2]
 def on_usr2(signum, frame):
     with open(out, "wb") as f:
         cloudpickle.dump(task.checkpoint(), f)
@@ -134,7 +133,8 @@ print("result", cloudpickle.load(open(sys.argv[1], "rb")).result(), flush=True)
 """
 
 
-def make_run(tmp_path: Path, tiny: list[str], name: str) -> Path:
+def make_run(tmp_path: Path, tiny: list[str], name: str):
+    """(plan, run) of a one-run sweep of the built-in trainer, planned and written as the CLI does."""
     from sweeper.cli import prepare
     from sweeper.plan import write_plan
 
@@ -142,35 +142,49 @@ def make_run(tmp_path: Path, tiny: list[str], name: str) -> Path:
             f"sweeper.dir={tmp_path / name}", *tiny, "train.steps=300", "train.ckpt_interval=0"]
     plan, _, _ = prepare(argv)
     write_plan(plan, argv)
-    return plan.runs[0].run_dir
+    return plan, plan.runs[0]
 
 
-def start_task(run_dir: Path, out: Path, grace_s: float) -> subprocess.Popen:
+def run_task(plan, run, grace_s: float):
+    """The task sweeper.slurm submits for this run."""
+    from sweeper.slots import PROJECT_ROOT
+    from sweeper.slurm_task import RunTask
+    from sweeper.task import python_path
+
+    return RunTask(str(run.run_dir), plan.argv(run), plan.task.cwd, plan.run_env(run),
+                   python_path(plan.task, str(PROJECT_ROOT)), use_gpus=False, stop_grace_s=grace_s)
+
+
+def start_task(task, tmp_path: Path, out: Path) -> subprocess.Popen:
+    import cloudpickle
+
+    pickled = tmp_path / f"{Path(task.run_dir).parent.parent.parent.name}.task.pkl"
+    pickled.write_bytes(cloudpickle.dumps(task))
     env = {**os.environ, "SLURM_CPUS_PER_TASK": "1", "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-c", TASK_SCRIPT.format(root=str(ROOT)), str(run_dir), str(out),
-                             str(grace_s)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen([sys.executable, "-c", TASK_SCRIPT, str(pickled), str(out)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def wait_for_step(run_dir: Path, step: int, proc: subprocess.Popen, timeout: float = 120) -> None:
     deadline = time.time() + timeout
     while time.time() < deadline and proc.poll() is None:
-        lines = (run_dir / "metrics.jsonl").read_text().splitlines() if (run_dir / "metrics.jsonl").exists() else []
-        if lines and json.loads(lines[-1])["step"] >= step:
+        if RunDir(run_dir).last_metrics().get("step", 0) >= step:
             return
         time.sleep(0.1)
     raise AssertionError(f"run did not reach step {step}: {proc.communicate()[0] if proc.poll() is not None else ''}")
 
 
 def test_checkpoint_stops_the_run_at_a_step_boundary_and_the_requeued_task_resumes_bitwise(tmp_path, tiny):
-    run_dir, ref_dir = make_run(tmp_path, tiny, "preempted"), make_run(tmp_path, tiny, "reference")
-    ref = start_task(ref_dir, tmp_path / "unused.pkl", 30)
-    task = start_task(run_dir, tmp_path / "requeue.pkl", 30)
+    (plan, run), (ref_plan, ref_run) = make_run(tmp_path, tiny, "preempted"), make_run(tmp_path, tiny, "reference")
+    run_dir, ref_dir = run.run_dir, ref_run.run_dir
+    ref = start_task(run_task(ref_plan, ref_run, 30), tmp_path, tmp_path / "unused.pkl")
+    task = start_task(run_task(plan, run, 30), tmp_path, tmp_path / "requeue.pkl")
     wait_for_step(run_dir, 10, task)
     task.send_signal(signal.SIGUSR2)                      # to the task only: it must stop its child itself
     out, _ = task.communicate(timeout=60)
     assert task.returncode == 3, out
-    status = json.loads((run_dir / "status.json").read_text())
-    assert status["status"] == "interrupted" and "SIGUSR1" in status["error"], status
+    status = RunDir(run_dir).read_status()
+    assert status.status == "interrupted" and "SIGUSR1" in status.error, status
     stopped = sorted((run_dir / "ckpt").glob("step_*.pt"))
     assert len(stopped) == 1 and 0 < int(stopped[0].stem.split("_")[1]) < 300
 
@@ -180,22 +194,44 @@ def test_checkpoint_stops_the_run_at_a_step_boundary_and_the_requeued_task_resum
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     ref_out, _ = ref.communicate(timeout=180)
     assert ref.returncode == 0, ref_out
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["status"] == "finished" and summary["resumed_from"] == stopped[0].name
-    strip = lambda d: [{k: v for k, v in json.loads(x).items() if k != "tokens_per_s"}  # noqa: E731
-                       for x in (d / "metrics.jsonl").read_text().splitlines()]
+    summary = RunDir(run_dir).read_summary()
+    assert summary.status == "finished" and summary.extra["resumed_from"] == stopped[0].name
+    strip = lambda d: [{k: v for k, v in r.items() if k != "tokens_per_s"}  # noqa: E731
+                       for r in RunDir(d).read_metrics()[0]]
     assert strip(run_dir) == strip(ref_dir)
     final = lambda d: checkpoint_digest(d / "ckpt" / "step_00000300.pt")  # noqa: E731
     assert final(run_dir) == final(ref_dir)               # model, optimizer, scheduler, sampler, RNG states
 
 
 def test_sigterm_alone_stops_the_run_and_the_task_ends_interrupted(tmp_path, tiny):
-    run_dir = make_run(tmp_path, tiny, "cancelled")
-    task = start_task(run_dir, tmp_path / "unused.pkl", 1.0)
+    plan, run = make_run(tmp_path, tiny, "cancelled")
+    run_dir = run.run_dir
+    task = start_task(run_task(plan, run, 1.0), tmp_path, tmp_path / "unused.pkl")
     wait_for_step(run_dir, 10, task)
     task.send_signal(signal.SIGTERM)                      # scancel: no USR2 follows, Slurm would SIGKILL later
     out, _ = task.communicate(timeout=60)
     assert task.returncode != 0 and "RunInterrupted" in out, out
-    status = json.loads((run_dir / "status.json").read_text())
-    assert status["status"] == "interrupted" and status["exit_code"] == 75
+    status = RunDir(run_dir).read_status()
+    assert status.status == "interrupted" and status.exit_code == 75
     assert list((run_dir / "ckpt").glob("step_*.pt"))
+
+
+def test_a_user_task_that_exits_0_without_finishing_fails_its_slurm_task(tmp_path):
+    from sweeper.cli import prepare
+    from sweeper.plan import write_plan
+    from local_helpers import user_project
+
+    script = "import sys, sweeper\nrun = sweeper.init()\nrun.log(1, loss=0.5)\nsys.exit(0)\n"
+    project = user_project(tmp_path / "project", script, {"a": []})
+    argv = ["--config-dir", str(project / "conf"), "+experiment=mine", "seeds=0", f"task.cwd={project}",
+            f"sweeper.dir={tmp_path / 'sweep'}"]
+    plan, _, _ = prepare(argv)
+    write_plan(plan, argv)
+    run = plan.runs[0]
+    task = start_task(run_task(plan, run, 1.0), tmp_path, tmp_path / "unused.pkl")
+    out, _ = task.communicate(timeout=120)
+    assert task.returncode != 0 and "RunFailed" in out and "exception: exited 0 without calling run.finish()" in out
+    status = RunDir(run.run_dir).read_status()
+    assert (status.status, status.error, status.exit_code, status.failure_class) == \
+        ("failed", "exited 0 without calling run.finish()", 0, "exception")
+    assert "=== sweeper: start in Slurm job" in RunDir(run.run_dir).log_path.read_text()

@@ -1,10 +1,8 @@
 """A real mini sweep through the CLI in a subprocess: run dirs, metrics, the table, reproducibility."""
-import json
-
 import pytest
 
 from conftest import TINY, run_sweeper
-from train.atomic import read_jsonl
+from sweeper.run.rundir import RunDir, read_manifest
 
 pytestmark = pytest.mark.slow
 
@@ -20,20 +18,21 @@ def mini_sweep(tmp_path_factory):
 
 def test_run_dirs_hold_everything(mini_sweep):
     sweep_dir, _ = mini_sweep
-    manifest = json.loads((sweep_dir / "sweep.json").read_text())
-    assert {(r["variant"], r["seed"]) for r in manifest["runs"]} == {("rope", 0), ("rope", 1), ("nope", 0), ("nope", 1)}
-    for entry in manifest["runs"]:
-        run_dir = sweep_dir / entry["run_dir"]
-        for name in ("config.yaml", "status.json", "metrics.jsonl", "summary.json", "env.json", "stdout.log"):
-            assert (run_dir / name).is_file(), f"{run_dir / name} missing"
-        summary = json.loads((run_dir / "summary.json").read_text())
-        assert summary["status"] == "finished" and summary["steps"] == 20
-        assert summary["run_id"] == entry["run_id"]
-        assert summary["fingerprint"]["corpus_hash"]          # the corpus hash is recorded in every run
-        metrics = read_jsonl(run_dir / "metrics.jsonl")
-        assert [m["step"] for m in metrics] == [5, 10, 15, 20]
+    manifest = read_manifest(sweep_dir)
+    assert {(r.variant, r.seed) for r in manifest.runs} == {("rope", 0), ("rope", 1), ("nope", 0), ("nope", 1)}
+    for entry in manifest.runs:
+        rd = manifest.run_dir(sweep_dir, entry)
+        for path in (rd.config_path, rd.status_path, rd.metrics_path, rd.summary_path, rd.env_path, rd.log_path):
+            assert path.is_file(), f"{path} missing"
+        assert rd.read_status().status == "finished" and rd.read_status().run_id == entry.run_id
+        summary = rd.read_summary()
+        assert summary.status == "finished" and summary.steps == 20
+        assert summary.run_id == entry.run_id
+        assert summary.fingerprint["corpus_hash"]             # the corpus hash is recorded in every run
+        metrics, bad = rd.read_metrics()
+        assert bad == 0 and [m["step"] for m in metrics] == [5, 10, 15, 20]
         assert {"train_loss", "grad_norm", "lr", "tokens_per_s"} <= set(metrics[0])
-        assert metrics[-1]["val_loss"] == pytest.approx(summary["final"]["val_loss"])
+        assert metrics[-1]["val_loss"] == pytest.approx(summary.final["val_loss"])
 
 
 def test_terminal_table_names_every_variant_and_the_sweep_dir(mini_sweep):
@@ -44,8 +43,12 @@ def test_terminal_table_names_every_variant_and_the_sweep_dir(mini_sweep):
     assert (sweep_dir / "summary.csv").is_file() and (sweep_dir / "report.md").is_file()
 
 
+def _rundir(sweep_dir, variant, seed) -> RunDir:
+    return RunDir(sweep_dir / "runs" / variant / f"seed_{seed}")
+
+
 def _final(sweep_dir, variant, seed):
-    return json.loads((sweep_dir / "runs" / variant / f"seed_{seed}" / "summary.json").read_text())["final"]
+    return _rundir(sweep_dir, variant, seed).read_summary().final
 
 
 def test_same_seed_twice_gives_identical_metrics(mini_sweep, tmp_path):
@@ -56,8 +59,8 @@ def test_same_seed_twice_gives_identical_metrics(mini_sweep, tmp_path):
                        "~experiment.variants.nope", *TINY, f"sweeper.dir={again}", "sweeper.report=false",
                        "launcher.threads_per_run=1")     # same thread count as in the 2-slot sweep
     assert proc.returncode == 0, proc.stderr
-    first = read_jsonl(sweep_dir / "runs" / "rope" / "seed_1" / "metrics.jsonl")
-    second = read_jsonl(again / "runs" / "rope" / "seed_1" / "metrics.jsonl")
+    first, _ = _rundir(sweep_dir, "rope", 1).read_metrics()
+    second, _ = _rundir(again, "rope", 1).read_metrics()
     strip = lambda rows: [{k: v for k, v in r.items() if k != "tokens_per_s"} for r in rows]
     assert strip(first) == strip(second)
 

@@ -1,6 +1,7 @@
 """Test fixture, active only when a test puts this folder on PYTHONPATH and sets SWEEPER_TEST_GRANDCHILDREN=1.
 
-Every `python -m train RUN_DIR` then leaves two descendants, like a data-loading stack that does not clean up:
+Every run of the built-in trainer (`python -m sweeper.run train:main RUN_DIR`) then leaves two descendants, like a
+data-loading stack that does not clean up:
   1. a forked worker in the run's process group that ignores SIGTERM and SIGINT (a stuck DataLoader worker);
   2. a daemon in its own session (outside the run's process group) that ignores SIGTERM, with RUN_DIR in its
      command line.
@@ -20,8 +21,8 @@ def _args() -> list:
 
 if os.environ.get("SWEEPER_TEST_GRANDCHILDREN") == "1":
     args = _args()
-    if b"-m" in args and b"train" in args and args.index(b"train") + 1 < len(args):
-        run_dir = args[args.index(b"train") + 1].decode()
+    if b"-m" in args and b"sweeper.run" in args and args.index(b"sweeper.run") + 2 < len(args):
+        run_dir = args[args.index(b"sweeper.run") + 2].decode()
         if os.fork() == 0:          # the stuck worker: never returns into the interpreter's startup
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
