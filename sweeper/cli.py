@@ -39,15 +39,26 @@ def validate_launcher(launcher: dict):
     return backend, backend.parse_launcher_config(launcher)
 
 
+def overrides_of(argv: list[str]) -> list[str]:
+    """The Hydra overrides of a command line: --config-dir/-cd DIR become hydra.searchpath; no other options."""
+    from sweeper.compose import split_config_dirs, with_config_dirs
+
+    config_dirs, overrides = split_config_dirs(argv)
+    bad = next((a for a in overrides if a.startswith("-")), None)
+    if bad:
+        raise UsageError(f"unknown option {bad}: accepted are --config-dir DIR (-cd DIR), --cfg, --help, and "
+                         f"key=value overrides")
+    return with_config_dirs(overrides, config_dirs)
+
+
 def prepare(argv: list[str]):
     """Everything that can be checked before launching: returns (plan, backend, launcher config)."""
-    from sweeper.compose import compose_sweep, split_config_dirs, with_config_dirs
+    from sweeper.compose import compose_sweep
     from sweeper.plan import make_plan, reconcile
     from sweeper.preflight import check_preflight_options
     from sweeper.seeds import parse_seeds
 
-    config_dirs, overrides = split_config_dirs(argv)
-    sweep = compose_sweep(with_config_dirs(overrides, config_dirs))
+    sweep = compose_sweep(overrides_of(argv))
     seeds = parse_seeds(sweep.cfg["seeds"])
     backend, launcher_cfg = validate_launcher(sweep.launcher)
     check_preflight_options(sweep)
@@ -62,10 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         if "--cfg" in argv:
-            from sweeper.compose import compose, split_config_dirs, to_yaml, with_config_dirs
+            from sweeper.compose import compose, to_yaml
 
-            config_dirs, overrides = split_config_dirs([a for a in argv if a != "--cfg"])
-            print(to_yaml(compose(with_config_dirs(overrides, config_dirs))), end="")
+            print(to_yaml(compose(overrides_of([a for a in argv if a != "--cfg"]))), end="")
             return 0
         plan, backend, launcher_cfg = prepare(argv)
     except UsageError as e:

@@ -64,6 +64,7 @@ def test_command_line_override_applies_to_every_variant_and_variant_wins():
     (["+experiment=rope", "+experiment.variants.bad=['task.entry=x:y']"], "a variant cannot change task.*"),
     (["--config-dir", "/no/such/dir", "+experiment=rope"], "--config-dir /no/such/dir: no such directory"),
     (["+experiment=rope", "--config-dir"], "--config-dir needs a directory"),
+    (["+experiment=rope", "--multirun"], "unknown option --multirun: accepted are --config-dir DIR (-cd DIR)"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needle):
     sweep_dir = tmp_path / "sweep"
