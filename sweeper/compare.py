@@ -31,8 +31,8 @@ def _labelled(sweep_dir: Path, label: str, metric: str | None, lower_is_better: 
         raise UsageError(str(e)) from None
     if runs.empty:
         raise UsageError(f"sweep dir {sweep_dir} plans no runs")
-    first = exp.baseline or str(runs["variant"].iloc[0])     # comparisons here pair equal variants: any will do
-    exp = resolve_experiment(exp, sweep_dir, runs, first, metric, lower_is_better)
+    any_variant = str(runs["variant"].iloc[0])     # comparisons here pair equal variants: no baseline is needed
+    exp = resolve_experiment(exp, sweep_dir, runs, any_variant, metric, lower_is_better)
     curves = load_curves(sweep_dir, runs)
     problems = [f"{label}: {n}" for n in notes]
     problems += [f"{label}: {r.run_dir}: {r.problems}" for r in runs.itertuples() if r.problems]

@@ -139,7 +139,7 @@ class Progress:
                 self.log(f"HEALTH {check.status.upper()} {run.label}: {check.name}: {check.message}")
 
     def not_started(self, run, status: dict) -> None:
-        self.counts["pending"] += 1
+        self.counts[Status.PENDING.value] += 1
         self.log(f"NOT STARTED {run.label}: {status.get('error', '')}")
 
     @property
