@@ -231,8 +231,7 @@ def _tfrecords(path: Path) -> list[bytes]:
 
 
 def test_tensorboard_events_are_written_and_tagged_with_the_run(tmp_path):
-    pytest.importorskip("tensorboardX")
-    from tensorboardX.proto import event_pb2
+    from tensorboardX.proto import event_pb2      # the `tensorboard` extra; the `test` extra installs it
 
     run_dir = planned_run(tmp_path, {"seed": 2})
     run = init(run_dir, tensorboard=True)
