@@ -23,8 +23,8 @@ pytestmark = pytest.mark.slow
 EXAMPLE = ROOT / "examples" / "mlp_widths"
 VARIANTS = ("mlp", "wide", "linear")
 SEEDS = (0, 1, 2)
-COMMON = ["--config-dir", "conf", "+experiment=mlp_width", f"seeds={SEEDS[0]}-{SEEDS[-1]}",
-          "launcher.threads_per_run=1"]
+COMMON = ["--config-dir", "conf", "+experiment=mlp_width", f"seeds={SEEDS[0]}-{SEEDS[-1]}"]
+LOCAL = ["launcher.threads_per_run=1"]     # every run one thread, however many are left (Slurm: cpus_per_task=1)
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def result(run_dir: Path) -> tuple[dict, list[dict]]:
 @pytest.fixture(scope="module")
 def reference(project) -> Path:
     sweep_dir = project / "sweeps" / "reference"
-    proc = sweeper(project, f"sweeper.dir={sweep_dir}")
+    proc = sweeper(project, *LOCAL, f"sweeper.dir={sweep_dir}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (sweep_dir / "stdout.txt").write_text(proc.stdout)
     return sweep_dir
@@ -96,7 +96,7 @@ def test_each_run_of_the_example_saw_its_pinned_environment(project, reference):
 def test_ctrl_c_then_the_same_command_ends_bitwise_equal(project, reference):
     sweep_dir = project / "sweeps" / "interrupted"
     log = project / "interrupted.log"
-    proc = subprocess.Popen([sys.executable, "-m", "sweeper", *COMMON, f"sweeper.dir={sweep_dir}"], cwd=project,
+    proc = subprocess.Popen([sys.executable, "-m", "sweeper", *COMMON, *LOCAL, f"sweeper.dir={sweep_dir}"], cwd=project,
                             env=user_env(), stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.time() + 300
     while not list(sweep_dir.glob("runs/*/seed_*/ckpt/step_*.pt")):
@@ -108,7 +108,7 @@ def test_ctrl_c_then_the_same_command_ends_bitwise_equal(project, reference):
                 if (d / "status.json").exists()}
     assert "interrupted" in statuses.values(), statuses
 
-    again = sweeper(project, f"sweeper.dir={sweep_dir}")
+    again = sweeper(project, *LOCAL, f"sweeper.dir={sweep_dir}")
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     resumed = [k for k, d in run_dirs(sweep_dir).items()
                if json.loads((d / "summary.json").read_text()).get("resumed_from")]
