@@ -35,6 +35,28 @@ def run_sweeper(*args: str, module: str = "sweeper", env: dict | None = None, ti
                           timeout=timeout, env=full_env, cwd=cwd or ROOT)
 
 
+def slurm_problem() -> str | None:
+    """Why no local Slurm cluster answers (None when one does): `bash tests/slurm/cluster.sh up` starts it."""
+    import shutil
+
+    if shutil.which("sinfo") is None:
+        return "sinfo not found"
+    out = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=20)
+    if out.returncode != 0 or not {"idle", "mixed", "allocated"} & set(out.stdout.split()):
+        return "no usable Slurm node"
+    return None
+
+
+@pytest.fixture
+def slurm_cluster() -> None:
+    """Skip (with the reason) without a local Slurm cluster; with SWEEPER_REQUIRE_SLURM=1 (CI) fail instead."""
+    problem = slurm_problem()
+    if problem:
+        if os.environ.get("SWEEPER_REQUIRE_SLURM") == "1":
+            pytest.fail(f"SWEEPER_REQUIRE_SLURM=1 but no Slurm cluster ({problem})")
+        pytest.skip(f"no Slurm cluster ({problem}); start one with `bash tests/slurm/cluster.sh up`")
+
+
 @pytest.fixture
 def tiny() -> list[str]:
     return list(TINY)

@@ -117,21 +117,7 @@ def test_ctrl_c_then_the_same_command_ends_bitwise_equal(project, reference):
         assert result(run_dir) == result(run_dirs(reference)[key]), key
 
 
-def _slurm_problem() -> str | None:
-    if shutil.which("sinfo") is None:
-        return "sinfo not found"
-    out = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=20)
-    if out.returncode != 0 or not {"idle", "mixed", "allocated"} & set(out.stdout.split()):
-        return "no usable Slurm node"
-    return None
-
-
-def test_the_example_on_slurm_preempted_and_resumed_equals_the_local_sweep(project, reference):
-    problem = _slurm_problem()
-    if problem:
-        if os.environ.get("SWEEPER_REQUIRE_SLURM") == "1":
-            pytest.fail(f"SWEEPER_REQUIRE_SLURM=1 but {problem}")
-        pytest.skip(f"no Slurm cluster ({problem}); start one with `bash tests/slurm/cluster.sh up`")
+def test_the_example_on_slurm_preempted_and_resumed_equals_the_local_sweep(project, reference, slurm_cluster):
     sweep_dir = project / "sweeps" / "slurm"
     slurm = ["launcher=slurm", "launcher.cpus_per_task=1", "launcher.gpus_per_node=0", "launcher.poll_s=0.5",
              f"sweeper.dir={sweep_dir}"]

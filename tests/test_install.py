@@ -166,3 +166,25 @@ def test_a_user_project_sweeps_against_the_installed_sweeper(install, tmp_path):
     report = (sweep_dir / "report.md").read_text()
     cells = next([c.strip() for c in line.split("|")] for line in report.splitlines() if line.startswith("| worse |"))
     assert cells[2] == "vs plain" and "worse" in cells[3:] and "better" not in cells, cells     # the verdict
+
+
+def test_a_user_project_sweeps_on_slurm_against_the_installed_sweeper(install, tmp_path, slurm_cluster):
+    python, _ = install
+    (tmp_path / "conf" / "experiment").mkdir(parents=True)
+    (tmp_path / "conf" / "experiment" / "toy.yaml").write_text(TOY_EXPERIMENT)
+    (tmp_path / "toy.py").write_text(TOY)
+    proc = in_venv(python, "-m", "sweeper", "--config-dir", "conf", "+experiment=toy", "seeds=0-3",
+                   "launcher=slurm", "launcher.cpus_per_task=1", "launcher.gpus_per_node=0", "launcher.poll_s=0.5",
+                   cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep_dir, = (tmp_path / "sweeps").iterdir()
+    from sweeper.run.rundir import read_manifest
+
+    manifest = read_manifest(sweep_dir)
+    for entry in manifest.runs:
+        rd = manifest.run_dir(sweep_dir, entry)
+        assert rd.read_summary().status == "finished"
+        log = rd.log_path.read_text()
+        assert "Slurm job" in log and f"sweeper from {python.parent.parent / 'lib'}" in log, log
+    assert "worse vs plain: WORSE" in proc.stdout, proc.stdout[-2000:]
+    assert (sweep_dir / "report.md").exists()
