@@ -17,23 +17,12 @@ import pandas as pd
 
 import sweeper.verdict as verdict
 from sweeper.errors import UsageError
-from sweeper.report import ReportInput, resolve_experiment, write_report
-from sweeper.results import load_curves, load_experiment, load_runs
-from sweeper.run.rundir import UnreadableFile
+from sweeper.report import ReportInput, read_sweep, write_report
 
 
 def _labelled(sweep_dir: Path, label: str, metric: str | None, lower_is_better: bool | None):
     """(experiment, runs, curves) of one sweep, its variants and run ids tagged with the label."""
-    try:
-        exp, notes = load_experiment(sweep_dir)
-        runs = load_runs(sweep_dir)
-    except UnreadableFile as e:
-        raise UsageError(str(e)) from None
-    if runs.empty:
-        raise UsageError(f"sweep dir {sweep_dir} plans no runs")
-    any_variant = str(runs["variant"].iloc[0])     # comparisons here pair equal variants: no baseline is needed
-    exp = resolve_experiment(exp, sweep_dir, runs, any_variant, metric, lower_is_better)
-    curves = load_curves(sweep_dir, runs)
+    exp, notes, runs, curves = read_sweep(sweep_dir, None, metric, lower_is_better, need_baseline=False)
     problems = [f"{label}: {n}" for n in notes]
     problems += [f"{label}: {r.run_dir}: {r.problems}" for r in runs.itertuples() if r.problems]
     damaged = [f"{label}: {d}" for d in runs.attrs.get("damaged", []) + curves.attrs.get("damaged", [])]

@@ -382,6 +382,25 @@ def resolve_experiment(exp: Experiment, sweep_dir: Path, runs: pd.DataFrame, bas
     return Experiment(exp.name, baseline, metric, lower, dict(exp.variants))
 
 
+def read_sweep(sweep_dir: Path, baseline: str | None = None, metric: str | None = None,
+               lower_is_better: bool | None = None, need_baseline: bool = True
+               ) -> tuple[Experiment, list[str], pd.DataFrame, pd.DataFrame]:
+    """(experiment with the overrides, notes, runs, curves) of a sweep dir; UsageError naming a damaged
+    manifest or a sweep that plans no runs. need_baseline=False: any variant will do (`--against` pairs
+    equal variants of two sweeps)."""
+    try:
+        exp, notes = load_experiment(sweep_dir)
+        runs = load_runs(sweep_dir)
+    except UnreadableFile as e:
+        raise UsageError(str(e)) from None
+    if runs.empty:
+        raise UsageError(f"sweep dir {sweep_dir} plans no runs (none in its manifest, no runs/<variant>/seed_<k>/)")
+    if not need_baseline and baseline is None:
+        baseline = str(runs["variant"].iloc[0])
+    exp = resolve_experiment(exp, sweep_dir, runs, baseline, metric, lower_is_better)
+    return exp, notes, runs, load_curves(sweep_dir, runs)
+
+
 def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3, n_resamples: int = 10_000,
                   seed: int = 0, baseline: str | None = None, metric: str | None = None,
                   lower_is_better: bool | None = None) -> ReportInput:
@@ -390,15 +409,7 @@ def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3
     if not sweep_dir.is_dir():
         raise UsageError(f"sweep dir {sweep_dir} does not exist: pass the folder holding the sweep's manifest "
                          f"and runs/")
-    try:
-        exp, notes = load_experiment(sweep_dir)
-        runs = load_runs(sweep_dir)
-    except UnreadableFile as e:
-        raise UsageError(str(e)) from None
-    if runs.empty:
-        raise UsageError(f"sweep dir {sweep_dir} plans no runs (none in its manifest, no runs/<variant>/seed_<k>/)")
-    exp = resolve_experiment(exp, sweep_dir, runs, baseline, metric, lower_is_better)
-    curves = load_curves(sweep_dir, runs)
+    exp, notes, runs, curves = read_sweep(sweep_dir, baseline, metric, lower_is_better)
     present = list(dict.fromkeys(runs["variant"]))
     family = [(v, exp.baseline) for v in present if v != exp.baseline] if exp.baseline else []
     an = verdict.analyze(runs, exp.metric, exp.lower_is_better, family, alpha, min_seeds, n_resamples, seed)

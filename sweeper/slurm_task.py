@@ -23,7 +23,6 @@ import os
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 from submitit.helpers import Checkpointable, DelayedSubmission
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 import signal
 import threading
 
-from sweeper.run.rundir import EXIT_INTERRUPTED  # noqa: F401  (the exit status of a run stopped this way)
-
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2)
 
 
