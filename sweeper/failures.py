@@ -1,7 +1,7 @@
 """Failure classes and the retry policy: retry what looks transient, never what is deterministic, stop crash loops.
 
     status, failure = attempt_outcome(RunDir(run_dir), returncode)   # what one attempt of a run came to
-    failure = classify(returncode=-9, error=None, tail=log_tail(rd.log_path))   # kind "signal"
+    failure = classify(returncode=-9, error=None, tail=read_tail(rd.log_path))   # kind "signal"
     policy = RetryPolicy(max_retries=2, backoff_s=5.0, crash_loop_after=2)
     policy.delay_s(attempt=1)                              # 5.0, then 10.0, 20.0 ... (capped)
     loops = CrashLoops(policy.crash_loop_after)
@@ -23,9 +23,6 @@ from dataclasses import dataclass, field
 
 from sweeper.run.atomic import read_tail
 from sweeper.run.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, RunDir, Status, UnreadableFile
-
-__all__ = ["Failure", "RetryPolicy", "CrashLoops", "classify", "attempt_outcome", "run_state", "log_tail",
-           "signal_name", "KEEP", "TERMINAL", "EXIT_CONFIG", "EXIT_INTERRUPTED", "UNFINISHED"]
 
 SIGNAL, OOM, LOST_NODE = "signal", "out_of_memory", "lost_node"
 CONFIG, HEALTH, EXCEPTION = "config_error", "health_check", "exception"
@@ -85,14 +82,6 @@ def classify(returncode: int | None, error: str | None = None, tail: str = "",
         kind = EXCEPTION
         message = message or _last_exception_line(tail) or f"exit status {returncode}"
     return Failure(kind=kind, message=message, signature=f"{kind}: {_normalise(message)}")
-
-
-def run_state(run_dir) -> Status:
-    """The outcome a launcher acts on (RunDir.outcome: a finished summary wins over a damaged status)."""
-    return RunDir(run_dir).outcome()
-
-
-log_tail = read_tail      # log_tail(path, n=4096): the last n bytes of a log as text ("" when it is missing)
 
 
 def attempt_outcome(rd: RunDir, returncode: int) -> tuple[Status, Failure | None]:

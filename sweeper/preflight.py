@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 
 from sweeper.errors import UsageError
-from sweeper.run.rundir import KEEP, Status, UnreadableFile
+from sweeper.run.rundir import KEEP, Status
 
 PREFLIGHT_MODES = ("off", "warn", "stop")
 AUDITED_ENTRY = "train:main"
@@ -76,20 +76,13 @@ def health_preflight(plan, progress):
         if report.verdict == "fail" and mode == "stop":
             stopped[variant] = "; ".join(c.name for c in report.failures)
     for run in plan.runs:
-        if run.variant in stopped and not _kept(run.rundir):
+        if run.variant in stopped and run.rundir.outcome() not in KEEP:
             run.rundir.update_status(Status.FAILED, exit_code=None, ended=time.time(),
                                      error=f"not launched: sweep preflight failed ({stopped[run.variant]}); see "
                                            f"preflight/{run.variant}.json, or run with sweeper.preflight=warn")
     if stopped:
         progress.log(f"preflight stopped variant(s) {', '.join(stopped)}: their seeds are not launched")
     return dataclasses.replace(plan, runs=[r for r in plan.runs if r.variant not in stopped])
-
-
-def _kept(rundir) -> bool:
-    try:
-        return rundir.state() in KEEP
-    except UnreadableFile:
-        return False
 
 
 def run_preflights(plan, progress):

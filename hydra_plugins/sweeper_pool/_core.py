@@ -57,7 +57,8 @@ class HydraJobAdapter:
         self.returns: dict[str, JobReturn] = {}
 
     def settle(self, job, returncode: int, interrupted: bool, attempt: int):
-        from sweeper.failures import classify, log_tail
+        from sweeper.failures import classify
+        from sweeper.run.atomic import read_tail
 
         rd = self.jobs[job.key].rundir
         ret = load_return(self.results[job.key])
@@ -81,7 +82,7 @@ class HydraJobAdapter:
             else None
         if ret is not None and ret.status == JobStatus.FAILED:
             error = _line(ret._return_value)
-        failure = classify(returncode, error, log_tail(job.log_path))
+        failure = classify(returncode, error, read_tail(job.log_path))
         status = rd.update_status(Status.INTERRUPTED if stopped else Status.FAILED, error=failure.message,
                                   exit_code=returncode, ended=time.time(), attempts=attempt, **failure.to_dict())
         return status.to_dict(), failure

@@ -75,6 +75,7 @@ class Run:
         self._health_saved: dict | None = None
         self._tb_enabled, self._tb = tensorboard, None
         self._fingerprint: dict = {}
+        self.env: dict = {}                            # what record_env() wrote to the run's env record
         self.finished = self._already_finished()
         self.stop = StopRequest()
         if self.finished:
@@ -244,7 +245,7 @@ class Run:
         summary = Summary(status=status, final={k: _plain(v) for k, v in final.items()}, steps=steps,
                           wall_time_s=time.time() - self._t0, run_id=self.run_id, experiment=self.experiment,
                           variant=self.variant, seed=self.seed, config_hash=self.config_hash,
-                          fingerprint=self._fingerprint or self.fingerprint(), env=getattr(self, "env", {}),
+                          fingerprint=self._fingerprint or self.fingerprint(), env=self.env,
                           extra=dict(self.extra))
         self.dir.write_summary(summary)
         self.dir.update_status(status, ended=time.time(), **fields)

@@ -216,7 +216,7 @@ class RunDir:
         return self.write_status(record)
 
     def state(self) -> Status:
-        """The recorded status; PENDING when none, FAILED-like damage raises UnreadableFile."""
+        """The recorded status (PENDING when there is none); a damaged status.json raises UnreadableFile."""
         return self.read_status().status
 
     def outcome(self) -> Status:
