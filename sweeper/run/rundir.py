@@ -352,10 +352,13 @@ class Experiment:
     metric: str = "val_loss"
     lower_is_better: bool = True
     variants: dict[str, list[str]] = field(default_factory=dict)
+    min_effect: float | None = None             # the smallest difference that matters, metric units (> 0)
+    secondary_metrics: dict[str, str] = field(default_factory=dict)   # metric -> "lower" | "higher" is better
 
     def to_dict(self) -> dict:
         return {"name": self.name, "baseline": self.baseline, "metric": self.metric,
-                "lower_is_better": self.lower_is_better, "variants": {k: list(v) for k, v in self.variants.items()}}
+                "lower_is_better": self.lower_is_better, "variants": {k: list(v) for k, v in self.variants.items()},
+                "min_effect": self.min_effect, "secondary_metrics": dict(self.secondary_metrics)}
 
 
 @dataclass(frozen=True)
@@ -412,8 +415,18 @@ def _manifest_from(d: dict, path: Path) -> Manifest:
     if exp["baseline"] and exp["baseline"] not in variants:
         raise UnreadableFile(path, f"experiment.baseline={exp['baseline']!r} is not one of the variants "
                                    f"{', '.join(variants)}", fix)
+    min_effect = exp.get("min_effect")
+    if min_effect is not None and (isinstance(min_effect, bool) or not isinstance(min_effect, (int, float))
+                                   or not min_effect > 0):
+        raise UnreadableFile(path, f"experiment.min_effect={min_effect!r} is not a positive number", fix)
+    secondary = exp.get("secondary_metrics") or {}
+    if not isinstance(secondary, dict) or any(v not in ("lower", "higher") for v in secondary.values()):
+        raise UnreadableFile(path, f"experiment.secondary_metrics={secondary!r} is not a mapping of metric -> "
+                                   f"'lower' | 'higher'", fix)
     experiment = Experiment(exp["name"], exp["baseline"], exp["metric"], exp["lower_is_better"],
-                            {str(k): list(v or []) for k, v in variants.items()})
+                            {str(k): list(v or []) for k, v in variants.items()},
+                            float(min_effect) if min_effect is not None else None,
+                            {str(k): str(v) for k, v in secondary.items()})
     runs = d.get("runs")
     if not isinstance(runs, list):
         raise UnreadableFile(path, "no 'runs' list", fix)
