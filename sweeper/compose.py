@@ -6,6 +6,7 @@
     sweep.experiment.variants      # {"rope": [], "nope": ["model.pos_encoding=none"], ...}
     sweep.task                     # TaskSpec: what every run starts (conf/task/*.yaml or the experiment's task:)
     sweep.variant_configs["nope"]  # the run config (seed 0; the plan sets each run's seed)
+    sweep.variant_seeds["nope"]    # that variant's own `seeds=` override parsed, or None (the sweep's seeds)
 
 A run's config is every top-level key of the composed config except the sweeper's own (RESERVED), plus `seed`:
 {seed, model, data, train, health} for the built-in trainer, whatever your experiment defines for your code.
@@ -52,6 +53,7 @@ class Sweep:
     experiment: Experiment
     task: TaskSpec
     variant_configs: dict[str, dict] = field(default_factory=dict)   # variant -> run config (seed 0)
+    variant_seeds: dict[str, list[int] | None] = field(default_factory=dict)  # variant -> its own seeds= or None
 
     @property
     def sweeper(self) -> dict:
@@ -299,8 +301,21 @@ def compose_sweep(overrides: list[str]) -> Sweep:
             raise UsageError(f"experiment {experiment.name}, variant {variant}: a variant cannot change task.*; "
                              f"a sweep runs one task (set it in the experiment or on the command line)")
         sweep.variant_configs[variant] = run_config(vcfg)
+        sweep.variant_seeds[variant] = _variant_seeds(experiment.name, variant, variant_overrides, vcfg)
     _validate(sweep)
     return sweep
+
+
+def _variant_seeds(name: str, variant: str, overrides: list[str], vcfg: dict) -> list[int] | None:
+    """A variant's own `seeds=` override, parsed (None when it has none: it runs the sweep's seeds)."""
+    from sweeper.seeds import parse_seeds
+
+    if not any(_key(o) == "seeds" for o in overrides):
+        return None
+    try:
+        return parse_seeds(vcfg.get("seeds"))
+    except UsageError as e:
+        raise UsageError(f"experiment {name}, variant {variant}: {e}") from None
 
 
 def _validate(sweep: Sweep) -> None:

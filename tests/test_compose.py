@@ -34,6 +34,15 @@ def test_rope_experiment_variants():
     assert v["rope_frozen_qk"]["model"]["rope_impl"] == "fault_no_qk_grad"
 
 
+def test_variant_seeds_is_a_variants_own_seeds_override_parsed_or_none():
+    sweep = compose_sweep(["+experiment=rope", "seeds=0-3",
+                           "experiment.variants.nope=['model.pos_encoding=none','seeds=[5,7]']"])
+    assert sweep.variant_seeds == {"rope": None, "nope": [5, 7], "rope_frozen_qk": None}
+    assert "seeds" not in sweep.variant_configs["nope"]
+    with pytest.raises(UsageError, match=r"^experiment rope, variant nope: seeds=\[\] is empty"):
+        compose_sweep(["+experiment=rope", "experiment.variants.nope=['seeds=[]']"])
+
+
 def test_command_line_override_applies_to_every_variant_and_variant_wins():
     sweep = compose_sweep(["+experiment=rope", "train.steps=7", "model.pos_encoding=rope"])
     assert all(c["train"]["steps"] == 7 for c in sweep.variant_configs.values())
