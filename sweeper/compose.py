@@ -27,6 +27,7 @@ from typing import Any
 
 from sweeper.errors import UsageError
 from sweeper.run.rundir import Experiment
+from sweeper.schema import ExperimentConf, SweeperConf, build, explain_validation, keys_of, register, show, unknown_key
 from sweeper.task import TaskSpec, check_task, parse_task
 
 RESERVED = ("sweeper", "launcher", "seeds", "experiment", "task", "hydra")   # never part of a run's config
@@ -139,8 +140,15 @@ def _importable(module: str) -> bool:
 
 
 def available(group: str, overrides: list[str] = ()) -> list[str]:
-    """The options of a config group over every config dir."""
-    return sorted({p.stem for d in search_dirs(overrides) for p in (d / group).glob("*.yaml")})
+    """The options of a config group over every config dir and the ConfigStore (the typed groups)."""
+    from hydra.core.config_store import ConfigStore
+
+    try:
+        register()
+        stored = {name.removesuffix(".yaml") for name in ConfigStore.instance().list(group)}
+    except (UsageError, OSError, ValueError):   # ValueError-like: no such group in the store
+        stored = set()
+    return sorted(stored | {p.stem for d in search_dirs(overrides) for p in (d / group).glob("*.yaml")})
 
 
 def _where(overrides: list[str]) -> str:
@@ -171,10 +179,12 @@ def _compose(overrides: list[str]) -> dict:
     if not (CONF_DIR / "sweep.yaml").is_file():
         raise UsageError(f"sweeper's configs are not installed ({CONF_DIR / 'sweep.yaml'} is missing); "
                          f"reinstall sweeper (pip install .)")
+    register()                                   # the structured configs (schemas) of every typed group
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(str(CONF_DIR), version_base=None):
             cfg = hydra_compose("sweep", overrides=list(overrides))
+        _strict_booleans(cfg, overrides)
         return OmegaConf.to_container(cfg, resolve=True)
     finally:
         GlobalHydra.instance().clear()
@@ -182,6 +192,9 @@ def _compose(overrides: list[str]) -> dict:
 
 def explain_hydra_error(e: Exception, overrides: list[str]) -> str:
     msg, name = str(e), type(e).__name__
+    cause = _omegaconf_cause(e)
+    if cause is not None:
+        return explain_validation(cause, value_of=lambda key: _override_value(key, overrides))
     m = re.search(r"Could not find '([^']+)/([^'/]+)'", msg)
     if m:
         group, option = m.groups()
@@ -213,6 +226,48 @@ def explain_hydra_error(e: Exception, overrides: list[str]) -> str:
         m = re.search(r"full_key: (\S+)", msg)
         return _missing_message(m.group(1) if m else "a required key")
     return msg.strip().splitlines()[0] if msg.strip() else name
+
+
+def _omegaconf_cause(e: BaseException):
+    """The OmegaConf type or key error behind a Hydra error (a value merged into a structured config), if any."""
+    from omegaconf.errors import ConfigKeyError, ConfigTypeError, ValidationError
+
+    seen = 0
+    while e is not None and seen < 8:
+        if isinstance(e, (ValidationError, ConfigKeyError, ConfigTypeError)) and getattr(e, "full_key", None):
+            return e
+        e, seen = e.__cause__ or e.__context__, seen + 1
+    return None
+
+
+def _override_value(key: str, overrides: list[str]) -> Any:
+    """The value the last override of `key` gives (as Hydra parses it), or None."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    for override in reversed(overrides):
+        if _key(override) == key:
+            try:
+                return OverridesParser.create().parse_overrides([override])[0].value()
+            except Exception:  # noqa: BLE001 - only shown in a message
+                return None
+    return None
+
+
+def _strict_booleans(cfg: Any, overrides: list[str]) -> None:
+    """A typed boolean takes true or false only (OmegaConf would also turn `yes`, `1`, `2` into a boolean)."""
+    from omegaconf import OmegaConf
+    from omegaconf.nodes import BooleanNode
+
+    for override in overrides:
+        key = _key(override)
+        if "=" not in override or override.startswith("~") or key.startswith("hydra"):
+            continue
+        section, _, leaf = key.rpartition(".")
+        parent = OmegaConf.select(cfg, section, default=None) if section else cfg
+        node = parent._get_node(leaf) if OmegaConf.is_dict(parent) else None
+        value = _override_value(key, [override])
+        if isinstance(node, BooleanNode) and value is not None and not isinstance(value, bool):
+            raise UsageError(f"{key}={show(value)}: expected a boolean (true or false)")
 
 
 def _keys_at(section: str | None, overrides: list[str]) -> list[str]:
@@ -247,31 +302,48 @@ def _experiment_file(overrides: list[str]) -> str:
 
 
 def read_experiment(cfg: dict, overrides: list[str] = ()) -> Experiment:
+    """The composed experiment.* typed by its schema (sweeper.schema.ExperimentConf); errors name the file."""
     exp = cfg.get("experiment")
     if not exp:
         raise UsageError("no experiment given: add +experiment=NAME (available: "
                          + ", ".join(available("experiment", overrides)) + f"; {_where(overrides)})")
+    where = _experiment_file(overrides)
     if not isinstance(exp, dict):
         raise UsageError(f"experiment={exp!r}: an experiment is a mapping (name, baseline, metric, "
-                         f"lower_is_better, variants) in {_experiment_file(overrides)}")
+                         f"lower_is_better, variants) in {where}")
     for key in ("name", "baseline", "metric", "lower_is_better", "variants"):
         if key not in exp:
-            raise UsageError(f"experiment.{key} is missing in {_experiment_file(overrides)}")
+            raise UsageError(f"experiment.{key} is missing in {where}")
     variants = exp["variants"] or {}
     if not isinstance(variants, dict) or not variants:
         raise UsageError("experiment.variants must map variant names to lists of overrides")
-    if exp["baseline"] not in variants:
-        raise UsageError(f"experiment.baseline={exp['baseline']!r} is not one of the variants: {', '.join(variants)}")
     for vname, ovs in variants.items():
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", str(vname)):
             raise UsageError(f"variant name {vname!r}: use letters, digits, '_', '-' and '.' only")
         if ovs is not None and not (isinstance(ovs, list) and all(isinstance(o, str) for o in ovs)):
             raise UsageError(f"experiment.variants.{vname} must be a list of 'key=value' overrides")
-    if not isinstance(exp["lower_is_better"], bool):
-        raise UsageError(f"experiment.lower_is_better={exp['lower_is_better']!r}: accepted values are true, false")
-    return Experiment(name=str(exp["name"]), baseline=str(exp["baseline"]), metric=str(exp["metric"]),
-                      lower_is_better=exp["lower_is_better"],
-                      variants={str(k): list(v or []) for k, v in variants.items()})
+    try:
+        conf = build(ExperimentConf, exp, "experiment")
+    except UsageError as e:
+        raise UsageError(f"{e} (in {where})") from None
+    if conf.baseline not in conf.variants:
+        raise UsageError(f"experiment.baseline={conf.baseline!r} is not one of the variants: "
+                         f"{', '.join(conf.variants)}")
+    return Experiment(name=conf.name, baseline=conf.baseline, metric=conf.metric,
+                      lower_is_better=conf.lower_is_better,
+                      variants={str(k): list(v or []) for k, v in conf.variants.items()},
+                      min_effect=conf.min_effect, secondary_metrics=dict(conf.secondary_metrics))
+
+
+def check_schemas(cfg: dict) -> None:
+    """The ranges of sweeper.* and launcher.* (their schema's rules, before anything starts); cfg["sweeper"]
+    becomes the checked block (`preflight: false` reads as off). task.* is checked by read_task."""
+    from dataclasses import asdict
+
+    from sweeper.launcher_schema import launcher_conf
+
+    cfg["sweeper"] = asdict(build(SweeperConf, cfg.get("sweeper"), "sweeper"))
+    launcher_conf(cfg.get("launcher"))
 
 
 def run_config(cfg: dict, seed: int = 0) -> dict:
@@ -288,6 +360,7 @@ def compose_sweep(overrides: list[str]) -> Sweep:
     """Compose the sweep and every variant, check the task and validate each run config through the task's
     validate hook; raises UsageError before anything is started or written."""
     cfg = compose(overrides)
+    check_schemas(cfg)
     experiment = read_experiment(cfg, overrides)
     task = read_task(cfg)
     check_task(task, preflight=(cfg.get("sweeper") or {}).get("preflight") not in (None, False, "off"))

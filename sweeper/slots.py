@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweeper.errors import UsageError
-from sweeper.failures import RetryPolicy
+from sweeper.launcher_schema import LocalLauncherConf
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -40,55 +40,8 @@ def run_env(base: dict, threads: int, pythonpath: str | Path = PROJECT_ROOT) -> 
     return env
 
 
-@dataclass(frozen=True)
-class LauncherConfig:
-    name: str = "local"
-    devices: list | None = None
-    runs_per_device: int = 1
-    cpu_only: bool = False
-    max_parallel: int | None = None
-    threads_per_run: int | None = None
-    cores: list | None = None
-    max_retries: int = 2            # retries of a run after a transient failure (signal, CUDA OOM, lost node)
-    retry_backoff_s: float = 5.0    # delay before the first retry, doubled for each further one
-    crash_loop_after: int = 2       # runs of a variant failing with the same error that stop the variant (0 = off)
-    grace_s: float = 20.0           # Ctrl-C/SIGTERM: seconds between SIGTERM and SIGKILL of the runs
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "LauncherConfig":
-        known = set(cls.__dataclass_fields__)
-        extra = sorted(set(d) - known)
-        if extra:
-            raise UsageError(f"unknown config key launcher.{extra[0]}; keys of launcher are {', '.join(sorted(known))}")
-        d = dict(d)
-        for key in ("devices", "cores"):      # also accept "3,5" (a shell-friendly list)
-            if isinstance(d.get(key), (str, int)) and not isinstance(d.get(key), bool):
-                d[key] = [p.strip() for p in str(d[key]).split(",") if p.strip()]
-        cfg = cls(**d)
-        for key in ("runs_per_device", "max_parallel", "threads_per_run"):
-            v = getattr(cfg, key)
-            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
-                raise UsageError(f"launcher.{key}={v!r}: must be a positive integer")
-        for key in ("max_retries", "crash_loop_after"):
-            v = getattr(cfg, key)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise UsageError(f"launcher.{key}={v!r}: must be an integer >= 0")
-        for key in ("retry_backoff_s", "grace_s"):
-            v = getattr(cfg, key)
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
-                raise UsageError(f"launcher.{key}={v!r}: must be a number of seconds >= 0")
-        if cfg.cores is not None:
-            try:
-                object.__setattr__(cfg, "cores", [int(c) for c in cfg.cores])
-            except (TypeError, ValueError):
-                raise UsageError(f"launcher.cores={cfg.cores!r}: must be a list of CPU core ids, e.g. [0,1,2,3]") from None
-        if cfg.devices is not None and not isinstance(cfg.devices, (list, tuple)):
-            raise UsageError(f"launcher.devices={cfg.devices!r}: must be a list of GPU ids, e.g. [0,2]")
-        return cfg
-
-    def retry_policy(self) -> RetryPolicy:
-        return RetryPolicy(max_retries=self.max_retries, backoff_s=float(self.retry_backoff_s),
-                           crash_loop_after=self.crash_loop_after)
+# The `launcher=local` schema is the pool's config type (keys, defaults and ranges: sweeper.launcher_schema).
+LauncherConfig = LocalLauncherConf
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,11 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict
 from pathlib import Path
 
 from sweeper.errors import UsageError
+from sweeper.launcher_schema import SlurmLauncherConf
 from sweeper.run.atomic import atomic_write_json, read_json
 from sweeper.run.rundir import KEEP, TERMINAL, RunDir, Status
 from sweeper.slots import PROJECT_ROOT
@@ -34,89 +35,8 @@ ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_F
 RESUMABLE = ("CANCELLED", "PREEMPTED", "NODE_FAIL", "TIMEOUT")   # the run ends interrupted, not failed
 
 
-@dataclass(frozen=True)
-class SlurmConfig:
-    name: str = "slurm"
-    wait: bool = True                      # false: submit, record job ids in SWEEP_DIR/slurm.json, exit
-    partition: str | None = None
-    account: str | None = None
-    qos: str | None = None
-    timeout_min: int = 60
-    cpus_per_task: int | None = 4          # the run's OMP/MKL threads
-    gpus_per_node: int | None = 1          # GPUs per run (0 or null: none; or use gres)
-    gres: str | None = None                # e.g. "gpu:a100:1", instead of gpus_per_node
-    mem_gb: float | None = None
-    cpus_per_gpu: int | None = None
-    gpus_per_task: int | None = None
-    mem_per_gpu: str | None = None
-    mem_per_cpu: str | None = None
-    constraint: str | None = None
-    exclude: str | None = None
-    comment: str | None = None
-    job_name: str | None = None            # default sweeper-<experiment>
-    array_parallelism: int = 256           # tasks of the array running at once
-    signal_delay_s: int = 120              # USR2 this long before the time limit: checkpoint and requeue
-    max_num_timeout: int = 3               # requeues after hitting the time limit (preemptions are not counted)
-    additional_parameters: dict = field(default_factory=dict)   # any other sbatch option: {"mail-type": "END"}
-    setup: list | None = None              # shell lines run in the sbatch script before the task
-    stderr_to_stdout: bool = False
-    submitit_folder: str | None = None     # default SWEEP_DIR/.submitit/%j
-    stop_grace_s: float = 60.0             # time a run gets to checkpoint after a stop signal
-    poll_s: float = 5.0                    # seconds between state polls while waiting
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "SlurmConfig":
-        known = [f.name for f in fields(cls)]
-        extra = sorted(set(d) - set(known))
-        if extra:
-            raise UsageError(f"unknown config key launcher.{extra[0]}; keys of launcher (slurm) are "
-                             f"{', '.join(sorted(known))}")
-        d = dict(d)
-        if d.get("additional_parameters") is None:
-            d["additional_parameters"] = {}
-        cfg = cls(**d)
-        _check(cfg)
-        return cfg
-
-    @property
-    def use_gpus(self) -> bool:
-        return bool(self.gpus_per_node or self.gpus_per_task or (self.gres and "gpu" in self.gres))
-
-
-def _check(cfg: SlurmConfig) -> None:
-    def positive(key: str, allow_none: bool = True, allow_zero: bool = False) -> None:
-        v = getattr(cfg, key)
-        if v is None and allow_none:
-            return
-        if isinstance(v, bool) or not isinstance(v, int) or v < (0 if allow_zero else 1):
-            raise UsageError(f"launcher.{key}={v!r}: must be a {'non-negative' if allow_zero else 'positive'} "
-                             f"integer{' or null' if allow_none else ''}")
-
-    for key in ("cpus_per_task", "cpus_per_gpu", "gpus_per_task"):
-        positive(key)
-    positive("gpus_per_node", allow_zero=True)
-    positive("max_num_timeout", allow_none=False, allow_zero=True)
-    positive("timeout_min", allow_none=False)
-    positive("array_parallelism", allow_none=False)
-    positive("signal_delay_s", allow_none=False)
-    for key in ("wait", "stderr_to_stdout"):
-        if not isinstance(getattr(cfg, key), bool):
-            raise UsageError(f"launcher.{key}={getattr(cfg, key)!r}: accepted values are true, false")
-    if cfg.mem_gb is not None and (isinstance(cfg.mem_gb, bool) or not isinstance(cfg.mem_gb, (int, float))
-                                   or cfg.mem_gb <= 0):
-        raise UsageError(f"launcher.mem_gb={cfg.mem_gb!r}: must be a positive number of GB or null")
-    if not isinstance(cfg.additional_parameters, dict):
-        raise UsageError(f"launcher.additional_parameters={cfg.additional_parameters!r}: must be a mapping of "
-                         f"sbatch option -> value, e.g. {{mail-type: END}}")
-    if cfg.setup is not None and not (isinstance(cfg.setup, list) and all(isinstance(s, str) for s in cfg.setup)):
-        raise UsageError(f"launcher.setup={cfg.setup!r}: must be a list of shell lines")
-    if cfg.signal_delay_s >= cfg.timeout_min * 60:
-        raise UsageError(f"launcher.signal_delay_s={cfg.signal_delay_s} must be shorter than "
-                         f"launcher.timeout_min={cfg.timeout_min} minutes")
-    for key in ("stop_grace_s", "poll_s"):
-        v = getattr(cfg, key)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-            raise UsageError(f"launcher.{key}={v!r}: must be a positive number of seconds")
+# The `launcher=slurm` schema is the backend's config type (keys, defaults and ranges: sweeper.launcher_schema).
+SlurmConfig = SlurmLauncherConf
 
 
 def sbatch_options(cfg: SlurmConfig) -> dict:

@@ -19,7 +19,6 @@ process also finds modules in the task's cwd (it is put on PYTHONPATH).
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -27,9 +26,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sweeper.errors import UsageError
-from sweeper.run.entry import ENTRY
+from sweeper.schema import TaskConf, build, keys_of
 
-KEYS = ("entry", "command", "cwd", "validate", "preflight")
+KEYS = tuple(keys_of(TaskConf))
 PYTHONS = ("python", "python3")
 
 
@@ -64,39 +63,16 @@ class TaskSpec:
 
 
 def parse_task(block: dict | None, cwd: str | Path | None = None) -> TaskSpec:
-    """The `task:` config block, typed and checked (no imports, no processes: see check_task)."""
-    block = dict(block or {})
-    unknown = sorted(set(block) - set(KEYS))
-    if unknown:
-        raise UsageError(f"unknown config key task.{unknown[0]}; keys of task are {', '.join(KEYS)}")
-    entry, command = block.get("entry"), block.get("command")
-    if bool(entry) == bool(command):
-        raise UsageError("task: set exactly one of task.entry (module:function, called with the run) and "
-                         "task.command (a program that calls sweeper.init()); "
-                         + ("both are set" if entry else "neither is set"))
-    for key in ("entry", "validate", "preflight"):
-        value = block.get(key)
-        if value is not None and not (isinstance(value, str) and ENTRY.match(value)):
-            raise UsageError(f"task.{key}={value!r}: expected an entry point package.module:function, "
-                             f"e.g. train:main")
-    if command is not None:
-        if isinstance(command, str):
-            try:
-                command = shlex.split(command)
-            except ValueError as e:
-                raise UsageError(f"task.command={command!r}: {e}") from None
-        if not (isinstance(command, (list, tuple)) and command and all(isinstance(w, (str, int, float))
-                                                                       for w in command)):
-            raise UsageError(f"task.command={command!r}: expected a program and its arguments, "
-                             f"e.g. [python, train.py] or 'python train.py --fast'")
-        command = tuple(str(w) for w in command)
-    base = Path(block.get("cwd") or cwd or os.getcwd()).expanduser()
+    """The `task:` config block, typed and checked by its schema (sweeper.schema.TaskConf; no imports, no
+    processes: see check_task); a relative task.cwd is relative to `cwd`."""
+    conf = build(TaskConf, dict(block or {}), "task")
+    base = Path(conf.cwd or cwd or os.getcwd()).expanduser()
     if not base.is_absolute():
         base = Path(cwd or os.getcwd()) / base
     if not base.is_dir():
         raise UsageError(f"task.cwd={str(base)!r}: no such directory")
-    return TaskSpec(entry=entry or None, command=command, cwd=str(base.resolve()),
-                    validate=block.get("validate"), preflight=block.get("preflight"))
+    return TaskSpec(entry=conf.entry or None, command=tuple(conf.command) if conf.command else None,
+                    cwd=str(base.resolve()), validate=conf.validate, preflight=conf.preflight)
 
 
 def python_path(spec: TaskSpec, inherited: str | None = None) -> str:

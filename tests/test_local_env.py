@@ -118,7 +118,7 @@ def test_bad_launcher_settings_are_one_line_errors(tmp_path, override, message):
 
 def test_launcher_config_accepts_a_comma_list():
     assert LauncherConfig.from_dict({"devices": "3,5"}).devices == ["3", "5"]
-    with pytest.raises(UsageError, match="unknown config key launcher.gpus"):
+    with pytest.raises(UsageError, match="unknown config key 'launcher.gpus'"):
         LauncherConfig.from_dict({"gpus": 2})
 
 

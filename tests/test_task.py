@@ -73,7 +73,7 @@ def listing(root):
     (["task.validate=nomod:validate"], "task.validate='nomod:validate': module nomod does not import"),
     (["task.preflight=mymod:nosuch", "sweeper.preflight=warn"], "task.preflight='mymod:nosuch': module mymod has no"),
     (["task.cwd=/no/such/dir"], "task.cwd='/no/such/dir': no such directory"),
-    (["+task.bogus=1"], "unknown config key task.bogus; keys of task are entry, command, cwd, validate, preflight"),
+    (["+task.bogus=1"], "unknown config key 'task.bogus'; keys of task are: command, cwd, entry, preflight, validate"),
     (["sweeper.preflight=stop"], "sweeper.preflight=stop needs the task's preflight hook: set task.preflight="),
     (["sweeper.audit=true"], "sweeper.audit=true audits the built-in trainer only (task.entry=train:main)"),
     (["task.validate=mymod:validate", "lr=2"], "lr=2: must be at most 1"),

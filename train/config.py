@@ -2,6 +2,7 @@
 
     cfg = RunConfig.from_dict(run.config_dict)   # inside main(run); ConfigError names the key and the fix
     validate(config)                             # the `train.config:validate` hook (conf/task/train.yaml)
+    register_schemas(ConfigStore.instance())     # model/ data/ train/ health/ groups (entry point sweeper.schemas)
 
 Pure Python (no torch): the sweeper parent calls `validate` on every planned run before anything starts.
 A run's identity (experiment, variant) is not part of its config: it is run.experiment / run.variant.
@@ -29,46 +30,74 @@ class ConfigError(_RunConfigError):
 
 @dataclass
 class ModelConfig:
+    """model=small: a small decoder-only transformer (pre-norm, causal attention, RoPE through `kernels`)."""
     d_model: int = 128
     n_layers: int = 2
     n_heads: int = 4
-    context: int = 64
-    pos_encoding: str = "rope"
-    rope_impl: str = "auto"
+    context: int = 64              # tokens per training window
+    pos_encoding: str = "rope"     # rope | none
+    rope_impl: str = "auto"        # auto (Triton on CUDA, fast PyTorch path on CPU) | torch | triton | reference | fault_no_qk_grad
     rope_base: float = 10000.0
     mlp_ratio: int = 4
     dropout: float = 0.0
 
 
 @dataclass
-class DataConfig:
+class StdlibData:
+    """data=stdlib (the default): the embedded corpus, the Python standard library's own Lib/*.py sources
+    sorted by name (no download)."""
     kind: str = "stdlib"
-    n_files: int = 60
+    n_files: int = 60              # the first N files of Lib/*.py in sorted order
+    val_fraction: float = 0.1      # the last 10% of characters are the validation split
+
+
+@dataclass
+class TextData:
+    """data=text: a user's own UTF-8 text file, `data=text data.path=/path/to/corpus.txt`."""
+    kind: str = "text"
+    path: str = "???"              # required: the corpus file
+    val_fraction: float = 0.1      # the last 10% of characters are the validation split
+
+
+@dataclass
+class DataConfig(StdlibData):
+    """A run's `data` block, of either option (its keys are StdlibData's and TextData's)."""
     path: str | None = None
-    val_fraction: float = 0.1
 
 
 @dataclass
 class TrainConfig:
+    """train=default: AdamW, warmup + cosine decay, a fixed number of steps."""
     steps: int = 300
     batch_size: int = 32
     lr: float = 3e-3
     weight_decay: float = 0.1
     warmup_steps: int = 20
     grad_clip: float = 1.0
-    log_interval: int = 10
-    eval_interval: int = 50
-    eval_batches: int = 4
-    ckpt_interval: int = 100
-    keep_checkpoints: int = 2
-    deterministic: bool = True
-    device: str = "auto"
+    log_interval: int = 10         # steps between metrics lines
+    eval_interval: int = 50        # steps between validation passes (and always at the last step)
+    eval_batches: int = 4          # fixed validation batches, the same for every variant of a seed
+    ckpt_interval: int = 100       # steps between RNG-state checkpoints (0 = only at the end / on a stop signal)
+    keep_checkpoints: int = 2      # keep the newest k (>= 2) valid checkpoints
+    deterministic: bool = True     # determinism flags; false trades bitwise reproducibility for speed
+    device: str = "auto"           # auto (cuda if visible, else cpu) | cpu | cuda
 
 
 @dataclass
 class HealthConfig:
-    interval: int = 10
-    preflight: bool = True
+    """health=default: live monitors during training and preflight checks before it."""
+    interval: int = 10             # steps between monitor records in the metrics
+    preflight: bool = True         # run the preflight checks at the start of each run (written to health.json)
+
+
+GROUPS = {("model", "small"): ModelConfig, ("data", "stdlib"): StdlibData, ("data", "text"): TextData,
+          ("train", "default"): TrainConfig, ("health", "default"): HealthConfig}
+
+
+def register_schemas(cs) -> None:
+    """The `sweeper.schemas` entry point (pyproject.toml): the trainer's groups as Hydra structured configs."""
+    for (group, name), node in GROUPS.items():
+        cs.store(group=group, name=name, node=node, provider="train")
 
 
 @dataclass

@@ -31,13 +31,14 @@ WORK = ".sweeper_pool"      # job and result pickles, under hydra.sweep.dir
 
 
 def pool_config(params: dict):
+    """The pool's options typed and checked by the local launcher's schema, errors naming hydra.launcher.KEY."""
     from sweeper.errors import UsageError
     from sweeper.slots import LauncherConfig
 
     try:
-        return LauncherConfig.from_dict({"name": "local", **params})
+        return LauncherConfig.from_dict({**params, "name": "local"}, prefix="hydra.launcher")
     except UsageError as e:
-        raise contract.LaunchError(str(e).replace("launcher.", "hydra.launcher.")) from None
+        raise contract.LaunchError(str(e)) from None
 
 
 def load_return(path: Path) -> JobReturn | None:

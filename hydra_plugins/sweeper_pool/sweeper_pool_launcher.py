@@ -3,18 +3,11 @@
     python my_app.py -m seed=0,1,2 lr=0.01,0.001 hydra/launcher=sweeper_pool 'hydra.launcher.baseline="lr=0.01"'
     python -m sweeper.report multirun/2024-05-01/12-00-00        # the decision table of that multirun
 
-Pool options (`hydra.launcher.KEY=VALUE`), as sweeper's `launcher=local`:
-    devices: null          GPU ids, e.g. [0,2]; null = every visible GPU (CUDA_VISIBLE_DEVICES honoured)
-    runs_per_device: 1     jobs sharing one GPU
-    cpu_only: false        ignore GPUs: CPU-core slots
-    max_parallel: null     cap on concurrent jobs
+Pool options (`hydra.launcher.KEY=VALUE`): every key of sweeper's `launcher=local` (sweeper.launcher_schema.PoolConf:
+devices, runs_per_device, cpu_only, max_parallel, threads_per_run, cores, max_retries, retry_backoff_s,
+crash_loop_after, grace_s; the same types, ranges and comments), with two defaults of its own (max_retries: 0,
+a retry restarts the job; crash_loop_after: 0, off) and
     n_jobs: null           hydra-joblib-launcher's name for max_parallel (-1: no cap); give one of the two
-    threads_per_run: null  threads per job; null = the cores split evenly
-    cores: null            CPU core ids to use; null = this process's affinity set
-    max_retries: 0         retries after a transient failure (killed by a signal, CUDA OOM); a retry restarts the job
-    retry_backoff_s: 5.0   delay before the first retry, doubled each time
-    crash_loop_after: 0    stop starting jobs once this many failed with the same error (0 = off)
-    grace_s: 20.0          Ctrl-C: seconds from SIGTERM to SIGKILL of the jobs' process groups
 Decision-table options (recorded in the sweep dir's manifest for `python -m sweeper.report`):
     baseline: null         the variant the others are compared with, by name: a job's overrides without the
                            seed, joined by a space ("lr=0.01", "lr=0.01 wd=0"; "default" when only the seed
@@ -23,36 +16,39 @@ Decision-table options (recorded in the sweep dir's manifest for `python -m swee
                            returning a mapping of numbers, or calling sweeper.init() + run.finish(), names its own
     lower_is_better: true  the metric's direction
     seed_key: seed         the override that is the seed (its values are a variant's seeds)
+A bad option is one line naming it (`hydra.launcher.max_parallel=0: must be a positive integer or null`).
 Each job's output dir is a sweeper run dir: config.yaml (the job's config), its status, its summary (the
 return value or finish() metrics) and stdout.log (the job's stdout and stderr). Running the same multirun again
 (same hydra.sweep.dir) skips the jobs that already finished with the same config and returns their results.
 """
 
-from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence
+from dataclasses import MISSING, field, fields, make_dataclass
+from typing import Any, Sequence
 
 from hydra.core.config_store import ConfigStore
 from hydra.plugins.launcher import Launcher
 
+from sweeper.launcher_schema import PoolConf
 
-@dataclass
-class SweeperPoolLauncherConf:
-    _target_: str = "hydra_plugins.sweeper_pool.sweeper_pool_launcher.SweeperPoolLauncher"
-    devices: Optional[List[Any]] = None
-    runs_per_device: int = 1
-    cpu_only: bool = False
-    max_parallel: Optional[int] = None
-    n_jobs: Optional[int] = None
-    threads_per_run: Optional[int] = None
-    cores: Optional[List[int]] = field(default=None)
-    max_retries: int = 0
-    retry_backoff_s: float = 5.0
-    crash_loop_after: int = 0
-    grace_s: float = 20.0
-    baseline: Optional[str] = None
-    metric: str = "objective"
-    lower_is_better: bool = True
-    seed_key: str = "seed"
+TARGET = "hydra_plugins.sweeper_pool.sweeper_pool_launcher.SweeperPoolLauncher"
+DEFAULTS = {"max_retries": 0,           # a retry restarts the job (a Hydra job has no checkpoint of ours)
+            "crash_loop_after": 0}      # off
+OWN = {"n_jobs": None, "baseline": None, "metric": "objective", "lower_is_better": True, "seed_key": "seed"}
+
+
+def _default(f) -> Any:
+    if f.name in DEFAULTS:
+        return field(default=DEFAULTS[f.name])
+    return field(default_factory=f.default_factory) if f.default is MISSING else field(default=f.default)
+
+
+# PoolConf's keys and defaults (the local launcher's schema, the one definition), typed Any here: Hydra takes
+# any value and the launch checks the options against the schema, so a bad one is one line naming it
+# (pool_config; the plugin's own options in _contract.split_params) instead of Hydra's multi-line type error.
+SweeperPoolLauncherConf = make_dataclass(
+    "SweeperPoolLauncherConf",
+    [("_target_", str, field(default=TARGET))] + [(f.name, Any, _default(f)) for f in fields(PoolConf)]
+    + [(k, Any, field(default=v)) for k, v in OWN.items()])
 
 
 ConfigStore.instance().store(group="hydra/launcher", name="sweeper_pool", node=SweeperPoolLauncherConf,

@@ -1,0 +1,285 @@
+"""The typed schema of sweeper's own config groups: every key, default, type, comment and accepted range, once.
+
+    python -m sweeper +experiment=rope --cfg            # the composed config: every key with its default
+    register()                                          # ConfigStore: the groups below + each `sweeper.schemas` entry point
+    cfg = build(SweeperConf, {"dry_run": True}, "sweeper")   # typed and checked; UsageError naming the key
+
+Structured configs (Hydra's ConfigStore) are the schema: `sweeper_schema` (package sweeper) and `task_schema`
+(package task) are extended by conf/sweep.yaml; launcher/local and launcher/slurm are the group options
+themselves (sweeper.launcher_schema); experiment.* is applied by compose.read_experiment. A field made with
+`rule(...)` carries its accepted range: the same words for a wrong type and an out-of-range value. Your own
+groups get typed the same way: a `sweeper.schemas` entry point (pyproject.toml) names a function called with
+the ConfigStore before every composition (train.config:register_schemas is the built-in trainer's).
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import typing
+from dataclasses import MISSING as NO_DEFAULT
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, Callable, Dict, List, Optional
+
+from sweeper.errors import UsageError
+
+MISSING = "???"                                   # OmegaConf's mandatory value
+ENTRY_POINTS = "sweeper.schemas"
+PREFLIGHT_MODES = ("off", "warn", "stop")
+DIRECTIONS = ("lower", "higher")
+
+
+# -- fields with their accepted range -------------------------------------------------------------------------
+
+def rule(default: Any = NO_DEFAULT, *, must: str, ok: Callable[[Any], bool], factory: Any = NO_DEFAULT):
+    """A field whose value must pass ok(value) (None passes when the type is Optional); `must` says what is
+    accepted and ends every error about the key: `launcher.max_parallel=0: must be a positive integer or null`."""
+    return field(default=default, default_factory=factory, metadata={"must": must, "ok": ok})
+
+
+def positive(default: Any, null: bool = False, what: str = "integer"):
+    return rule(default, must=f"must be a positive {what}{' or null' if null else ''}", ok=lambda v: v > 0)
+
+
+def at_least_zero(default: Any, null: bool = False, what: str = "an integer >= 0"):
+    return rule(default, must=f"must be {what}{' or null' if null else ''}", ok=lambda v: v >= 0)
+
+
+def one_of(default: str, accepted: tuple[str, ...]):
+    return rule(default, must=f"accepted values are {', '.join(accepted)}", ok=lambda v: v in accepted)
+
+
+def check_fields(obj: Any, prefix: str, given: dict | None = None) -> None:
+    """Every rule(...) field of a built dataclass (the error shows the value as given, when known)."""
+    for f in fields(obj):
+        value, ok = getattr(obj, f.name), f.metadata.get("ok")
+        if ok is not None and value is not None and not ok(value):
+            shown = (given or {}).get(f.name, value)
+            raise UsageError(f"{prefix}.{f.name}={show(shown)}: {f.metadata['must']}")
+
+
+def phrase_of(cls: type, key: str) -> str:
+    """What a field accepts: its rule's words, or its type's (`expected an integer or null`)."""
+    spec = next(f for f in fields(cls) if f.name == key)
+    return spec.metadata.get("must") or f"expected {describe(type_hints(cls)[key])}"
+
+
+def _container(hint: Any) -> type | tuple | None:
+    args = [a for a in typing.get_args(hint) if a is not type(None)] if _is_union(hint) else [hint]
+    origin = typing.get_origin(args[0]) if len(args) == 1 else None
+    if origin in (dict, Dict) or (len(args) == 1 and is_dataclass(args[0])):
+        return dict
+    return (list, tuple) if origin in (list, List) else None
+
+
+def _is_union(hint: Any) -> bool:
+    return typing.get_origin(hint) is typing.Union or type(hint).__name__ == "UnionType"
+
+
+def build(cls: type, values: Any, prefix: str, label: str = ""):
+    """values (a mapping: a composed block, an old manifest's dict, plugin options) as a checked `cls`: unknown
+    keys, wrong types and out-of-range values are one-line UsageErrors naming `prefix.key`."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    if values is None:
+        values = {}
+    if not isinstance(values, dict):
+        raise UsageError(f"{prefix}={values!r}: expected a mapping with keys {', '.join(keys_of(cls))}")
+    unknown = sorted(set(values) - set(keys_of(cls)))
+    if unknown:
+        raise UsageError(unknown_key(f"{prefix}.{unknown[0]}", keys_of(cls), label))
+    hints = type_hints(cls)
+    for key, value in values.items():          # a container of the wrong kind: OmegaConf names no key for it
+        kind = _container(hints[key])
+        if value is not None and kind and not isinstance(value, kind):
+            raise UsageError(f"{prefix}.{key}={show(value)}: {phrase_of(cls, key)}")
+    try:
+        obj = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(cls), values))
+    except OmegaConfBaseException as e:
+        raise UsageError(explain_validation(e, prefix, lambda key: values.get(key.split(".")[0]))) from None
+    check_fields(obj, prefix, values)
+    if hasattr(obj, "check"):
+        obj.check(prefix)
+    return obj
+
+
+def keys_of(cls: type) -> list[str]:
+    return [f.name for f in fields(cls)]
+
+
+def unknown_key(key: str, keys: list[str], label: str = "") -> str:
+    parent = key.rsplit(".", 1)[0] if "." in key else None
+    where = f"keys of {parent}{label}" if parent else "top-level keys"
+    return f"unknown config key '{key}'; {where} are: {', '.join(sorted(keys))}" if keys else \
+        f"unknown config key '{key}'"
+
+
+# -- one line for an OmegaConf type or key error ----------------------------------------------------------------
+
+def explain_validation(e: Exception, prefix: str = "", value_of: Callable[[str], Any] | None = None) -> str:
+    """`train.steps='abc': expected an integer` from an OmegaConf ValidationError / ConfigKeyError (raised while
+    merging into a structured config). value_of(key) gives the value as written (a list for a list element)."""
+    key = str(getattr(e, "full_key", "") or "")
+    base = re.sub(r"\[\d+\]$", "", key)                       # an element of a list: name the list
+    full = ".".join(p for p in (prefix, base) if p)
+    owner, name = getattr(e, "object_type", None), getattr(e, "key", None)
+    if not (is_dataclass(owner) and isinstance(name, str) and base == key):
+        owner, name = _owning_dataclass(getattr(e, "parent_node", None), base.rpartition(".")[2])
+    if owner is not None:
+        known = keys_of(owner)
+        if name not in known:
+            return unknown_key(full, known)
+        phrase = phrase_of(owner, name)
+    else:
+        ref = getattr(e, "ref_type", None)
+        phrase = f"expected {describe(ref)}" if ref not in (None, Any) else \
+            (str(e).strip().splitlines() or [type(e).__name__])[0]
+    shown = value_of(base) if value_of else None
+    if shown is None:
+        shown = getattr(e, "value", None)
+    return f"{full}={show(shown)}: {phrase}"
+
+
+def _owning_dataclass(node: Any, name: str) -> tuple[type | None, str]:
+    """The structured config (dataclass) above an OmegaConf node that has a field `name` (a list's field)."""
+    for _ in range(8):
+        if node is None:
+            break
+        owner = getattr(getattr(node, "_metadata", None), "object_type", None)
+        if is_dataclass(owner) and name in keys_of(owner):
+            return owner, name
+        node = node._get_parent()
+    return None, name
+
+
+def show(value: Any) -> str:
+    """A value as it is written in a config: null, true, 'text', [1, 2]."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    return repr(value)
+
+
+def type_hints(cls: type) -> dict:
+    import sys
+
+    return typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+
+
+def describe(hint: Any) -> str:
+    """What a type annotation accepts, in words: Optional[List[int]] -> 'a list of integers or null'."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if _is_union(hint):
+        rest = [a for a in args if a is not type(None)]
+        inner = describe(rest[0]) if len(rest) == 1 else " or ".join(describe(a) for a in rest)
+        return inner + (" or null" if len(rest) < len(args) else "")
+    if origin in (list, List):
+        return f"a list of {_plural(args[0] if args else Any)}"
+    if origin in (dict, Dict):
+        return f"a mapping of names to {_plural(args[1] if len(args) > 1 else Any)}"
+    if is_dataclass(hint):
+        return f"a mapping with keys {', '.join(keys_of(hint))}"
+    return {bool: "a boolean (true or false)", int: "an integer", float: "a number", str: "a string"}.get(
+        hint, "a value")
+
+
+def _plural(hint: Any) -> str:
+    words = {bool: "booleans", int: "integers", float: "numbers", str: "strings"}
+    if hint in words:
+        return words[hint]
+    if typing.get_origin(hint) in (list, List):
+        return "lists"
+    return "values" if hint is Any else describe(hint).removeprefix("a ").removeprefix("an ") + "s"
+
+
+# -- sweeper.*, task.*, experiment.* ----------------------------------------------------------------------------
+
+@dataclass
+class SweeperConf:
+    """The `sweeper:` block of conf/sweep.yaml: how a sweep runs (what it runs is the experiment)."""
+    dir: Optional[str] = None      # sweep directory; default sweeps/<experiment>-<hash of the config> (same command -> same dir)
+    dry_run: bool = False          # print the plan and launch nothing
+    extend: bool = False           # allow adding seeds to an existing sweep dir (finished runs are kept)
+    preflight: str = one_of("off", PREFLIGHT_MODES)   # off | warn | stop: health checks once per variant before the seeds launch
+    audit: bool = False            # run the resume audit on the baseline before launching
+    report: bool = True            # write report.md, summary.csv and plots at the end
+    tensorboard: bool = False      # run.log also writes TensorBoard event files (pip install 'sweeper[tensorboard]')
+
+    def __post_init__(self) -> None:
+        if self.preflight in ("False", "false"):       # YAML's unquoted `off` is false
+            self.preflight = "off"
+
+
+@dataclass
+class TaskConf:
+    """The `task:` block: what every run starts (conf/task/train.yaml: the built-in trainer; task/custom: yours).
+    Set exactly one of entry and command."""
+    entry: Optional[str] = None      # package.module:function called with the run, by `python -m sweeper.run ENTRY RUN_DIR`
+    command: Any = None              # a program that calls sweeper.init(): [python, train.py] or 'python train.py --fast'
+    cwd: Optional[str] = None        # where each run starts; default: the directory the sweep was started in
+    validate: Optional[str] = None   # module:function called with each run's config before anything starts
+    preflight: Optional[str] = None  # module:function(config) -> sweeper.health.HealthReport, for sweeper.preflight=warn|stop
+
+    def check(self, prefix: str = "task") -> None:
+        from sweeper.run.entry import ENTRY
+
+        if bool(self.entry) == bool(self.command):
+            raise UsageError(f"{prefix}: set exactly one of {prefix}.entry (module:function, called with the run) and "
+                             f"{prefix}.command (a program that calls sweeper.init()); "
+                             + ("both are set" if self.entry else "neither is set"))
+        for key in ("entry", "validate", "preflight"):
+            value = getattr(self, key)
+            if value is not None and not ENTRY.match(value):
+                raise UsageError(f"{prefix}.{key}={value!r}: expected an entry point package.module:function, "
+                                 f"e.g. train:main")
+        command = self.command
+        if isinstance(command, str):
+            try:
+                command = shlex.split(command)
+            except ValueError as e:
+                raise UsageError(f"{prefix}.command={command!r}: {e}") from None
+        if command is not None and not (isinstance(command, (list, tuple)) and command
+                                        and all(isinstance(w, (str, int, float)) for w in command)):
+            raise UsageError(f"{prefix}.command={command!r}: expected a program and its arguments, "
+                             f"e.g. [python, train.py] or 'python train.py --fast'")
+        self.command = [str(w) for w in command] if command is not None else None
+
+
+@dataclass
+class ExperimentConf:
+    """experiment.* (conf/experiment/NAME.yaml, added with +experiment=NAME): what a sweep decides."""
+    name: str = rule(MISSING, must="must be a name of letters, digits, '_', '-' and '.'",
+                     ok=lambda v: bool(re.fullmatch(r"[A-Za-z0-9_.-]+", v)))   # names the sweep dir: sweeps/<name>-<hash>
+    baseline: str = MISSING                  # the variant every other variant is compared with
+    metric: str = rule(MISSING, must="must be a metric name", ok=bool)   # the decision metric: a key of each run's final metrics
+    lower_is_better: bool = MISSING          # the metric's direction
+    variants: Dict[str, Optional[List[str]]] = MISSING   # variant name -> overrides (command-line syntax); null = []
+    min_effect: Optional[float] = positive(None, null=True, what="number (the smallest effect that matters, in "
+                                                                "metric units)")
+    secondary_metrics: Dict[str, str] = rule(factory=dict, must="must map metric names to lower or higher (which "
+                                             "direction is better)", ok=lambda d: all(v in DIRECTIONS
+                                                                                      for v in d.values()))
+
+
+# -- registration -------------------------------------------------------------------------------------------------
+
+def register() -> None:
+    """Store every schema in Hydra's ConfigStore (idempotent): sweeper's own, then each `sweeper.schemas` entry
+    point's register function called with the ConfigStore; one that fails is a UsageError naming it."""
+    from importlib.metadata import entry_points
+
+    from hydra.core.config_store import ConfigStore
+
+    from sweeper.launcher_schema import LocalLauncherConf, SlurmLauncherConf
+
+    cs = ConfigStore.instance()
+    cs.store(name="sweeper_schema", node=SweeperConf, package="sweeper", provider="sweeper")
+    cs.store(name="task_schema", node=TaskConf, package="task", provider="sweeper")
+    cs.store(group="launcher", name="local", node=LocalLauncherConf, provider="sweeper")
+    cs.store(group="launcher", name="slurm", node=SlurmLauncherConf, provider="sweeper")
+    for ep in sorted(entry_points(group=ENTRY_POINTS), key=lambda ep: ep.name):
+        try:
+            ep.load()(cs)
+        except Exception as e:  # noqa: BLE001 - a user's register function: one line naming it
+            raise UsageError(f"config schema entry point {ENTRY_POINTS}:{ep.name} = {ep.value} failed: "
+                             f"{type(e).__name__}: {e}".splitlines()[0]) from None
+
