@@ -54,20 +54,62 @@ def overrides_of(argv: list[str]) -> list[str]:
 def prepare(argv: list[str]):
     """Everything that can be checked before launching: returns (plan, backend, launcher config)."""
     from sweeper.compose import compose_sweep
-    from sweeper.plan import make_plan, reconcile
+    from sweeper.plan import check_size, count_seeds, make_plan, max_runs, reconcile
     from sweeper.preflight import check_preflight_options
     from sweeper.seeds import parse_seeds
 
     sweep = compose_sweep(overrides_of(argv))
+    max_runs(sweep)
+    n_seeds = count_seeds(sweep.cfg["seeds"])      # a huge range is refused before it is expanded
+    check_size(sweep, {v: len(own) if own is not None else n_seeds for v, own in sweep.variant_seeds.items()}
+               or {v: n_seeds for v in sweep.variant_configs})
     seeds = parse_seeds(sweep.cfg["seeds"])
     backend, launcher_cfg = validate_launcher(sweep.launcher)
     check_preflight_options(sweep)
     plan = reconcile(make_plan(sweep, seeds), extend=bool(sweep.sweeper.get("extend")))
+    fix_launch(plan, backend, launcher_cfg)
     return plan, backend, launcher_cfg
 
 
+def fix_launch(plan, backend, launcher_cfg):
+    """plan.launch: the settings recorded in the sweep dir, else the backend's for the launcher config and the
+    FULL plan (never the runs left); what a backend without launch_settings gives: its threads key."""
+    from sweeper.plan import keep_recorded_launch
+    from sweeper.run.rundir import Launch
+
+    settings = getattr(backend, "launch_settings", None)
+    if settings is not None:
+        computed = settings(launcher_cfg, len(plan.runs))
+    else:
+        threads = getattr(launcher_cfg, "threads_per_run", None) or getattr(launcher_cfg, "cpus_per_task", None)
+        computed = Launch(threads_per_run=threads)
+    return keep_recorded_launch(plan, computed)
+
+
+def interrupted(prog: str, sweep_dir=None) -> int:
+    """The one line after Ctrl-C / SIGTERM, and exit status 130."""
+    from sweeper import interrupts
+
+    interrupts.quiet()
+    where = (f"finished runs are kept. Resume with the same command or `python -m sweeper.resume {sweep_dir}`"
+             if sweep_dir is not None else "nothing was started; run the same command again")
+    print(f"{prog}: interrupted; {where}", file=sys.stderr, flush=True)
+    return 130
+
+
 def main(argv: list[str] | None = None) -> int:
+    from sweeper import interrupts
+
+    interrupts.install()
     argv = list(sys.argv[1:] if argv is None else argv)
+    state: dict = {}
+    try:
+        return _main(argv, state)
+    except KeyboardInterrupt:
+        return interrupted("sweeper", state.get("sweep_dir"))
+
+
+def _main(argv: list[str], state: dict) -> int:
     if any(a in ("-h", "--help") for a in argv):
         print(USAGE)
         return 0
@@ -85,24 +127,35 @@ def main(argv: list[str] | None = None) -> int:
 
     if plan.sweep.sweeper.get("dry_run"):
         print(format_plan(plan))
+        for note in plan.notes:
+            print(f"note: {note}")
         print("dry run: nothing launched")
         return 0
-    return execute(plan, backend, launcher_cfg, argv)
+    return execute(plan, backend, launcher_cfg, argv, state)
 
 
-def execute(plan, backend, launcher_cfg, argv: list[str]) -> int:
-    """Lock the sweep dir, write the plan, launch, report; the exit status (also `python -m sweeper.resume`)."""
+def execute(plan, backend, launcher_cfg, argv: list[str], state: dict | None = None) -> int:
+    """Lock the sweep dir, write the plan, repair stale runs, launch, report; the exit status (also `python -m
+    sweeper.resume`). KeyboardInterrupt (Ctrl-C, SIGTERM) propagates: the caller prints `interrupted`."""
     from sweeper.lock import SweepLocked, sweep_lock
-    from sweeper.plan import write_plan
+    from sweeper.plan import repair_stale, write_plan
     from sweeper.preflight import run_preflights
     from sweeper.progress import Progress
 
+    state = {} if state is None else state
     try:
         with sweep_lock(plan.sweep_dir):
             write_plan(plan, argv)
+            state["sweep_dir"] = plan.sweep_dir
             progress = Progress(total=len(plan.runs))
             progress.log(f"sweep dir {plan.sweep_dir}: {len(plan.runs)} runs "
                          f"({len(plan.experiment.variants)} variants x {len(plan.seeds)} seeds)")
+            for note in plan.notes:
+                progress.log(f"note: {note}")
+            stale = repair_stale(plan)
+            if stale:
+                progress.log(f"repaired {len(stale)} run(s) left `running` by a killed sweeper (now interrupted, "
+                             f"resumable): {', '.join(stale)}")
             launch_plan, refusal = run_preflights(plan, progress)
             if refusal:
                 print(f"sweeper: error: {refusal}", file=sys.stderr)
@@ -112,11 +165,10 @@ def execute(plan, backend, launcher_cfg, argv: list[str]) -> int:
             except UsageError as e:
                 print(f"sweeper: error: {e}", file=sys.stderr)
                 return 2
-            except KeyboardInterrupt:
-                print(f"sweeper: interrupted; finished runs are kept. Resume with the same command or "
-                      f"`python -m sweeper.resume {plan.sweep_dir}`", file=sys.stderr)
-                return 130
     except SweepLocked as e:
+        print(f"sweeper: error: {e}", file=sys.stderr)
+        return 2
+    except UsageError as e:           # write_plan: the sweep dir holds another plan's run config
         print(f"sweeper: error: {e}", file=sys.stderr)
         return 2
     if statuses is None:   # submitted without waiting (launcher.wait=false)

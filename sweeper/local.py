@@ -6,8 +6,9 @@ What runs: each run's task (plan.argv(run), in plan.task.cwd, with plan.run_env(
 PYTHONPATH). Finished runs are skipped (RunDir.outcome: a summary that says finished counts even when the
 status is damaged), diverged ones kept (an outcome: rerunning would diverge again), every other run (pending,
 interrupted, failed, or running left by a killed sweeper) is queued, seed-major (seed 0 of every variant first,
-so a partial sweep compares variants on equal seeds). A run with checkpoints resumes from them with the thread
-count its checkpoint was written with (its env record). Failures are classified (sweeper.failures): transient
+so a partial sweep compares variants on equal seeds). Every run gets the thread count the plan fixed
+(plan.launch, launch_settings: from the launcher config and the whole plan, whatever is left to run); a run that
+already ran keeps the count it recorded (its env record; its checkpoints were written with it). Failures are classified (sweeper.failures): transient
 ones (killed by a signal, CUDA out of memory) are retried up to launcher.max_retries times after
 launcher.retry_backoff_s, 2x, 4x ...; deterministic ones (exit 2, health check, an exception, exit 0 without
 run.finish()) are not; when launcher.crash_loop_after runs of a variant fail with the same error, its queued
@@ -15,21 +16,27 @@ runs are not started. Process handling (slots, process groups, Ctrl-C, orphans) 
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
 from sweeper.failures import Failure, attempt_outcome
 from sweeper.pool import Job, run_pool
 from sweeper.progress import Progress
-from sweeper.run.rundir import KEEP, RunDir, Status, UnreadableFile
+from sweeper.run.rundir import KEEP, Launch, RunDir, Status, UnreadableFile
 from sweeper.slots import PROJECT_ROOT, LauncherConfig, make_slots
 from sweeper.task import python_path
 
 
-def resume_threads(rd: RunDir) -> int | None:
-    """The thread count a run with checkpoints was running with (its env record), None when it has none."""
-    if not rd.has_checkpoint():
-        return None
+def launch_settings(cfg: LauncherConfig, n_runs: int) -> Launch:
+    """What the plan fixes for every run of a sweep of n_runs runs (all of them, not the runs left): the thread
+    count its slots would give with every run queued (launcher.threads_per_run, else the cores split evenly)."""
+    return Launch(threads_per_run=make_slots(cfg, n_runs)[0].threads)
+
+
+def recorded_threads(rd: RunDir) -> int | None:
+    """The thread count a run that already ran recorded (its env record), None when it has none: a run with
+    checkpoints must resume with it (the fingerprint check), one without keeps it too."""
     try:
         threads = rd.read_env().get("torch_num_threads")
     except UnreadableFile:
@@ -48,7 +55,8 @@ class RunAdapter:
         rd = run.rundir
         return Job(key=run.run_id, label=run.label, group=run.variant, argv=self.plan.argv(run),
                    log_path=rd.log_path, marker=str(rd.path), cwd=Path(self.plan.task.cwd), run_dir=rd.path,
-                   total_steps=run.total_steps, threads=resume_threads(rd), extra_env=dict(self.plan.run_env(run)),
+                   total_steps=run.total_steps, threads=recorded_threads(rd) or self.plan.launch.threads_per_run,
+                   extra_env=dict(self.plan.run_env(run)),
                    pythonpath=python_path(self.plan.task, str(PROJECT_ROOT)))
 
     def _ids(self, run, attempt: int | None = None) -> dict:
@@ -95,6 +103,8 @@ def launch(plan, launcher_cfg: LauncherConfig | dict, progress: Progress | None 
         progress.log(f"resume {len(resumable)} run(s) from their checkpoints: {', '.join(resumable)}")
     if not todo:
         return results
+    if plan.launch.threads_per_run is not None:     # slots sized for the plan's threads, not for the runs left
+        cfg = dataclasses.replace(cfg, threads_per_run=plan.launch.threads_per_run)
     slots = make_slots(cfg, len(todo))
     adapter = RunAdapter(plan)
     outcomes = run_pool([adapter.job(r) for r in todo], slots, adapter, cfg.retry_policy(), progress,

@@ -5,7 +5,7 @@
 
 The plan is read from the sweep dir alone (its manifest: experiment, seeds, task, launcher; and each run's frozen
 config.yaml), not recomposed from the config dirs, so edits to the configs since the sweep started cannot change
-it. Finished runs are skipped, diverged ones kept, interrupted ones resume from their checkpoints, failed and
+it; nor can launcher overrides change the launch settings the plan recorded (the threads of every run). Finished runs are skipped, diverged ones kept, interrupted ones resume from their checkpoints, failed and
 pending ones run again (with the retry policy and crash-loop stop of the launcher). A run whose config.yaml no
 longer matches the hash recorded in the manifest is refused (exit 2): that would be a different plan. Exit
 status as `python -m sweeper`.
@@ -69,24 +69,39 @@ def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
                   experiment=manifest.experiment, task=task, variant_configs=variant_configs)
     plan = Plan(sweep_dir=sweep_dir, experiment=manifest.experiment, seeds=list(manifest.seeds), runs=runs,
                 variants_hash=manifest.variants_hash, sweep=sweep, task=task,
-                tensorboard=sweeper_cfg["tensorboard"])
+                tensorboard=sweeper_cfg["tensorboard"], variant_seeds=dict(manifest.variant_seeds),
+                launch=manifest.launch)
     return plan, list(manifest.argv)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from sweeper import interrupts
+
+    interrupts.install()
     argv = list(sys.argv[1:] if argv is None else argv)
+    state: dict = {}
+    try:
+        return _main(argv, state)
+    except KeyboardInterrupt:
+        from sweeper.cli import interrupted
+
+        return interrupted("sweeper.resume", state.get("sweep_dir"))
+
+
+def _main(argv: list[str], state: dict) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE + "\n\n" + __doc__.split("\n\n")[2], file=sys.stderr if not argv else sys.stdout)
         return 2 if not argv else 0
-    from sweeper.cli import execute, validate_launcher
+    from sweeper.cli import execute, fix_launch, validate_launcher
 
     try:
         plan, recorded_argv = load_plan(Path(argv[0]), argv[1:])
         backend, launcher_cfg = validate_launcher(plan.sweep.launcher)
+        fix_launch(plan, backend, launcher_cfg)      # the recorded launch settings, whatever the overrides say
     except UsageError as e:
         print(f"sweeper.resume: error: {e}", file=sys.stderr)
         return 2
-    return execute(plan, backend, launcher_cfg, recorded_argv)
+    return execute(plan, backend, launcher_cfg, recorded_argv, state)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from typing import Any, Mapping
 from sweeper.run.checkpoint import (CorruptCheckpoint, FingerprintMismatch, check_fingerprint, load_latest,
                                     save_checkpoint)
 from sweeper.run.envinfo import cuda_device_count, environment_record, thread_count, versions
+from sweeper.run.owner import process_identity
 from sweeper.run.rundir import EXIT_INTERRUPTED, KEEP, RunDir, Status, Summary, UnreadableFile, stable_hash
 from sweeper.run.stopping import StopRequest
 from sweeper.run.streams import STREAMS, SeedStreams, capture_rng_states, restore_rng_states
@@ -81,7 +82,7 @@ class Run:
         if self.finished:
             return
         rundir.update_status(Status.RUNNING, run_id=self.run_id, seed=self.seed, error=None, exit_code=None,
-                             started=self._t0, ended=None, pid=os.getpid())
+                             started=self._t0, ended=None, pid=os.getpid(), owner=process_identity())
         if not rundir.has_checkpoint():
             rundir.keep_metrics_until(None)           # a fresh start: earlier lines would be duplicates
         self.record_env()

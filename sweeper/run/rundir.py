@@ -6,6 +6,7 @@
     rd.append_metrics({"step": 10, "train_loss": 3.2})        # metrics.jsonl, one fsynced line
     rd.write_summary(Summary(status=Status.FINISHED, final={"val_loss": 1.8}, steps=300))
     rd.outcome()                                               # what a launcher acts on (see below)
+    rd.liveness()                                              # "live" | "stale" | "unknown" for a running run
     manifest = read_manifest(sweep_dir)                        # sweep.json -> Manifest (runs, experiment, task)
 
 Layout of a run dir (every backend, our trainer and any user's code write it through this module):
@@ -110,6 +111,7 @@ class StatusRecord:
     failure_class: str | None = None
     transient: bool | None = None
     warnings: list[str] = field(default_factory=list)
+    owner: dict | None = None      # who runs it while `running`: sweeper.run.owner.process_identity()
     extra: dict[str, Any] = field(default_factory=dict)   # e.g. diverged_at_step, last_good_checkpoint
 
     def to_dict(self) -> dict:
@@ -128,7 +130,18 @@ class StatusRecord:
         if known.get("seed") is not None and (not isinstance(known["seed"], int) or isinstance(known["seed"], bool)):
             raise UnreadableFile(path, f"seed {known['seed']!r} is not an integer", "delete it")
         known["warnings"] = list(known.get("warnings") or [])
+        if known.get("owner") is not None and not isinstance(known["owner"], dict):
+            raise UnreadableFile(path, f"owner {known['owner']!r} is not a JSON object", "delete it")
         return cls(**known, extra=extra)
+
+
+LIVE, STALE, UNKNOWN = "live", "stale", "unknown"     # RunDir.liveness() of a `running` run
+STALE_NOTE = "stale (the sweeper was killed; nothing runs it)"
+
+
+def stale_hint(sweep_dir: str | Path) -> str:
+    """What a reader shows for a stale run: what happened and the command that resumes it."""
+    return f"{STALE_NOTE}; resume with `python -m sweeper.resume {sweep_dir}` or the same command"
 
 
 # -- summary.json ---------------------------------------------------------------------------------------------
@@ -241,6 +254,36 @@ class RunDir:
         if damaged is not None:
             self.update_status(Status.FAILED, error=f"status.json was damaged: {damaged.why}")
         return record.status
+
+    def liveness(self, record: StatusRecord | None = None) -> str | None:
+        """For a run recorded `running`: LIVE (its process runs), STALE (its process, on this host, is gone: a
+        killed sweeper or a SIGKILLed run) or UNKNOWN (another host, or no owner recorded); None otherwise.
+        A damaged status raises UnreadableFile."""
+        from sweeper.run.owner import alive
+
+        record = self.read_status() if record is None else record
+        if record.status is not Status.RUNNING:
+            return None
+        state = alive(record.owner)
+        return UNKNOWN if state is None else LIVE if state else STALE
+
+    def repair_stale(self) -> Status | None:
+        """A stale `running` becomes what it is: finished when its summary says so, else interrupted (resumable
+        from its checkpoints). Returns the new state, None when the run was not stale."""
+        try:
+            record = self.read_status()
+        except UnreadableFile:
+            return None
+        if self.liveness(record) != STALE:
+            return None
+        state = self.outcome()
+        if state is Status.RUNNING:
+            owner = record.owner or {}
+            self.update_status(Status.INTERRUPTED, owner=None, ended=time.time(), exit_code=None,
+                               error=f"its process (pid {owner.get('pid')} on {owner.get('host')}) was gone: "
+                                     f"the sweeper or the run was killed; resumes from its last checkpoint")
+            return Status.INTERRUPTED
+        return state
 
     # summary.json
     def read_summary(self) -> Summary | None:
@@ -370,6 +413,37 @@ class RunEntry:
     config_hash: str | None = None
 
 
+@dataclass(frozen=True)
+class Launch:
+    """Launch-time settings that change a run's numbers, fixed by the plan (sweep.json `launch`): every fresh,
+    resumed or retried run of the sweep gets them, whatever the launcher config or the runs left say."""
+    threads_per_run: int | None = None     # OMP/MKL/torch threads of every run; None: not recorded (older sweep)
+
+    def to_dict(self) -> dict:
+        return {"threads_per_run": self.threads_per_run}
+
+    @classmethod
+    def from_dict(cls, d: Any, path: Path = Path(MANIFEST)) -> "Launch":
+        fix = "restore it from a backup, or start the sweep again in a new directory"
+        if d is None:
+            return cls()
+        if not isinstance(d, dict):
+            raise UnreadableFile(path, f"launch={d!r} is not a JSON object", fix)
+        threads = d.get("threads_per_run")
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise UnreadableFile(path, f"launch.threads_per_run={threads!r} is not a positive integer", fix)
+        unknown = sorted(set(d) - {"threads_per_run"})
+        if unknown:
+            raise UnreadableFile(path, f"launch has unknown key(s) {', '.join(unknown)} (accepted: threads_per_run)",
+                                 fix)
+        return cls(threads_per_run=threads)
+
+    def differences(self, other: "Launch") -> list[str]:
+        """'key=mine (other: theirs)' for every setting that differs."""
+        return [f"{k}={v} (this command: {other.to_dict()[k]})" for k, v in self.to_dict().items()
+                if v != other.to_dict()[k]]
+
+
 @dataclass
 class Manifest:
     """sweep.json: everything needed to finish, audit or report a sweep from its directory alone."""
@@ -383,17 +457,25 @@ class Manifest:
     source: str = "sweeper"                           # or "hydra" (written by hydra/launcher=sweeper_pool)
     created: float = field(default_factory=time.time)
     argv: list[str] = field(default_factory=list)
+    launch: Launch = field(default_factory=Launch)    # settings that change numbers, fixed by the plan
+    variant_seeds: dict[str, list[int]] = field(default_factory=dict)   # variants whose seeds differ from `seeds`
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra",)}
         out["experiment"] = self.experiment.to_dict()
+        out["launch"] = self.launch.to_dict()
+        out["variant_seeds"] = {k: list(v) for k, v in self.variant_seeds.items()}
         out["runs"] = [dataclasses.asdict(r) for r in self.runs]
         out["variant_overrides"] = out["experiment"]["variants"]
         return {**self.extra, **out}
 
     def run_dir(self, sweep_dir: Path, entry: RunEntry) -> RunDir:
         return RunDir(Path(sweep_dir) / entry.run_dir)
+
+    def seeds_of(self, variant: str) -> list[int]:
+        """The seeds a variant runs: its own (variant_seeds), else the sweep's."""
+        return list(self.variant_seeds.get(variant, self.seeds))
 
 
 def _manifest_from(d: dict, path: Path) -> Manifest:
@@ -442,8 +524,16 @@ def _manifest_from(d: dict, path: Path) -> Manifest:
         if Path(entry.run_dir).is_absolute() or ".." in Path(entry.run_dir).parts:
             raise UnreadableFile(path, f"runs[{i}].run_dir={entry.run_dir!r} leaves the sweep dir", fix)
         entries.append(entry)
+    variant_seeds = d.get("variant_seeds") or {}
+    if not isinstance(variant_seeds, dict) or any(
+            k not in variants or not isinstance(v, list) or not v
+            or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in v)
+            for k, v in variant_seeds.items()):
+        raise UnreadableFile(path, f"variant_seeds={variant_seeds!r} is not a mapping of variant -> list of seeds", fix)
     known = {f.name for f in dataclasses.fields(Manifest)}
-    kwargs = {k: d[k] for k in known - {"experiment", "runs", "extra"} if k in d}
+    kwargs = {k: d[k] for k in known - {"experiment", "runs", "extra", "launch", "variant_seeds"} if k in d}
+    kwargs["launch"] = Launch.from_dict(d.get("launch"), path)
+    kwargs["variant_seeds"] = {str(k): [int(s) for s in v] for k, v in variant_seeds.items()}
     extra = {k: v for k, v in d.items() if k not in known and k != "variant_overrides"}
     return Manifest(experiment=experiment, runs=entries, **kwargs, extra=extra)
 

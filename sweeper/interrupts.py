@@ -1,0 +1,60 @@
+"""Ctrl-C and SIGTERM in the sweeper's own process: one KeyboardInterrupt, at a moment that loses nothing.
+
+    install()                        # SIGINT and SIGTERM raise KeyboardInterrupt once; later ones are ignored
+    with deferred_interrupts():      # a signal here is held until the block is done (e.g. writing the plan)
+        ...
+
+`python -m sweeper` calls install() first thing, so Ctrl-C or SIGTERM at any moment (composing, writing the
+plan, taking the lock, preflight, launching, reporting) ends in one KeyboardInterrupt that sweeper.cli turns
+into one line and exit status 130. The local pool installs its own handlers while it runs (sweeper.pool) and
+restores these afterwards. Only the main thread can set handlers; elsewhere both are no-ops.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def _raise_once(signum, frame) -> None:
+    for sig in SIGNALS:             # a second Ctrl-C while the first unwinds must not raise in the handler
+        signal.signal(sig, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def install() -> None:
+    if _main_thread():
+        for sig in SIGNALS:
+            signal.signal(sig, _raise_once)
+
+
+def quiet() -> None:
+    """Ignore further SIGINT/SIGTERM (while the process prints its last line and exits)."""
+    if _main_thread():
+        for sig in SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+
+
+@contextmanager
+def deferred_interrupts():
+    """Hold SIGINT/SIGTERM until the block ends, then raise KeyboardInterrupt (if one came)."""
+    if not _main_thread():
+        yield
+        return
+    got: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: got.append(signum)) for sig in SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if got:
+        if previous[signal.SIGINT] is signal.SIG_IGN:
+            return                   # interrupts were off around this block (already stopping)
+        raise KeyboardInterrupt
