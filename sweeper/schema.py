@@ -131,9 +131,10 @@ def explain_validation(e: Exception, prefix: str = "", value_of: Callable[[str],
             return unknown_key(full, known)
         phrase = phrase_of(owner, name)
     else:
-        ref = getattr(e, "ref_type", None)
-        phrase = f"expected {describe(ref)}" if ref not in (None, Any) else \
-            (str(e).strip().splitlines() or [type(e).__name__])[0]
+        ref, first = getattr(e, "ref_type", None), (str(e).strip().splitlines() or [type(e).__name__])[0]
+        kinds = {"Cannot merge DictConfig with ListConfig": "expected a mapping",
+                 "Cannot merge ListConfig with DictConfig": "expected a list"}
+        phrase = f"expected {describe(ref)}" if ref not in (None, Any) else kinds.get(first, first)
     shown = value_of(base) if value_of else None
     if shown is None:
         shown = getattr(e, "value", None)
@@ -209,28 +210,30 @@ class SweeperConf:
             self.preflight = "off"
 
 
+def entry_point():
+    def ok(value: str) -> bool:
+        from sweeper.run.entry import ENTRY
+
+        return bool(ENTRY.match(value))
+
+    return rule(None, must="expected an entry point package.module:function, e.g. train:main", ok=ok)
+
+
 @dataclass
 class TaskConf:
     """The `task:` block: what every run starts (conf/task/train.yaml: the built-in trainer; task/custom: yours).
     Set exactly one of entry and command."""
-    entry: Optional[str] = None      # package.module:function called with the run, by `python -m sweeper.run ENTRY RUN_DIR`
-    command: Any = None              # a program that calls sweeper.init(): [python, train.py] or 'python train.py --fast'
-    cwd: Optional[str] = None        # where each run starts; default: the directory the sweep was started in
-    validate: Optional[str] = None   # module:function called with each run's config before anything starts
-    preflight: Optional[str] = None  # module:function(config) -> sweeper.health.HealthReport, for sweeper.preflight=warn|stop
+    entry: Optional[str] = entry_point()      # package.module:function called with the run, by `python -m sweeper.run ENTRY RUN_DIR`
+    command: Any = None                       # a program that calls sweeper.init(): [python, train.py] or 'python train.py --fast'
+    cwd: Optional[str] = None                 # where each run starts; default: the directory the sweep was started in
+    validate: Optional[str] = entry_point()   # module:function called with each run's config before anything starts
+    preflight: Optional[str] = entry_point()  # module:function(config) -> sweeper.health.HealthReport, for sweeper.preflight=warn|stop
 
     def check(self, prefix: str = "task") -> None:
-        from sweeper.run.entry import ENTRY
-
         if bool(self.entry) == bool(self.command):
             raise UsageError(f"{prefix}: set exactly one of {prefix}.entry (module:function, called with the run) and "
                              f"{prefix}.command (a program that calls sweeper.init()); "
                              + ("both are set" if self.entry else "neither is set"))
-        for key in ("entry", "validate", "preflight"):
-            value = getattr(self, key)
-            if value is not None and not ENTRY.match(value):
-                raise UsageError(f"{prefix}.{key}={value!r}: expected an entry point package.module:function, "
-                                 f"e.g. train:main")
         command = self.command
         if isinstance(command, str):
             try:

@@ -89,11 +89,13 @@ def job_records(sweep_dir) -> dict:
 
 def test_plugin_is_discovered_and_its_scan_imports_nothing_heavy():
     code = ("import sys\n"
+            "SCHEMA = ('sweeper', 'sweeper.errors', 'sweeper.schema', 'sweeper.launcher_schema')\n"
             "from hydra.core.plugins import Plugins\n"
             "from hydra.plugins.launcher import Launcher\n"
             "names = [f'{p.__module__}.{p.__name__}' for p in Plugins.instance().discover(Launcher)]\n"
             "print(names)\n"
-            "print(sorted(m for m in ('torch', 'sweeper', 'cloudpickle', 'submitit') if m in sys.modules))\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'sweeper', 'cloudpickle', 'submitit')"
+            " and m not in SCHEMA))\n"
             "import hydra_plugins\n"
             "print(hasattr(hydra_plugins, '__file__') and hydra_plugins.__file__)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=app_env(), cwd="/")
@@ -148,11 +150,46 @@ def test_return_values_come_back_to_hydra(sweep_dir):
     assert "RETURNS [0, 10, 20]" in proc.stdout
 
 
-def test_bad_launcher_option_names_the_key(sweep_dir):
-    proc = app("-m", "seed=0", "hydra/launcher=sweeper_pool", "hydra.launcher.runs_per_device=0",
-               f"hydra.sweep.dir={sweep_dir}")
-    assert proc.returncode == 1 and "hydra.launcher.runs_per_device=0: must be a positive integer" in proc.stderr
-    assert "Traceback" not in proc.stderr, proc.stderr
+HYDRA_HINT = "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace."
+
+
+@pytest.mark.parametrize("option, line", [
+    ("runs_per_device=0", "hydra.launcher.runs_per_device=0: must be a positive integer"),
+    ("max_parallel=0", "hydra.launcher.max_parallel=0: must be a positive integer or null"),
+    ("max_parallel=abc", "hydra.launcher.max_parallel='abc': must be a positive integer or null"),
+    ("cores=[a]", "hydra.launcher.cores=['a']: must be a list of CPU core ids, e.g. [0,1,2,3], or null"),
+    ("cpu_only=maybe", "hydra.launcher.cpu_only='maybe': expected a boolean (true or false)"),
+    ("grace_s=-1", "hydra.launcher.grace_s=-1: must be a number of seconds >= 0"),
+])
+def test_bad_launcher_option_is_one_line_naming_it(sweep_dir, option, line):
+    proc = app("-m", "seed=0", "hydra/launcher=sweeper_pool", f"hydra.launcher.{option}", f"hydra.sweep.dir={sweep_dir}")
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and ln != HYDRA_HINT]
+    assert proc.returncode == 1 and lines == [line], proc.stderr       # Hydra's exit status for a config error
+    assert sorted(p.name for p in sweep_dir.iterdir()) == ["multirun.yaml"]       # no job started
+
+
+def test_every_key_of_the_local_launcher_schema_is_a_plugin_option(sweep_dir):
+    import dataclasses
+
+    from hydra_plugins.sweeper_pool._core import pool_config
+    from sweeper.launcher_schema import LocalLauncherConf, PoolConf
+
+    keys = [f.name for f in dataclasses.fields(PoolConf)]
+    assert set(keys) == {f.name for f in dataclasses.fields(LocalLauncherConf)} - {"name"}
+    given = {"devices": ["1"], "runs_per_device": 2, "cpu_only": True, "max_parallel": 3, "threads_per_run": 1,
+             "cores": CORES[:1], "max_retries": 4, "retry_backoff_s": 0.5, "crash_loop_after": 5, "grace_s": 1.5}
+    assert set(given) == set(keys)
+    proc = app("--cfg", "hydra", "-p", "hydra.launcher", "hydra/launcher=sweeper_pool",
+               *[f"hydra.launcher.{k}={json.dumps(v)}" for k, v in given.items()])
+    assert proc.returncode == 0, proc.stderr
+    import yaml
+
+    shown = yaml.safe_load(proc.stdout)
+    assert {k: shown[k] for k in keys} == given
+    cfg = pool_config(given)
+    assert {k: getattr(cfg, k) for k in keys} == given
+    defaults = yaml.safe_load(app("--cfg", "hydra", "-p", "hydra.launcher", "hydra/launcher=sweeper_pool").stdout)
+    assert {k: defaults[k] for k in keys} == {**dataclasses.asdict(PoolConf()), "max_retries": 0, "crash_loop_after": 0}
 
 
 def test_ctrl_c_of_a_multirun_leaves_no_process(sweep_dir, tmp_path):

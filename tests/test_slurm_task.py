@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from conftest import ROOT, run_sweeper
 from sweeper.errors import UsageError

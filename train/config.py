@@ -153,9 +153,11 @@ class RunConfig:
             raise ConfigError(f"data.n_files={d.n_files}: must be a positive integer")
         if t.lr <= 0:
             raise ConfigError(f"train.lr={t.lr}: must be positive")
-        if t.ckpt_interval < 0 or t.warmup_steps < 0 or t.grad_clip < 0 or t.weight_decay < 0:
-            raise ConfigError("train.ckpt_interval, train.warmup_steps, train.grad_clip and train.weight_decay "
-                              "must be >= 0")
+        for key in ("ckpt_interval", "warmup_steps", "grad_clip", "weight_decay"):
+            if getattr(t, key) < 0:
+                raise ConfigError(f"train.{key}={getattr(t, key)}: must be >= 0")
+        if m.rope_base <= 0:
+            raise ConfigError(f"model.rope_base={m.rope_base}: must be positive")
         if t.keep_checkpoints < 2:
             raise ConfigError(f"train.keep_checkpoints={t.keep_checkpoints}: keep at least 2 so a corrupt newest "
                               "checkpoint can fall back to the previous one")

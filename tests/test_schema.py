@@ -1,0 +1,268 @@
+"""Every key of every typed group (sweeper.*, launcher.* local and slurm, task.*, experiment.*, model.*, data.*,
+train.*, health.*): a wrong type and an out-of-range value are each one line naming the key, exit 2, nothing
+written; the schema is the one source of keys and defaults (`--cfg` shows them all); a user's own group is typed
+through a `sweeper.schemas` entry point, and a broken one is named.
+
+    python -m pytest -q tests/test_schema.py
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import textwrap
+import typing
+
+import pytest
+import yaml
+
+from conftest import ROOT, run_sweeper
+from sweeper.cli import prepare
+from sweeper.errors import UsageError
+from sweeper.launcher_schema import LocalLauncherConf, PoolConf, SlurmLauncherConf
+from sweeper.schema import ExperimentConf, SweeperConf, TaskConf, build
+from train.config import HealthConfig, ModelConfig, StdlibData, TextData, TrainConfig
+
+BASE = ["+experiment=rope"]
+# (prefix, schema, overrides that select it): every field of each is in the tables below
+GROUPS = [("sweeper", SweeperConf, []), ("launcher", LocalLauncherConf, []),
+          ("launcher", SlurmLauncherConf, ["launcher=slurm"]), ("task", TaskConf, ["task=custom"]),
+          ("experiment", ExperimentConf, []), ("model", ModelConfig, []), ("data", StdlibData, []),
+          ("data", TextData, ["data=text", f"data.path={ROOT / 'README.md'}"]), ("train", TrainConfig, []),
+          ("health", HealthConfig, [])]
+EXISTING_EXPERIMENT_KEYS = {"name", "baseline", "metric", "lower_is_better", "variants"}   # in rope.yaml
+
+
+def wrong_type(hint) -> str:
+    """A value of the wrong type for a field annotated `hint`, in override syntax."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    inner = args[0] if typing.get_origin(hint) is typing.Union and len(args) == 1 else hint
+    origin = typing.get_origin(inner)
+    if origin is list:
+        return "abc"
+    if origin is dict:
+        return "[x]"
+    return {bool: "maybe", int: "abc", float: "abc", str: "[1,2]"}.get(inner, "{a: 1}")
+
+
+def override(prefix: str, key: str, value: str) -> str:
+    plus = "+" if prefix == "experiment" and key not in EXISTING_EXPERIMENT_KEYS else ""
+    return f"{plus}{prefix}.{key}={value}"
+
+
+TYPE_CASES = [pytest.param(prefix, f.name, extra + [override(prefix, f.name, wrong_type(hint))],
+                           id=f"{cls.__name__}.{f.name}")
+              for prefix, cls, extra in GROUPS
+              for f in dataclasses.fields(cls)
+              for hint in [typing.get_type_hints(cls)[f.name]]
+              if not (cls is TaskConf and f.name == "command")] + [
+    pytest.param("task", "command", ["task=custom", "task.command={a: 1}"], id="TaskConf.command")]
+
+# Out-of-range values, one for every key with a range or choice (independent of the schema's own rules).
+RANGE_CASES = [
+    ("sweeper.preflight", ["sweeper.preflight=later"], "accepted values are off, warn, stop"),
+    ("launcher.runs_per_device", ["launcher.runs_per_device=0"], "must be a positive integer"),
+    ("launcher.max_parallel", ["launcher.max_parallel=0"], "must be a positive integer or null"),
+    ("launcher.threads_per_run", ["launcher.threads_per_run=-2"], "must be a positive integer or null"),
+    ("launcher.cores", ["launcher.cores=[-1]"], "must be a list of CPU core ids"),
+    ("launcher.max_retries", ["launcher.max_retries=-1"], "must be an integer >= 0"),
+    ("launcher.retry_backoff_s", ["launcher.retry_backoff_s=-0.5"], "must be a number of seconds >= 0"),
+    ("launcher.crash_loop_after", ["launcher.crash_loop_after=-1"], "must be an integer >= 0"),
+    ("launcher.grace_s", ["launcher.grace_s=-1"], "must be a number of seconds >= 0"),
+    ("launcher.name", ["launcher.name=kubernetes"], "accepted values are local, slurm"),
+    ("launcher.timeout_min", ["launcher=slurm", "launcher.timeout_min=0"], "must be a positive integer"),
+    ("launcher.cpus_per_task", ["launcher=slurm", "launcher.cpus_per_task=0"], "must be a positive integer or null"),
+    ("launcher.gpus_per_node", ["launcher=slurm", "launcher.gpus_per_node=-1"], "must be a non-negative integer"),
+    ("launcher.mem_gb", ["launcher=slurm", "launcher.mem_gb=0"], "must be a positive number of GB or null"),
+    ("launcher.cpus_per_gpu", ["launcher=slurm", "launcher.cpus_per_gpu=0"], "must be a positive integer or null"),
+    ("launcher.gpus_per_task", ["launcher=slurm", "launcher.gpus_per_task=0"], "must be a positive integer or null"),
+    ("launcher.array_parallelism", ["launcher=slurm", "launcher.array_parallelism=0"], "must be a positive integer"),
+    ("launcher.signal_delay_s", ["launcher=slurm", "launcher.signal_delay_s=0"], "must be a positive integer"),
+    ("launcher.signal_delay_s", ["launcher=slurm", "launcher.timeout_min=2", "launcher.signal_delay_s=120"],
+     "must be shorter than launcher.timeout_min=2 minutes"),
+    ("launcher.max_num_timeout", ["launcher=slurm", "launcher.max_num_timeout=-1"], "must be a non-negative integer"),
+    ("launcher.stop_grace_s", ["launcher=slurm", "launcher.stop_grace_s=0"], "must be a positive number of seconds"),
+    ("launcher.poll_s", ["launcher=slurm", "launcher.poll_s=-1"], "must be a positive number of seconds"),
+    ("task.entry", ["task.entry='not an entry'"], "expected an entry point package.module:function"),
+    ("task.command", ["task=custom", "task.command=[]"], "task: set exactly one of task.entry"),
+    ("task.cwd", ["task.cwd=/no/such/dir"], "no such directory"),
+    ("task.validate", ["task.validate=nocolon"], "expected an entry point"),
+    ("task.preflight", ["task.preflight=no-colon"], "expected an entry point"),
+    ("experiment.name", ["experiment.name=a/b"], "must be a name of letters, digits"),
+    ("experiment.baseline", ["experiment.baseline=nosuch"], "is not one of the variants: rope, nope, rope_frozen_qk"),
+    ("experiment.metric", ["experiment.metric=''"], "must be a metric name"),
+    ("experiment.variants", ["experiment.variants=null"], "must map variant names to lists of overrides"),
+    ("experiment.min_effect", ["+experiment.min_effect=0"], "must be a positive number"),
+    ("experiment.secondary_metrics", ["+experiment.secondary_metrics={acc: up}"], "lower or higher"),
+    ("model.d_model", ["model.d_model=0"], "must be a positive integer"),
+    ("model.n_layers", ["model.n_layers=0"], "must be a positive integer"),
+    ("model.n_heads", ["model.n_heads=-1"], "must be a positive integer"),
+    ("model.context", ["model.context=0"], "must be a positive integer"),
+    ("model.pos_encoding", ["model.pos_encoding=alibi"], "accepted values are rope, none"),
+    ("model.rope_impl", ["model.rope_impl=cuda"], "accepted values are auto, torch, triton"),
+    ("model.rope_base", ["model.rope_base=0"], "must be positive"),
+    ("model.mlp_ratio", ["model.mlp_ratio=0"], "must be a positive integer"),
+    ("model.dropout", ["model.dropout=1.0"], "accepted is 0 <= dropout < 1"),
+    ("data.kind", ["data.kind=web"], "accepted values are stdlib, text"),
+    ("data.n_files", ["data.n_files=0"], "must be a positive integer"),
+    ("data.val_fraction", ["data.val_fraction=0.5"], "accepted is 0 < val_fraction < 0.5"),
+    ("data.path", ["data=text", "data.path=/no/such/corpus.txt"], "no such file"),
+    ("train.steps", ["train.steps=0"], "must be a positive integer"),
+    ("train.batch_size", ["train.batch_size=0"], "must be a positive integer"),
+    ("train.lr", ["train.lr=0"], "must be positive"),
+    ("train.weight_decay", ["train.weight_decay=-0.1"], "must be >= 0"),
+    ("train.warmup_steps", ["train.warmup_steps=-1"], "must be >= 0"),
+    ("train.grad_clip", ["train.grad_clip=-1"], "must be >= 0"),
+    ("train.log_interval", ["train.log_interval=0"], "must be a positive integer"),
+    ("train.eval_interval", ["train.eval_interval=0"], "must be a positive integer"),
+    ("train.eval_batches", ["train.eval_batches=0"], "must be a positive integer"),
+    ("train.ckpt_interval", ["train.ckpt_interval=-5"], "must be >= 0"),
+    ("train.keep_checkpoints", ["train.keep_checkpoints=1"], "keep at least 2"),
+    ("train.device", ["train.device=tpu"], "accepted values are auto, cpu, cuda"),
+    ("health.interval", ["health.interval=0"], "must be a positive integer"),
+]
+
+
+def refused(args: list[str], tmp_path, monkeypatch) -> str:
+    """The one-line UsageError prepare() (everything `python -m sweeper` checks before it writes) raises."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError) as e:
+        prepare(BASE + args + [f"sweeper.dir={tmp_path / 'sweep'}"])
+    message = str(e.value)
+    assert len(message.splitlines()) == 1, message
+    assert list(tmp_path.iterdir()) == []                 # no sweep dir, no sweeps/ folder
+    return message
+
+
+def test_the_tables_cover_every_key_of_every_group():
+    keys = {f"{prefix}.{f.name}" for prefix, cls, _ in GROUPS for f in dataclasses.fields(cls)}
+    assert {f"{p.values[0]}.{p.values[1]}" for p in TYPE_CASES} == keys
+    ranged = {key for key, _, _ in RANGE_CASES}
+    without_range = {k for k in keys - ranged if k.split(".")[1] in (
+        "dir", "dry_run", "extend", "audit", "report", "tensorboard", "devices", "cpu_only", "wait", "partition",
+        "account", "qos", "gres", "mem_per_gpu", "mem_per_cpu", "constraint", "exclude", "comment", "job_name",
+        "additional_parameters", "setup", "stderr_to_stdout", "submitit_folder", "lower_is_better", "deterministic",
+        "preflight")}
+    assert keys - ranged - without_range == set()           # every key with a range has an out-of-range case
+
+
+@pytest.mark.parametrize("prefix, key, args", TYPE_CASES)
+def test_a_wrong_type_is_one_line_naming_the_key(prefix, key, args, tmp_path, monkeypatch):
+    message = refused(args, tmp_path, monkeypatch)
+    named = f"{prefix}.{key}"
+    assert message.startswith(f"{named}=") or message.startswith(f"{named} ") or f"'{named}'" in message, message
+    assert "expected" in message or "must" in message or "accepted" in message, message
+
+
+@pytest.mark.parametrize("key, args, says", RANGE_CASES, ids=[f"{c[0]}:{c[1][-1]}" for c in RANGE_CASES])
+def test_an_out_of_range_value_is_one_line_naming_the_key(key, args, says, tmp_path, monkeypatch):
+    message = refused(args, tmp_path, monkeypatch)
+    assert key in message and says in message, message
+
+
+@pytest.mark.parametrize("args, line", [
+    (["sweeper.report=maybe"], "sweeper.report='maybe': expected a boolean (true or false)"),
+    (["sweeper.dry_run=maybe"], "sweeper.dry_run='maybe': expected a boolean (true or false)"),
+    (["sweeper.dry_run=2"], "sweeper.dry_run=2: expected a boolean (true or false)"),
+    (["train.steps=abc"], "train.steps='abc': expected an integer"),
+    (["launcher.max_parallel=0"], "launcher.max_parallel=0: must be a positive integer or null"),
+    (["launcher.cores=[0,x]"], "launcher.cores=[0, 'x']: must be a list of CPU core ids, e.g. [0,1,2,3], or null"),
+    (["launcher=slurm", "launcher.wait=maybe"], "launcher.wait='maybe': expected a boolean (true or false)"),
+    (["sweeper.typo=1"], "unknown config key 'sweeper.typo'; keys of sweeper are: audit, dir, dry_run, extend, "
+                         "preflight, report, tensorboard"),
+    (["+launcher.gpus=2"], "unknown config key 'launcher.gpus'; keys of launcher are: cores, cpu_only, "
+                           "crash_loop_after, devices, grace_s, max_parallel, max_retries, name, retry_backoff_s, "
+                           "runs_per_device, threads_per_run"),
+])
+def test_the_cli_prints_one_line_exit_2_and_writes_nothing(args, line, tmp_path):
+    proc = run_sweeper(*BASE, *args, f"sweeper.dir={tmp_path / 's'}", cwd=tmp_path)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (2, f"sweeper: error: {line}\n", "")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cfg_prints_every_key_of_every_schema_with_its_default():
+    proc = run_sweeper(*BASE, "--cfg")
+    assert proc.returncode == 0, proc.stderr
+    cfg = yaml.safe_load(proc.stdout)
+    for prefix, cls, extra in GROUPS:
+        if extra or prefix == "experiment":
+            continue
+        defaults = dataclasses.asdict(cls())
+        if prefix == "task":                              # the built-in trainer's task sets its hooks
+            defaults.update(entry="train:main", validate="train.config:validate",
+                            preflight="train.preflight:preflight_config")
+        assert cfg[prefix] == defaults, prefix
+    proc = run_sweeper(*BASE, "launcher=slurm", "data=text", "--cfg")
+    cfg = yaml.safe_load(proc.stdout)
+    assert cfg["launcher"] == dataclasses.asdict(SlurmLauncherConf()) and cfg["data"] == dataclasses.asdict(TextData())
+
+
+def test_from_dict_validates_an_old_manifests_launcher_as_composition_does():
+    assert LocalLauncherConf.from_dict({"name": "local", "devices": [5, 3], "max_parallel": 2}).devices == ["5", "3"]
+    for bad, says in [({"max_parallel": 0}, "launcher.max_parallel=0: must be a positive integer or null"),
+                      ({"cpu_only": "maybe"}, "launcher.cpu_only='maybe': expected a boolean (true or false)"),
+                      ({"cores": "x"}, "launcher.cores=['x']: must be a list of CPU core ids")]:
+        with pytest.raises(UsageError) as e:
+            LocalLauncherConf.from_dict(bad)
+        assert str(e.value).startswith(says), str(e.value)
+    with pytest.raises(UsageError, match=r"^hydra\.launcher\.grace_s=-1: must be a number of seconds >= 0$"):
+        build(PoolConf, {"grace_s": -1}, "hydra.launcher")
+
+
+def test_preflight_false_in_yaml_reads_as_off():
+    assert build(SweeperConf, {"preflight": False}, "sweeper").preflight == "off"
+
+
+USER_SCHEMA = '''
+from dataclasses import dataclass
+
+@dataclass
+class Adam:
+    lr: float = 0.001     # learning rate
+    betas: int = 2
+
+def register(cs):
+    cs.store(group="opt", name="adam", node=Adam)
+'''
+USER_EXPERIMENT = """\
+# @package _global_
+defaults:
+  - /opt: adam
+  - override /task: custom
+task: {command: [python, toy.py]}
+experiment: {name: toy, baseline: a, metric: loss, lower_is_better: true, variants: {a: [], b: [opt.lr=0.1]}}
+"""
+
+
+def user_entry_point(root, name: str, target: str, module_text: str) -> dict:
+    """A distribution on PYTHONPATH whose `sweeper.schemas` entry point is `name = target`."""
+    (root / "site").mkdir(exist_ok=True)
+    (root / "site" / f"{target.split(':')[0]}.py").write_text(module_text)
+    info = root / "site" / f"{name}_schemas-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}-schemas\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[sweeper.schemas]\n{name} = {target}\n")
+    return {"PYTHONPATH": os.pathsep.join([str(ROOT), str(root / "site"), os.environ.get("PYTHONPATH", "")])}
+
+
+def test_a_users_group_is_typed_by_its_entry_point(tmp_path):
+    env = user_entry_point(tmp_path, "mine", "my_schemas:register", textwrap.dedent(USER_SCHEMA))
+    (tmp_path / "conf" / "experiment").mkdir(parents=True)
+    (tmp_path / "conf" / "experiment" / "toy.yaml").write_text(USER_EXPERIMENT)
+    (tmp_path / "toy.py").write_text("import sweeper\nrun = sweeper.init()\nrun.finish(loss=1.0)\n")
+    args = ["--config-dir", "conf", "+experiment=toy"]
+    proc = run_sweeper(*args, "--cfg", cwd=tmp_path, env=env)
+    assert proc.returncode == 0 and yaml.safe_load(proc.stdout)["opt"] == {"lr": 0.001, "betas": 2}, proc.stderr
+    proc = run_sweeper(*args, "opt.lr=fast", cwd=tmp_path, env=env)
+    assert (proc.returncode, proc.stderr) == (2, "sweeper: error: opt.lr='fast': expected a number\n")
+    proc = run_sweeper(*args, "sweeper.dry_run=true", cwd=tmp_path, env=env)
+    assert proc.returncode == 0 and "experiment toy: 2 variants" in proc.stdout, proc.stderr
+
+
+def test_a_failing_schema_entry_point_is_named(tmp_path):
+    env = user_entry_point(tmp_path, "broken", "broken_schemas:register",
+                           "def register(cs):\n    raise RuntimeError('no such group')\n")
+    proc = run_sweeper(*BASE, f"sweeper.dir={tmp_path / 's'}", cwd=tmp_path, env=env)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == ("sweeper: error: config schema entry point sweeper.schemas:broken = "
+                           "broken_schemas:register failed: RuntimeError: no such group\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
