@@ -15,6 +15,7 @@ no Python loop per resample.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -193,10 +194,26 @@ def _resampling_pvalue(null: np.ndarray, observed: float, alternative: str, exac
     return float(min(1.0, (hits + adjust) / (null.size + adjust)))
 
 
+def _splits(n: int, na: int) -> np.ndarray:
+    """Every split of n indices into arm a (first na columns) and arm b, each part ascending, in
+    itertools.combinations order: the arrangement scipy.stats.permutation_test enumerates.   # (C(n, na), n)"""
+    total = math.comb(n, na)
+    first = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(n), na)), dtype=np.int64,
+                        count=total * na).reshape(total, na)
+    member = np.zeros((total, n), dtype=bool)
+    np.put_along_axis(member, first, True, axis=1)
+    rest = np.nonzero(~member)[1].reshape(total, n - na)                 # ascending within each row
+    return np.concatenate([first, rest], axis=1)
+
+
 def permutation_test(a, b, alternative: str = "two-sided", n_resamples: int = 10_000, seed: int = 0,
                      max_exact: int = 100_000) -> TestResult:
-    """Permutation test of the difference of means (two-sided: |mean a - mean b| as extreme or more).
+    """Permutation test of the difference of means; agrees exactly with
+    scipy.stats.permutation_test((a, b), statistic, n_resamples=np.inf) where statistic is
+    |mean a - mean b| with alternative="greater" (our two-sided) or mean a - mean b ("greater", "less").
 
+    The observed and every null statistic are computed by the same formula (x[part].mean() - x[rest].mean(),
+    parts in ascending index order, as scipy does), and ties use scipy's relative tolerance 100 eps |observed|.
     Exact enumeration of all C(n_a + n_b, n_a) splits when there are at most `max_exact`; otherwise
     `n_resamples` random splits with p = (hits + 1) / (n_resamples + 1).
     """
@@ -206,31 +223,38 @@ def permutation_test(a, b, alternative: str = "two-sided", n_resamples: int = 10
         return TestResult("permutation test", math.nan, math.nan, note="needs at least 1 seed per arm")
     x = np.concatenate([a, b])
     n, na, nb = x.size, a.size, b.size
-    total = math.comb(n, na)
-    observed = a.mean() - b.mean()
-    if total <= max_exact:
-        members = np.zeros((total, n))                                            # (C, N) 1 = in arm a
-        rows = np.repeat(np.arange(total), na)
-        members[rows, np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(n), na)),
-                                  dtype=np.int64, count=total * na)] = 1.0
+    if math.comb(n, na) <= max_exact:
+        order = _splits(n, na)                                                    # (C, N)
         exact, floor = True, smallest_p("permutation", na, nb, alternative)
     else:
         rng = np.random.default_rng(seed)
-        order = rng.permuted(np.tile(np.arange(n), (n_resamples, 1)), axis=1)[:, :na]  # (B, n_a)
-        members = np.zeros((n_resamples, n))
-        np.put_along_axis(members, order, 1.0, axis=1)
+        order = np.sort(rng.permuted(np.tile(np.arange(n), (n_resamples, 1)), axis=1)[:, :na], axis=1)
+        order = np.concatenate([order, _complement(order, n)], axis=1)           # (B, N)
         exact, floor = False, 1.0 / (n_resamples + 1)
-    sum_a = members @ x                                                           # (C,)
-    null = sum_a / na - (x.sum() - sum_a) / nb
-    p = _resampling_pvalue(null, observed, alternative, exact)
+    batch = x[order]                                                              # (C, N)
+    null = batch[:, :na].mean(axis=-1) - batch[:, na:].mean(axis=-1)             # (C,)
+    observed = a.mean() - b.mean()
+    if alternative == "two-sided":
+        p = _resampling_pvalue(np.abs(null), abs(observed), "greater", exact)
+    else:
+        p = _resampling_pvalue(null, observed, alternative, exact)
     name = "exact permutation test" if exact else "Monte Carlo permutation test"
     return TestResult(name, float(observed), p, min_p=floor, exact=exact, n_resamples=int(null.size))
 
 
+def _complement(first: np.ndarray, n: int) -> np.ndarray:
+    """For each row of chosen indices, the others in ascending order.   # (B, k) -> (B, n - k)"""
+    member = np.zeros((first.shape[0], n), dtype=bool)
+    np.put_along_axis(member, first, True, axis=1)
+    return np.nonzero(~member)[1].reshape(first.shape[0], n - first.shape[1])
+
+
 def sign_flip_test(a, b, alternative: str = "two-sided", n_resamples: int = 10_000, seed: int = 0,
                    max_exact_pairs: int = 16) -> TestResult:
-    """Paired permutation test: flip the sign of each difference d = a - b; statistic mean(d).
+    """Paired permutation test: flip the sign of each difference d = a - b; statistic mean(d) (two-sided |mean d|).
 
+    Agrees exactly with scipy.stats.permutation_test((a, b), statistic, permutation_type="samples",
+    n_resamples=np.inf) (same formula for observed and null: the mean of the signed differences).
     Exact over all 2^n sign patterns for n <= max_exact_pairs, else Monte Carlo. Zero differences are kept.
     """
     _check_alternative(alternative)
@@ -247,10 +271,14 @@ def sign_flip_test(a, b, alternative: str = "two-sided", n_resamples: int = 10_0
     else:
         signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(n_resamples, n))
         exact, floor = False, 1.0 / (n_resamples + 1)
-    null = signs @ d / n
-    p = _resampling_pvalue(null, float(d.mean()), alternative, exact)
+    null = (signs * d).mean(axis=-1)                                                  # (2^n,)
+    observed = d.mean()
+    if alternative == "two-sided":
+        p = _resampling_pvalue(np.abs(null), abs(observed), "greater", exact)
+    else:
+        p = _resampling_pvalue(null, observed, alternative, exact)
     name = "exact sign-flip test" if exact else "Monte Carlo sign-flip test"
-    return TestResult(name, float(d.mean()), p, min_p=floor, exact=exact, n_resamples=int(null.size))
+    return TestResult(name, float(observed), p, min_p=floor, exact=exact, n_resamples=int(null.size))
 
 
 # ----------------------------------------------------------------------------- bootstrap
@@ -330,6 +358,139 @@ def bootstrap_delta(a, b, paired: bool = False, lower_is_better: bool = False, c
                           Interval(pb, float(pb_low), float(pb_high), "percentile", confidence, n_resamples, seed))
 
 
+def prob_better_interval(estimate: float, n_a: int, n_b: int, confidence: float = 0.95) -> Interval:
+    """CI of P(a beats b) = U / (n_a n_b): Newcombe's Wilson-type score interval (Newcombe 2006, Stat Med 25,
+    "Confidence intervals for an effect size measure based on the Mann-Whitney statistic", method 5).
+
+    Solves (theta_hat - theta)^2 = z^2 V(theta) with the Hanley-McNeil variance at theta itself,
+    V = theta (1 - theta) / (n_a n_b) [1 + (N* - 1)((1 - theta) / (2 - theta) + theta / (1 + theta))],
+    N* = (n_a + n_b) / 2: never zero width, in [0, 1], about nominal coverage from 3 seeds per arm (measured by
+    tests/test_stats.py and benchmarks/calibrate.py).
+    """
+    method = "Newcombe Wilson-type score interval (method 5)"
+    if not (n_a >= 1 and n_b >= 1 and 0 <= estimate <= 1):
+        return Interval(estimate, math.nan, math.nan, "none (no seeds)", confidence, 0, 0)
+    z2 = special.ndtri(0.5 + confidence / 2) ** 2
+    k = (n_a + n_b) / 2 - 1
+
+    def gap(theta):
+        v = theta * (1 - theta) / (n_a * n_b) * (1 + k * ((1 - theta) / (2 - theta) + theta / (1 + theta)))
+        return (estimate - theta) ** 2 - z2 * v
+
+    low = 0.0 if estimate == 0 else optimize.brentq(gap, 0.0, estimate if estimate < 1 else 1 - 1e-15, xtol=1e-14)
+    high = 1.0 if estimate == 1 else optimize.brentq(gap, estimate if estimate > 0 else 1e-15, 1.0, xtol=1e-14)
+    return Interval(float(estimate), float(low), float(high), method, confidence, 0, 0)
+
+
+# ----------------------------------------------------------------------------- worst-rank test (lost seeds)
+@functools.lru_cache(maxsize=256)
+def _worst_rank_null(n_a: int, n_b: int, lost: int, top: bool) -> tuple[int, np.ndarray]:
+    """Permutation distribution of 2H, H = #(a above b) + ties/2, when `lost` of the n_a + n_b values tie at
+    the top (top=True) or bottom and the others are distinct: (smallest 2H, pmf over consecutive 2H values)."""
+    n = n_a + n_b
+    usable = np.arange(1, n - lost + 1) + (0 if top else lost)                 # ascending ranks
+    weights = list(2 * usable) + [2 * (n - lost if top else 0) + lost + 1] * lost   # doubled midranks
+    counts = np.zeros((n_a + 1, 2 * n * n + 2))                                 # (k chosen, doubled rank sum)
+    counts[0, 0] = 1.0
+    for w in weights:
+        counts[1:, w:] = counts[1:, w:] + counts[:-1, :-w]
+    row = counts[n_a]
+    support = np.nonzero(row)[0]
+    pmf = row[support[0]:support[-1] + 1] / row.sum()
+    return int(support[0]) - n_a * (n_a + 1), pmf
+
+
+@dataclass(frozen=True)
+class WorstRank:
+    """Worst-rank composite comparison: a lost (failed or diverged) seed ranks below every usable one."""
+    test: TestResult          # statistic = composite P(a better); exact two-sided p
+    p_better: float           # composite P(a beats b), ties (lost vs lost) count half
+    a: np.ndarray             # usable values of a            # (n_a_usable,)
+    b: np.ndarray             # usable values of b            # (n_b_usable,)
+    lost_a: int
+    lost_b: int
+    lower_is_better: bool
+
+
+def _pvalue_2h(h2: np.ndarray, start: int, pmf: np.ndarray) -> np.ndarray:
+    """Exact two-sided p of doubled statistics h2: min(1, 2 min(P(2H <= h2), P(2H >= h2)))."""
+    cdf = np.concatenate([[0.0], np.cumsum(pmf)])
+    k = np.clip(np.asarray(h2) - start, -1, pmf.size)
+    below = cdf[np.clip(k + 1, 0, pmf.size)]                                   # P(2H <= h2)
+    above = 1.0 - cdf[np.clip(k, 0, pmf.size)]                                 # P(2H >= h2)
+    return np.minimum(1.0, 2 * np.minimum(below, above))
+
+
+def worst_rank_test(a, b, lost_a: int = 0, lost_b: int = 0, lower_is_better: bool = True) -> WorstRank:
+    """Exact rank test over every ended seed, a lost one ranked worse than every usable one (both arms).
+
+    The statistic is the Mann-Whitney count H of (a, b) pairs where a's value is higher (lost seeds placed at
+    +inf when lower is better, -inf otherwise; equal values count half); its null distribution is enumerated
+    exactly (all splits of the pooled ranks, the lost ones tied) for any n. Two-sided p =
+    min(1, 2 min(P(H <= h), P(H >= h))): the same as scipy.stats.permutation_test with that statistic and
+    alternative="two-sided" when the usable values are distinct. Valid for independent arms; for seeds paired
+    by shared randomness it is conservative (within-seed correlation narrows the true null).
+    """
+    a, b = _finite(a, "a"), _finite(b, "b")
+    n_a, n_b = a.size + lost_a, b.size + lost_b
+    if n_a < 1 or n_b < 1:
+        nan = TestResult("worst-rank test", math.nan, math.nan, note="needs at least 1 ended seed per arm")
+        return WorstRank(nan, math.nan, a, b, lost_a, lost_b, lower_is_better)
+    h2 = _h2(a, b, lost_a, lost_b, lower_is_better, 0.0)
+    start, pmf = _worst_rank_null(n_a, n_b, lost_a + lost_b, lower_is_better)
+    p = float(_pvalue_2h(np.array([h2]), start, pmf)[0])
+    floor = float(min(1.0, 2 * min(pmf[0], pmf[-1])))
+    better = (1 - h2 / (2 * n_a * n_b)) if lower_is_better else h2 / (2 * n_a * n_b)
+    test = TestResult("worst-rank test", float(better), p, min_p=floor, exact=True,
+                      n_resamples=math.comb(n_a + n_b, n_a),
+                      note=f"{lost_a} and {lost_b} lost seed(s) ranked worst")
+    return WorstRank(test, float(better), a, b, lost_a, lost_b, lower_is_better)
+
+
+def _h2(a, b, lost_a, lost_b, lower_is_better, shift) -> int:
+    """2H at a shift of a's usable values by -shift (see worst_rank_test)."""
+    d = (a[:, None] - shift) - b[None, :]                                        # (n_a, n_b)
+    fixed = 2 * (lost_a * b.size if lower_is_better else a.size * lost_b) + lost_a * lost_b
+    return int(fixed + 2 * np.count_nonzero(d > 0) + np.count_nonzero(d == 0))
+
+
+def worst_rank_interval(w: WorstRank, confidence: float) -> Interval:
+    """Shifts delta (a's usable values minus delta vs b) that the worst-rank test does not reject at level
+    1 - confidence: an interval, because H falls as delta grows. It excludes 0 exactly when the test's p is
+    below 1 - confidence (an endpoint is open when 0 ties a pairwise difference). When no shift accounts for
+    the lost seeds the set is empty and is given as [+inf, +inf] (a above b whatever the shift) or [-inf, -inf]."""
+    level = 1 - confidence
+    method = f"worst-rank test inversion (shift of the usable values), level {confidence:.4g}"
+    n_a, n_b = w.a.size + w.lost_a, w.b.size + w.lost_b
+    if n_a < 1 or n_b < 1:
+        return Interval(math.nan, math.nan, math.nan, "none (no seeds)", confidence, 0, 0)
+    start, pmf = _worst_rank_null(n_a, n_b, w.lost_a + w.lost_b, w.lower_is_better)
+    d = np.sort((w.a[:, None] - w.b[None, :]).ravel())                             # (K,)
+    u = np.unique(d)
+    fixed = 2 * (w.lost_a * w.b.size if w.lower_is_better else w.a.size * w.lost_b) + w.lost_a * w.lost_b
+    # regions (-inf, u1), {u1}, (u1, u2), ..., {uK}, (uK, inf) of the distinct differences u; 2H is constant on each
+    right, left = np.searchsorted(d, u, "right"), np.searchsorted(d, u, "left")
+    h2 = np.empty(2 * u.size + 1, dtype=np.int64)                                 # (2K' + 1,)
+    h2[0::2] = fixed + 2 * np.concatenate([[d.size], d.size - right])
+    h2[1::2] = fixed + 2 * (d.size - right) + (right - left)
+    bounds = np.concatenate([[-math.inf], u, [math.inf]])
+    ends = [(bounds[r // 2], bounds[r // 2 + 1]) if r % 2 == 0 else (u[r // 2], u[r // 2]) for r in range(h2.size)]
+    p = _pvalue_2h(h2, start, pmf)
+    ok = np.nonzero(p >= level)[0]
+    if ok.size == 0:                  # even the smallest 2H (largest shift) in the upper tail: a is above b
+        cdf = np.cumsum(pmf)
+        k = int(h2[-1]) - start
+        above = k > 0 and (k >= pmf.size or 1 - cdf[k - 1] < cdf[min(k, pmf.size - 1)])
+        inf = math.inf if above else -math.inf
+        return Interval(inf, inf, inf, method + ": no shift accounts for the lost seeds", confidence, 0, 0)
+    low, high = ends[ok[0]][0], ends[ok[-1]][1]
+    best = np.nonzero(p == p.max())[0]
+    lo_b, hi_b = ends[best[0]][0], ends[best[-1]][1]
+    estimate = (lo_b + hi_b) / 2 if math.isfinite(lo_b) and math.isfinite(hi_b) else (
+        lo_b if math.isfinite(lo_b) else hi_b)
+    return Interval(float(estimate), float(low), float(high), method, confidence, 0, 0)
+
+
 # ----------------------------------------------------------------------------- multiplicity
 def holm(pvalues) -> np.ndarray:
     """Holm step-down adjusted p-values (plain Holm, not Holm-Sidak): p_(i) * (m - i + 1), running max, cap 1."""
@@ -345,18 +506,21 @@ def holm(pvalues) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- power
-def t_power(d: float, n: int, alpha: float = 0.05, paired: bool = False) -> float:
-    """Power of the two-sided t-test at standardized effect d with n seeds per arm (n pairs when paired).
+def t_power(d: float, n: int, alpha: float = 0.05, paired: bool = False, n_b: int | None = None) -> float:
+    """Power of the two-sided t-test at standardized effect d with n seeds in the first arm and n_b (default n)
+    in the second; n pairs when paired.
 
-    Two-sample: df = 2n - 2, noncentrality d sqrt(n/2); paired: df = n - 1, noncentrality d sqrt(n) (d = d_z).
+    Two-sample: df = n + n_b - 2, noncentrality d / sqrt(1/n + 1/n_b) (statsmodels' TTestIndPower with
+    ratio = n_b / n); paired: df = n - 1, noncentrality d sqrt(n) (d = d_z).
     """
-    df = n - 1 if paired else 2 * n - 2
-    if df < 1:
+    n_b = n if n_b is None or paired else n_b
+    df = n - 1 if paired else n + n_b - 2
+    if df < 1 or n < 1 or n_b < 1:
         return math.nan
     d = abs(d)
     if math.isinf(d):
         return 1.0
-    nc = d * math.sqrt(n if paired else n / 2)
+    nc = d * (math.sqrt(n) if paired else 1 / math.sqrt(1 / n + 1 / n_b))
     crit = sps.t.ppf(1 - alpha / 2, df)
     lower = sps.nct.cdf(-crit, df, nc)           # wrong-sign rejections; scipy gives NaN far in the tail,
     lower = min(float(np.nan_to_num(lower)), float(special.ndtr(-nc)))   # where it is below P(T < 0) = Phi(-nc)
@@ -383,11 +547,14 @@ def seeds_needed(d: float, alpha: float = 0.05, power: float = 0.8, paired: bool
     return hi
 
 
-def min_detectable_effect(n: int, alpha: float = 0.05, power: float = 0.8, paired: bool = False) -> float:
-    """Smallest standardized effect (d, or d_z when paired) the two-sided t-test detects with `power` at n."""
-    if (n - 1 if paired else 2 * n - 2) < 1:
+def min_detectable_effect(n: int, alpha: float = 0.05, power: float = 0.8, paired: bool = False,
+                          n_b: int | None = None) -> float:
+    """Smallest standardized effect (d, or d_z when paired) the two-sided t-test detects with `power` with
+    n and n_b (default n) seeds per arm: the ratio form, as statsmodels' TTestIndPower(ratio=n_b / n)."""
+    n_b = n if n_b is None or paired else n_b
+    if (n - 1 if paired else n + n_b - 2) < 1 or min(n, n_b) < 1:
         return math.nan
     hi = 1.0
-    while t_power(hi, n, alpha, paired) < power:
+    while t_power(hi, n, alpha, paired, n_b) < power:
         hi *= 2
-    return float(optimize.brentq(lambda d: t_power(d, n, alpha, paired) - power, 0.0, hi, xtol=1e-10))
+    return float(optimize.brentq(lambda d: t_power(d, n, alpha, paired, n_b) - power, 0.0, hi, xtol=1e-10))
