@@ -1,6 +1,7 @@
 """Plan identity: variants x seeds, stable run ids and dirs, frozen configs, the manifest, what a backend starts,
 dry run, recorded-plan checks."""
 import dataclasses
+import re
 import sys
 
 import pytest
@@ -138,3 +139,123 @@ def test_dry_run_prints_plan_and_launches_nothing(tmp_path):
     assert "3 variants x 2 seeds" in proc.stdout and "rope_frozen_qk-s1-" in proc.stdout
     assert "task: train:main (in " in proc.stdout and "nothing launched" in proc.stdout
     assert not (tmp_path / "s").exists()
+
+
+# -- issue 11 item 6: a variant's own seeds= override ---------------------------------------------------------
+
+NOPE_OWN_SEEDS = "experiment.variants.nope=['model.pos_encoding=none','seeds=[5,7]']"
+
+
+def test_a_variants_own_seeds_are_its_runs_and_are_recorded(tmp_path):
+    plan = plan_for(f"sweeper.dir={tmp_path}", NOPE_OWN_SEEDS, seeds=[0, 1])
+    assert [(r.variant, r.seed) for r in plan.runs] == [("rope", 0), ("rope", 1), ("nope", 5), ("nope", 7),
+                                                         ("rope_frozen_qk", 0), ("rope_frozen_qk", 1)]
+    assert plan.variant_seeds == {"nope": [5, 7]} and plan.seeds_of("nope") == [5, 7] and plan.seeds_of("rope") == [0, 1]
+    write_plan(plan, [])
+    manifest = read_manifest(tmp_path)
+    assert manifest.seeds == [0, 1] and manifest.variant_seeds == {"nope": [5, 7]}
+    assert manifest.seeds_of("nope") == [5, 7] and manifest.seeds_of("rope_frozen_qk") == [0, 1]
+    loaded, _ = load_plan(tmp_path, [])
+    assert loaded.variant_seeds == {"nope": [5, 7]} and [r.run_id for r in loaded.runs] == [r.run_id for r in plan.runs]
+    # The same command again is the same plan; more seeds for the variant need sweeper.extend=true.
+    assert reconcile(plan_for(f"sweeper.dir={tmp_path}", NOPE_OWN_SEEDS, seeds=[0, 1]), extend=False).runs == plan.runs
+    more = "experiment.variants.nope=['model.pos_encoding=none','seeds=[5,7,9]']"
+    with pytest.raises(UsageError, match=r"fewer seeds \(nope: seeds \[5,7\] -> \+9\)\. Add sweeper.extend=true"):
+        reconcile(plan_for(f"sweeper.dir={tmp_path}", more, seeds=[0, 1]), extend=False)
+    extended = reconcile(plan_for(f"sweeper.dir={tmp_path}", more, seeds=[0, 1]), extend=True)
+    assert extended.seeds_of("nope") == [5, 7, 9] and extended.seeds_of("rope") == [0, 1] and len(extended.runs) == 7
+
+
+def test_format_plan_names_a_variants_own_seeds(tmp_path):
+    proc = run_sweeper("+experiment=rope", "seeds=0-1", NOPE_OWN_SEEDS, f"sweeper.dir={tmp_path / 's'}",
+                       "sweeper.dry_run=true")
+    assert proc.returncode == 0, proc.stderr
+    assert "nope-s5-" in proc.stdout and "nope-s7-" in proc.stdout and "nope-s0-" not in proc.stdout
+    assert "[seeds [5,7]]" in proc.stdout and "= 6 runs" in proc.stdout
+
+
+# -- issue 11 item 4: a bound on the plan's size ----------------------------------------------------------------
+
+@pytest.mark.parametrize("seeds, runs", [("0-100000", 300003), ("0-1000000000000", 3000000000003), ("0-333", 1002)])
+def test_a_plan_above_max_runs_is_refused_before_anything_is_written(tmp_path, seeds, runs):
+    proc = run_sweeper("+experiment=rope", f"seeds={seeds}", f"sweeper.dir={tmp_path / 's'}", timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"sweeper: error: the plan has {runs} runs (3 variants x {runs // 3} seeds), more than sweeper.max_runs=1000; "
+        f"ask for fewer seeds (e.g. seeds=0-3) or variants, or raise the limit with sweeper.max_runs={runs}"]
+    assert not (tmp_path / "s").exists()
+
+
+def test_max_runs_in_process_counts_variants_own_seeds(tmp_path):
+    sweep = compose_sweep(["+experiment=rope", f"sweeper.dir={tmp_path}", NOPE_OWN_SEEDS])
+    sweep.cfg["sweeper"]["max_runs"] = 3
+    with pytest.raises(UsageError, match=r"^the plan has 4 runs \(rope: 1 \+ nope: 2 \+ rope_frozen_qk: 1\), "
+                                         r"more than sweeper.max_runs=3"):
+        make_plan(sweep, [0])
+    sweep.cfg["sweeper"]["max_runs"] = 4
+    assert len(make_plan(sweep, [0]).runs) == 4        # 1 + 2 + 1
+    for bad in (0, -3, True, "many", 2.5):
+        sweep.cfg["sweeper"]["max_runs"] = bad
+        with pytest.raises(UsageError, match=rf"^sweeper.max_runs={bad!r}: must be a positive integer"):
+            make_plan(sweep, [0])
+
+
+# -- issue 11 item 1: launch settings are fixed by the first plan -------------------------------------------------
+
+def test_launch_settings_are_recorded_once_and_kept(tmp_path):
+    from sweeper.plan import keep_recorded_launch
+    from sweeper.run.rundir import Launch
+
+    plan = keep_recorded_launch(plan_for(f"sweeper.dir={tmp_path}", seeds=[0]), Launch(threads_per_run=1))
+    assert plan.launch == Launch(1) and plan.notes == []
+    write_plan(plan, [])
+    assert read_manifest(tmp_path).launch == Launch(threads_per_run=1)
+    again = keep_recorded_launch(plan_for(f"sweeper.dir={tmp_path}", seeds=[0]), Launch(threads_per_run=2))
+    assert again.launch == Launch(1)
+    assert again.notes == [f"kept the launch settings recorded in {tmp_path.name}: threads_per_run=1 (this command: "
+                           f"2); a run's numbers depend on them, so every run of a sweep gets the same (start a new "
+                           f"sweeper.dir for other settings)"]
+    loaded, _ = load_plan(tmp_path, ["launcher.threads_per_run=2"])
+    assert loaded.launch == Launch(1)
+
+
+def test_local_launch_settings_come_from_the_full_plan():
+    from sweeper.local import launch_settings
+    from sweeper.slots import LauncherConfig
+
+    cfg = LauncherConfig.from_dict({"cpu_only": True, "cores": [0, 1]}) if len(__import__("os").sched_getaffinity(0)) > 1 \
+        else pytest.skip("needs 2 cores")
+    assert launch_settings(cfg, 12).threads_per_run == 1         # 2 slots of 1 core
+    assert launch_settings(cfg, 1).threads_per_run == 2          # a 1-run plan: one slot of both cores
+    pinned = LauncherConfig.from_dict({"cpu_only": True, "threads_per_run": 3})
+    assert launch_settings(pinned, 1).threads_per_run == 3
+
+
+def test_damaged_launch_record_names_the_file(tmp_path):
+    import json
+
+    write_plan(plan_for(f"sweeper.dir={tmp_path}", seeds=[0]), [])
+    d = json.loads((tmp_path / MANIFEST).read_text())
+    for bad, why in (({"threads_per_run": 0}, "launch.threads_per_run=0 is not a positive integer"),
+                     ({"threads": 1}, "launch has unknown key(s) threads"), ([1], "launch=[1] is not a JSON object")):
+        (tmp_path / MANIFEST).write_text(json.dumps({**d, "launch": bad}))
+        from sweeper.run.rundir import UnreadableFile
+        with pytest.raises(UnreadableFile, match=rf"^{tmp_path / MANIFEST}: {re.escape(why)}"):
+            read_manifest(tmp_path)
+
+
+# -- issue 11 item 3 (and a cut-short write): the plan write completes -------------------------------------------
+
+def test_a_plan_write_cut_short_is_completed_and_another_plans_started_run_is_refused(tmp_path):
+    plan = plan_for(f"sweeper.dir={tmp_path}", seeds=[0, 1])
+    # A write killed after two runs: configs there, no manifest.
+    for run in plan.runs[:2]:
+        run.rundir.write_config(run.config)
+    other = plan_for(f"sweeper.dir={tmp_path}", "train.lr=0.01", seeds=[0, 1])
+    write_plan(other, [])              # no run had started: the other command's plan replaces the configs
+    assert plan.runs[0].rundir.read_config() == other.runs[0].config and read_manifest(tmp_path) is not None
+    (tmp_path / MANIFEST).unlink()
+    other.runs[0].rundir.append_metrics({"step": 1, "train_loss": 1.0})    # it started: never overwritten
+    with pytest.raises(UsageError, match=r"config.yaml holds another run config than this plan's"):
+        write_plan(plan, [])
+    assert other.runs[0].rundir.read_config() == other.runs[0].config

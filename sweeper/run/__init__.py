@@ -95,8 +95,10 @@ class Run:
             summary = self.dir.read_summary()
         except UnreadableFile:
             return False
-        if summary is None or summary.status not in KEEP or summary.config_hash != self.config_hash:
+        if summary is None or summary.status not in KEEP:
             return False
+        if summary.config_hash is not None and summary.config_hash != self.config_hash:
+            return False                              # another config's result: this config runs
         self.outcome = summary.status
         if self.dir.outcome() != summary.status:
             self.dir.update_status(summary.status)
