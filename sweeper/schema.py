@@ -204,6 +204,7 @@ class SweeperConf:
     audit: bool = False            # run the resume audit on the baseline before launching
     report: bool = True            # write report.md, summary.csv and plots at the end
     tensorboard: bool = False      # run.log also writes TensorBoard event files (pip install 'sweeper[tensorboard]')
+    max_runs: int = positive(1000)  # the most runs one sweep may plan (sweeper.plan refuses a bigger plan before writing)
 
     def __post_init__(self) -> None:
         if self.preflight in ("False", "false"):       # YAML's unquoted `off` is false

@@ -60,6 +60,7 @@ TYPE_CASES = [pytest.param(prefix, f.name, extra + [override(prefix, f.name, wro
 # Out-of-range values, one for every key with a range or choice (independent of the schema's own rules).
 RANGE_CASES = [
     ("sweeper.preflight", ["sweeper.preflight=later"], "accepted values are off, warn, stop"),
+    ("sweeper.max_runs", ["sweeper.max_runs=0"], "must be a positive integer"),
     ("launcher.runs_per_device", ["launcher.runs_per_device=0"], "must be a positive integer"),
     ("launcher.max_parallel", ["launcher.max_parallel=0"], "must be a positive integer or null"),
     ("launcher.threads_per_run", ["launcher.threads_per_run=-2"], "must be a positive integer or null"),
@@ -167,7 +168,7 @@ def test_an_out_of_range_value_is_one_line_naming_the_key(key, args, says, tmp_p
     (["launcher.max_parallel=0"], "launcher.max_parallel=0: must be a positive integer or null"),
     (["launcher.cores=[0,x]"], "launcher.cores=[0, 'x']: must be a list of CPU core ids, e.g. [0,1,2,3], or null"),
     (["launcher=slurm", "launcher.wait=maybe"], "launcher.wait='maybe': expected a boolean (true or false)"),
-    (["sweeper.typo=1"], "unknown config key 'sweeper.typo'; keys of sweeper are: audit, dir, dry_run, extend, "
+    (["sweeper.typo=1"], "unknown config key 'sweeper.typo'; keys of sweeper are: audit, dir, dry_run, extend, max_runs, "
                          "preflight, report, tensorboard"),
     (["+launcher.gpus=2"], "unknown config key 'launcher.gpus'; keys of launcher are: cores, cpu_only, "
                            "crash_loop_after, devices, grace_s, max_parallel, max_retries, name, retry_backoff_s, "
@@ -206,6 +207,12 @@ def test_from_dict_validates_an_old_manifests_launcher_as_composition_does():
         assert str(e.value).startswith(says), str(e.value)
     with pytest.raises(UsageError, match=r"^hydra\.launcher\.grace_s=-1: must be a number of seconds >= 0$"):
         build(PoolConf, {"grace_s": -1}, "hydra.launcher")
+
+
+def test_the_plan_bound_default_is_the_schemas():
+    from sweeper.plan import DEFAULT_MAX_RUNS
+
+    assert SweeperConf().max_runs == DEFAULT_MAX_RUNS
 
 
 def test_preflight_false_in_yaml_reads_as_off():
