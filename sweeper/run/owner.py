@@ -29,7 +29,7 @@ def start_time(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
-        if fields[0] == b"Z":           # a zombie has ended: nothing runs any more
+        if fields[0] in (b"Z", b"X"):   # a zombie (or a dead task) has ended: nothing runs any more
             return None
         return int(fields[19])
     except (OSError, IndexError, ValueError):
