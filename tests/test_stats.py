@@ -258,3 +258,129 @@ def test_power_edge_cases_and_consistency():
         assert stats.t_power(mde, n, paired=paired) == pytest.approx(0.8, abs=1e-8)
         assert stats.seeds_needed(mde * 1.0001, paired=paired) == n
     assert math.isnan(stats.min_detectable_effect(1, paired=True))
+
+
+# ----------------------------------------------------------------------------- issue 12 item 3: exact p as scipy's
+def _scipy_perm(a, b, alternative, paired=False):
+    if paired:
+        stat = (lambda x, y, axis=-1: np.abs((x - y).mean(axis))) if alternative == "two-sided" else \
+            (lambda x, y, axis=-1: (x - y).mean(axis))
+        return sps.permutation_test((a, b), stat, permutation_type="samples", n_resamples=np.inf, vectorized=True,
+                                    alternative="greater" if alternative == "two-sided" else alternative).pvalue
+    stat = _abs_mean_diff if alternative == "two-sided" else (lambda x, y, axis=-1: x.mean(axis) - y.mean(axis))
+    return sps.permutation_test((a, b), stat, n_resamples=np.inf, vectorized=True,
+                                alternative="greater" if alternative == "two-sided" else alternative).pvalue
+
+
+@pytest.mark.parametrize("na, nb", [(3, 3), (4, 4), (5, 5), (3, 5), (5, 3)])
+def test_exact_permutation_p_equals_scipy_exactly_on_many_samples(na, nb):
+    """Values near 3 with differences down to 1e-4: the old code (null and observed by different formulas)
+    missed the observed split's own >= test in about a quarter of these."""
+    rng = np.random.default_rng(na * 10 + nb)
+    for _ in range(120):
+        scale = 10 ** rng.uniform(-4, 0)
+        a, b = 3 + scale * rng.normal(size=na), 3 + scale * rng.normal(size=nb)
+        for alternative in ("two-sided", "greater", "less"):
+            assert stats.permutation_test(a, b, alternative).pvalue == _scipy_perm(a, b, alternative)
+        if na == nb:
+            raw = sps.permutation_test((a, b), lambda x, y, axis=-1: x.mean(axis) - y.mean(axis),
+                                       n_resamples=np.inf, vectorized=True).pvalue
+            assert stats.permutation_test(a, b).pvalue == raw        # equal arms: scipy's two-sided agrees too
+            for alternative in ("two-sided", "greater", "less"):
+                assert stats.sign_flip_test(a, b, alternative).pvalue == _scipy_perm(a, b, alternative, True)
+
+
+def test_exact_p_counts_the_observed_split_and_its_mirror():
+    a, b = np.array([3.0001, 3.0003, 3.0002, 3.0004]), np.array([3.0, 3.00005, 3.00015, 3.00025])
+    p = stats.permutation_test(a, b).pvalue
+    assert round(p * 70) == p * 70 and p == _scipy_perm(a, b, "two-sided")
+
+
+# ----------------------------------------------------------------------------- item 1: worst-rank test
+def _composite_u(x, y, axis=-1):      # (..., n_x), (..., n_y) -> (...): pairs with x above y, ties half
+    return ((x[..., :, None] > y[..., None, :]) + 0.5 * (x[..., :, None] == y[..., None, :])).sum(axis=(-1, -2))
+
+
+@pytest.mark.parametrize("na, nb, lost_a, lost_b", [(3, 3, 0, 1), (4, 4, 1, 0), (5, 5, 2, 1), (3, 5, 0, 3),
+                                                    (2, 5, 3, 0), (4, 4, 0, 0), (0, 4, 4, 0)])
+@pytest.mark.parametrize("lower_is_better", [True, False])
+def test_worst_rank_p_equals_scipy_permutation_of_the_composite(na, nb, lost_a, lost_b, lower_is_better):
+    rng = np.random.default_rng(na + 7 * nb + 31 * lost_a)
+    worst = np.inf if lower_is_better else -np.inf
+    for _ in range(15):
+        a, b = rng.normal(rng.uniform(-2, 2), 1, na), rng.normal(0, 1, nb)
+        w = stats.worst_rank_test(a, b, lost_a, lost_b, lower_is_better)
+        ca, cb = np.r_[a, [worst] * lost_a], np.r_[b, [worst] * lost_b]
+        ref = sps.permutation_test((ca, cb), _composite_u, n_resamples=np.inf, vectorized=True).pvalue
+        assert w.test.pvalue == pytest.approx(ref, rel=1e-12, abs=1e-15)
+        assert w.p_better == pytest.approx(stats.prob_better(np.where(np.isinf(ca), 1e300 * np.sign(worst), ca),
+                                                             np.where(np.isinf(cb), 1e300 * np.sign(worst), cb),
+                                                             lower_is_better))
+        for conf in (0.95, 0.975, 1 - 0.05 / 3):
+            ci = stats.worst_rank_interval(w, conf)
+            assert (ci.low > 0 or ci.high < 0) == (w.test.pvalue < 1 - conf)
+
+
+def test_worst_rank_interval_is_the_set_of_accepted_shifts():
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(-1, 1, 5), rng.normal(0, 1, 6)
+    w = stats.worst_rank_test(a, b, 1, 0, True)
+    ci = stats.worst_rank_interval(w, 0.95)
+    for shift in np.linspace(-6, 6, 241):
+        accepted = stats.worst_rank_test(a - shift, b, 1, 0, True).test.pvalue >= 0.05
+        if not np.any(np.isclose(shift, np.subtract.outer(a, b).ravel())):
+            assert accepted == (ci.low <= shift <= ci.high)
+
+
+def test_a_variant_that_loses_most_seeds_is_worse_and_lost_baseline_seeds_count_against_it():
+    w = stats.worst_rank_test([5.0], [3.1, 3.2, 3.0, 3.3, 3.25], 4, 0, lower_is_better=True)
+    assert w.test.pvalue == pytest.approx(2 / 252) and w.p_better == 0.0      # 5 of C(10, 5) splits worst
+    w = stats.worst_rank_test([2.0, 2.1, 2.2, 2.3, 2.4], [3.0, 3.1], 0, 3, lower_is_better=True)
+    assert w.p_better == 1.0 and w.test.pvalue == pytest.approx(2 / 252)
+
+
+# ----------------------------------------------------------------------------- item 4: P(better) interval
+def test_prob_better_interval_never_has_zero_width_and_covers_at_small_n():
+    for est in (0.0, 1 / 9, 0.5, 1.0):
+        ci = stats.prob_better_interval(est, 3, 3)
+        assert ci.high - ci.low > 0.3 and 0 <= ci.low <= est <= ci.high <= 1
+    rng = np.random.default_rng(0)
+    for n, shift in [(3, 0.0), (3, 1.0), (3, 3.0), (4, 0.5), (5, 1.5), (5, 0.0), (10, 2.0)]:
+        truth = sps.norm.cdf(shift / math.sqrt(2))             # P(a > b), a ~ N(shift, 1), b ~ N(0, 1)
+        a = rng.normal(shift, 1, (2000, n))
+        b = rng.normal(0, 1, (2000, n))
+        est = ((a[:, :, None] > b[:, None, :]).mean(axis=(1, 2)))
+        hits = [(lambda ci: ci.low <= truth <= ci.high)(stats.prob_better_interval(e, n, n)) for e in est]
+        assert np.mean(hits) >= 0.93, (n, shift, np.mean(hits))
+
+
+def test_prob_better_interval_reference_values():
+    # Newcombe (2006) method 5 with half a step of continuity correction: both ends solve the score equation
+    ci = stats.prob_better_interval(0.5, 3, 3)
+    k, z2 = 2.0, sps.norm.ppf(0.975) ** 2
+    for theta in (ci.low, ci.high):
+        v = theta * (1 - theta) / 9 * (1 + k * ((1 - theta) / (2 - theta) + theta / (1 + theta)))
+        assert (abs(0.5 - theta) - 1 / 18) ** 2 == pytest.approx(z2 * v, rel=1e-9)
+    assert ci.low + ci.high == pytest.approx(1.0)             # symmetric at 0.5
+
+
+# ----------------------------------------------------------------------------- item 5: power in ratio form
+@pytest.mark.parametrize("n, n_b", [(3, 5), (4, 10), (7, 3), (5, 5), (10, 4)])
+def test_min_detectable_effect_unequal_arms_matches_statsmodels_ratio_form(n, n_b):
+    power_mod = pytest.importorskip("statsmodels.stats.power")
+    for alpha in (0.05, 0.05 / 3):
+        ref = power_mod.TTestIndPower().solve_power(None, nobs1=n, ratio=n_b / n, alpha=alpha, power=0.8)
+        assert stats.min_detectable_effect(n, alpha, 0.8, n_b=n_b) == pytest.approx(ref, rel=1e-6)
+        for d in (0.3, 1.0, 2.5):
+            assert stats.t_power(d, n, alpha, n_b=n_b) == pytest.approx(
+                power_mod.TTestIndPower().power(d, n, alpha, ratio=n_b / n), abs=1e-12)
+    # the old min(n_a, n_b) form understates what the larger arm buys
+    assert stats.min_detectable_effect(n, 0.05, n_b=n_b) != pytest.approx(
+        stats.min_detectable_effect(min(n, n_b), 0.05), rel=1e-3) or n == n_b
+
+
+def test_paired_power_matches_statsmodels():
+    power_mod = pytest.importorskip("statsmodels.stats.power")
+    for n in (3, 5, 12):
+        assert stats.min_detectable_effect(n, 0.05, paired=True) == pytest.approx(
+            power_mod.TTestPower().solve_power(None, nobs=n, alpha=0.05, power=0.8), rel=1e-6)
