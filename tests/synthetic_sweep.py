@@ -4,6 +4,8 @@
     root = write_sweep(tmp_path / "s", {"rope": [3.1, 3.2, 3.0], "nope": [3.5, None, 3.6]}, baseline="rope")
 
 A value gives a finished run whose final val_loss is that value (NaN allowed); None gives a diverged run.
+`extra_finals` {metric: {variant: [value per seed]}} adds further final metrics (e.g. tokens_per_s) to each
+finished run's summary; `min_effect` and `secondary_metrics` go into the manifest's experiment.
 `status` overrides per (variant, seed): "failed", "interrupted", "running", "pending", "missing" (no run dir at
 all); `errors` / `logs` set a run's recorded error and its log text. Every file is written through
 sweeper.run.rundir (RunDir, write_manifest) and sweeper.health.result, as a real run writes it; curves decay
@@ -35,7 +37,9 @@ def write_sweep(root, finals: dict, *, baseline: str | None = None, metric: str 
                 lower_is_better: bool = True, seeds: list[int] | None = None, status: dict | None = None,
                 fingerprint: dict | None = None, paired: bool = True, curve_points: int = 20,
                 eval_every: int = 5, health: dict | None = None, name: str = "synthetic",
-                write_manifest_file: bool = True, errors: dict | None = None, logs: dict | None = None) -> Path:
+                write_manifest_file: bool = True, errors: dict | None = None, logs: dict | None = None,
+                extra_finals: dict | None = None, min_effect: float | None = None,
+                secondary_metrics: dict | None = None) -> Path:
     """fingerprint: {(variant, seed): {key: value}} overrides; paired=False gives every run its own data order.
     baseline: None = the first variant; "" = none recorded (as a Hydra multirun may leave it)."""
     root = Path(root)
@@ -55,19 +59,20 @@ def write_sweep(root, finals: dict, *, baseline: str | None = None, metric: str 
             st = status.get((variant, seed), "finished" if final is not None else "diverged")
             if st == "missing":
                 continue
+            extra = {m: per[variant][k] for m, per in (extra_finals or {}).items() if k < len(per.get(variant, []))}
             _write_run(RunDir(root / rel), variant, seed, Status(st), final, metric,
                        fingerprint.get((variant, seed), {}), paired, curve_points, eval_every,
-                       health.get((variant, seed)), errors.get((variant, seed)), logs.get((variant, seed)))
+                       health.get((variant, seed)), errors.get((variant, seed)), logs.get((variant, seed)), extra)
     if write_manifest_file:
         experiment = Experiment(name, variants[0] if baseline is None else baseline, metric, lower_is_better,
-                                {v: [] for v in variants})
+                                {v: [] for v in variants}, min_effect, dict(secondary_metrics or {}))
         write_manifest(root, Manifest(experiment=experiment, runs=entries, seeds=seeds, created=0.0,
                                       argv=["synthetic"]))
     return root
 
 
 def _write_run(rd: RunDir, variant, seed, st: Status, final, metric, fp_override, paired, points, eval_every,
-               health, error, log):
+               health, error, log, extra=None):
     fp = dict(FP, config_hash=f"h-{variant}", seed=seed,
               data_order_hash=f"order-{seed}" if paired else f"order-{variant}-{seed}",
               eval_batches_hash=f"eval-{seed}" if paired else f"eval-{variant}-{seed}")
@@ -91,7 +96,8 @@ def _write_run(rd: RunDir, variant, seed, st: Status, final, metric, fp_override
     rd.write_status(StatusRecord(status=st, run_id=f"{variant}-s{seed}", experiment="synthetic", variant=variant,
                                  seed=seed, error=error, exit_code=0 if done else 1, started=0.0, ended=1.0))
     if st in (Status.FINISHED, Status.FAILED, Status.DIVERGED):
-        rd.write_summary(Summary(status=st, final={metric: final if done else None, "train_loss": target},
+        rd.write_summary(Summary(status=st, final={metric: final if done else None, "train_loss": target,
+                                                   **(extra if done and extra else {})},
                                  steps=n_logged * 10, wall_time_s=12.5, run_id=f"{variant}-s{seed}",
                                  variant=variant, seed=seed, fingerprint=fp, env={"python": fp["python_version"]}))
     verdict = health or "pass"
