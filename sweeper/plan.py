@@ -265,16 +265,17 @@ def write_plan(plan: Plan, argv: list[str]) -> None:
 
 
 def _write_config(rd: RunDir, run: RunSpec, planned: bool) -> None:
-    """The run's frozen config. One already there from another config is replaced only when the run never
-    started (a plan write cut short, then another command); otherwise the dir holds another plan: refused."""
+    """The run's frozen config; one already there stays when the sweep's plan was recorded. Without a recorded
+    plan (a write cut short), another config there is replaced when its run never started, else refused."""
+    if planned and rd.config_path.exists():
+        return
     try:
         current = stable_hash(rd.read_config()) if rd.config_path.exists() else None
     except UnreadableFile:
         current = "damaged"
     if current == run.config_hash:
         return
-    if current is not None and (planned or rd.summary_path.exists() or rd.has_checkpoint()
-                                or rd.metrics_path.exists()):
+    if current is not None and (rd.summary_path.exists() or rd.has_checkpoint() or rd.metrics_path.exists()):
         raise UsageError(f"{rd.config_path} holds another run config than this plan's (config hash {current} != "
                          f"{run.config_hash}); use another sweeper.dir, or repeat the command that started it")
     rd.write_config(run.config)

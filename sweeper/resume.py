@@ -30,6 +30,9 @@ def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
     """The recorded plan (and recorded argv) of a sweep dir, with launcher/report overrides applied."""
     sweep_dir = Path(sweep_dir).expanduser().resolve()
     manifest = recorded(sweep_dir)
+    if manifest is None and (sweep_dir / "runs").is_dir():
+        raise UsageError(f"{sweep_dir}: no {MANIFEST} yet: the sweeper that planned it was stopped while it wrote the "
+                         f"plan; run the command that started it again (it completes the plan, then the sweep)")
     if manifest is None:
         raise UsageError(f"{sweep_dir}: no readable {MANIFEST}; give the directory a sweep was started in "
                          f"(it holds {MANIFEST} and runs/)")

@@ -259,3 +259,11 @@ def test_a_plan_write_cut_short_is_completed_and_another_plans_started_run_is_re
     with pytest.raises(UsageError, match=r"config.yaml holds another run config than this plan's"):
         write_plan(plan, [])
     assert other.runs[0].rundir.read_config() == other.runs[0].config
+
+
+def test_resume_of_a_plan_write_cut_short_says_to_run_the_command_again(tmp_path):
+    plan = plan_for(f"sweeper.dir={tmp_path}", seeds=[0])
+    plan.runs[0].rundir.write_config(plan.runs[0].config)          # killed before the manifest
+    with pytest.raises(UsageError, match=rf"^{tmp_path}: no {MANIFEST} yet: the sweeper that planned it was stopped "
+                                         r"while it wrote the plan; run the command that started it again"):
+        load_plan(tmp_path, [])
