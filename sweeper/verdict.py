@@ -353,15 +353,17 @@ def _decide(c: Comparison, va: Arm, vb: Arm, an: Analysis, corpus_differs: bool)
     rob = c.robustness
     rejected = c.p_adjusted < an.alpha
     if rob is not None and not math.isnan(rob.pvalue) and not math.isnan(rob.min_p):
-        if rob.pvalue <= rob.min_p * (1 + 1e-9):
-            holm_floor = rob.min_p * m
-            c.notes.append(f"the {rob.name} p={rob.pvalue:.3g} is the smallest p it can reach at this n" + (
-                f"; Holm over {m} comparisons would lift it to {min(1.0, holm_floor):.3g}, above alpha, which is "
-                f"why it cannot be the driving test" if holm_floor >= an.alpha else ""))
-        elif rob.min_p >= level:
+        at_floor = rob.pvalue <= rob.min_p * (1 + 1e-9)
+        holm_floor = min(1.0, rob.min_p * m)
+        floor_note = (f"p={rob.pvalue:.3g} is the smallest p it can reach at this n" + (
+            f"; Holm over {m} comparisons would lift it to {holm_floor:.3g}, above alpha, which is why it cannot "
+            f"be the driving test" if holm_floor >= an.alpha else "")) if at_floor else ""
+        if rob.min_p >= level:
             c.notes.append(f"the {rob.name} (p={rob.pvalue:.3g}) cannot go below p={rob.min_p:.3g} at this n, "
                            f"so it cannot confirm at this comparison's Holm level {level:.3g}; the verdict rests "
-                           f"on the t-test")
+                           f"on the t-test" + (f"; {floor_note}" if at_floor else ""))
+        elif at_floor:
+            c.notes.append(floor_note)
         elif rejected and rob.pvalue >= level:
             c.notes.append(f"caution: the {rob.name} does not confirm at the same Holm level (p={rob.pvalue:.3g} "
                            f">= {level:.3g}, although it could reach {rob.min_p:.3g}): look at the per-seed values "
