@@ -5,6 +5,9 @@
     stats.permutation_test(a, b).pvalue              # exact enumeration at small n, Monte Carlo above max_exact
     stats.bootstrap_delta(a, b, lower_is_better=True).delta   # Interval: BCa, percentile fallback
     stats.holm([0.01, 0.04]); stats.seeds_needed(0.5)         # -> adjusted p-values; 64 per arm
+    w = stats.worst_rank_test(a, b, lost_a=2, lost_b=0, lower_is_better=True)   # lost seeds ranked worst
+    stats.worst_rank_interval(w, 0.975); stats.prob_better_interval(0.8, 4, 4)   # shift CI; P(better) CI
+    stats.min_detectable_effect(3, 0.05, 0.8, n_b=8)          # ratio form (statsmodels TTestIndPower)
 
 Conventions: `a` is the variant, `b` the baseline; every difference is a - b; two-sided unless `alternative`
 says otherwise. Inputs must be finite (a NaN seed is a diverged run: count it, do not pass it in). Results that
