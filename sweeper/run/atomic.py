@@ -21,6 +21,7 @@ def atomic_write_bytes(path: str | Path, data: bytes, write: Callable[[BinaryIO,
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, _mode_for(path))        # mkstemp makes 0600; a shared lab directory must read our files
         with os.fdopen(fd, "wb") as f:
             (write or (lambda file, blob: file.write(blob)))(f, data)
             f.flush()
@@ -30,6 +31,26 @@ def atomic_write_bytes(path: str | Path, data: bytes, write: Callable[[BinaryIO,
         Path(tmp).unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def _mode_for(path: Path) -> int:
+    """The mode open() would give a new file (0666 minus the umask), or the mode of the file being replaced."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    try:   # Linux: read it without changing it (os.umask is a process-wide swap, racy with threads)
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
