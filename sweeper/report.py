@@ -347,7 +347,7 @@ def markdown(inp: ReportInput, plot_paths: dict[str, Path] | None, out_dir: Path
 
 # ----------------------------------------------------------------------------- entry points
 def write_report(inp: ReportInput, out_dir: str | Path, plots: bool = True) -> str:
-    """Write report.md, summary.csv (and plots/) into out_dir; return the decision table as text."""
+    """Write report.md, report.html, summary.csv (and plots/) into out_dir; return the decision table as text."""
     out_dir = Path(out_dir)
     plot_paths = None
     if plots:
@@ -355,7 +355,11 @@ def write_report(inp: ReportInput, out_dir: str | Path, plots: bool = True) -> s
 
         plot_paths = write_plots(out_dir / "plots", inp.curves, inp.analysis)
     atomic_write_text(out_dir / "summary.csv", summary_frame(inp.analysis).to_csv(index=False))
-    atomic_write_text(out_dir / "report.md", markdown(inp, plot_paths, out_dir))
+    text = markdown(inp, plot_paths, out_dir)
+    atomic_write_text(out_dir / "report.md", text)
+    from sweeper.report_html import write_html
+
+    write_html(text, out_dir)                        # report.html: the same report, one self-contained page
     return decision_text(inp)
 
 

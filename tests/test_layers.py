@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("kernels", "sweeper", "train", "hydra_plugins")
 ORDER = ("kernels", "health", "run", "train", "sweeper", "hydra_plugins")
-REPORT_PATH = ("sweeper.report", "sweeper.results", "sweeper.stats", "sweeper.verdict", "sweeper.plots",
+REPORT_PATH = ("sweeper.report", "sweeper.report_html", "sweeper.results", "sweeper.stats", "sweeper.verdict", "sweeper.plots",
                "sweeper.compare")
 NOT_ON_REPORT_PATH = ("sweeper.slurm", "sweeper.slurm_task", "sweeper.local", "sweeper.pool", "train", "torch",
                       "submitit", "kernels")
