@@ -402,7 +402,7 @@ def _validate(sweep: Sweep) -> None:
             errors[variant] = _missing_message(missing[0])
         elif hook is not None:
             try:
-                hook(dict(config))
+                _call_validate(hook, dict(config), dict(sweep.launcher))
             except ValueError as e:                     # ConfigError and UsageError are ValueErrors
                 errors[variant] = (str(e).strip().splitlines() or [type(e).__name__])[0]
             except Exception as e:  # noqa: BLE001 - a bug in the hook: still one line before anything starts
@@ -414,6 +414,18 @@ def _validate(sweep: Sweep) -> None:
     if len(errors) == len(sweep.variant_configs) and len(set(errors.values())) == 1:
         raise UsageError(message)
     raise UsageError(f"variant {variant}: {message}")
+
+
+def _call_validate(hook, config: dict, launcher: dict) -> None:
+    """task.validate(config), or validate(config, launcher=...) when the hook takes a `launcher` argument (to
+    check what depends on where runs start, e.g. a GPU the local launcher must offer)."""
+    import inspect
+
+    try:
+        takes_launcher = "launcher" in inspect.signature(hook).parameters
+    except (TypeError, ValueError):
+        takes_launcher = False
+    hook(config, launcher=launcher) if takes_launcher else hook(config)
 
 
 def load_hook(task: TaskSpec, key: str):

@@ -163,20 +163,25 @@ class RunConfig:
                               "checkpoint can fall back to the previous one")
 
 
-def validate(config: Mapping[str, Any]) -> None:
-    """The plan-time hook (`train.config:validate`), called with each planned run's resolved config: a bad
-    value or an unusable corpus (missing, empty, not text) raises ConfigError with a one-line message. Each
-    distinct corpus is read once per process (a text file again only when it changed on disk)."""
+def validate(config: Mapping[str, Any], launcher: Mapping[str, Any] | None = None) -> None:
+    """The plan-time hook (`train.config:validate`), called with each planned run's resolved config (and the
+    sweep's launcher config): a bad value, an unusable corpus (missing, empty, not text, too short for the model's
+    context and batch) or train.device=cuda where the local launcher has no GPU raises ConfigError with a
+    one-line message (train.checks). Each distinct corpus is read once per process (a text file again only when
+    it changed on disk)."""
+    from train.checks import check_corpus_fits, check_device
     from train.corpus import corpus_text
 
-    data = RunConfig.from_dict(config).data
+    cfg = RunConfig.from_dict(config)
+    data = cfg.data
     key = stable_hash([dataclasses.asdict(data), _file_stamp(data.path) if data.kind == "text" else None])
-    if key not in _CHECKED_CORPORA:
-        corpus_text(data)
-        _CHECKED_CORPORA.add(key)
+    if key not in _CORPUS_LENGTHS:
+        _CORPUS_LENGTHS[key] = len(corpus_text(data)[0])    # characters = tokens of the character-level corpus
+    check_corpus_fits(cfg, _CORPUS_LENGTHS[key])
+    check_device(cfg, launcher)
 
 
-_CHECKED_CORPORA: set[str] = set()
+_CORPUS_LENGTHS: dict[str, int] = {}
 
 
 def _file_stamp(path: str | None) -> list | None:
