@@ -143,8 +143,15 @@ class Progress:
         self.log(f"NOT STARTED {run.label}: {status.get('error', '')}")
 
     @property
-    def done(self) -> int:
+    def settled(self) -> int:
+        """Runs this invocation is through with, one way or another (for the queue count)."""
         return sum(self.counts.values())
+
+    @property
+    def done(self) -> int:
+        """Runs that ended for good (finished, diverged, failed, skipped as kept): an interrupted run resumes on
+        the next launch and a run not started is still to run, so neither is done."""
+        return self.settled - self.counts[Status.INTERRUPTED.value] - self.counts[Status.PENDING.value]
 
     # -- status view ----------------------------------------------------------------------------------------
     def tick(self, running: list, queued: int | None = None, force: bool = False) -> None:
@@ -194,10 +201,12 @@ class Progress:
             loss = f"  loss {value:.3f}" if isinstance(value, (int, float)) else ""
             where = f"step {step if step is not None else 0:>5}/{steps}" if steps else ""
             rows.append(f"  {run.label:<24} {slot.name:<8} {where}{loss}  ETA {fmt_s(eta)}")
-        queued = self._queued if self._queued is not None else max(0, self.total - self.done - len(self._running))
+        queued = self._queued if self._queued is not None else max(0, self.total - self.settled - len(self._running))
         failed = self.counts[Status.FAILED.value]
         done = self.done - failed
-        head = (f"sweep: {queued} queued | {len(self._running)} running | {done} done | {failed} failed | "
+        interrupted = self.counts[Status.INTERRUPTED.value]
+        stopped = f"{interrupted} interrupted (resume: run again) | " if interrupted else ""
+        head = (f"sweep: {queued} queued | {len(self._running)} running | {done} done | {failed} failed | {stopped}"
                 f"{fmt_s(now - self.t0)} elapsed | ETA {fmt_s(self._sweep_eta(etas, queued))}")
         return head, rows
 

@@ -105,3 +105,23 @@ def test_plain_status_lines_with_step_loss_and_eta(tmp_path):
 
 def test_fmt_s():
     assert [fmt_s(x) for x in (None, 4.4, 65, 3725)] == ["?", "4s", "1m05s", "1h02m"]
+
+
+def test_interrupted_and_not_started_runs_are_not_counted_as_done():
+    import io
+    from types import SimpleNamespace
+
+    from sweeper.progress import Progress
+
+    out = io.StringIO()
+    p = Progress(total=4, stream=out, live=False)
+    runs = [SimpleNamespace(label=f"v/seed_{i}", run_dir=None, log_path="x.log") for i in range(4)]
+    p.ended(runs[0], {"status": "finished"}, 1.0)
+    p.ended(runs[1], {"status": "interrupted", "error": "stopped"}, 1.0)
+    p.ended(runs[2], {"status": "failed", "error": "boom"}, 1.0)
+    p.not_started(runs[3], {"error": "crash loop"})
+    assert p.done == 2 and p.settled == 4
+    p.tick([], force=True)
+    head = out.getvalue().strip().splitlines()[-1]
+    assert "0 queued | 0 running | 1 done | 1 failed | 1 interrupted (resume: run again)" in head
+    assert "[1/4]" in out.getvalue() and "[2/4]" in out.getvalue()
