@@ -94,6 +94,8 @@ class SlurmLauncherConf:
     stderr_to_stdout: bool = False
     submitit_folder: Optional[str] = None     # default SWEEP_DIR/.submitit/%j
     stop_grace_s: float = _seconds(60.0, strict=True)   # seconds a run gets to checkpoint after a stop signal
+    max_retries: int = at_least_zero(2)       # in-place retries after a transient failure (killed by a signal, CUDA OOM, lost node), as the local pool
+    retry_backoff_s: float = _seconds(5.0)    # delay before the first retry, doubled each time (a retry resumes from the checkpoint)
     poll_s: float = _seconds(5.0, strict=True)          # seconds between Slurm state polls while waiting
 
     @classmethod

@@ -14,6 +14,7 @@ runs whose jobs are still queued or running instead of submitting them twice, an
 """
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -23,8 +24,9 @@ from pathlib import Path
 
 from sweeper.errors import UsageError
 from sweeper.launcher_schema import SlurmLauncherConf
-from sweeper.run.atomic import atomic_write_json, read_json
-from sweeper.run.rundir import KEEP, TERMINAL, RunDir, Status
+from sweeper.failures import EXCEPTION, LOST_NODE, OOM, SIGNAL
+from sweeper.run.atomic import atomic_write_json
+from sweeper.run.rundir import KEEP, TERMINAL, RunDir, Status, UnreadableFile
 from sweeper.slots import PROJECT_ROOT
 from sweeper.task import python_path
 
@@ -33,6 +35,9 @@ RECORD = "slurm.json"
 ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
          "BOOT_FAIL", "DEADLINE", "UNKNOWN")
 RESUMABLE = ("CANCELLED", "PREEMPTED", "NODE_FAIL", "TIMEOUT")   # the run ends interrupted, not failed
+# The failure class (sweeper.failures) of a job that ended failed before its run could record why
+JOB_END_CLASSES = {"OUT_OF_MEMORY": OOM, "NODE_FAIL": LOST_NODE, "BOOT_FAIL": LOST_NODE, "DEADLINE": SIGNAL,
+                   "FAILED": EXCEPTION, "UNKNOWN": EXCEPTION}
 
 
 # The `launcher=slurm` schema is the backend's config type (keys, defaults and ranges: sweeper.launcher_schema).
@@ -88,7 +93,27 @@ def make_executor(cfg: SlurmConfig, folder: Path, job_name: str):
 # -- job records and states ---------------------------------------------------------------------------------
 
 def read_record(sweep_dir: Path) -> dict:
-    return read_json(Path(sweep_dir) / RECORD, {}) or {}
+    """The sweep's Slurm record ({} when there is none); a damaged one raises UnreadableFile naming it (job ids
+    of live jobs are never guessed: a run whose job is unknown could be submitted twice)."""
+    path = Path(sweep_dir) / RECORD
+    fix = (f"check the jobs with squeue/sacct, cancel any still running (scancel), then move {path.name} aside "
+           f"and run the sweep again (finished runs are kept)")
+    if not path.exists():
+        return {}
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise UnreadableFile(path, f"not readable JSON ({type(e).__name__}: {e})".splitlines()[0], fix) from None
+    jobs = record.get("jobs", {}) if isinstance(record, dict) else None
+    if not isinstance(jobs, dict) or not all(isinstance(j, dict) and isinstance(j.get("job_id"), str)
+                                             and isinstance(j.get("run_dir"), str) for j in jobs.values()):
+        raise UnreadableFile(path, "not a Slurm record (a 'jobs' mapping of run id -> job_id, run_dir)", fix)
+    for j in jobs.values():
+        if Path(j["run_dir"]).is_absolute() or ".." in Path(j["run_dir"]).parts:
+            raise UnreadableFile(path, f"run_dir {j['run_dir']!r} leaves the sweep dir", fix)
+    if not isinstance(record.get("arrays", []), list):
+        raise UnreadableFile(path, "'arrays' is not a list", fix)
+    return record
 
 
 def _write_record(sweep_dir: Path, runs: list, jobs: list, cfg: SlurmConfig, folder: Path) -> None:
@@ -148,7 +173,19 @@ def settle(run_dir: Path, job_id: str, state: str) -> dict:
     error = f"Slurm job {job_id} ended {state} before the run did" + (
         "; it resumes from its last checkpoint on the next launch" if kind is Status.INTERRUPTED
         else f" (Slurm log: sacct -j {job_id}; run log: {rd.log_path})")
-    return rd.update_status(kind, ended=time.time(), error=error).to_dict()
+    extra = {"failure_class": JOB_END_CLASSES.get(state, EXCEPTION)} if kind is Status.FAILED else {}
+    return rd.update_status(kind, ended=time.time(), error=error, slurm_state=state, **extra).to_dict()
+
+
+def status_line(run_dir: str, job_id: str, state: str | None, record: dict) -> str:
+    """One line of `python -m sweeper.slurm status`: where, which job, its Slurm state, the run's status and,
+    for a run that did not finish, why (the failure class and error its status records)."""
+    status = record.get("status", "?")
+    line = f"{run_dir:<32} {job_id:<12} {state or '?':<12} {status}"
+    if status not in (Status.FINISHED.value, Status.PENDING.value, Status.RUNNING.value) and record.get("error"):
+        kind = f"{record['failure_class']}: " if record.get("failure_class") else ""
+        line += f"  {kind}{record['error']}"
+    return line
 
 
 def sync_statuses(sweep_dir: Path) -> dict[str, tuple[str, str | None]]:
@@ -191,6 +228,8 @@ def launch(plan, launcher_cfg: SlurmConfig | dict, progress=None) -> dict[str, s
     except SlurmUnavailable as e:
         raise SlurmUnavailable(f"{e}; cannot tell which runs of {sweep_dir} are still queued, so nothing was "
                                f"submitted: run again when Slurm answers") from None
+    except UnreadableFile as e:
+        raise UsageError(str(e)) from None
     recorded = read_record(sweep_dir).get("jobs", {})
     results, adopted, todo = {}, {}, []
     for run in plan.runs:
@@ -214,11 +253,11 @@ def launch(plan, launcher_cfg: SlurmConfig | dict, progress=None) -> dict[str, s
         pythonpath = python_path(plan.task, str(PROJECT_ROOT))
         with executor.batch():
             submitted = [executor.submit(RunTask(str(run.run_dir), plan.argv(run), plan.task.cwd, plan.run_env(run),
-                                                 pythonpath, cfg.use_gpus, cfg.stop_grace_s)) for run in todo]
+                                                 pythonpath, cfg.use_gpus, cfg.stop_grace_s, cfg.max_retries,
+                                                 cfg.retry_backoff_s)) for run in todo]
         _write_record(sweep_dir, todo, submitted, cfg, folder)
         jobs = {run.run_id: job.job_id for run, job in zip(todo, submitted)}
-        progress.log(f"submitted {len(todo)} run(s) as Slurm job array {submitted[0].job_id.split('_')[0]} "
-                     f"(at most {cfg.array_parallelism} at once); job ids in {sweep_dir / RECORD}")
+        progress.log(f"submitted {_what_was_submitted(submitted, cfg)}; job ids in {sweep_dir / RECORD}")
     if not cfg.wait:
         if jobs or adopted:
             progress.log(f"not waiting (launcher.wait=false): follow with `python -m sweeper.slurm status "
@@ -231,6 +270,15 @@ def launch(plan, launcher_cfg: SlurmConfig | dict, progress=None) -> dict[str, s
                      f"sweeper.slurm cancel {sweep_dir}`")
         raise
     return results
+
+
+def _what_was_submitted(jobs: list, cfg: SlurmConfig) -> str:
+    """'1 run as Slurm job 12' or '4 runs as Slurm job array 13 (at most 256 at once)': what sbatch made."""
+    arrays = sorted({j.job_id.split("_")[0] for j in jobs if "_" in j.job_id})
+    plain = [j.job_id for j in jobs if "_" not in j.job_id]
+    parts = [f"Slurm job array {a} (at most {cfg.array_parallelism} at once)" for a in arrays]
+    parts += [f"Slurm job{'s' if len(plain) > 1 else ''} {', '.join(plain)}"] if plain else []
+    return f"{len(jobs)} run{'s' if len(jobs) != 1 else ''} as {' and '.join(parts)}"
 
 
 def _wait(plan, pending: dict[str, str], cfg: SlurmConfig, progress) -> dict[str, str]:
@@ -295,7 +343,14 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         jobs = read_record(sweep_dir).get("jobs", {})
         for run_id, (status, state) in sorted(sync_statuses(sweep_dir).items()):
-            print(f"{jobs[run_id]['run_dir']:<32} {jobs[run_id]['job_id']:<12} {state or '?':<12} {status}")
+            try:
+                record = RunDir(sweep_dir / jobs[run_id]["run_dir"]).read_status().to_dict()
+            except UnreadableFile as e:
+                record = {"status": status, "error": str(e)}
+            print(status_line(jobs[run_id]["run_dir"], jobs[run_id]["job_id"], state, {**record, "status": status}))
+    except UnreadableFile as e:
+        print(f"sweeper.slurm: error: {e}", file=sys.stderr)
+        return 2
     except (SlurmUnavailable, subprocess.CalledProcessError) as e:
         print(f"sweeper.slurm: error: {e}", file=sys.stderr)
         return 1

@@ -26,7 +26,7 @@ import time
 
 from submitit.helpers import Checkpointable, DelayedSubmission
 
-from sweeper.failures import attempt_outcome
+from sweeper.failures import RetryPolicy, attempt_outcome
 from sweeper.run.rundir import RunDir, Status
 from sweeper.slots import PROJECT_ROOT, run_env
 
@@ -72,12 +72,13 @@ class RunTask(Checkpointable):
     """A picklable callable: the Slurm task of one run (submitit requeues it through `checkpoint`)."""
 
     def __init__(self, run_dir: str, argv: list[str], cwd: str, env: dict, pythonpath: str, use_gpus: bool,
-                 stop_grace_s: float = 60.0):
+                 stop_grace_s: float = 60.0, max_retries: int = 0, retry_backoff_s: float = 5.0):
         self.run_dir = str(run_dir)
         self.argv, self.cwd, self.env = [str(a) for a in argv], str(cwd), dict(env)
         self.pythonpath = str(pythonpath)
         self.use_gpus = use_gpus
         self.stop_grace_s = float(stop_grace_s)
+        self.max_retries, self.retry_backoff_s = int(max_retries), float(retry_backoff_s)
         self._child: subprocess.Popen | None = None
         self._stop_sent = False
 
@@ -89,38 +90,58 @@ class RunTask(Checkpointable):
 
     def _again(self) -> "RunTask":
         return RunTask(self.run_dir, self.argv, self.cwd, self.env, self.pythonpath, self.use_gpus,
-                       self.stop_grace_s)
+                       self.stop_grace_s, self.max_retries, self.retry_backoff_s)
 
     def __call__(self) -> dict:
+        """Run the child; a transient failure (killed by a signal, CUDA out of memory, lost node) is retried in
+        place by the local pool's policy (launcher.max_retries, retry_backoff_s doubling), resuming from the
+        run's checkpoint; the attempts are counted in the run's status."""
         rd = RunDir(self.run_dir)
+        policy = RetryPolicy(max_retries=self.max_retries, backoff_s=self.retry_backoff_s)
+        signal.signal(signal.SIGTERM, self._on_sigterm)     # replaces submitit's "bypass" for SIGTERM
+        attempt = 1
+        while True:
+            returncode = self._attempt(rd, attempt)
+            state, failure = attempt_outcome(rd, returncode)
+            if state is Status.INTERRUPTED:
+                self._await_end_of_job()
+                raise RunInterrupted(f"run {rd.path} stopped by a signal ({rd.read_status().error}) and the job "
+                                     f"was neither requeued nor ended; it resumes from its checkpoint on the next "
+                                     f"launch")
+            if failure is not None and not self._stop_sent and policy.should_retry(failure, attempt):
+                delay = policy.delay_s(attempt)
+                rd.update_status(Status.FAILED, error=failure.message, exit_code=returncode, attempts=attempt,
+                                 **failure.to_dict())
+                _log(f"run {rd.path} attempt {attempt} failed ({failure.kind}: {failure.message}); retry "
+                     f"{attempt}/{policy.max_retries} in {delay:g}s from its last checkpoint")
+                time.sleep(delay)
+                attempt += 1
+                continue
+            if failure is not None:
+                rd.update_status(Status.FAILED, error=failure.message, exit_code=returncode, ended=time.time(),
+                                 attempts=attempt, **failure.to_dict())
+                raise RunFailed(f"run {rd.path} failed: {failure.kind}: {failure.message} (log: {rd.log_path})")
+            _log(f"run {rd.path} ended {state.value}")
+            return rd.update_status(attempts=attempt).to_dict()
+
+    def _attempt(self, rd: RunDir, attempt: int) -> int:
+        """Start the run's process once and wait for it; its exit status."""
         env = {**task_env(os.environ, self.pythonpath, self.use_gpus), **self.env}
         job = os.environ.get("SLURM_ARRAY_JOB_ID")
         job = f"{job}_{os.environ.get('SLURM_ARRAY_TASK_ID')}" if job else os.environ.get("SLURM_JOB_ID")
         restart = os.environ.get("SLURM_RESTART_COUNT", "0")
         rd.path.mkdir(parents=True, exist_ok=True)
         with open(rd.log_path, "ab") as log:
-            log.write(f"\n=== sweeper: start in Slurm job {job} (restart {restart}) at "
+            log.write(f"\n=== sweeper: start in Slurm job {job} (restart {restart}, attempt {attempt}) at "
                       f"{time.strftime('%Y-%m-%d %H:%M:%S')}, CUDA_VISIBLE_DEVICES="
                       f"{env.get('CUDA_VISIBLE_DEVICES')}, {env['OMP_NUM_THREADS']} threads ===\n".encode())
             log.flush()
             self._child = subprocess.Popen(self.argv, cwd=self.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                            stdin=subprocess.DEVNULL, start_new_session=True)
-        _log(f"run {rd.path} started as pid {self._child.pid} (restart {restart})")
-        signal.signal(signal.SIGTERM, self._on_sigterm)     # replaces submitit's "bypass" for SIGTERM
+        _log(f"run {rd.path} started as pid {self._child.pid} (restart {restart}, attempt {attempt})")
         while self._child.poll() is None:
             time.sleep(0.2)
-        returncode = self._child.returncode
-        state, failure = attempt_outcome(rd, returncode)
-        if state is Status.INTERRUPTED:
-            self._await_end_of_job()
-            raise RunInterrupted(f"run {rd.path} stopped by a signal ({rd.read_status().error}) and the job was "
-                                 f"neither requeued nor ended; it resumes from its checkpoint on the next launch")
-        if failure is not None:
-            rd.update_status(Status.FAILED, error=failure.message, exit_code=returncode, ended=time.time(),
-                             **failure.to_dict())
-            raise RunFailed(f"run {rd.path} failed: {failure.kind}: {failure.message} (log: {rd.log_path})")
-        _log(f"run {rd.path} ended {state.value}")
-        return rd.read_status().to_dict()
+        return self._child.returncode
 
     def _on_sigterm(self, signum, _frame) -> None:
         _log("SIGTERM: asking the run to checkpoint and stop")

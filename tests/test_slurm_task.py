@@ -17,7 +17,7 @@ import pytest
 
 from conftest import ROOT, run_sweeper
 from sweeper.errors import UsageError
-from sweeper.run.rundir import RunDir
+from sweeper.run.rundir import RunDir, UnreadableFile
 from sweeper.slurm import SlurmConfig, sbatch_options
 from sweeper.slurm_task import task_cpus, task_env
 
@@ -143,14 +143,14 @@ def make_run(tmp_path: Path, tiny: list[str], name: str):
     return plan, plan.runs[0]
 
 
-def run_task(plan, run, grace_s: float):
-    """The task sweeper.slurm submits for this run."""
+def run_task(plan, run, grace_s: float, **retry):
+    """The task sweeper.slurm submits for this run (retry: max_retries=, retry_backoff_s=)."""
     from sweeper.slots import PROJECT_ROOT
     from sweeper.slurm_task import RunTask
     from sweeper.task import python_path
 
     return RunTask(str(run.run_dir), plan.argv(run), plan.task.cwd, plan.run_env(run),
-                   python_path(plan.task, str(PROJECT_ROOT)), use_gpus=False, stop_grace_s=grace_s)
+                   python_path(plan.task, str(PROJECT_ROOT)), use_gpus=False, stop_grace_s=grace_s, **retry)
 
 
 def start_task(task, tmp_path: Path, out: Path) -> subprocess.Popen:
@@ -233,3 +233,85 @@ def test_a_user_task_that_exits_0_without_finishing_fails_its_slurm_task(tmp_pat
     assert (status.status, status.error, status.exit_code, status.failure_class) == \
         ("failed", "exited 0 without calling run.finish()", 0, "exception")
     assert "=== sweeper: start in Slurm job" in RunDir(run.run_dir).log_path.read_text()
+
+
+def test_a_run_killed_by_sigkill_is_retried_in_its_task_by_the_pool_s_policy(tmp_path, tiny):
+    """Slurm follows the local pool's retry policy: a transient failure (the run SIGKILLed, e.g. by the OOM
+    killer) is retried in place, counted in the run's status, and ends bitwise equal to a run never killed."""
+    from sweeper.pool import processes_with_arg
+
+    (plan, run), (ref_plan, ref_run) = make_run(tmp_path, tiny, "killed"), make_run(tmp_path, tiny, "reference")
+    ref = start_task(run_task(ref_plan, ref_run, 5), tmp_path, tmp_path / "unused.pkl")
+    task = start_task(run_task(plan, run, 5, max_retries=1, retry_backoff_s=0.2), tmp_path, tmp_path / "u2.pkl")
+    wait_for_step(run.run_dir, 10, task)
+    children = [pid for pid in processes_with_arg(str(run.run_dir)) if pid != task.pid]
+    assert children
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+    out, _ = task.communicate(timeout=240)
+    assert task.returncode == 0, out
+    assert "attempt 1 failed (signal: killed by SIGKILL); retry 1/1" in out
+    ref_out, _ = ref.communicate(timeout=240)
+    assert ref.returncode == 0, ref_out
+    status = RunDir(run.run_dir).read_status()
+    assert status.status == "finished" and status.to_dict()["attempts"] == 2
+    final = lambda d: checkpoint_digest(d / "ckpt" / "step_00000300.pt")  # noqa: E731
+    assert final(run.run_dir) == final(ref_run.run_dir)
+    assert RunDir(run.run_dir).read_summary().final == RunDir(ref_run.run_dir).read_summary().final
+
+
+def test_a_killed_run_with_no_retries_left_fails_its_task_naming_why(tmp_path, tiny):
+    from sweeper.pool import processes_with_arg
+
+    plan, run = make_run(tmp_path, tiny, "killed_for_good")
+    task = start_task(run_task(plan, run, 5, max_retries=0), tmp_path, tmp_path / "unused.pkl")
+    wait_for_step(run.run_dir, 5, task)
+    for pid in [p for p in processes_with_arg(str(run.run_dir)) if p != task.pid]:
+        os.kill(pid, signal.SIGKILL)
+    out, _ = task.communicate(timeout=120)
+    assert task.returncode != 0 and "RunFailed" in out
+    status = RunDir(run.run_dir).read_status()
+    assert (status.status, status.failure_class, status.error) == ("failed", "signal", "killed by SIGKILL")
+
+
+def test_what_was_submitted_names_a_plain_job_or_an_array():
+    from types import SimpleNamespace
+
+    from sweeper.slurm import SlurmConfig, _what_was_submitted
+
+    cfg = SlurmConfig.from_dict({"array_parallelism": 8})
+    job = lambda i: SimpleNamespace(job_id=i)  # noqa: E731
+    assert _what_was_submitted([job("41")], cfg) == "1 run as Slurm job 41"
+    assert _what_was_submitted([job("42_0"), job("42_1")], cfg) == \
+        "2 runs as Slurm job array 42 (at most 8 at once)"
+
+
+def test_slurm_status_lines_say_why_a_run_did_not_finish(tmp_path):
+    from sweeper.slurm import settle, status_line
+
+    rd = RunDir(tmp_path / "runs" / "a" / "seed_0")
+    rd.path.mkdir(parents=True)
+    rd.update_status("running", run_id="a-s0")
+    record = settle(rd.path, "77_1", "OUT_OF_MEMORY")
+    assert (record["status"], record["failure_class"], record["slurm_state"]) == ("failed", "out_of_memory",
+                                                                                  "OUT_OF_MEMORY")
+    line = status_line("runs/a/seed_0", "77_1", "OUT_OF_MEMORY", record)
+    assert line.split()[:4] == ["runs/a/seed_0", "77_1", "OUT_OF_MEMORY", "failed"]
+    assert "out_of_memory: Slurm job 77_1 ended OUT_OF_MEMORY before the run did (Slurm log: sacct -j 77_1" in line
+    assert status_line("runs/b/seed_0", "78", "COMPLETED", {"status": "finished", "error": None}).endswith("finished")
+
+
+@pytest.mark.parametrize("content, says", [
+    ('{"jobs": {"a": {"job_id": "1_0"', "not readable JSON"),
+    ("[1, 2]", "not a Slurm record"),
+    ('{"jobs": {"a": {"job_id": 5, "run_dir": "runs/a/seed_0"}}}', "not a Slurm record"),
+    ('{"jobs": {"a": {"job_id": "5", "run_dir": "../../etc"}}}', "leaves the sweep dir"),
+])
+def test_a_damaged_slurm_record_is_named_never_taken_for_no_jobs(tmp_path, content, says):
+    from sweeper.slurm import main, read_record
+
+    (tmp_path / "slurm.json").write_text(content)
+    with pytest.raises(UnreadableFile, match=says) as info:
+        read_record(tmp_path)
+    assert "slurm.json" in str(info.value) and "scancel" in str(info.value)
+    assert main(["status", str(tmp_path)]) == 2
