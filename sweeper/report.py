@@ -52,6 +52,7 @@ class ReportInput:
     problems: list[str] = field(default_factory=list)
     damaged: list[str] = field(default_factory=list)    # one per damaged file: a WARNING line on the terminal
     notes: list[str] = field(default_factory=list)      # other lines for the terminal (e.g. settle Slurm jobs)
+    secondary: dict[str, verdict.Analysis] = field(default_factory=dict)   # metric -> its own Holm family
 
 
 def fmt(x, digits: int = 4) -> str:
@@ -77,15 +78,32 @@ def decision_rows(an: verdict.Analysis) -> list[list[str]]:
                  f"{fmt(arm.summary['mean'])} ± {fmt(arm.summary['sd'], 2)}"]
         if c and c.delta is not None:
             d = c.delta
-            cells += [f"{_signed(d.estimate)} [{_signed(d.low)}, {_signed(d.high)}]",
-                      f"{c.p_better.estimate:.2f}", f"{c.primary.name}", fmt(c.primary.pvalue, 3),
-                      fmt(c.p_adjusted, 3), c.verdict]
+            cells += [f"{_signed(d.estimate)} {_interval(c.decision_ci)}", _level(c), f"[{_signed(d.low)}, "
+                      f"{_signed(d.high)}]", f"{c.p_better.estimate:.2f}", f"{c.primary.name}",
+                      fmt(c.primary.pvalue, 3), fmt(c.p_adjusted, 3), verdict_cell(c)]
         elif c:
-            cells += ["-", "-", "-", "-", "-", c.verdict]
+            cells += ["-", "-", "-", "-", "-", "-", "-", verdict_cell(c)]
         else:
-            cells += [""] * 6
+            cells += [""] * 8
         rows.append(cells + [health_cell(arm)])
     return rows
+
+
+def _interval(ci) -> str:
+    return f"[{_signed(ci.low)}, {_signed(ci.high)}]" if ci is not None else "[-, -]"
+
+
+def _level(c) -> str:
+    """The decision interval's level: 1 - the alpha of the Holm step that decided (or would decide) it."""
+    ci = c.decision_ci
+    return f"{ci.confidence:.1%}".replace(".0%", "%") if ci is not None and np.isfinite(ci.confidence) else "-"
+
+
+def verdict_cell(c) -> str:
+    """'better', ..., or 'invalid: health checks failed (gradient_flow, ...)' for a health-failed comparison."""
+    if c.verdict == "invalid":
+        return f"invalid: health checks failed ({', '.join(c.invalid_checks) or 'see health'})"
+    return c.verdict
 
 
 def health_cell(arm) -> str:
@@ -106,8 +124,24 @@ def health_lines(an: verdict.Analysis) -> list[str]:
             for a in an.arms.values() if a.health.get("fail")]
 
 
-DECISION_HEADER = ["variant", "role", "usable", "lost", "mean ± sd", "Δ [95% CI]", "P(better)", "driving test",
-                   "p", "p (Holm)", "verdict", "health"]
+DECISION_HEADER = ["variant", "role", "usable", "lost", "mean ± sd", "Δ [decision CI]", "CI level",
+                   "bootstrap 95% CI (secondary)", "P(better)", "driving test", "p", "p (Holm)", "verdict", "health"]
+SECONDARY_HEADER = ["variant", "vs", "mean ± sd", "Δ [decision CI]", "CI level", "p (Holm, own family)", "verdict"]
+
+
+def secondary_rows(an: verdict.Analysis) -> list[list[str]]:
+    """One row per variant of a secondary metric: its mean, and its comparison in the metric's own family."""
+    by_variant = {c.variant: c for c in an.comparisons}
+    rows = []
+    for arm in an.arms.values():
+        c = by_variant.get(arm.variant)
+        mean = f"{fmt(arm.summary['mean'])} ± {fmt(arm.summary['sd'], 2)}"
+        if c is not None and c.delta is not None:
+            rows.append([arm.variant, c.baseline, mean, f"{_signed(c.delta.estimate)} {_interval(c.decision_ci)}",
+                         _level(c), fmt(c.p_adjusted, 3), c.verdict])
+        else:
+            rows.append([arm.variant, c.baseline if c else "", mean, "-", "-", "-", c.verdict if c else ""])
+    return rows
 
 
 def text_table(header: list[str], rows: list[list[str]]) -> str:
@@ -126,7 +160,13 @@ def decision_text(inp: ReportInput) -> str:
     """What the terminal shows: the decision table, one line per verdict, failed runs, then warnings."""
     an = inp.analysis
     lines = [inp.title, *inp.header, "", text_table(DECISION_HEADER, decision_rows(an)), ""]
-    lines += [f"{c.variant} vs {c.baseline}: {c.verdict.upper()}: {c.reason}" for c in an.comparisons]
+    lines += [f"{c.variant} vs {c.baseline}: {verdict_cell(c).upper() if c.verdict != 'invalid' else verdict_cell(c)}"
+              f": {c.reason}" for c in an.comparisons]
+    for metric, sec in inp.secondary.items():
+        lines.append(f"secondary {metric} ({'lower' if sec.lower_is_better else 'higher'} is better, own Holm "
+                     f"family): " + "; ".join(f"{c.variant} {_signed(c.delta.estimate)} {_interval(c.decision_ci)} "
+                                              f"{c.verdict}" if c.delta is not None else f"{c.variant} {c.verdict}"
+                                              for c in sec.comparisons))
     lines += health_lines(an)
     failed = failed_runs(inp.runs)
     if failed:
@@ -146,11 +186,13 @@ def headline(an: verdict.Analysis) -> str:
     out = []
     for baseline in dict.fromkeys(c.baseline for c in an.comparisons):
         group = {v: [c.variant for c in an.comparisons if c.baseline == baseline and c.verdict == v]
-                 for v in ("worse", "better", "inconclusive", "insufficient")}
+                 for v in ("worse", "better", "inconclusive", "insufficient", "invalid")}
         parts = [f"{baseline} beats {', '.join(group['worse'])}" if group["worse"] else "",
                  f"loses to {', '.join(group['better'])}" if group["better"] else "",
                  f"no decision vs {', '.join(group['inconclusive'] + group['insufficient'])}"
-                 if group["inconclusive"] or group["insufficient"] else ""]
+                 if group["inconclusive"] or group["insufficient"] else "",
+                 f"not compared with {', '.join(group['invalid'])} (invalid: health checks failed)"
+                 if group["invalid"] else ""]
         out.append("; ".join(p for p in parts if p) + ".")
     return " ".join(out)
 
@@ -203,8 +245,28 @@ def per_seed_rows(inp: ReportInput) -> tuple[list[str], list[list[str]]]:
     return ["seed"] + variants, [[str(s)] + [cells.get((s, v), "-") for v in variants] for s in seeds]
 
 
-def summary_frame(an: verdict.Analysis) -> pd.DataFrame:
-    """summary.csv: one row per variant, with its comparison (if it is compared with another arm)."""
+def summary_frame(an: verdict.Analysis, secondary: dict[str, verdict.Analysis] | None = None) -> pd.DataFrame:
+    """summary.csv: one row per variant, with its comparison (if it is compared with another arm), then for each
+    secondary metric M its columns M_mean, M_sd, M_delta, M_ci_low, M_ci_high, M_p_holm, M_verdict."""
+    frame = _primary_frame(an)
+    for metric, sec in (secondary or {}).items():
+        by_variant = {c.variant: c for c in sec.comparisons}
+        extra = []
+        for arm in sec.arms.values():
+            c, ci = by_variant.get(arm.variant), None
+            ci = c.decision_ci if c is not None else None
+            extra.append({"variant": arm.variant, f"{metric}_mean": arm.summary["mean"],
+                          f"{metric}_sd": arm.summary["sd"],
+                          f"{metric}_delta": c.delta.estimate if c is not None and c.delta is not None else math.nan,
+                          f"{metric}_ci_low": ci.low if ci is not None else math.nan,
+                          f"{metric}_ci_high": ci.high if ci is not None else math.nan,
+                          f"{metric}_p_holm": c.p_adjusted if c is not None else math.nan,
+                          f"{metric}_verdict": c.verdict if c is not None else ""})
+        frame = frame.merge(pd.DataFrame(extra), on="variant", how="left") if extra else frame
+    return frame
+
+
+def _primary_frame(an: verdict.Analysis) -> pd.DataFrame:
     by_variant = {c.variant: c for c in an.comparisons}
     rows = []
     for arm in an.arms.values():
@@ -215,11 +277,16 @@ def summary_frame(an: verdict.Analysis) -> pd.DataFrame:
                "mean_ci_high": arm.mean_ci.high, "health_fail": arm.health.get("fail", 0)}
         c = by_variant.get(arm.variant)
         if c:
-            row.update(compared_with=c.baseline, verdict=c.verdict, design=c.design, n_pairs=c.n_pairs,
-                       p_adjusted_holm=c.p_adjusted, mde=c.mde, seeds_needed=c.seeds_needed, reason=c.reason)
+            row.update(compared_with=c.baseline, verdict=c.verdict, numbers_say=c.numbers_say,
+                       invalid_checks=",".join(c.invalid_checks), design=c.design, n_pairs=c.n_pairs,
+                       p_adjusted_holm=c.p_adjusted, mde=c.mde, seeds_needed=c.seeds_needed,
+                       seeds_needed_basis=c.seeds_needed_basis, reason=c.reason)
+            if c.decision_ci is not None:
+                row.update(decision_ci_low=c.decision_ci.low, decision_ci_high=c.decision_ci.high,
+                           decision_ci_level=c.decision_ci.confidence, decision_ci_method=c.decision_ci.method)
             if c.delta is not None:
-                row.update(delta=c.delta.estimate, delta_ci_low=c.delta.low, delta_ci_high=c.delta.high,
-                           delta_ci_method=c.delta.method, hedges_g=c.hedges_g, p_better=c.p_better.estimate,
+                row.update(delta=c.delta.estimate, bootstrap_ci_low=c.delta.low, bootstrap_ci_high=c.delta.high,
+                           bootstrap_ci_method=c.delta.method, hedges_g=c.hedges_g, p_better=c.p_better.estimate,
                            p_better_ci_low=c.p_better.low, p_better_ci_high=c.p_better.high,
                            test=c.primary.name, p=c.primary.pvalue, robustness_test=c.robustness.name,
                            robustness_p=c.robustness.pvalue, robustness_min_p=c.robustness.min_p)
@@ -239,9 +306,13 @@ def _comparison_md(c: verdict.Comparison, an: verdict.Analysis) -> list[str]:
         t_ci = f"; {p.name} CI {fmt(p.ci[0])} to {fmt(p.ci[1])}" if np.isfinite(p.ci[0]) else ""
         out += [f"- design: {c.design}" + (f" ({c.n_pairs} pairs)" if c.design == "paired" else
                                              f" ({c.n_variant} vs {c.n_baseline} seeds)"),
-                f"- difference of means ({c.variant} - {c.baseline}): {fmt(c.delta.estimate)}, "
-                f"{an.confidence:.0%} CI {fmt(c.delta.low)} to {fmt(c.delta.high)} ({c.delta.method}, "
-                f"{c.delta.n_resamples} resamples, seed {c.delta.seed}){t_ci}",
+                f"- difference of means ({c.variant} - {c.baseline}): {fmt(c.delta.estimate)}; decision interval "
+                + (f"{fmt(c.decision_ci.low)} to {fmt(c.decision_ci.high)} at {_level(c)} ({c.decision_ci.method}; "
+                   f"it excludes 0 exactly when the verdict is better or worse)" if c.decision_ci is not None
+                   else "-"),
+                f"- secondary figure: bootstrap {an.confidence:.0%} CI {fmt(c.delta.low)} to {fmt(c.delta.high)} "
+                f"({c.delta.method}, {c.delta.n_resamples} resamples, seed {c.delta.seed}; not the decision's "
+                f"interval){t_ci}",
                 f"- Hedges' g: {fmt(c.hedges_g, 3)}",
                 f"- P({c.variant} better than {c.baseline}) = U/(n_a n_b) = {c.p_better.estimate:.3f}, "
                 f"{an.confidence:.0%} CI {fmt(c.p_better.low, 3)} to {fmt(c.p_better.high, 3)} ({c.p_better.method})",
@@ -252,7 +323,10 @@ def _comparison_md(c: verdict.Comparison, an: verdict.Analysis) -> list[str]:
                     f"p at this n: {fmt(r.min_p, 3)})" if r.exact is not None else ""),
                 f"- Holm-adjusted p: {fmt(c.p_adjusted, 3)} (alpha {an.alpha}, family of {len(an.comparisons)})",
                 f"- minimum detectable difference at this n (80% power): {fmt(c.mde, 3)}; seeds per arm for 80% "
-                f"power at the observed difference and spread (sd {fmt(c.spread, 3)}): {fmt(c.seeds_needed)}"]
+                f"power (sd {fmt(c.spread, 3)}): {fmt(c.seeds_needed)}, {c.seeds_needed_basis or 'post hoc'}"]
+        if c.verdict == "invalid":
+            out.append(f"- invalid: health checks failed ({', '.join(c.invalid_checks)}); the numbers alone would "
+                       f"say {c.numbers_say or '-'}, but the comparison does not test what the variant claims")
     out += [f"- note: {n}" for n in c.notes]
     return out + [""]
 
@@ -328,6 +402,10 @@ def markdown(inp: ReportInput, plot_paths: dict[str, Path] | None, out_dir: Path
     md += [f"- **{c.variant} vs {c.baseline}: {c.verdict}**: {c.reason}" for c in an.comparisons]
     md += [f"- **{line}**" for line in health_lines(an)]
     md += ["", f"**{headline(an)}**"]
+    for metric, sec in inp.secondary.items():
+        md += ["", f"### Secondary metric: {metric} ({'lower' if sec.lower_is_better else 'higher'} is better)", "",
+               "Its own Holm family; it never enters the decision above.", "",
+               md_table(SECONDARY_HEADER, secondary_rows(sec))]
     md += ["", "## Per-seed values", "", f"Final `{an.metric}` per seed; runs without one show their status.", "",
            md_table(per_seed_header, per_seed), "", "## Failed runs", "", *_failed_md(inp), "", "## Variants", "",
            md_table(["variant", "planned", "usable", "failed", "diverged", "not finished", "mean", "sd", "median",
@@ -354,7 +432,7 @@ def write_report(inp: ReportInput, out_dir: str | Path, plots: bool = True) -> s
         from sweeper.plots import write_plots
 
         plot_paths = write_plots(out_dir / "plots", inp.curves, inp.analysis)
-    atomic_write_text(out_dir / "summary.csv", summary_frame(inp.analysis).to_csv(index=False))
+    atomic_write_text(out_dir / "summary.csv", summary_frame(inp.analysis, inp.secondary).to_csv(index=False))
     text = markdown(inp, plot_paths, out_dir)
     atomic_write_text(out_dir / "report.md", text)
     from sweeper.report_html import write_html
@@ -383,7 +461,8 @@ def resolve_experiment(exp: Experiment, sweep_dir: Path, runs: pd.DataFrame, bas
         raise UsageError(f"metric {metric!r}: no run of {sweep_dir} has a final {metric}; pass --metric NAME "
                          f"(final metrics of its runs: {', '.join(finals)})")
     lower = exp.lower_is_better if lower_is_better is None else lower_is_better
-    return Experiment(exp.name, baseline, metric, lower, dict(exp.variants))
+    return Experiment(exp.name, baseline, metric, lower, dict(exp.variants), exp.min_effect,
+                      dict(exp.secondary_metrics))
 
 
 def read_sweep(sweep_dir: Path, baseline: str | None = None, metric: str | None = None,
@@ -416,7 +495,12 @@ def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3
     exp, notes, runs, curves = read_sweep(sweep_dir, baseline, metric, lower_is_better)
     present = list(dict.fromkeys(runs["variant"]))
     family = [(v, exp.baseline) for v in present if v != exp.baseline] if exp.baseline else []
-    an = verdict.analyze(runs, exp.metric, exp.lower_is_better, family, alpha, min_seeds, n_resamples, seed)
+    secondary_exp = Experiment(exp.name, exp.baseline, exp.metric, exp.lower_is_better, dict(exp.variants),
+                               exp.min_effect, {m: d for m, d in exp.secondary_metrics.items()
+                                                if f"final_{m}" in runs.columns and m != exp.metric})
+    missing = sorted(m for m in exp.secondary_metrics if f"final_{m}" not in runs.columns)
+    an, secondary = verdict.analyze_all(runs, secondary_exp, family, alpha=alpha, min_seeds=min_seeds,
+                                        n_resamples=n_resamples, seed=seed)
     counts = runs["status"].value_counts()
     header = [f"sweep: {sweep_dir}", f"metric: final {exp.metric} ({'lower' if exp.lower_is_better else 'higher'} "
               f"is better); baseline: {exp.baseline or 'none (one variant)'}; alpha {alpha}, Holm over "
@@ -424,9 +508,10 @@ def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3
               "runs: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + f" (of {len(runs)} planned)",
               f"written {time.strftime('%Y-%m-%d %H:%M:%S')}"]
     problems = notes + [f"{r.run_dir}: {r.problems}" for r in runs.itertuples() if r.problems]
+    problems += [f"secondary metric {m}: no run has a final {m}" for m in missing]
     damaged = runs.attrs.get("damaged", []) + curves.attrs.get("damaged", [])
     return ReportInput(f"Sweep report: {exp.name}", header, runs, curves, an, problems, damaged,
-                       slurm_notes(sweep_dir, runs))
+                       slurm_notes(sweep_dir, runs), secondary)
 
 
 def slurm_notes(sweep_dir: Path, runs: pd.DataFrame) -> list[str]:

@@ -5,6 +5,7 @@
 import json
 import math
 
+from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,7 +13,7 @@ from scipy import stats as sps
 
 from conftest import run_sweeper
 from sweeper.errors import UsageError
-from sweeper.report import SECTIONS, analyze_sweep, report_sweep
+from sweeper.report import SECTIONS, analyze_sweep, headline, report_sweep
 from synthetic_sweep import write_sweep
 
 ROPE = {"rope": [3.00, 3.02, 2.99, 3.01], "nope": [3.45, 3.48, 3.44, 3.47], "frozen": [3.40, 3.43, 3.39, 3.44]}
@@ -121,8 +122,12 @@ def test_nan_and_diverged_seeds_count_against_the_variant(tmp_path):
 def test_failures_in_the_baseline_do_not_block_a_better_variant(tmp_path):
     root = write_sweep(tmp_path / "s", {"base": [3.0, 3.1, None, 3.05], "var": [2.5, 2.6, 2.55, 2.52]})
     c = analyze_sweep(root, **FAST).analysis.comparisons[0]
-    assert c.verdict == "better" and c.n_pairs == 3
-    assert any("left out of the paired analysis" in n for n in c.notes)
+    # A lost baseline seed counts against the baseline (worst rank): 4 vs 3 ended seeds, every var seed ranks
+    # better than every base seed and the lost one: the most extreme of C(7,3) = 35 splits, exact p = 1/35.
+    assert c.verdict == "better" and c.primary.name == "worst-rank test"
+    assert abs(c.primary.pvalue - 2 / 70) < 1e-12 and (c.n_variant, c.n_baseline) == (4, 3)
+    assert any("base lost 1 of 4 ended seeds" in n for n in c.notes)
+    assert c.decision_ci.high < 0                      # the interval shown agrees with the verdict
 
 
 def test_fingerprint_differences_are_reported_and_a_different_corpus_blocks_the_verdict(tmp_path):
@@ -318,3 +323,46 @@ def test_real_mini_sweep_through_the_cli_has_every_section_and_plot(tmp_path):
     assert set(csv["variant"]) == {"rope", "nope", "rope_frozen_qk"}
     assert (csv["usable"] == 2).all()
     assert set(csv["verdict"].dropna()) == {"insufficient"}     # 2 seeds < min_seeds 3: no guess
+
+
+def test_a_health_failed_variant_is_invalid_not_worse_and_the_headline_does_not_count_it(tmp_path):
+    finals = {"base": [3.0, 3.1, 3.2, 3.05], "frozen": [3.9, 4.05, 4.02, 3.98], "better": [2.5, 2.65, 2.62, 2.58]}
+    health = {("frozen", s): "fail" for s in range(4)}
+    root = write_sweep(tmp_path / "s", finals, baseline="base", health=health)
+    text = report_sweep(root, plots=False, n_resamples=200)
+    inp = analyze_sweep(root, n_resamples=200)
+    frozen = next(c for c in inp.analysis.comparisons if c.variant == "frozen")
+    assert frozen.verdict == "invalid" and frozen.invalid_checks == ["qk_grad_nonzero"]
+    assert frozen.numbers_say == "worse" and frozen.delta.estimate > 0.8     # the numbers stay visible
+    line = next(x for x in text.splitlines() if x.startswith("frozen vs base:"))
+    assert line.startswith("frozen vs base: invalid: health checks failed (qk_grad_nonzero)")
+    head = headline(inp.analysis)
+    assert "beats frozen" not in head and "not compared with frozen (invalid" in head and "loses to better" in head
+    csv = pd.read_csv(Path(root) / "summary.csv").set_index("variant")
+    assert csv.loc["frozen", "verdict"] == "invalid" and csv.loc["frozen", "numbers_say"] == "worse"
+    assert csv.loc["frozen", "invalid_checks"] == "qk_grad_nonzero"
+
+
+def test_secondary_metrics_have_their_own_family_in_report_csv_and_html(tmp_path):
+    finals = {"base": [3.0, 3.1, 3.2, 3.05], "new": [2.5, 2.65, 2.62, 2.58]}
+    speed = {"tokens_per_s": {"base": [1000.0, 1010.0, 990.0, 1005.0], "new": [700.0, 690.0, 710.0, 705.0]},
+             "peak_mem_mb": {"base": [100.0, 101.0, 99.0, 100.5], "new": [100.2, 100.9, 99.1, 100.4]}}
+    root = write_sweep(tmp_path / "s", finals, baseline="base", extra_finals=speed,
+                       secondary_metrics={"tokens_per_s": "higher", "peak_mem_mb": "lower"})
+    text = report_sweep(root, plots=False, n_resamples=200)
+    inp = analyze_sweep(root, n_resamples=200)
+    assert [c.verdict for c in inp.analysis.comparisons] == ["better"]            # primary decision unchanged
+    tps = inp.secondary["tokens_per_s"]
+    assert not tps.lower_is_better and tps.comparisons[0].verdict == "worse"      # slower: worse in its direction
+    assert inp.secondary["peak_mem_mb"].comparisons[0].verdict == "inconclusive"
+    assert len(tps.comparisons) == 1 and tps.comparisons[0].p_adjusted == tps.comparisons[0].primary.pvalue
+    assert "secondary tokens_per_s (higher is better, own Holm family): new -" in text
+    md = (Path(root) / "report.md").read_text()
+    assert "### Secondary metric: tokens_per_s (higher is better)" in md
+    csv = pd.read_csv(Path(root) / "summary.csv").set_index("variant")
+    assert csv.loc["new", "tokens_per_s_verdict"] == "worse"
+    assert csv.loc["new", "tokens_per_s_delta"] == pytest.approx(np.mean(speed["tokens_per_s"]["new"])
+                                                                 - np.mean(speed["tokens_per_s"]["base"]))
+    assert csv.loc["new", "tokens_per_s_ci_high"] < 0
+    html = (Path(root) / "report.html").read_text()
+    assert "Secondary metric: tokens_per_s (higher is better)" in html and "peak_mem_mb" in html
