@@ -8,7 +8,7 @@
 `load_runs` columns: variant, seed, run_id, run_dir, status, error, failure_class, exit_code, steps,
 wall_time_s, health, health_failed (names of failing checks), config_hash, log_tail (the end of the log of a
 failed run whose error says little, e.g. "exit status 1"), final_<name> for every final metric of the run's
-summary, fp_<name> for every fingerprint key, problems (what could not be read, "" when all is well).
+summary and every cost figure it records (wall_time_s, peak_rss_mb, tokens_per_s ...: secondary metrics), fp_<name> for every fingerprint key, problems (what could not be read, "" when all is well).
 status: the run's recorded status; a summary that says finished (or diverged) wins over a status that is
 damaged, missing, running or interrupted (as RunDir.outcome, without repairing anything); MISSING when the run
 was planned and has no files; UNKNOWN when nothing readable says how it stands. Failed and diverged runs are
@@ -126,7 +126,8 @@ def _run_row(sweep_dir: Path, entry: RunEntry) -> tuple[dict, list[str]]:
         elif row["status"] in (MISSING, UNKNOWN):
             row["status"] = summary.status.value
         row["steps"], row["wall_time_s"] = _number(summary.steps), _number(summary.wall_time_s)
-        for key, value in summary.final.items():
+        cost = summary.extra.get("cost") if isinstance(summary.extra.get("cost"), dict) else {}
+        for key, value in {**cost, **summary.final}.items():     # cost figures (machine-dependent) too
             row[f"final_{key}"] = _number(value)
         for key, value in summary.fingerprint.items():
             if value is None or isinstance(value, (str, int, float, bool)):

@@ -122,6 +122,7 @@ def _train(run, tr: Trainer, health, loop: dict, on_step: OnStep | None) -> dict
     recent: list[float] = list(loop["recent"])     # the loss window, restored on resume
     val_loss = loop["val_loss"]
     tick, tick_step = time.time(), step
+    started = tick
 
     def checkpoint(at: int) -> None:
         nonlocal last_ckpt
@@ -170,4 +171,8 @@ def _train(run, tr: Trainer, health, loop: dict, on_step: OnStep | None) -> dict
         if on_step is not None:
             on_step(tr, step, run)
     checkpoint(step)
-    return run.finish(val_loss=val_loss, train_loss=float(np.mean(recent)), steps=step)
+    trained = step - run.start_step                                 # steps of this attempt (a resume: its part)
+    cost = {"tokens_per_s": trained * t.batch_size * tr.cfg.model.context / max(time.time() - started, 1e-9)}
+    if tr.device.type == "cuda":
+        cost["peak_cuda_mem_mb"] = torch.cuda.max_memory_allocated(tr.device) / 2**20
+    return run.finish(val_loss=val_loss, train_loss=float(np.mean(recent)), steps=step, cost=cost)

@@ -224,9 +224,15 @@ class Run:
         self._end(Status.INTERRUPTED, {}, step, error=why, exit_code=EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
 
-    def finish(self, final: Mapping | None = None, *, steps: int | None = None, **metrics: Any) -> dict:
-        """Record the run's final metrics in its summary and mark it finished. Returns the summary."""
-        return self._end(Status.FINISHED, {**dict(final or {}), **metrics}, steps, error=None, exit_code=0)
+    def finish(self, final: Mapping | None = None, *, steps: int | None = None, cost: Mapping | None = None,
+               **metrics: Any) -> dict:
+        """Record the run's final metrics in its summary and mark it finished. Returns the summary.
+
+        cost: figures of what the run cost that depend on the machine, not on the seed (e.g. tokens_per_s); they
+        go to the summary's `cost` beside the measured wall_time_s and peak_rss_mb (never into `final`, which
+        is the run's bitwise-reproducible result) and the report can use them as secondary metrics."""
+        return self._end(Status.FINISHED, {**dict(final or {}), **metrics}, steps, error=None, exit_code=0,
+                         cost=cost)
 
     def diverged(self, step: int, reason: str, last_good_checkpoint: int | None = None, **final: Any) -> dict:
         """Record a NaN/inf loss or gradient: status "diverged" (an outcome, kept and flagged, never rerun)."""
@@ -241,15 +247,18 @@ class Run:
         self.dir.update_status(Status.FAILED, error=error, exit_code=exit_code, ended=time.time())
         self.close()
 
-    def _end(self, status: Status, final: Mapping, steps: int | None, **fields) -> dict:
+    def _end(self, status: Status, final: Mapping, steps: int | None, cost: Mapping | None = None,
+             **fields) -> dict:
         if self._health is not None and status is not Status.DIVERGED:
             self._health.finish()
         steps = steps if steps is not None else self._last_step
+        wall = time.time() - self._t0
+        measured = {"wall_time_s": wall, "peak_rss_mb": _peak_rss_mb()}
         summary = Summary(status=status, final={k: _plain(v) for k, v in final.items()}, steps=steps,
-                          wall_time_s=time.time() - self._t0, run_id=self.run_id, experiment=self.experiment,
+                          wall_time_s=wall, run_id=self.run_id, experiment=self.experiment,
                           variant=self.variant, seed=self.seed, config_hash=self.config_hash,
                           fingerprint=self._fingerprint or self.fingerprint(), env=self.env,
-                          extra=dict(self.extra))
+                          extra={**self.extra, "cost": {**measured, **{k: _plain(v) for k, v in (cost or {}).items()}}})
         self.dir.write_summary(summary)
         self.dir.update_status(status, ended=time.time(), **fields)
         self.outcome = status
@@ -262,6 +271,16 @@ class Run:
         if self._tb is not None:
             self._tb.close()
             self._tb = None
+
+
+def _peak_rss_mb() -> float | None:
+    """This process's peak resident memory in MiB (Linux reports KiB; macOS bytes); None where unknown."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
 def _plain(value: Any) -> Any:
