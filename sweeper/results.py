@@ -11,8 +11,9 @@ failed run whose error says little, e.g. "exit status 1"), final_<name> for ever
 summary and every cost figure it records (wall_time_s, peak_rss_mb, tokens_per_s ...: secondary metrics), fp_<name> for every fingerprint key, problems (what could not be read, "" when all is well).
 status: the run's recorded status; a summary that says finished (or diverged) wins over a status that is
 damaged, missing, running or interrupted (as RunDir.outcome, without repairing anything); MISSING when the run
-was planned and has no files; UNKNOWN when nothing readable says how it stands. Failed and diverged runs are
-rows like any other: nothing is dropped here.
+was planned and has no files; UNKNOWN when nothing readable says how it stands, or when the summary of
+an ended run is unreadable (its result is unknown: neither usable nor lost; `error` names the file). Failed
+and diverged runs are rows like any other: nothing is dropped here.
 Every file is read through sweeper.run.rundir (health through sweeper.health.result). A damaged file never
 raises here: its message (naming the file and the fix) goes into the run's `problems` and into
 `runs.attrs["damaged"]` / `curves.attrs["damaged"]` (a truncated last metrics line is skipped, and named). A
@@ -120,6 +121,8 @@ def _run_row(sweep_dir: Path, entry: RunEntry) -> tuple[dict, list[str]]:
     except UnreadableFile as e:
         summary = None
         damaged.append(str(e))
+        if row["status"] in KEEP or row["status"] == MISSING:   # its result cannot be read: neither usable nor lost
+            row.update(status=UNKNOWN, error=f"unreadable summary: {e}")
     if summary is not None:
         if summary.status in KEEP and row["status"] not in KEEP:      # it ended; the status was not updated
             row.update(status=summary.status.value, error=None)

@@ -366,3 +366,31 @@ def test_secondary_metrics_have_their_own_family_in_report_csv_and_html(tmp_path
     assert csv.loc["new", "tokens_per_s_ci_high"] < 0
     html = (Path(root) / "report.html").read_text()
     assert "Secondary metric: tokens_per_s (higher is better)" in html and "peak_mem_mb" in html
+
+
+@pytest.mark.parametrize("damage, says", [
+    (lambda m: m[: len(m) // 2], "not valid JSON"), (lambda m: "", "not valid JSON"),
+    (lambda m: "[]", "not a JSON object"),
+    (lambda m: json.dumps({k: v for k, v in json.loads(m).items() if k != "experiment"}), "no 'experiment'"),
+    (lambda m: m.replace('"baseline": "base"', '"baseline": "zzz"'), "is not one of the variants"),
+])
+def test_a_damaged_manifest_stops_the_report_naming_the_file(tmp_path, damage, says):
+    root = write_sweep(tmp_path / "s", {"base": [3.0, 3.1, 3.2, 3.05], "new": [2.5, 2.65, 2.62, 2.58]},
+                       baseline="base")
+    manifest = Path(root) / "sweep.json"
+    manifest.write_text(damage(manifest.read_text()))
+    r = run_sweeper(str(root), "--no-plots", module="sweeper.report")
+    assert r.returncode == 2 and not (Path(root) / "report.md").exists()
+    line = r.stderr.strip().splitlines()[-1]
+    assert str(manifest) in line and says in line
+
+
+def test_an_unreadable_summary_is_named_and_neither_usable_nor_lost(tmp_path):
+    root = write_sweep(tmp_path / "s", {"base": [3.0, 3.1, 3.2, 3.05], "new": [2.5, 2.65, 2.62, 2.58]},
+                       baseline="base")
+    summary = Path(root) / "runs" / "new" / "seed_1" / "summary.json"
+    summary.write_text("{garbage")
+    text = report_sweep(root, plots=False, n_resamples=200)
+    assert f"WARNING: {summary}: the run summary is not valid JSON" in text
+    arm = analyze_sweep(root, n_resamples=200).analysis.arms["new"]
+    assert (arm.usable, arm.lost, arm.incomplete) == (3, 0, 1)       # not counted against the variant

@@ -74,8 +74,10 @@ def test_truncated_last_line_and_corrupt_files_are_named_never_skipped_silently(
     by = runs.set_index(["variant", "seed"])
     assert f"{rope0 / 'metrics.jsonl'}: 1 truncated or corrupt line(s) skipped" == by.loc[("rope", 0), "problems"]
     assert f"{rope1 / 'summary.json'}: the run summary is not valid JSON" in by.loc[("rope", 1), "problems"]
-    # the status says finished, the summary cannot be read: no metric, and the damage is named
-    assert by.loc[("rope", 1), "status"] == "finished" and np.isnan(by.loc[("rope", 1), "final_val_loss"])
+    # the status says finished, the summary cannot be read: no metric, the damage is named, and the run is
+    # unknown (neither usable nor a lost seed that would count against its variant)
+    assert by.loc[("rope", 1), "status"] == "unknown" and np.isnan(by.loc[("rope", 1), "final_val_loss"])
+    assert by.loc[("rope", 1), "error"].startswith(f"unreadable summary: {rope1 / 'summary.json'}")
     assert by.loc[("nope", 0), "status"] == "finished"                         # its summary says so
     assert f"{nope0 / 'status.json'}: the run status is not valid JSON" in by.loc[("nope", 0), "problems"]
     assert f"{nope0 / 'health.json'}: not a readable health report" in by.loc[("nope", 0), "problems"]
