@@ -33,7 +33,7 @@ import sweeper.verdict as verdict
 from sweeper.errors import UsageError
 from sweeper.results import MISSING, load_curves, load_experiment, load_runs
 from sweeper.run.atomic import atomic_write_text
-from sweeper.run.rundir import LOG, Experiment, Status, UnreadableFile
+from sweeper.run.rundir import LOG, STALE, Experiment, Status, UnreadableFile, stale_hint
 
 SECTIONS = ("Decision", "Per-seed values", "Failed runs", "Variants", "Comparisons", "Plots", "Fingerprints",
             "Methods", "Problems reading the sweep")
@@ -236,10 +236,15 @@ def per_seed_rows(inp: ReportInput) -> tuple[list[str], list[list[str]]]:
         elif status == Status.FINISHED:
             text = "finished, no finite metric"
         else:
-            step = last_step.get(row.run_id)
-            text = status + (f" @ step {int(step)}" if step is not None and status != MISSING else "")
+            step, resume = last_step.get(row.run_id), getattr(row, "resume_step", None)
+            if resume is not None and not (isinstance(resume, float) and math.isnan(resume)):
+                text = f"{status}, resumes from step {int(resume)}"     # its checkpoint, not its last log line
+            else:
+                text = status + (f" @ step {int(step)}" if step is not None and status != MISSING else "")
             if status == Status.FAILED:
                 text += f": {_short(_error_of(row), 60)}"
+            elif status == STALE:
+                text += " (the sweeper was killed; nothing runs it)"
         cells[(row.seed, row.variant)] = text
     seeds = sorted({s for s, _ in cells})
     return ["seed"] + variants, [[str(s)] + [cells.get((s, v), "-") for v in variants] for s in seeds]
@@ -510,8 +515,10 @@ def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3
     problems = notes + [f"{r.run_dir}: {r.problems}" for r in runs.itertuples() if r.problems]
     problems += [f"secondary metric {m}: no run has a final {m}" for m in missing]
     damaged = runs.attrs.get("damaged", []) + curves.attrs.get("damaged", [])
+    stale = int((runs["status"] == STALE).sum())
+    terminal = [f"note: {stale} run(s) {stale_hint(sweep_dir)}"] if stale else []
     return ReportInput(f"Sweep report: {exp.name}", header, runs, curves, an, problems, damaged,
-                       slurm_notes(sweep_dir, runs), secondary)
+                       terminal + slurm_notes(sweep_dir, runs), secondary)
 
 
 def slurm_notes(sweep_dir: Path, runs: pd.DataFrame) -> list[str]:

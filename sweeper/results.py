@@ -5,7 +5,7 @@
     runs = load_runs("sweeps/rope-1a2b")                # one row per planned run; runs.attrs["damaged"]
     curves = load_curves("sweeps/rope-1a2b", runs)      # long: run_id, variant, seed, step, metric, value
 
-`load_runs` columns: variant, seed, run_id, run_dir, status, error, failure_class, exit_code, steps,
+`load_runs` columns: variant, seed, run_id, run_dir, status, error, failure_class, exit_code, steps, resume_step,
 wall_time_s, health, health_failed (names of failing checks), config_hash, log_tail (the end of the log of a
 failed run whose error says little, e.g. "exit status 1"), final_<name> for every final metric of the run's
 summary and every cost figure it records (wall_time_s, peak_rss_mb, tokens_per_s ...: secondary metrics), fp_<name> for every fingerprint key, problems (what could not be read, "" when all is well).
@@ -13,7 +13,9 @@ status: the run's recorded status; a summary that says finished (or diverged) wi
 damaged, missing, running or interrupted (as RunDir.outcome, without repairing anything); MISSING when the run
 was planned and has no files; UNKNOWN when nothing readable says how it stands, or when the summary of
 an ended run is unreadable (its result is unknown: neither usable nor lost; `error` names the file). Failed
-and diverged runs are rows like any other: nothing is dropped here.
+and diverged runs are rows like any other: nothing is dropped here. STALE: recorded running, but its process
+(on this host) is gone (a killed sweeper); `error` says how to resume. resume_step: the newest checkpoint
+step of a run that did not end (what a rerun resumes from), None when it starts over.
 Every file is read through sweeper.run.rundir (health through sweeper.health.result). A damaged file never
 raises here: its message (naming the file and the fix) goes into the run's `problems` and into
 `runs.attrs["damaged"]` / `curves.attrs["damaged"]` (a truncated last metrics line is skipped, and named). A
@@ -30,12 +32,13 @@ import numpy as np
 import pandas as pd
 
 from sweeper.run.atomic import read_tail
-from sweeper.run.rundir import KEEP, Experiment, Manifest, RunDir, RunEntry, Status, UnreadableFile, read_manifest
+from sweeper.run.rundir import (KEEP, STALE, Experiment, Manifest, RunDir, RunEntry, Status, UnreadableFile,
+                                read_manifest, stale_hint)
 
 MISSING, UNKNOWN = "missing", "unknown"          # row states beyond a run's own status (see the docstring)
-STATES = tuple(s.value for s in Status) + (MISSING, UNKNOWN)
+STATES = tuple(s.value for s in Status) + (MISSING, UNKNOWN, STALE)
 FIXED_COLUMNS = ["variant", "seed", "run_id", "run_dir", "status", "error", "failure_class", "exit_code", "steps",
-                 "wall_time_s", "health", "health_failed", "config_hash", "log_tail"]
+                 "wall_time_s", "health", "health_failed", "config_hash", "log_tail", "resume_step"]
 CURVE_COLUMNS = ["run_id", "variant", "seed", "step", "metric", "value"]
 TAIL_LINES = 6
 # Errors that say a run failed but not why (the launchers' fallbacks): the report shows the log's tail with them.
@@ -106,7 +109,8 @@ def _run_row(sweep_dir: Path, entry: RunEntry) -> tuple[dict, list[str]]:
     rd = RunDir(sweep_dir / entry.run_dir)
     row = dict(variant=entry.variant, seed=entry.seed, run_id=entry.run_id, run_dir=entry.run_dir,
                config_hash=entry.config_hash, status=MISSING, error=None, failure_class=None, exit_code=None,
-               steps=math.nan, wall_time_s=math.nan, health=None, health_failed="", log_tail="")
+               steps=math.nan, wall_time_s=math.nan, health=None, health_failed="", log_tail="",
+               resume_step=None)
     damaged, problems = [], []
     try:
         record = rd.read_status() if rd.status_path.exists() else None
@@ -116,6 +120,8 @@ def _run_row(sweep_dir: Path, entry: RunEntry) -> tuple[dict, list[str]]:
     if record is not None:
         row.update(status=record.status.value, error=record.error, failure_class=record.failure_class,
                    exit_code=record.exit_code)
+        if record.status is Status.RUNNING and rd.liveness(record) == STALE:   # nothing runs it any more
+            row.update(status=STALE, error=stale_hint(sweep_dir))
     try:
         summary = rd.read_summary()
     except UnreadableFile as e:
@@ -151,6 +157,8 @@ def _run_row(sweep_dir: Path, entry: RunEntry) -> tuple[dict, list[str]]:
     if row["status"] == MISSING and rd.metrics_path.exists():
         row["status"] = UNKNOWN
         problems.append(f"{rd.path}: metrics logged but no status recorded")
+    if row["status"] not in KEEP and row["status"] != MISSING:
+        row["resume_step"] = rd.checkpoint_step()                # where a rerun resumes (None: from the start)
     if row["status"] == Status.FAILED and unhelpful(row["error"]):
         row["log_tail"] = log_tail_lines(rd)
     row["problems"] = "; ".join(damaged + problems)

@@ -53,10 +53,10 @@ import pandas as pd
 
 import sweeper.stats as stats
 from sweeper.results import MISSING, UNKNOWN
-from sweeper.run.rundir import Status
+from sweeper.run.rundir import STALE, Status
 
 FINISHED, FAILED, DIVERGED = Status.FINISHED.value, Status.FAILED.value, Status.DIVERGED.value
-INCOMPLETE = (MISSING, Status.PENDING.value, Status.RUNNING.value, Status.INTERRUPTED.value, UNKNOWN)
+INCOMPLETE = (MISSING, Status.PENDING.value, Status.RUNNING.value, Status.INTERRUPTED.value, UNKNOWN, STALE)
 ENV_KEYS = ("torch_version", "python_version", "device", "num_threads", "deterministic")
 PAIRING_KEYS = ("data_order_hash", "eval_batches_hash")
 VERDICTS = ("better", "worse", "inconclusive", "insufficient", "invalid")

@@ -394,3 +394,37 @@ def test_an_unreadable_summary_is_named_and_neither_usable_nor_lost(tmp_path):
     assert f"WARNING: {summary}: the run summary is not valid JSON" in text
     arm = analyze_sweep(root, n_resamples=200).analysis.arms["new"]
     assert (arm.usable, arm.lost, arm.incomplete) == (3, 0, 1)       # not counted against the variant
+
+
+def test_stale_running_runs_are_shown_as_stale_and_interrupted_ones_by_their_resume_step(tmp_path):
+    import subprocess
+    import sys
+
+    from sweeper.run.owner import process_identity
+    from sweeper.run.rundir import RunDir
+
+    finals = {"base": [3.0, 3.1, 3.2, 3.05], "new": [2.5, 2.65, 2.62, 2.58]}
+    root = write_sweep(tmp_path / "s", finals, baseline="base",
+                       status={("new", 2): "running", ("new", 3): "interrupted"})
+    dead = subprocess.run([sys.executable, "-c", "from sweeper.run.owner import process_identity as p; "
+                           "import json; print(json.dumps(p()))"], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    stale = RunDir(Path(root) / "runs" / "new" / "seed_2")
+    stale.update_status(owner=json.loads(dead.stdout))          # a process that has exited: nothing runs it
+    live = RunDir(Path(root) / "runs" / "base" / "seed_0")
+    live.update_status("running", owner=process_identity())      # this test's own process: alive
+    interrupted = RunDir(Path(root) / "runs" / "new" / "seed_3")
+    interrupted.ckpt_dir.mkdir(parents=True, exist_ok=True)
+    for step in (30, 36):
+        (interrupted.ckpt_dir / f"step_{step:08d}.pt").write_bytes(b"x")
+    assert interrupted.checkpoint_step() == 36
+    text = report_sweep(root, plots=False, n_resamples=200)
+    assert f"note: 1 run(s) stale (the sweeper was killed; nothing runs it); resume with `python -m sweeper.resume " \
+           f"{root}`" in text
+    md = (Path(root) / "report.md").read_text()
+    assert "| 2 | 3.2 | stale @ step 100 (the sweeper was killed; nothing runs it) |" in md
+    assert "| 3 | 3.05 | interrupted, resumes from step 36 |" in md            # its checkpoint, not its last log
+    runs = analyze_sweep(root, n_resamples=200).runs.set_index(["variant", "seed"])
+    assert runs.loc[("new", 2), "status"] == "stale" and runs.loc[("new", 3), "resume_step"] == 36
+    assert stale.liveness() == "stale" and live.liveness() == "live"
+    assert runs.loc[("base", 0), "status"] == "finished"          # its summary says so, whatever the status

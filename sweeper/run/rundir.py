@@ -368,6 +368,15 @@ class RunDir:
         return self.ckpt_dir.is_dir() and any(p.name.startswith("step_") and p.suffix == ".pt"
                                               for p in self.ckpt_dir.iterdir())
 
+    def checkpoint_step(self) -> int | None:
+        """The step of the newest checkpoint (what a resume starts from), from the file names alone; None
+        when there is none. The checkpoint's content is checked when it is loaded, not here."""
+        if not self.ckpt_dir.is_dir():
+            return None
+        steps = [int(p.stem[5:]) for p in self.ckpt_dir.iterdir()
+                 if p.name.startswith("step_") and p.suffix == ".pt" and p.stem[5:].isdigit()]
+        return max(steps) if steps else None
+
 
 def parse_metrics(text: str) -> tuple[list[dict], int]:
     """Records of metrics.jsonl text with an integer step, and how many lines were skipped (truncated/corrupt)."""
