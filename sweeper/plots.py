@@ -6,7 +6,9 @@
 metric_curve.png: the decision metric (as logged during training) against step, mean across seeds per variant
 with a +-1 sd band.
 final_metric.png: the decision metric of every seed (dots), the mean with its bootstrap CI (bar), lost seeds
-counted in the axis label. grad_norm.png: gradient norm against step (log scale), geometric mean with a
+counted in the axis label. paired_difference.png: per comparison, each seed's variant-minus-baseline
+difference (seeds usable in both arms), with the decision interval of the verdict beside it and zero marked.
+grad_norm.png: gradient norm against step (log scale), geometric mean with a
 x/÷ geometric-sd band per variant (a band that stays positive).
 Every file is always written; a plot without data says so instead of being skipped. File names are fixed
 (never made of variant names, which may hold '=', '/' or spaces); variant names only appear as labels.
@@ -18,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-PLOTS = {"metric_curve": "metric_curve.png", "final_metric": "final_metric.png", "grad_norm": "grad_norm.png"}
+PLOTS = {"metric_curve": "metric_curve.png", "final_metric": "final_metric.png",
+         "paired_difference": "paired_difference.png", "grad_norm": "grad_norm.png"}
 
 
 def _label(text: str) -> str:
@@ -98,6 +101,45 @@ def _final_plot(plt, analysis, path: Path):
     plt.close(fig)
 
 
+def paired_differences(analysis) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """comparison variant -> (seeds usable in both arms, variant - baseline per seed): what the plot draws."""
+    out = {}
+    for c in analysis.comparisons:
+        va, vb = analysis.arms[c.variant], analysis.arms[c.baseline]
+        seeds = np.intersect1d(va.seeds, vb.seeds)                                      # (k,)
+        a = va.values[np.searchsorted(va.seeds, seeds)]
+        b = vb.values[np.searchsorted(vb.seeds, seeds)]
+        out[c.variant] = (seeds, a - b)
+    return out
+
+
+def _paired_plot(plt, analysis, path: Path):
+    diffs = paired_differences(analysis)
+    fig, ax = plt.subplots(figsize=(max(5, 1.5 * len(diffs) + 2), 4.2))
+    ax.axhline(0.0, color="0.4", lw=1)
+    for i, c in enumerate(analysis.comparisons):
+        seeds, d = diffs[c.variant]
+        ax.scatter(np.full(d.size, i) + np.linspace(-0.12, 0.12, max(d.size, 1))[:d.size], d, s=18,
+                   color=f"C{(i + 1) % 10}", alpha=0.8, zorder=3)
+        ci = getattr(c, "decision_ci", None) or c.delta
+        if ci is not None and c.delta is not None:
+            low, high = (v if np.isfinite(v) else (d.min() if v < 0 else d.max()) if d.size else 0.0
+                         for v in (ci.low, ci.high))
+            ax.errorbar(i + 0.3, c.delta.estimate, yerr=[[max(0.0, c.delta.estimate - low)],
+                                                         [max(0.0, high - c.delta.estimate)]],
+                        fmt="o", color="k", capsize=4, zorder=4)
+    ax.set_xticks(range(len(analysis.comparisons)),
+                  [_label(f"{c.variant} - {c.baseline}\n{c.verdict}") for c in analysis.comparisons], fontsize=8)
+    if not analysis.comparisons or not any(diffs[c.variant][1].size for c in analysis.comparisons):
+        ax.text(0.5, 0.5, "no seed usable in both arms yet", ha="center", va="center", transform=ax.transAxes)
+    arrow = "below 0 is better" if analysis.lower_is_better else "above 0 is better"
+    ax.set(ylabel=f"{analysis.metric}: variant - baseline, per seed ({arrow})",
+           title="paired differences per seed; black: difference with the decision interval")
+    ax.grid(alpha=0.3, axis="y")
+    _save(fig, path)
+    plt.close(fig)
+
+
 def write_plots(out_dir: str | Path, curves: pd.DataFrame, analysis, metric: str | None = None) -> dict[str, Path]:
     """metric: the curve to draw in metric_curve.png (default: the analysis' decision metric)."""
     out_dir = Path(out_dir)
@@ -109,6 +151,7 @@ def write_plots(out_dir: str | Path, curves: pd.DataFrame, analysis, metric: str
     _curve_plot(plt, curves, metric, variants, _label(f"{metric}: mean +- 1 sd across seeds"), False,
                 paths["metric_curve"])
     _final_plot(plt, analysis, paths["final_metric"])
+    _paired_plot(plt, analysis, paths["paired_difference"])
     _curve_plot(plt, curves, "grad_norm", variants, "gradient norm: geometric mean x/÷ geometric sd across seeds",
                 True, paths["grad_norm"])
     return paths

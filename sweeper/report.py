@@ -160,8 +160,7 @@ def decision_text(inp: ReportInput) -> str:
     """What the terminal shows: the decision table, one line per verdict, failed runs, then warnings."""
     an = inp.analysis
     lines = [inp.title, *inp.header, "", text_table(DECISION_HEADER, decision_rows(an)), ""]
-    lines += [f"{c.variant} vs {c.baseline}: {verdict_cell(c).upper() if c.verdict != 'invalid' else verdict_cell(c)}"
-              f": {c.reason}" for c in an.comparisons]
+    lines += [f"{c.variant} vs {c.baseline}: {c.verdict.upper()}: {c.reason}" for c in an.comparisons]
     for metric, sec in inp.secondary.items():
         lines.append(f"secondary {metric} ({'lower' if sec.lower_is_better else 'higher'} is better, own Holm "
                      f"family): " + "; ".join(f"{c.variant} {_signed(c.delta.estimate)} {_interval(c.decision_ci)} "

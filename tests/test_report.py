@@ -335,7 +335,7 @@ def test_a_health_failed_variant_is_invalid_not_worse_and_the_headline_does_not_
     assert frozen.verdict == "invalid" and frozen.invalid_checks == ["qk_grad_nonzero"]
     assert frozen.numbers_say == "worse" and frozen.delta.estimate > 0.8     # the numbers stay visible
     line = next(x for x in text.splitlines() if x.startswith("frozen vs base:"))
-    assert line.startswith("frozen vs base: invalid: health checks failed (qk_grad_nonzero)")
+    assert line.startswith("frozen vs base: INVALID: health checks failed (qk_grad_nonzero)")
     head = headline(inp.analysis)
     assert "beats frozen" not in head and "not compared with frozen (invalid" in head and "loses to better" in head
     csv = pd.read_csv(Path(root) / "summary.csv").set_index("variant")
