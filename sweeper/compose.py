@@ -383,9 +383,15 @@ def _variant_seeds(name: str, variant: str, overrides: list[str], vcfg: dict) ->
     """A variant's own `seeds=` override, parsed (None when it has none: it runs the sweep's seeds)."""
     from sweeper.seeds import parse_seeds
 
+    from sweeper.plan import DEFAULT_MAX_RUNS, count_seeds
+
     if not any(_key(o) == "seeds" for o in overrides):
         return None
     try:
+        n, limit = count_seeds(vcfg.get("seeds")), (vcfg.get("sweeper") or {}).get("max_runs", DEFAULT_MAX_RUNS)
+        if isinstance(limit, int) and n > limit:      # counted, never expanded (seeds=0-10**12 stays cheap)
+            raise UsageError(f"seeds={vcfg.get('seeds')} plans {n} runs, more than sweeper.max_runs={limit}; ask "
+                             f"for fewer seeds, or raise the limit with sweeper.max_runs={n}")
         return parse_seeds(vcfg.get("seeds"))
     except UsageError as e:
         raise UsageError(f"experiment {name}, variant {variant}: {e}") from None

@@ -193,3 +193,25 @@ def test_errors_list_the_options_of_the_user_config_dirs(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "task: python toy.py" in proc.stdout and "experiment toy: 2 variants x 4 seeds" in proc.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["conf", "hooks.py", "toy.py"]     # a dry run writes nothing
+
+
+def test_a_variant_s_huge_seed_range_is_counted_not_expanded_and_refused(tmp_path):
+    import time
+
+    (tmp_path / "conf" / "experiment").mkdir(parents=True)
+    (tmp_path / "conf" / "experiment" / "huge.yaml").write_text(textwrap.dedent("""\
+        # @package _global_
+        experiment:
+          name: huge
+          baseline: a
+          metric: val_loss
+          lower_is_better: true
+          variants:
+            a: []
+            b: [seeds=0-1000000000000]
+        """))
+    t0 = time.time()
+    with pytest.raises(UsageError, match=r"variant b: seeds=0-1000000000000 plans 1000000000001 runs, more than "
+                                         r"sweeper.max_runs=1000"):
+        compose_sweep(["hydra.searchpath=[file://" + str(tmp_path / "conf") + "]", "+experiment=huge", "seeds=0"])
+    assert time.time() - t0 < 30                    # a trillion seeds were never built
