@@ -52,6 +52,8 @@ def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
             raise UsageError(f"{item!r}: accepted arguments after SWEEP_DIR are launcher.KEY=VALUE and "
                              f"sweeper.report=true|false (the plan itself is fixed by {MANIFEST})")
         value = yaml.safe_load(raw) if raw else None
+        if key == "sweeper.report" and raw.strip().lower() not in ("true", "false"):
+            raise UsageError(f"sweeper.report={raw!r}: expected a boolean (true or false)")
         (sweeper_cfg if key == "sweeper.report" else launcher)[key.split(".", 1)[1]] = value
     runs, variant_configs = [], {}
     for entry in manifest.runs:

@@ -4,6 +4,9 @@ resumes interrupted ones from their checkpoints; a different plan is refused; se
 import json
 import os
 import signal
+from pathlib import Path
+
+import pytest
 
 from local_helpers import (checkpoints, child_env, processes_mentioning, run, run_dir, start, starts, status,
                            sweep_args, wait_for)
@@ -115,3 +118,23 @@ def test_extend_seeds_keeps_old_runs_and_resume_module(sweep_dir, tmp_path):
     damaged = run([str(sweep_dir)], module="sweeper.resume")
     assert damaged.returncode == 2 and len(damaged.stderr.strip().splitlines()) == 1
     assert f"{sweep_dir / MANIFEST}: the sweep manifest is not valid JSON" in damaged.stderr
+
+
+
+@pytest.mark.parametrize("override, says", [("sweeper.report=maybe", "sweeper.report='maybe': expected a boolean"),
+                                            ("sweeper.report=1", "sweeper.report='1': expected a boolean"),
+                                            ("launcher.max_parallel=0", "launcher.max_parallel=0: must be a positive")])
+def test_resume_overrides_are_type_checked_before_anything_runs(tmp_path, capsys, override, says):
+    from sweeper.cli import prepare
+    from sweeper.plan import write_plan
+    from sweeper.resume import main
+
+    root = tmp_path / "s"
+    argv = ["+experiment=rope", "seeds=0", f"sweeper.dir={root}"]
+    plan, _, _ = prepare(argv)
+    write_plan(plan, argv)                          # planned, nothing run
+    before = sorted(p.name for p in Path(root).iterdir())
+    assert main([str(root), override]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0]
+    assert sorted(p.name for p in Path(root).iterdir()) == before      # no report written, nothing started
