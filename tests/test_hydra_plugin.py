@@ -160,6 +160,12 @@ HYDRA_HINT = "Set the environment variable HYDRA_FULL_ERROR=1 for a complete sta
     ("cores=[a]", "hydra.launcher.cores=['a']: must be a list of CPU core ids, e.g. [0,1,2,3], or null"),
     ("cpu_only=maybe", "hydra.launcher.cpu_only='maybe': expected a boolean (true or false)"),
     ("grace_s=-1", "hydra.launcher.grace_s=-1: must be a number of seconds >= 0"),
+    ("nope=1", "unknown config key 'hydra.launcher.nope'; keys of hydra.launcher are: baseline, cores, cpu_only, "
+               "crash_loop_after, devices, grace_s, lower_is_better, max_parallel, max_retries, metric, n_jobs, "
+               "retry_backoff_s, runs_per_device, seed_key, threads_per_run"),
+    ("n_jobs=0", "hydra.launcher.n_jobs=0: must be a positive integer (or -1: no cap)"),
+    ("lower_is_better=maybe", "hydra.launcher.lower_is_better='maybe': must be true or false"),
+    ("metric=[a]", "hydra.launcher.metric=['a']: must be a non-empty name"),
 ])
 def test_bad_launcher_option_is_one_line_naming_it(sweep_dir, option, line):
     proc = app("-m", "seed=0", "hydra/launcher=sweeper_pool", f"hydra.launcher.{option}", f"hydra.sweep.dir={sweep_dir}")

@@ -50,7 +50,13 @@ def plain_params(params: dict) -> dict:
 
 def split_params(params: dict) -> tuple[Options, dict]:
     """(the decision-table options, the pool's options with n_jobs folded into max_parallel), checked."""
+    from hydra_plugins.sweeper_pool.sweeper_pool_launcher import option_keys
+    from sweeper.schema import unknown_key
+
     plain = plain_params(params)
+    unknown = sorted(set(plain) - set(option_keys()))
+    if unknown:
+        raise LaunchError(unknown_key(f"hydra.launcher.{unknown[0]}", option_keys()))
     opts = Options(**{k: plain.pop(k) for k in list(plain) if k in Options.__dataclass_fields__})
     if opts.baseline is not None and not isinstance(opts.baseline, str):
         raise LaunchError(f"hydra.launcher.baseline={opts.baseline!r}: must be a variant name, e.g. "

@@ -42,17 +42,32 @@ def _default(f) -> Any:
     return field(default_factory=f.default_factory) if f.default is MISSING else field(default=f.default)
 
 
-# PoolConf's keys and defaults (the local launcher's schema, the one definition), typed Any here: Hydra takes
-# any value and the launch checks the options against the schema, so a bad one is one line naming it
-# (pool_config; the plugin's own options in _contract.split_params) instead of Hydra's multi-line type error.
+# PoolConf's keys and defaults (the local launcher's schema, the one definition), typed Any here and stored as
+# an open node (_open_node): Hydra takes any key and value, and the launch checks the options against the schema
+# before anything is written, so a bad one (unknown key, wrong type, out of range) is one line naming it
+# (_contract.split_params, _core.pool_config) instead of Hydra's multi-line type or key error.
 SweeperPoolLauncherConf = make_dataclass(
     "SweeperPoolLauncherConf",
     [("_target_", str, field(default=TARGET))] + [(f.name, Any, _default(f)) for f in fields(PoolConf)]
     + [(k, Any, field(default=v)) for k, v in OWN.items()])
 
 
-ConfigStore.instance().store(group="hydra/launcher", name="sweeper_pool", node=SweeperPoolLauncherConf,
-                             provider="sweeper")
+def option_keys() -> list[str]:
+    """Every `hydra.launcher.KEY` the plugin accepts."""
+    return [f.name for f in fields(SweeperPoolLauncherConf) if f.name != "_target_"]
+
+
+def _open_node():
+    """The options as a config node that takes any key (not struct): an unknown `hydra.launcher.KEY` reaches the
+    launch, where the schema names it and the accepted keys in one line (Hydra's own refusal is several lines)."""
+    from omegaconf import OmegaConf
+
+    node = OmegaConf.structured(SweeperPoolLauncherConf)
+    OmegaConf.set_struct(node, False)
+    return node
+
+
+ConfigStore.instance().store(group="hydra/launcher", name="sweeper_pool", node=_open_node(), provider="sweeper")
 
 
 class SweeperPoolLauncher(Launcher):
