@@ -27,7 +27,7 @@ from typing import Any
 
 from sweeper.errors import UsageError
 from sweeper.run.rundir import Experiment
-from sweeper.schema import ExperimentConf, SweeperConf, build, explain_validation, keys_of, register, show, unknown_key
+from sweeper.schema import ExperimentConf, SweeperConf, build, explain_validation, register, show
 from sweeper.task import TaskSpec, check_task, parse_task
 
 RESERVED = ("sweeper", "launcher", "seeds", "experiment", "task", "hydra")   # never part of a run's config
@@ -162,6 +162,7 @@ def _where(overrides: list[str]) -> str:
 
 def compose(overrides: list[str]) -> dict:
     """Compose sweep.yaml with overrides into a plain dict (interpolations resolved; `???` values kept)."""
+    overrides = comma_lists(overrides)
     try:
         return _compose(overrides)
     except UsageError:
@@ -190,8 +191,42 @@ def _compose(overrides: list[str]) -> dict:
         GlobalHydra.instance().clear()
 
 
+def comma_lists(overrides: list[str]) -> list[str]:
+    """The shell-friendly list forms LocalLauncherConf.from_dict takes, as Hydra lists: `launcher.devices=3,5`
+    (Hydra would read a sweep), `launcher.cores='0,1'` and `launcher.devices=3` become [3,5], [0,1], [3]."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ChoiceSweep
+
+    from sweeper.launcher_schema import PoolConf
+
+    keys, out = {f"launcher.{k}" for k in PoolConf.COMMA_LISTS}, []
+    for override in overrides:
+        if _key(override) in keys and "=" in override and not override.startswith("~"):
+            try:
+                value = OverridesParser.create().parse_overrides([override])[0].value()
+            except Exception:  # noqa: BLE001 - Hydra reports it when composing
+                value = None
+            if isinstance(value, ChoiceSweep) and value.simple_form:
+                items = value.list
+            elif isinstance(value, str):
+                items = [p.strip() for p in value.split(",") if p.strip()]
+            else:
+                items = [value] if isinstance(value, int) and not isinstance(value, bool) else None
+            if items is not None and all(isinstance(i, (int, str)) and not isinstance(i, bool) for i in items):
+                written = [str(i) if isinstance(i, int) else "'" + i.replace("\\", "\\\\").replace("'", "\\'") + "'"
+                           for i in items]
+                override = f"{override.split('=', 1)[0]}=[{','.join(written)}]"
+        out.append(override)
+    return out
+
+
 def explain_hydra_error(e: Exception, overrides: list[str]) -> str:
     msg, name = str(e), type(e).__name__
+    m = re.match(r"Ambiguous value for argument '([^'=]+)=([^\n]*)'", msg)
+    if m:
+        key, value = m.groups()
+        return (f"{key}={value}: a comma-separated value is a Hydra sweep, which python -m sweeper does not run "
+                f"(variants go in the experiment); write a list as {key}=[{value}] or a string as {key}='{value}'")
     cause = _omegaconf_cause(e)
     if cause is not None:
         return explain_validation(cause, value_of=lambda key: _override_value(key, overrides))

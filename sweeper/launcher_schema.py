@@ -10,7 +10,7 @@ is also the Hydra plugin's `hydra/launcher=sweeper_pool` (hydra_plugins/sweeper_
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, ClassVar, Dict, List, Optional
 
 from sweeper.errors import UsageError
 from sweeper.schema import at_least_zero, build, one_of, positive, rule
@@ -38,12 +38,14 @@ class PoolConf:
     crash_loop_after: int = at_least_zero(2)  # this many runs of a variant failing with the same error stop that variant (0 = off)
     grace_s: float = _seconds(20.0)         # Ctrl-C / SIGTERM: seconds from SIGTERM (runs checkpoint) to SIGKILL; Ctrl-C twice = now
 
+    COMMA_LISTS: ClassVar[tuple[str, ...]] = ("devices", "cores")   # also written 3,5 / '3,5' / 3 (one id)
+
     @classmethod
     def from_dict(cls, d: dict | None, prefix: str = "launcher"):
         """A launcher mapping (composed, recorded in a manifest, or `launcher.devices=3,5` from sweeper.resume)
-        typed and checked exactly as composition does."""
+        typed and checked exactly as composition does (which reads `launcher.devices=3,5` the same way)."""
         d = dict(d or {})
-        for key in ("devices", "cores"):      # also accept "3,5" (a shell-friendly list)
+        for key in cls.COMMA_LISTS:           # also accept "3,5" (a shell-friendly list)
             if isinstance(d.get(key), (str, int)) and not isinstance(d.get(key), bool):
                 d[key] = [p.strip() for p in str(d[key]).split(",") if p.strip()]
         return build(cls, d, prefix)

@@ -71,6 +71,15 @@ def _container(hint: Any) -> type | tuple | None:
     return (list, tuple) if origin in (list, List) else None
 
 
+def _element(hint: Any) -> type | None:
+    """The scalar element type of a List[...] field (Optional allowed), else None."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)] if _is_union(hint) else [hint]
+    if len(args) != 1 or typing.get_origin(args[0]) not in (list, List):
+        return None
+    inner = typing.get_args(args[0])
+    return inner[0] if inner and inner[0] in (bool, int, float, str) else None
+
+
 def _is_union(hint: Any) -> bool:
     return typing.get_origin(hint) is typing.Union or type(hint).__name__ == "UnionType"
 
@@ -97,6 +106,12 @@ def build(cls: type, values: Any, prefix: str, label: str = ""):
         obj = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(cls), values))
     except OmegaConfBaseException as e:
         raise UsageError(explain_validation(e, prefix, lambda key: values.get(key.split(".")[0]))) from None
+    for key, value in values.items():          # OmegaConf lets a nested list or mapping into a List[int]
+        element = _element(hints[key])
+        items = getattr(obj, key)
+        if element and isinstance(items, (list, tuple)) and not all(
+                isinstance(v, element) and not (isinstance(v, bool) and element is not bool) for v in items):
+            raise UsageError(f"{prefix}.{key}={show(value)}: {phrase_of(cls, key)}")
     check_fields(obj, prefix, values)
     if hasattr(obj, "check"):
         obj.check(prefix)

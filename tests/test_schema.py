@@ -38,7 +38,7 @@ def wrong_type(hint) -> str:
     inner = args[0] if typing.get_origin(hint) is typing.Union and len(args) == 1 else hint
     origin = typing.get_origin(inner)
     if origin is list:
-        return "abc"
+        return "{a: 1}"           # (a scalar is a one-item list for launcher.devices / launcher.cores)
     if origin is dict:
         return "[x]"
     return {bool: "maybe", int: "abc", float: "abc", str: "[1,2]"}.get(inner, "{a: 1}")
@@ -103,10 +103,15 @@ RANGE_CASES = [
     ("model.rope_base", ["model.rope_base=0"], "must be positive"),
     ("model.mlp_ratio", ["model.mlp_ratio=0"], "must be a positive integer"),
     ("model.dropout", ["model.dropout=1.0"], "accepted is 0 <= dropout < 1"),
+    ("model.n_heads", ["model.n_heads=3"], "model.d_model=128 must be divisible by model.n_heads=3"),
+    ("model.n_heads", ["model.d_model=12", "model.n_heads=4"], "= 3: RoPE needs an even head dim"),
     ("data.kind", ["data.kind=web"], "accepted values are stdlib, text"),
     ("data.n_files", ["data.n_files=0"], "must be a positive integer"),
     ("data.val_fraction", ["data.val_fraction=0.5"], "accepted is 0 < val_fraction < 0.5"),
     ("data.path", ["data=text", "data.path=/no/such/corpus.txt"], "no such file"),
+    ("data.val_fraction", ["data=text", f"data.path={ROOT / 'README.md'}", "data.val_fraction=0"],
+     "accepted is 0 < val_fraction < 0.5"),
+    ("data.kind", ["data=text", f"data.path={ROOT / 'README.md'}", "data.kind=web"], "accepted values are stdlib, text"),
     ("train.steps", ["train.steps=0"], "must be a positive integer"),
     ("train.batch_size", ["train.batch_size=0"], "must be a positive integer"),
     ("train.lr", ["train.lr=0"], "must be positive"),
@@ -134,16 +139,42 @@ def refused(args: list[str], tmp_path, monkeypatch) -> str:
     return message
 
 
+# The keys without a range or choice (any value of their type is accepted): booleans, free text, lists of ids.
+WITHOUT_RANGE = {"sweeper.dir", "sweeper.dry_run", "sweeper.extend", "sweeper.audit", "sweeper.report",
+                 "sweeper.tensorboard", "launcher.devices", "launcher.cpu_only"} | {
+    f"launcher.{k}" for k in ("wait", "partition", "account", "qos", "gres", "mem_per_gpu", "mem_per_cpu",
+                              "constraint", "exclude", "comment", "job_name", "additional_parameters", "setup",
+                              "stderr_to_stdout", "submitit_folder")} | {
+    "experiment.lower_is_better", "train.deterministic", "health.preflight"}
+TRAINER = {"model": ModelConfig, "data": StdlibData, "train": TrainConfig, "health": HealthConfig}
+
+
 def test_the_tables_cover_every_key_of_every_group():
     keys = {f"{prefix}.{f.name}" for prefix, cls, _ in GROUPS for f in dataclasses.fields(cls)}
     assert {f"{p.values[0]}.{p.values[1]}" for p in TYPE_CASES} == keys
     ranged = {key for key, _, _ in RANGE_CASES}
-    without_range = {k for k in keys - ranged if k.split(".")[1] in (
-        "dir", "dry_run", "extend", "audit", "report", "tensorboard", "devices", "cpu_only", "wait", "partition",
-        "account", "qos", "gres", "mem_per_gpu", "mem_per_cpu", "constraint", "exclude", "comment", "job_name",
-        "additional_parameters", "setup", "stderr_to_stdout", "submitit_folder", "lower_is_better", "deterministic",
-        "preflight")}
-    assert keys - ranged - without_range == set()           # every key with a range has an out-of-range case
+    assert keys - ranged == WITHOUT_RANGE                   # every key with a range has an out-of-range case
+    for key in WITHOUT_RANGE & {f"{p}.{f.name}" for p, cls, _ in GROUPS if p in TRAINER for f in dataclasses.fields(cls)}:
+        prefix, name = key.split(".")                       # the trainer's keys without a range are its booleans
+        assert typing.get_type_hints(TRAINER[prefix])[name] is bool, key
+
+
+TRAINER_RANGE_CASES = [c for c in RANGE_CASES if c[0].split(".")[0] in TRAINER and c[0] != "data.path"]
+
+
+@pytest.mark.parametrize("key, args, says", TRAINER_RANGE_CASES, ids=[" ".join(c[1]) for c in TRAINER_RANGE_CASES])
+def test_each_trainer_group_checks_its_own_ranges(key, args, says):
+    """The group's dataclass alone refuses the value (its check()), with the message the sweep prints."""
+    from train.config import ConfigError
+
+    prefix = key.split(".")[0]
+    cls = TextData if "data=text" in args else TRAINER[prefix]
+    values = {a.split("=", 1)[0].split(".")[1]: yaml.safe_load(a.split("=", 1)[1]) for a in args
+              if a.startswith(f"{prefix}.") and not a.startswith("data.path=")}
+    cls().check(prefix)                                     # the defaults pass
+    with pytest.raises(ConfigError) as e:
+        cls(**values).check(prefix)
+    assert key in str(e.value) and says in str(e.value), str(e.value)
 
 
 @pytest.mark.parametrize("prefix, key, args", TYPE_CASES)
@@ -207,6 +238,43 @@ def test_from_dict_validates_an_old_manifests_launcher_as_composition_does():
         assert str(e.value).startswith(says), str(e.value)
     with pytest.raises(UsageError, match=r"^hydra\.launcher\.grace_s=-1: must be a number of seconds >= 0$"):
         build(PoolConf, {"grace_s": -1}, "hydra.launcher")
+
+
+@pytest.mark.parametrize("args, key, value", [
+    (["launcher.devices=3,5"], "devices", ["3", "5"]),        # Hydra alone would read a sweep over 3 and 5
+    (["launcher.devices='3,5'"], "devices", ["3", "5"]),
+    (["launcher.devices=3"], "devices", ["3"]),
+    (["launcher.devices=GPU-1a,GPU-2b"], "devices", ["GPU-1a", "GPU-2b"]),
+    (["launcher.cores=0,1"], "cores", [0, 1]),
+    (['launcher.cores="0, 1"'], "cores", [0, 1]),
+    (["launcher.cores=0"], "cores", [0]),
+    (["launcher.cores=[0,1]"], "cores", [0, 1]),
+    (["launcher.cores=null"], "cores", None),
+])
+def test_the_command_line_takes_the_list_forms_from_dict_takes(args, key, value):
+    from sweeper.compose import compose_sweep
+
+    assert compose_sweep(BASE + args).launcher[key] == value
+    written = args[0].split("=", 1)[1].strip("'\"")
+    given = written if "," in written and not written.startswith("[") else yaml.safe_load(written)
+    assert getattr(LocalLauncherConf.from_dict({key: given}), key) == value
+
+
+@pytest.mark.parametrize("args, line", [
+    (["launcher.cores=a,b"], "launcher.cores=['a', 'b']: must be a list of CPU core ids, e.g. [0,1,2,3], or null"),
+    (["launcher.cores=[[0,1]]"], "launcher.cores=[[0, 1]]: must be a list of CPU core ids, e.g. [0,1,2,3], or null"),
+    (["launcher.devices=[[3],{a: 1}]"], "launcher.devices=[[3], {'a': 1}]: must be a list of GPU ids, e.g. [0,2], "
+                                        "or null"),
+    (["launcher=slurm", "launcher.devices=3,5"], "unknown config key 'launcher.devices'; keys of launcher are: "
+     + ", ".join(sorted(f.name for f in dataclasses.fields(SlurmLauncherConf)))),
+    (["train.steps=1,2"], "train.steps=1,2: a comma-separated value is a Hydra sweep, which python -m sweeper does "
+                          "not run (variants go in the experiment); write a list as train.steps=[1,2] or a string "
+                          "as train.steps='1,2'"),
+])
+def test_a_comma_list_elsewhere_is_one_line(args, line, tmp_path):
+    proc = run_sweeper(*BASE, *args, f"sweeper.dir={tmp_path / 's'}", cwd=tmp_path)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (2, f"sweeper: error: {line}\n", "")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_plan_bound_default_is_the_schemas():

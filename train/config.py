@@ -4,6 +4,8 @@
     validate(config)                             # the `train.config:validate` hook (conf/task/train.yaml)
     register_schemas(ConfigStore.instance())     # model/ data/ train/ health/ groups (entry point sweeper.schemas)
 
+Each group's dataclass (ModelConfig, StdlibData/TextData, TrainConfig, HealthConfig) is the one place for its
+keys, defaults, comments and accepted ranges (its check(), which RunConfig.validate calls); there are no YAMLs.
 Pure Python (no torch): the sweeper parent calls `validate` on every planned run before anything starts.
 A run's identity (experiment, variant) is not part of its config: it is run.experiment / run.variant.
 """
@@ -41,6 +43,21 @@ class ModelConfig:
     mlp_ratio: int = 4
     dropout: float = 0.0
 
+    def check(self, prefix: str = "model") -> None:
+        """The accepted ranges of model.* (ConfigError naming the key)."""
+        _positive(self, prefix, "d_model", "n_layers", "n_heads", "context", "mlp_ratio")
+        if self.d_model % self.n_heads:
+            raise ConfigError(f"{prefix}.d_model={self.d_model} must be divisible by {prefix}.n_heads={self.n_heads}")
+        if self.pos_encoding == "rope" and (self.d_model // self.n_heads) % 2:
+            raise ConfigError(f"{prefix}.d_model / {prefix}.n_heads = {self.d_model // self.n_heads}: RoPE needs an "
+                              f"even head dim")
+        _choice(f"{prefix}.pos_encoding", self.pos_encoding, POS_ENCODINGS)
+        _choice(f"{prefix}.rope_impl", self.rope_impl, ROPE_IMPLS)
+        if self.rope_base <= 0:
+            raise ConfigError(f"{prefix}.rope_base={self.rope_base}: must be positive")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"{prefix}.dropout={self.dropout}: accepted is 0 <= dropout < 1")
+
 
 @dataclass
 class StdlibData:
@@ -50,6 +67,12 @@ class StdlibData:
     n_files: int = 60              # the first N files of Lib/*.py in sorted order
     val_fraction: float = 0.1      # the last 10% of characters are the validation split
 
+    def check(self, prefix: str = "data") -> None:
+        """The accepted ranges of data.* (the corpus itself is checked by train.checks)."""
+        _check_data(self, prefix)
+        if self.kind == "stdlib" and self.n_files <= 0:
+            raise ConfigError(f"{prefix}.n_files={self.n_files}: must be a positive integer")
+
 
 @dataclass
 class TextData:
@@ -57,6 +80,16 @@ class TextData:
     kind: str = "text"
     path: str = "???"              # required: the corpus file
     val_fraction: float = 0.1      # the last 10% of characters are the validation split
+
+    def check(self, prefix: str = "data") -> None:
+        """The accepted ranges of data.* (the file itself is checked by train.checks)."""
+        _check_data(self, prefix)
+
+
+def _check_data(data, prefix: str) -> None:
+    _choice(f"{prefix}.kind", data.kind, DATA_KINDS)
+    if not 0.0 < data.val_fraction < 0.5:
+        raise ConfigError(f"{prefix}.val_fraction={data.val_fraction}: accepted is 0 < val_fraction < 0.5")
 
 
 @dataclass
@@ -82,12 +115,29 @@ class TrainConfig:
     deterministic: bool = True     # determinism flags; false trades bitwise reproducibility for speed
     device: str = "auto"           # auto (cuda if visible, else cpu) | cpu | cuda
 
+    def check(self, prefix: str = "train") -> None:
+        """The accepted ranges of train.*."""
+        _positive(self, prefix, "steps", "batch_size", "eval_batches", "log_interval", "eval_interval")
+        if self.lr <= 0:
+            raise ConfigError(f"{prefix}.lr={self.lr}: must be positive")
+        for key in ("ckpt_interval", "warmup_steps", "grad_clip", "weight_decay"):
+            if getattr(self, key) < 0:
+                raise ConfigError(f"{prefix}.{key}={getattr(self, key)}: must be >= 0")
+        if self.keep_checkpoints < 2:
+            raise ConfigError(f"{prefix}.keep_checkpoints={self.keep_checkpoints}: keep at least 2 so a corrupt "
+                              "newest checkpoint can fall back to the previous one")
+        _choice(f"{prefix}.device", self.device, DEVICES)
+
 
 @dataclass
 class HealthConfig:
     """health=default: live monitors during training and preflight checks before it."""
     interval: int = 10             # steps between monitor records in the metrics
     preflight: bool = True         # run the preflight checks at the start of each run (written to health.json)
+
+    def check(self, prefix: str = "health") -> None:
+        """The accepted ranges of health.*."""
+        _positive(self, prefix, "interval")
 
 
 GROUPS = {("model", "small"): ModelConfig, ("data", "stdlib"): StdlibData, ("data", "text"): TextData,
@@ -131,36 +181,11 @@ class RunConfig:
         return dataclasses.asdict(self)
 
     def validate(self) -> None:
-        m, t, d = self.model, self.train, self.data
-        _positive(self, "model.d_model", "model.n_layers", "model.n_heads", "model.context", "model.mlp_ratio",
-                  "train.steps", "train.batch_size", "train.eval_batches", "train.log_interval",
-                  "train.eval_interval", "health.interval")
+        """The seed, then each group's own ranges (its dataclass's check(): the one place for them)."""
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
             raise ConfigError(f"seed={self.seed!r}: a seed is a non-negative integer")
-        if m.d_model % m.n_heads:
-            raise ConfigError(f"model.d_model={m.d_model} must be divisible by model.n_heads={m.n_heads}")
-        if m.pos_encoding == "rope" and (m.d_model // m.n_heads) % 2:
-            raise ConfigError(f"model.d_model / model.n_heads = {m.d_model // m.n_heads}: RoPE needs an even head dim")
-        _choice("model.pos_encoding", m.pos_encoding, POS_ENCODINGS)
-        _choice("model.rope_impl", m.rope_impl, ROPE_IMPLS)
-        _choice("data.kind", d.kind, DATA_KINDS)
-        _choice("train.device", t.device, DEVICES)
-        if not 0.0 <= m.dropout < 1.0:
-            raise ConfigError(f"model.dropout={m.dropout}: accepted is 0 <= dropout < 1")
-        if not 0.0 < d.val_fraction < 0.5:
-            raise ConfigError(f"data.val_fraction={d.val_fraction}: accepted is 0 < val_fraction < 0.5")
-        if d.kind == "stdlib" and d.n_files <= 0:
-            raise ConfigError(f"data.n_files={d.n_files}: must be a positive integer")
-        if t.lr <= 0:
-            raise ConfigError(f"train.lr={t.lr}: must be positive")
-        for key in ("ckpt_interval", "warmup_steps", "grad_clip", "weight_decay"):
-            if getattr(t, key) < 0:
-                raise ConfigError(f"train.{key}={getattr(t, key)}: must be >= 0")
-        if m.rope_base <= 0:
-            raise ConfigError(f"model.rope_base={m.rope_base}: must be positive")
-        if t.keep_checkpoints < 2:
-            raise ConfigError(f"train.keep_checkpoints={t.keep_checkpoints}: keep at least 2 so a corrupt newest "
-                              "checkpoint can fall back to the previous one")
+        for name in ("model", "data", "train", "health"):
+            getattr(self, name).check(name)
 
 
 def validate(config: Mapping[str, Any], launcher: Mapping[str, Any] | None = None) -> None:
@@ -219,12 +244,11 @@ def _coerce(key: str, value: Any, annotation: str):
     return value
 
 
-def _positive(cfg: RunConfig, *keys: str) -> None:
+def _positive(obj: Any, prefix: str, *keys: str) -> None:
     for key in keys:
-        section, name = key.split(".")
-        value = getattr(getattr(cfg, section), name)
+        value = getattr(obj, key)
         if value <= 0:
-            raise ConfigError(f"{key}={value}: must be a positive integer")
+            raise ConfigError(f"{prefix}.{key}={value}: must be a positive integer")
 
 
 def _choice(key: str, value: str, accepted: tuple[str, ...]) -> None:
