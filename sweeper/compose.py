@@ -21,6 +21,7 @@ import importlib.util
 import os
 import re
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,7 +184,7 @@ def _compose(overrides: list[str]) -> dict:
     register()                                   # the structured configs (schemas) of every typed group
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(str(CONF_DIR), version_base=None):
+        with initialize_config_dir(str(CONF_DIR), version_base=None), _strict_boolean_nodes():
             cfg = hydra_compose("sweep", overrides=list(overrides))
         _strict_booleans(cfg, overrides)
         return OmegaConf.to_container(cfg, resolve=True)
@@ -229,7 +230,12 @@ def explain_hydra_error(e: Exception, overrides: list[str]) -> str:
                 f"(variants go in the experiment); write a list as {key}=[{value}] or a string as {key}='{value}'")
     cause = _omegaconf_cause(e)
     if cause is not None:
-        return explain_validation(cause, value_of=lambda key: _override_value(key, overrides))
+        line = explain_validation(cause, value_of=lambda key: _override_value(key, overrides))
+        key = str(getattr(cause, "full_key", "") or "")
+        given = {_key(o) for o in overrides}
+        refused, typed = getattr(cause, "value", None), _override_value(key, overrides)
+        from_file = key in given and (type(refused) is not type(typed) or refused != typed)   # 1 == True
+        return f"{line} (set in a config file)" if from_file or re.sub(r"\[\d+\]$", "", key) not in given else line
     m = re.search(r"Could not find '([^']+)/([^'/]+)'", msg)
     if m:
         group, option = m.groups()
@@ -286,6 +292,31 @@ def _override_value(key: str, overrides: list[str]) -> Any:
             except Exception:  # noqa: BLE001 - only shown in a message
                 return None
     return None
+
+
+@contextmanager
+def _strict_boolean_nodes():
+    """While composing, a typed boolean takes true or false only, from a YAML file too (OmegaConf would turn
+    `yes`, `on`, `1` into true); OmegaConf has no option for it, so its BooleanNode conversion is narrowed here
+    (and put back). Without that hook (another OmegaConf) the command line is still checked by _strict_booleans."""
+    from omegaconf.errors import ValidationError
+    from omegaconf.nodes import BooleanNode
+
+    convert = getattr(BooleanNode, "_validate_and_convert_impl", None)
+    if convert is None:
+        yield
+        return
+
+    def strict(self, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise ValidationError("expected a boolean (true or false)")
+        return value
+
+    BooleanNode._validate_and_convert_impl = strict
+    try:
+        yield
+    finally:
+        BooleanNode._validate_and_convert_impl = convert
 
 
 def _strict_booleans(cfg: Any, overrides: list[str]) -> None:

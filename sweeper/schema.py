@@ -102,6 +102,8 @@ def build(cls: type, values: Any, prefix: str, label: str = ""):
         kind = _container(hints[key])
         if value is not None and kind and not isinstance(value, kind):
             raise UsageError(f"{prefix}.{key}={show(value)}: {phrase_of(cls, key)}")
+        if value is not None and hints[key] in (bool, Optional[bool]) and not isinstance(value, bool):
+            raise UsageError(f"{prefix}.{key}={show(value)}: {phrase_of(cls, key)}")   # OmegaConf: 1, 'yes' -> true
     try:
         obj = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(cls), values))
     except OmegaConfBaseException as e:
@@ -150,9 +152,9 @@ def explain_validation(e: Exception, prefix: str = "", value_of: Callable[[str],
         kinds = {"Cannot merge DictConfig with ListConfig": "expected a mapping",
                  "Cannot merge ListConfig with DictConfig": "expected a list"}
         phrase = f"expected {describe(ref)}" if ref not in (None, Any) else kinds.get(first, first)
-    shown = value_of(base) if value_of else None
-    if shown is None:
-        shown = getattr(e, "value", None)
+    shown = getattr(e, "value", None) if base == key else None    # the value refused, wherever it was set
+    if shown is None and value_of:
+        shown = value_of(base)                                    # a list as written, for one of its elements
     return f"{full}={show(shown)}: {phrase}"
 
 

@@ -277,6 +277,30 @@ def test_a_comma_list_elsewhere_is_one_line(args, line, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("yaml_text, line", [
+    ("sweeper: {dry_run: 1}", "sweeper.dry_run=1: expected a boolean (true or false) (set in a config file)"),
+    ("train: {deterministic: 'yes'}",
+     "train.deterministic='yes': expected a boolean (true or false) (set in a config file)"),
+    ("health: {preflight: 0}", "health.preflight=0: expected a boolean (true or false) (set in a config file)"),
+    ("launcher: {cpu_only: 'true'}",
+     "launcher.cpu_only='true': expected a boolean (true or false) (set in a config file)"),
+    ("experiment: {lower_is_better: 1}", "experiment.lower_is_better=1: expected a boolean (true or false) (in "),
+])
+def test_a_boolean_in_an_experiment_file_is_true_or_false_too(yaml_text, line, tmp_path):
+    (tmp_path / "conf" / "experiment").mkdir(parents=True)
+    (tmp_path / "conf" / "experiment" / "strict.yaml").write_text(
+        f"# @package _global_\ndefaults: [rope]\n{yaml_text}\n")
+    proc = run_sweeper("--config-dir", "conf", "+experiment=strict", "sweeper.dry_run=true", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "") and proc.stderr.startswith(f"sweeper: error: {line}"), proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and sorted(p.name for p in tmp_path.iterdir()) == ["conf"]
+
+
+def test_from_dict_takes_booleans_only():
+    with pytest.raises(UsageError, match=r"^launcher\.cpu_only=1: expected a boolean \(true or false\)$"):
+        LocalLauncherConf.from_dict({"cpu_only": 1})
+    assert LocalLauncherConf.from_dict({"cpu_only": True}).cpu_only is True
+
+
 def test_the_plan_bound_default_is_the_schemas():
     from sweeper.plan import DEFAULT_MAX_RUNS
 
