@@ -159,6 +159,7 @@ HYDRA_HINT = "Set the environment variable HYDRA_FULL_ERROR=1 for a complete sta
     ("max_parallel=abc", "hydra.launcher.max_parallel='abc': must be a positive integer or null"),
     ("cores=[a]", "hydra.launcher.cores=['a']: must be a list of CPU core ids, e.g. [0,1,2,3], or null"),
     ("cpu_only=maybe", "hydra.launcher.cpu_only='maybe': expected a boolean (true or false)"),
+    ("cpu_only=1", "hydra.launcher.cpu_only=1: expected a boolean (true or false)"),     # strict, as the cli
     ("grace_s=-1", "hydra.launcher.grace_s=-1: must be a number of seconds >= 0"),
     ("nope=1", "unknown config key 'hydra.launcher.nope'; keys of hydra.launcher are: baseline, cores, cpu_only, "
                "crash_loop_after, devices, grace_s, lower_is_better, max_parallel, max_retries, metric, n_jobs, "
