@@ -274,7 +274,7 @@ def test_one_variant_without_a_baseline_is_a_table_without_comparisons(tmp_path)
     text = report_sweep(root, plots=True, **FAST)
     assert "No comparison: lr=0.1 only." in text
     assert sorted(p.name for p in (root / "plots").iterdir()) == ["final_metric.png", "grad_norm.png",
-                                                                  "metric_curve.png"]
+                                                                  "metric_curve.png", "paired_difference.png"]
 
 
 def test_failed_runs_show_their_error_and_the_log_tail_when_the_error_says_little(tmp_path):
