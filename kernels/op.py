@@ -46,26 +46,55 @@ def _check_args(q, k, cos, sin, layout, format, impl) -> None:
                          "(max_positions, rotary_dim // 2): build them with rope_cache()")
     if 2 * cos.shape[1] > q.shape[3]:
         raise ValueError(f"apply_rope: rotary_dim {2 * cos.shape[1]} (from cos) exceeds head_dim {q.shape[3]}")
+    for name, t in (("cos", cos), ("sin", sin)):
+        if t.dtype not in DTYPES:
+            raise ValueError(f"apply_rope: {name}.dtype={t.dtype}; expected a float table ({DTYPES}): build it "
+                             "with rope_cache()")
     if cos.device != q.device or sin.device != q.device:
         raise ValueError(f"apply_rope: cos/sin on {cos.device}, q on {q.device}; move the tables with "
                          "rope_cache(..., device=q.device)")
 
 
+def _check_tables_grad(cos, sin, impl: str) -> None:
+    """The fast paths do not differentiate cos/sin: refuse learnable tables instead of dropping their gradient."""
+    if torch.is_grad_enabled() and (cos.requires_grad or sin.requires_grad):
+        raise ValueError(f"apply_rope: cos/sin require grad, but impl={impl!r} does not compute their gradient "
+                         "(it would be silently dropped); pass cos.detach()/sin.detach(), or impl='reference' to "
+                         "learn the tables")
+
+
+def _check_tensor_positions(lo, hi, extra: int, table_len: int) -> None:
+    """Bounds of tensor positions: exact ValueError on the host when the positions live there (eager, no device
+    sync); on a device or inside torch.compile an asynchronous device-side assertion with the same message
+    (no host sync, so fullgraph compiles and CUDA graphs capture it). lo, hi: 0-d tensors, min and max."""
+    if not torch.compiler.is_compiling() and lo.device.type == "cpu":
+        check_positions_fit(int(lo), int(hi) + extra, table_len)
+        return
+    torch._assert_async((lo >= 0) & (hi + extra < table_len),
+                        f"apply_rope: a position is negative or past the cos/sin table of length {table_len} "
+                        f"(positions must be in [0, {table_len}); build it with rope_cache(max_positions=...))")
+
+
 def normalize_positions(positions, batch: int, seqlen: int, table_len: int, device):
-    """Check positions against the table. Returns (offset: int, batch_offsets (B,) | None, ids (B|1, T) | None)."""
+    """Check positions against the table. Returns (offset: int, batch_offsets (B,) | None, ids (B|1, T) | None).
+
+    Tensor positions are never read on the host when they live on a device (see _check_tensor_positions)."""
     if positions is None or (isinstance(positions, int) and not isinstance(positions, bool)):
         offset = positions or 0
         check_positions_fit(offset, offset + seqlen - 1, table_len)
         return offset, None, None
     check_positions_arg(positions, batch, seqlen)
+    if positions.device.type == "cpu" and not torch.compiler.is_compiling():   # host data: check before the copy
+        lo, hi = torch.aminmax(positions.to(torch.int64))
     p = positions.to(device=device, dtype=torch.int64)
-    if p.dim() == 0:
-        return normalize_positions(int(p), batch, seqlen, table_len, device)
-    lo, hi = (int(v) for v in torch.aminmax(p))  # one host sync: the price of a clear error
+    if p.dim() == 0:                                   # one offset for every batch row
+        p = p.expand(batch)
+    if positions.device.type != "cpu" or torch.compiler.is_compiling():
+        lo, hi = torch.aminmax(p)
     if p.dim() == 1:
-        check_positions_fit(lo, hi + seqlen - 1, table_len)
+        _check_tensor_positions(lo, hi, seqlen - 1, table_len)
         return 0, p.contiguous(), None
-    check_positions_fit(lo, hi, table_len)
+    _check_tensor_positions(lo, hi, 0, table_len)
     return 0, None, p
 
 
@@ -88,9 +117,14 @@ def apply_rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.T
     """Rotate q (B, T, Hq, D) and k (B, T, Hk, D) ((B, H, T, D) for format="bhtd"); returns new tensors.
 
     positions: None (0..T-1), an int offset, a (B,) tensor of per-batch offsets, or (B, T)/(1, T) position ids.
-    Positions past the cos/sin table raise ValueError. Inputs are never written.
+    Positions past the cos/sin table raise ValueError (tensor positions on a device, or inside torch.compile: an
+    asynchronous device-side assertion with the same message; no host sync). cos/sin in any float dtype: float64
+    tables give float64 math for float64 q/k on every path. Tables that require grad are refused by every impl
+    except "reference" (the only one that differentiates them). Inputs are never written.
     """
     _check_args(q, k, cos, sin, layout, format, impl)
+    if impl != "reference":
+        _check_tables_grad(cos, sin, impl)
     if impl == "reference":
         return rope_reference(q, k, cos, sin, positions, layout, format)
     if format == "bhtd":  # a transpose view: no copy; every implementation takes explicit strides
