@@ -125,6 +125,8 @@ def _main(argv: list[str], state: dict) -> int:
         return 2
     from sweeper.plan import format_plan
 
+    for warning in plan.sweep.warnings:
+        print(f"sweeper: warning: {warning}", file=sys.stderr)
     if plan.sweep.sweeper.get("dry_run"):
         print(format_plan(plan))
         for note in plan.notes:

@@ -56,6 +56,8 @@ class Sweep:
     task: TaskSpec
     variant_configs: dict[str, dict] = field(default_factory=dict)   # variant -> run config (seed 0)
     variant_seeds: dict[str, list[int] | None] = field(default_factory=dict)  # variant -> its own seeds= or None
+    changes: dict[str, list] = field(default_factory=dict)    # variant -> [config_diff.Declared] vs the baseline
+    warnings: list[str] = field(default_factory=list)         # what the user should hear before launch
 
     @property
     def sweeper(self) -> dict:
@@ -398,7 +400,9 @@ def read_experiment(cfg: dict, overrides: list[str] = ()) -> Experiment:
     return Experiment(name=conf.name, baseline=conf.baseline, metric=conf.metric,
                       lower_is_better=conf.lower_is_better,
                       variants={str(k): list(v or []) for k, v in conf.variants.items()},
-                      min_effect=conf.min_effect, secondary_metrics=dict(conf.secondary_metrics))
+                      min_effect=conf.min_effect, secondary_metrics=dict(conf.secondary_metrics),
+                      hypothesis=conf.hypothesis, notes={str(k): str(v) for k, v in conf.notes.items()},
+                      controls=[str(v) for v in conf.controls], bundles=[str(v) for v in conf.bundles])
 
 
 def check_schemas(cfg: dict) -> None:
@@ -441,6 +445,9 @@ def compose_sweep(overrides: list[str]) -> Sweep:
                              f"a sweep runs one task (set it in the experiment or on the command line)")
         sweep.variant_configs[variant] = run_config(vcfg)
         sweep.variant_seeds[variant] = _variant_seeds(experiment.name, variant, variant_overrides, vcfg)
+    from sweeper.ablation import check_ablation
+
+    sweep.changes, sweep.warnings = check_ablation(sweep, compose)
     _validate(sweep)
     return sweep
 

@@ -101,7 +101,7 @@ class Plan:
                            run_dir=str(r.run_dir.relative_to(self.sweep_dir)), config_hash=r.config_hash)
                   for r in self.runs],
             argv=list(argv), launch=self.launch, variant_seeds={k: list(v) for k, v in self.variant_seeds.items()},
-            extra=extra)
+            changes={v: [d.to_dict() for d in ds] for v, ds in self.sweep.changes.items()}, extra=extra)
         if created is not None:
             manifest.created = created
         return manifest

@@ -19,6 +19,7 @@ Runs of a Slurm sweep whose jobs ended without a word stay running/pending here 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import platform
 import sys
@@ -29,13 +30,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+import sweeper.report_changes as report_changes
 import sweeper.verdict as verdict
 from sweeper.errors import UsageError
-from sweeper.results import MISSING, load_curves, load_experiment, load_runs
+from sweeper.results import (MISSING, declared_changes, load_curves, load_experiment, load_runs,
+                             load_variant_changes)
 from sweeper.run.atomic import atomic_write_text
 from sweeper.run.rundir import LOG, STALE, Experiment, Status, UnreadableFile, stale_hint
 
-SECTIONS = ("Decision", "Per-seed values", "Failed runs", "Variants", "Comparisons", "Plots", "Fingerprints",
+SECTIONS = ("Decision", "What each variant changes", "Per-seed values", "Failed runs", "Variants", "Comparisons", "Plots", "Fingerprints",
             "Methods", "Problems reading the sweep")
 SLURM_RECORD = "slurm.json"           # written by the Slurm backend (sweeper.slurm) beside the manifest
 SHOWN_FAILURES = 10                   # failed runs listed on the terminal (report.md lists all)
@@ -53,6 +56,9 @@ class ReportInput:
     damaged: list[str] = field(default_factory=list)    # one per damaged file: a WARNING line on the terminal
     notes: list[str] = field(default_factory=list)      # other lines for the terminal (e.g. settle Slurm jobs)
     secondary: dict[str, verdict.Analysis] = field(default_factory=dict)   # metric -> its own Holm family
+    changes: dict[str, list] = field(default_factory=dict)   # variant -> [config_diff.Change] vs the baseline
+    declared: dict[str, list] = field(default_factory=dict)  # variant -> [config_diff.Declared] (the manifest's)
+    experiment: Experiment | None = None                     # hypothesis, notes (sweeper.journal reads them)
 
 
 def fmt(x, digits: int = 4) -> str:
@@ -161,6 +167,7 @@ def decision_text(inp: ReportInput) -> str:
     an = inp.analysis
     lines = [inp.title, *inp.header, "", text_table(DECISION_HEADER, decision_rows(an)), ""]
     lines += [f"{c.variant} vs {c.baseline}: {c.verdict.upper()}: {c.reason}" for c in an.comparisons]
+    lines += report_changes.terminal_lines(inp.changes, inp.declared, _baseline(inp))
     for metric, sec in inp.secondary.items():
         lines.append(f"secondary {metric} ({'lower' if sec.lower_is_better else 'higher'} is better, own Holm "
                      f"family): " + "; ".join(f"{c.variant} {_signed(c.delta.estimate)} {_interval(c.decision_ci)} "
@@ -176,6 +183,10 @@ def decision_text(inp: ReportInput) -> str:
     lines += ["", headline(an)]
     lines += [f"WARNING: {d}" for d in inp.damaged] + inp.notes
     return "\n".join(lines)
+
+
+def _baseline(inp: ReportInput) -> str:
+    return inp.experiment.baseline if inp.experiment else ""
 
 
 def headline(an: verdict.Analysis) -> str:
@@ -249,10 +260,17 @@ def per_seed_rows(inp: ReportInput) -> tuple[list[str], list[list[str]]]:
     return ["seed"] + variants, [[str(s)] + [cells.get((s, v), "-") for v in variants] for s in seeds]
 
 
-def summary_frame(an: verdict.Analysis, secondary: dict[str, verdict.Analysis] | None = None) -> pd.DataFrame:
-    """summary.csv: one row per variant, with its comparison (if it is compared with another arm), then for each
-    secondary metric M its columns M_mean, M_sd, M_delta, M_ci_low, M_ci_high, M_p_holm, M_verdict."""
+def summary_frame(an: verdict.Analysis, secondary: dict[str, verdict.Analysis] | None = None,
+                  changes: dict[str, list] | None = None, declared: dict[str, list] | None = None) -> pd.DataFrame:
+    """summary.csv: one row per variant, with its comparison (if it is compared with another arm), what it
+    changes against the baseline (changes, n_changes, changed_keys), then for each secondary metric M its columns
+    M_mean, M_sd, M_delta, M_ci_low, M_ci_high, M_p_holm, M_verdict."""
     frame = _primary_frame(an)
+    if changes:
+        columns = report_changes.summary_columns(changes, declared or {})
+        frame = frame.merge(pd.DataFrame([{"variant": v, **c} for v, c in columns.items()]), on="variant",
+                            how="left")
+        frame["n_changes"] = frame["n_changes"].astype("Int64")
     for metric, sec in (secondary or {}).items():
         by_variant = {c.variant: c for c in sec.comparisons}
         extra = []
@@ -406,6 +424,9 @@ def markdown(inp: ReportInput, plot_paths: dict[str, Path] | None, out_dir: Path
     md += [f"- **{c.variant} vs {c.baseline}: {c.verdict}**: {c.reason}" for c in an.comparisons]
     md += [f"- **{line}**" for line in health_lines(an)]
     md += ["", f"**{headline(an)}**"]
+    md += ["", "## What each variant changes", "",
+           *report_changes.markdown_section(inp.changes, inp.declared, _baseline(inp),
+                                            inp.experiment.notes if inp.experiment else None)]
     for metric, sec in inp.secondary.items():
         md += ["", f"### Secondary metric: {metric} ({'lower' if sec.lower_is_better else 'higher'} is better)", "",
                "Its own Holm family; it never enters the decision above.", "",
@@ -436,7 +457,8 @@ def write_report(inp: ReportInput, out_dir: str | Path, plots: bool = True) -> s
         from sweeper.plots import write_plots
 
         plot_paths = write_plots(out_dir / "plots", inp.curves, inp.analysis)
-    atomic_write_text(out_dir / "summary.csv", summary_frame(inp.analysis, inp.secondary).to_csv(index=False))
+    atomic_write_text(out_dir / "summary.csv", summary_frame(inp.analysis, inp.secondary, inp.changes,
+                                                             inp.declared).to_csv(index=False))
     text = markdown(inp, plot_paths, out_dir)
     atomic_write_text(out_dir / "report.md", text)
     from sweeper.report_html import write_html
@@ -465,8 +487,8 @@ def resolve_experiment(exp: Experiment, sweep_dir: Path, runs: pd.DataFrame, bas
         raise UsageError(f"metric {metric!r}: no run of {sweep_dir} has a final {metric}; pass --metric NAME "
                          f"(final metrics of its runs: {', '.join(finals)})")
     lower = exp.lower_is_better if lower_is_better is None else lower_is_better
-    return Experiment(exp.name, baseline, metric, lower, dict(exp.variants), exp.min_effect,
-                      dict(exp.secondary_metrics))
+    return dataclasses.replace(exp, baseline=baseline, metric=metric, lower_is_better=lower,
+                               variants=dict(exp.variants), secondary_metrics=dict(exp.secondary_metrics))
 
 
 def read_sweep(sweep_dir: Path, baseline: str | None = None, metric: str | None = None,
@@ -497,6 +519,7 @@ def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3
         raise UsageError(f"sweep dir {sweep_dir} does not exist: pass the folder holding the sweep's manifest "
                          f"and runs/")
     exp, notes, runs, curves = read_sweep(sweep_dir, baseline, metric, lower_is_better)
+    recorded, _ = load_experiment(sweep_dir)          # readable: read_sweep has read it
     present = list(dict.fromkeys(runs["variant"]))
     family = [(v, exp.baseline) for v in present if v != exp.baseline] if exp.baseline else []
     secondary_exp = Experiment(exp.name, exp.baseline, exp.metric, exp.lower_is_better, dict(exp.variants),
@@ -516,8 +539,12 @@ def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3
     damaged = runs.attrs.get("damaged", []) + curves.attrs.get("damaged", [])
     stale = int((runs["status"] == STALE).sum())
     terminal = [f"note: {stale} run(s) {stale_hint(sweep_dir)}"] if stale else []
-    return ReportInput(f"Sweep report: {exp.name}", header, runs, curves, an, problems, damaged,
-                       terminal + slurm_notes(sweep_dir, runs), secondary)
+    changes, unreadable = load_variant_changes(sweep_dir, exp.baseline)
+    declared = declared_changes(sweep_dir) if exp.baseline == recorded.baseline else {}
+    if exp.hypothesis:
+        header.insert(1, f"hypothesis: {exp.hypothesis}")
+    return ReportInput(f"Sweep report: {exp.name}", header, runs, curves, an, problems + unreadable, damaged,
+                       terminal + slurm_notes(sweep_dir, runs), secondary, changes, declared, exp)
 
 
 def slurm_notes(sweep_dir: Path, runs: pd.DataFrame) -> list[str]:

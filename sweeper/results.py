@@ -240,3 +240,32 @@ def load_curves(sweep_dir: str | Path, runs: pd.DataFrame | None = None) -> pd.D
     out = out.sort_values(["run_id", "metric", "step"], kind="stable").reset_index(drop=True)
     out.attrs.update(problems=problems, damaged=list(problems))
     return out
+
+
+def load_variant_changes(sweep_dir: str | Path, baseline: str) -> tuple[dict[str, list], list[str]]:
+    """Per variant, its config_diff.Change list against `baseline`, from the runs' frozen config.yaml (each
+    variant's first readable one), and problems (an unreadable config is named, its variant left out). The
+    manifest's declared changes group the keys (sweeper.ablation recorded them at plan time)."""
+    from sweeper.config_diff import diff_configs
+
+    sweep_dir = Path(sweep_dir)
+    manifest = load_manifest(sweep_dir)
+    configs, problems = {}, []
+    for entry in _planned_runs(sweep_dir, manifest):
+        if entry.variant in configs:
+            continue
+        try:
+            configs[entry.variant] = RunDir(sweep_dir / entry.run_dir).read_config()
+        except UnreadableFile as e:
+            problems.append(f"what {entry.variant} changes: {e}")
+    if not baseline or baseline not in configs:
+        return {}, problems
+    return {v: diff_configs(configs[baseline], c) for v, c in configs.items() if v != baseline}, problems
+
+
+def declared_changes(sweep_dir: str | Path) -> dict[str, list]:
+    """The manifest's declared changes per variant ([config_diff.Declared]); {} without a manifest."""
+    from sweeper.config_diff import Declared
+
+    manifest = load_manifest(sweep_dir)
+    return {v: [Declared.from_dict(c) for c in cs] for v, cs in manifest.changes.items()} if manifest else {}

@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from sweeper.compose import Sweep
+from sweeper.config_diff import Declared
 from sweeper.errors import UsageError
 from sweeper.plan import Plan, RunSpec, recorded
 from sweeper.run.rundir import MANIFEST, UnreadableFile, stable_hash
@@ -71,7 +72,8 @@ def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
                             config=config, config_hash=entry.config_hash))
     sweep = Sweep(overrides=list(manifest.overrides),
                   cfg={"seeds": list(manifest.seeds), "sweeper": sweeper_cfg, "launcher": launcher},
-                  experiment=manifest.experiment, task=task, variant_configs=variant_configs)
+                  experiment=manifest.experiment, task=task, variant_configs=variant_configs,
+                  changes={v: [Declared.from_dict(c) for c in cs] for v, cs in manifest.changes.items()})
     plan = Plan(sweep_dir=sweep_dir, experiment=manifest.experiment, seeds=list(manifest.seeds), runs=runs,
                 variants_hash=manifest.variants_hash, sweep=sweep, task=task,
                 tensorboard=sweeper_cfg["tensorboard"], variant_seeds=dict(manifest.variant_seeds),

@@ -222,6 +222,9 @@ class SweeperConf:
     report: bool = True            # write report.md, summary.csv and plots at the end
     tensorboard: bool = False      # run.log also writes TensorBoard event files (pip install 'sweeper[tensorboard]')
     max_runs: int = positive(1000)  # the most runs one sweep may plan (sweeper.plan refuses a bigger plan before writing)
+    one_change: str = one_of("warn", ("warn", "error", "off"))  # a variant with several declared changes: warn | error | off
+    baseline_first: bool = True    # the baseline's health preflight (task.preflight) passes before any variant launches
+    journal: Optional[str] = None  # experiment journal (DIR/journal.md + .jsonl); default beside the sweeps; 'off': none
 
     def __post_init__(self) -> None:
         if self.preflight in ("False", "false"):       # YAML's unquoted `off` is false
@@ -279,6 +282,10 @@ class ExperimentConf:
     secondary_metrics: Dict[str, str] = rule(factory=dict, must="must map metric names to lower or higher (which "
                                              "direction is better)", ok=lambda d: all(v in DIRECTIONS
                                                                                       for v in d.values()))
+    hypothesis: Optional[str] = None         # what the sweep tests, in a sentence (the journal's headline)
+    notes: Dict[str, str] = field(default_factory=dict)   # variant -> one line: what it tests
+    controls: List[str] = field(default_factory=list)     # variants meant to equal another (deliberate A/A controls)
+    bundles: List[str] = field(default_factory=list)      # variants that change several things on purpose
 
 
 # -- registration -------------------------------------------------------------------------------------------------

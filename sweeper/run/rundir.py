@@ -406,11 +406,17 @@ class Experiment:
     variants: dict[str, list[str]] = field(default_factory=dict)
     min_effect: float | None = None             # the smallest difference that matters, metric units (> 0)
     secondary_metrics: dict[str, str] = field(default_factory=dict)   # metric -> "lower" | "higher" is better
+    hypothesis: str | None = None               # what the sweep tests (the journal's headline)
+    notes: dict[str, str] = field(default_factory=dict)     # variant -> one line: what it tests
+    controls: list[str] = field(default_factory=list)       # deliberate A/A controls (may equal another variant)
+    bundles: list[str] = field(default_factory=list)        # variants that change several things on purpose
 
     def to_dict(self) -> dict:
         return {"name": self.name, "baseline": self.baseline, "metric": self.metric,
                 "lower_is_better": self.lower_is_better, "variants": {k: list(v) for k, v in self.variants.items()},
-                "min_effect": self.min_effect, "secondary_metrics": dict(self.secondary_metrics)}
+                "min_effect": self.min_effect, "secondary_metrics": dict(self.secondary_metrics),
+                "hypothesis": self.hypothesis, "notes": dict(self.notes), "controls": list(self.controls),
+                "bundles": list(self.bundles)}
 
 
 @dataclass(frozen=True)
@@ -468,7 +474,8 @@ class Manifest:
     argv: list[str] = field(default_factory=list)
     launch: Launch = field(default_factory=Launch)    # settings that change numbers, fixed by the plan
     variant_seeds: dict[str, list[int]] = field(default_factory=dict)   # variants whose seeds differ from `seeds`
-    extra: dict = field(default_factory=dict)
+    changes: dict[str, list[dict]] = field(default_factory=dict)   # variant -> its declared changes vs the baseline
+    extra: dict = field(default_factory=dict)                      # ([{override, keys}], sweeper.ablation)
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra",)}
@@ -514,10 +521,22 @@ def _manifest_from(d: dict, path: Path) -> Manifest:
     if not isinstance(secondary, dict) or any(v not in ("lower", "higher") for v in secondary.values()):
         raise UnreadableFile(path, f"experiment.secondary_metrics={secondary!r} is not a mapping of metric -> "
                                    f"'lower' | 'higher'", fix)
+    hypothesis, notes = exp.get("hypothesis"), exp.get("notes") or {}
+    if hypothesis is not None and not isinstance(hypothesis, str):
+        raise UnreadableFile(path, f"experiment.hypothesis={hypothesis!r} is not text", fix)
+    if not isinstance(notes, dict) or any(not isinstance(v, str) for v in notes.values()):
+        raise UnreadableFile(path, f"experiment.notes={notes!r} is not a mapping of variant -> text", fix)
+    named = {}
+    for key in ("controls", "bundles"):
+        named[key] = exp.get(key) or []
+        if not isinstance(named[key], list) or any(v not in variants for v in named[key]):
+            raise UnreadableFile(path, f"experiment.{key}={named[key]!r} is not a list of variants", fix)
     experiment = Experiment(exp["name"], exp["baseline"], exp["metric"], exp["lower_is_better"],
                             {str(k): list(v or []) for k, v in variants.items()},
                             float(min_effect) if min_effect is not None else None,
-                            {str(k): str(v) for k, v in secondary.items()})
+                            {str(k): str(v) for k, v in secondary.items()}, hypothesis,
+                            {str(k): v for k, v in notes.items()}, [str(v) for v in named["controls"]],
+                            [str(v) for v in named["bundles"]])
     runs = d.get("runs")
     if not isinstance(runs, list):
         raise UnreadableFile(path, "no 'runs' list", fix)
@@ -540,6 +559,13 @@ def _manifest_from(d: dict, path: Path) -> Manifest:
             for k, v in variant_seeds.items()):
         raise UnreadableFile(path, f"variant_seeds={variant_seeds!r} is not a mapping of variant -> list of seeds", fix)
     known = {f.name for f in dataclasses.fields(Manifest)}
+    changes = d.get("changes") or {}
+    if not isinstance(changes, dict) or any(
+            k not in variants or not isinstance(v, list)
+            or any(not isinstance(c, dict) or not isinstance(c.get("override"), str)
+                   or not isinstance(c.get("keys", []), list) for c in v)
+            for k, v in changes.items()):
+        raise UnreadableFile(path, "changes is not a mapping of variant -> [{override, keys}]", fix)
     kwargs = {k: d[k] for k in known - {"experiment", "runs", "extra", "launch", "variant_seeds"} if k in d}
     kwargs["launch"] = Launch.from_dict(d.get("launch"), path)
     kwargs["variant_seeds"] = {str(k): [int(s) for s in v] for k, v in variant_seeds.items()}
