@@ -3,9 +3,14 @@
     slots = make_slots(LauncherConfig(), n_runs=12)
     env = slots[0].child_env(os.environ)      # CUDA_VISIBLE_DEVICES, OMP/MKL threads, set BEFORE the child starts
 
-GPUs are found without initialising CUDA in the parent: an existing CUDA_VISIBLE_DEVICES is honoured,
-otherwise `nvidia-smi -L` is asked. With no GPU (or launcher.cpu_only=true) the pool runs CPU slots. The cores
-of this process's affinity set are split into disjoint sets, one per slot, and every run gets the same number
+GPUs are found without initialising CUDA in the parent (sweeper.gpu_topology): `nvidia-smi -L` lists the GPUs
+and their MIG instances (each MIG instance is a slot of its own, addressed by its MIG UUID), `nvidia-smi topo -m`
+gives each GPU's near CPU set ("CPU Affinity"). An existing CUDA_VISIBLE_DEVICES is honoured: indices, GPU UUIDs
+(or unique prefixes) and MIG UUIDs; ids nvidia-smi does not know are passed on as they are. With no GPU (or
+launcher.cpu_only=true) the pool runs CPU slots. A GPU slot's cores come from its GPU's near CPU set (the usable
+cores of each set split among the slots near it); without topology, or when a slot's set has no usable core,
+the cores of this process's affinity set are split contiguously. Either way the sets are disjoint, one per slot
+(shared round-robin only when there are more slots than cores), and every run gets the same number
 of threads: the size of the smallest set (idle OpenMP threads spin and steal cores from neighbours otherwise;
 equal thread counts keep every run of a sweep bitwise reproducible, and a run resumed in another slot passes
 the checkpoint's thread-count check). With runs_per_device > 1 the slots alternate devices (gpu0, gpu1, gpu0,
@@ -14,12 +19,11 @@ gpu1, ...), so max_parallel spreads runs over devices before it doubles them up.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from sweeper.errors import UsageError
+from sweeper.gpu_topology import Device, discover_devices, resolve_visible
 from sweeper.launcher_schema import LocalLauncherConf
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -59,6 +63,8 @@ class Slot:
         """threads: a count to keep instead of the slot's (a resumed checkpoint's); pythonpath: see run_env."""
         env = run_env(base, threads or self.threads, pythonpath)
         env["CUDA_VISIBLE_DEVICES"] = self.gpu if self.gpu is not None else ""
+        if self.gpu is not None:
+            env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"   # an index means what nvidia-smi calls it
         env["SWEEPER_SLOT"] = str(self.index)
         return env
 
@@ -74,50 +80,69 @@ def available_cores(cfg: LauncherConfig) -> list[int]:
     return sorted(cfg.cores)
 
 
-def visible_gpus(cfg: LauncherConfig, environ: dict | None = None) -> list[str]:
-    """GPU ids a child may be given, without initialising CUDA here."""
+def visible_devices(cfg: LauncherConfig, environ: dict | None = None) -> list[Device]:
+    """The GPU devices (whole GPUs or MIG instances) a child may be given, without initialising CUDA here."""
     environ = os.environ if environ is None else environ
     if cfg.cpu_only:
         return []
+    known = discover_devices()
     if "CUDA_VISIBLE_DEVICES" in environ:
-        visible = [d.strip() for d in environ["CUDA_VISIBLE_DEVICES"].split(",") if d.strip()]
+        visible = resolve_visible(environ["CUDA_VISIBLE_DEVICES"], known)
     else:
-        visible = [str(i) for i in range(_nvidia_smi_count())]
+        visible = known
     if cfg.devices is None:
         return visible
-    wanted = [str(d) for d in cfg.devices]
-    missing = [d for d in wanted if d not in visible]
+    chosen, missing = [], []
+    for want in (str(d) for d in cfg.devices):
+        match = [d for d in visible if want == d.id or want in d.aliases]
+        (chosen.append(match[0]) if match else missing.append(want))
     if missing:
-        raise UsageError(f"launcher.devices={wanted}: device(s) {missing} are not visible "
-                         f"(visible: {visible or 'none'}; CUDA_VISIBLE_DEVICES is honoured)")
-    return wanted
+        raise UsageError(f"launcher.devices={[str(d) for d in cfg.devices]}: device(s) {missing} are not visible "
+                         f"(visible: {[d.id for d in visible] or 'none'}; CUDA_VISIBLE_DEVICES is honoured)")
+    return chosen
 
 
-def _nvidia_smi_count() -> int:
-    if not shutil.which("nvidia-smi"):
-        return 0
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+def visible_gpus(cfg: LauncherConfig, environ: dict | None = None) -> list[str]:
+    """The ids (as put in a child's CUDA_VISIBLE_DEVICES) of visible_devices."""
+    return [d.id for d in visible_devices(cfg, environ)]
+
+
+def _split(cores: list[int], n: int) -> list[tuple[int, ...]]:
+    """n disjoint, contiguous, near-even sets of cores; round-robin single cores when n > len(cores)."""
+    if n <= len(cores):
+        return [tuple(cores[i * len(cores) // n:(i + 1) * len(cores) // n]) for i in range(n)]
+    return [(cores[i % len(cores)],) for i in range(n)]
+
+
+def _core_sets(owners: list[Device | None], cores: list[int]) -> list[tuple[int, ...]]:
+    """Each slot's cores: from its GPU's near CPU set when every slot has usable near cores and the near sets
+    are disjoint or equal (one socket, one set); otherwise a contiguous split of all usable cores."""
+    usable = set(cores)
+    near = [frozenset(d.cpus) & usable if d is not None and d.cpus else frozenset() for d in owners]
+    groups = sorted(set(near), key=min if all(near) else len)
+    if owners and all(near) and all(not (a & b) for a in groups for b in groups if a != b):
+        sets: list[tuple[int, ...]] = [()] * len(owners)
+        for g in groups:
+            members = [i for i, n in enumerate(near) if n == g]
+            for i, part in zip(members, _split(sorted(g), len(members))):
+                sets[i] = part
+        return sets
+    return _split(cores, len(owners))
 
 
 def make_slots(cfg: LauncherConfig, n_runs: int, environ: dict | None = None,
                cores: list[int] | None = None) -> list[Slot]:
     """The pool's slots for n_runs runs (cores: the usable cores, default launcher.cores or this process's)."""
-    gpus = visible_gpus(cfg, environ)
+    devices = visible_devices(cfg, environ)
     cores = available_cores(cfg) if cores is None else sorted(cores)
-    if gpus:
-        owners: list[str | None] = [g for _ in range(cfg.runs_per_device) for g in gpus]
+    if devices:
+        owners: list[Device | None] = [d for _ in range(cfg.runs_per_device) for d in devices]
     else:
         per_run = cfg.threads_per_run or 1
         owners = [None] * max(1, len(cores) // per_run)
     n = min(len(owners), cfg.max_parallel or len(owners), max(1, n_runs))
     owners = owners[:n]
-    if n <= len(cores):   # disjoint, contiguous, as even as possible
-        sets = [tuple(cores[i * len(cores) // n:(i + 1) * len(cores) // n]) for i in range(n)]
-    else:                 # more slots than cores: share round-robin
-        sets = [(cores[i % len(cores)],) for i in range(n)]
+    sets = _core_sets(owners, cores) if devices else _split(cores, n)
     threads = cfg.threads_per_run or min(len(s) for s in sets)
-    return [Slot(index=i, gpu=gpu, cores=sets[i], threads=threads) for i, gpu in enumerate(owners)]
+    return [Slot(index=i, gpu=d.id if d is not None else None, cores=sets[i], threads=threads)
+            for i, d in enumerate(owners)]
