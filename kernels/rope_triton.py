@@ -120,9 +120,10 @@ def _rope_kernel(Q, K, QO, KO, COS, SIN, BOFF, PIDS,
                       ROT_HALF, HALF_PAD, PASS, PASS_PAD, INTERLEAVED, MATH_F64, BLOCK_T, BLOCK_H)
 
 
-# (BLOCK_T, BLOCK_H, num_warps): 8-32 (token, head) rows per program; the autotuner picks one per
-# (head dim, head counts, dtypes). Every config gives the same bits (elementwise math, no reductions).
-AUTOTUNE_TILES = ((1, 8, 4), (2, 8, 4), (4, 8, 4), (8, 4, 4), (4, 4, 4), (16, 2, 4), (2, 16, 8), (4, 8, 8))
+# (BLOCK_T, BLOCK_H, num_warps): 16-64 (token, head) rows per program, few (each one is compiled per mode);
+# the autotuner picks one per (head dim, head counts, dtypes). Every config gives the same bits
+# (elementwise math, no reductions).
+AUTOTUNE_TILES = ((2, 8, 4), (4, 8, 4), (8, 4, 4), (16, 2, 4), (4, 8, 8), (8, 8, 8))
 _rope_kernel_tuned = triton.autotune(
     configs=[triton.Config({"BLOCK_T": bt, "BLOCK_H": bh}, num_warps=w) for bt, bh, w in AUTOTUNE_TILES],
     key=["n_q_heads", "n_k_heads", "ROT_HALF", "PASS"],
