@@ -11,10 +11,19 @@ cpus_per_task, gpus_per_node, gres, additional_parameters, array_parallelism, si
 run's task (plan.argv(run) in plan.task.cwd with plan.run_env(run)). Run statuses go through RunDir.
 Job ids are recorded in SWEEP_DIR/slurm.json, so a later launch (the same command, or sweeper.resume) adopts
 runs whose jobs are still queued or running instead of submitting them twice, and skips finished runs.
+
+At scale (sweeper.slurm_limits): a plan larger than the cluster's MaxArraySize goes in several arrays, all in
+the one record; launcher.array_parallelism stays the sweep's limit, shared among its arrays; what the
+controller's MaxJobCount cannot hold yet is submitted once earlier jobs leave the queue (wait=true) or by the
+same command again (wait=false). A refused sbatch is one line naming Slurm's reason and the fix.
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import io
 import json
+import logging
 import shutil
 import subprocess
 import sys
@@ -116,7 +125,8 @@ def read_record(sweep_dir: Path) -> dict:
     return record
 
 
-def _write_record(sweep_dir: Path, runs: list, jobs: list, cfg: SlurmConfig, folder: Path) -> None:
+def _write_record(sweep_dir: Path, runs: list, jobs: list, cfg: SlurmConfig, folder: Path,
+                  throttle: int | None = None) -> None:
     record = read_record(sweep_dir)
     now = time.time()
     record.setdefault("jobs", {}).update(
@@ -124,7 +134,7 @@ def _write_record(sweep_dir: Path, runs: list, jobs: list, cfg: SlurmConfig, fol
          for run, job in zip(runs, jobs)})
     record.setdefault("arrays", []).append(
         {"array_job_id": jobs[0].job_id.split("_")[0], "runs": len(jobs), "submitted": now,
-         "submitit_folder": str(folder), "launcher": asdict(cfg)})
+         "at_once": throttle or cfg.array_parallelism, "submitit_folder": str(folder), "launcher": asdict(cfg)})
     atomic_write_json(Path(sweep_dir) / RECORD, record)
 
 
@@ -148,6 +158,10 @@ def job_states(job_ids: set[str]) -> dict[str, str]:
     for line in q.stdout.splitlines():
         jid, _, state = line.strip().partition("|")
         states[jid] = state
+    for jid in job_ids - set(states):   # tasks never split off their array (a queued array cancelled: "12" only)
+        array, _, task = jid.partition("_")
+        if task and array in states:
+            states[jid] = states[array]
     missing = job_ids - set(states)
     if missing:   # gone from the controller (MinJobAge): ask accounting
         cmd = ["sacct", "-X", "-n", "-P", "-o", "JobID,State"]
@@ -159,9 +173,24 @@ def job_states(job_ids: set[str]) -> dict[str, str]:
             out = ""
         for line in out.splitlines():
             jid, _, state = line.strip().partition("|")
-            if jid in missing:
-                states[jid] = state.split()[0] if state else "UNKNOWN"   # "CANCELLED by 0" -> "CANCELLED"
+            for one in expand_task_ids(jid):   # "12_[0-999%214]": tasks of an array that never started
+                if one in missing:
+                    states[one] = state.split()[0] if state else "UNKNOWN"   # "CANCELLED by 0" -> "CANCELLED"
     return {j: states.get(j, "UNKNOWN") for j in job_ids}
+
+
+def expand_task_ids(job_id: str) -> list[str]:
+    """Slurm's compact array ids as one id per task: "12_[0-2,5%4]" -> 12_0, 12_1, 12_2, 12_5; others as given."""
+    array, sep, rest = job_id.partition("_[")
+    if not sep or not rest.endswith("]"):
+        return [job_id]
+    out = []
+    for part in rest[:-1].split("%")[0].split(","):
+        lo, _, hi = part.partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            return [job_id]
+        out += [f"{array}_{i}" for i in range(int(lo), int(hi or lo) + 1)]
+    return out
 
 
 def settle(run_dir: Path, job_id: str, state: str) -> dict:
@@ -243,28 +272,24 @@ def launch(plan, launcher_cfg: SlurmConfig | dict, progress=None) -> dict[str, s
             progress.log(f"adopt  {run.label}: Slurm job {adopted[run.run_id]} is {state}")
         else:
             todo.append(run)
-    jobs = {}
-    if todo:
-        folder = Path(cfg.submitit_folder) if cfg.submitit_folder else sweep_dir / ".submitit" / "%j"
-        job_name = cfg.job_name or f"sweeper-{plan.experiment.name}"
-        executor = make_executor(cfg, folder, job_name)
-        from sweeper.slurm_task import RunTask
-
-        pythonpath = python_path(plan.task, str(PROJECT_ROOT))
-        with executor.batch():
-            submitted = [executor.submit(RunTask(str(run.run_dir), plan.argv(run), plan.task.cwd, plan.run_env(run),
-                                                 pythonpath, cfg.use_gpus, cfg.stop_grace_s, cfg.max_retries,
-                                                 cfg.retry_backoff_s)) for run in todo]
-        _write_record(sweep_dir, todo, submitted, cfg, folder)
-        jobs = {run.run_id: job.job_id for run, job in zip(todo, submitted)}
-        progress.log(f"submitted {_what_was_submitted(submitted, cfg)}; job ids in {sweep_dir / RECORD}")
+    jobs, todo = _submit_what_fits(plan, todo, cfg, progress)
     if not cfg.wait:
         if jobs or adopted:
             progress.log(f"not waiting (launcher.wait=false): follow with `python -m sweeper.slurm status "
                          f"{sweep_dir}`, report with `python -m sweeper.report {sweep_dir}`")
+        if todo:
+            progress.log(f"{len(todo)} run(s) not submitted yet (the cluster's MaxJobCount is reached): run the "
+                         f"same command again once jobs have left the queue; it submits only those")
         return None
     try:
-        results.update(_wait(plan, {**adopted, **jobs}, cfg, progress))
+        pending = {**adopted, **jobs}
+        while pending or todo:       # todo: runs the controller had no room for yet (MaxJobCount)
+            results.update(_wait(plan, pending, cfg, progress, until_room=bool(todo)))
+            pending = {r: j for r, j in pending.items() if r not in results}
+            if todo and not pending:
+                _await_room(cfg, progress)
+            more, todo = _submit_what_fits(plan, todo, cfg, progress, quiet=True)
+            pending.update(more)
     except KeyboardInterrupt:
         progress.log(f"stopped waiting; the jobs keep running on Slurm. Cancel them with `python -m "
                      f"sweeper.slurm cancel {sweep_dir}`")
@@ -272,17 +297,111 @@ def launch(plan, launcher_cfg: SlurmConfig | dict, progress=None) -> dict[str, s
     return results
 
 
-def _what_was_submitted(jobs: list, cfg: SlurmConfig) -> str:
-    """'1 run as Slurm job 12' or '4 runs as Slurm job array 13 (at most 256 at once)': what sbatch made."""
+def _submit_what_fits(plan, todo: list, cfg: SlurmConfig, progress, quiet: bool = False
+                      ) -> tuple[dict[str, str], list]:
+    """Submit as many of `todo` as the cluster holds now, in arrays that fit it, each recorded as soon as sbatch
+    accepts it; (run_id -> job id of what was submitted, the runs left for later)."""
+    from sweeper.slurm_limits import cluster_limits, jobs_in_controller, split_arrays
+
+    if not todo:
+        return {}, []
+    limits, held = cluster_limits(), jobs_in_controller()
+    sizes, throttles = split_arrays(len(todo), limits, held, cfg.array_parallelism)
+    if not sizes:
+        if not quiet:
+            progress.log(f"no room in the Slurm queue: it holds {held} job(s) ({limits.describe()}); "
+                         f"{len(todo)} run(s) wait")
+        return {}, todo
+    sweep_dir = Path(plan.sweep_dir)
+    folder = Path(cfg.submitit_folder) if cfg.submitit_folder else sweep_dir / ".submitit" / "%j"
+    job_name = cfg.job_name or f"sweeper-{plan.experiment.name}"
+    from sweeper.slurm_task import RunTask
+
+    pythonpath = python_path(plan.task, str(PROJECT_ROOT))
+    jobs, start, parts = {}, 0, []
+    for size, throttle in zip(sizes, throttles):
+        runs = todo[start:start + size]
+        executor = make_executor(dataclasses.replace(cfg, array_parallelism=throttle), folder, job_name)
+        try:
+            with _sbatch_quiet(), executor.batch():
+                submitted = [executor.submit(RunTask(str(run.run_dir), plan.argv(run), plan.task.cwd,
+                                                     plan.run_env(run), pythonpath, cfg.use_gpus, cfg.stop_grace_s,
+                                                     cfg.max_retries, cfg.retry_backoff_s)) for run in runs]
+        except Exception as e:   # sbatch refused (submitit raises its stderr): one line, nothing guessed
+            done = f"; {start} run(s) were submitted before it and are recorded in {sweep_dir / RECORD}" if start \
+                else "; nothing was submitted"
+            raise UsageError(f"launcher=slurm: sbatch refused an array of {len(runs)} run(s): "
+                             f"{sbatch_refusal(e)}{done}. {refusal_fix(sbatch_refusal(e), limits)}") from None
+        _write_record(sweep_dir, runs, submitted, cfg, folder, throttle)
+        jobs.update({run.run_id: job.job_id for run, job in zip(runs, submitted)})
+        parts.append(_what_was_submitted(submitted, throttle))
+        start += size
+    progress.log(f"submitted {'; '.join(parts)}; job ids in {sweep_dir / RECORD}")
+    if start < len(todo):
+        progress.log(f"{len(todo) - start} more run(s) wait for room in the Slurm queue ({limits.describe()})")
+    return jobs, todo[start:]
+
+
+@contextlib.contextmanager
+def _sbatch_quiet():
+    """submitit prints a refused sbatch's stderr and logs the dropped batch; the error line says it once."""
+    log = logging.getLogger("submitit")
+    before, log.disabled = log.disabled, True
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        log.disabled = before
+
+
+def _room_now() -> int:
+    from sweeper.slurm_limits import cluster_limits, jobs_in_controller, room
+
+    return room(cluster_limits(), jobs_in_controller())
+
+
+def _await_room(cfg: SlurmConfig, progress) -> None:
+    """Sleep until the controller can take a job again (ended jobs leave it after MinJobAge)."""
+    if _room_now() > 0:
+        return
+    progress.log("waiting for room in the Slurm queue (MaxJobCount reached; ended jobs leave it after MinJobAge)")
+    while _room_now() == 0:
+        time.sleep(cfg.poll_s)
+
+
+def sbatch_refusal(error: BaseException) -> str:
+    """Slurm's own reason from a failed sbatch (submitit's error text holds its stderr), on one line."""
+    lines = [line.strip().removeprefix("sbatch: error: ") for line in str(error).splitlines()]
+    said = [line for line in lines if line and not line.startswith(("Command", "Error", "stdout", "stderr"))]
+    errors = [line for line in said if "error" in line.lower() or "invalid" in line.lower() or "fail" in line.lower()]
+    return " ".join(errors or said or [type(error).__name__]).replace("sbatch: ", "")
+
+
+def refusal_fix(reason: str, limits) -> str:
+    """What to do about a refused submission (the line ends with it)."""
+    low = reason.lower()
+    if "array" in low:
+        return (f"The cluster's limits are {limits.describe()}; ask its admin about MaxArraySize, or sweep fewer "
+                f"seeds at once (seeds=A-B, then sweeper.extend=true)")
+    if "job limit" in low or "maxjobcount" in low or "qos" in low or "maxsubmit" in low:
+        return ("Wait for jobs to leave the queue (squeue -u $USER) and run the same command again: finished and "
+                "queued runs are kept")
+    return "Fix the job options (launcher.*) or the cluster, then run the same command again: submitted runs are kept"
+
+
+def _what_was_submitted(jobs: list, at_once: SlurmConfig | int) -> str:
+    """'1 run as Slurm job 12' or '4 runs as Slurm job array 13 (at most 256 at once)': what one sbatch made."""
+    at_once = at_once.array_parallelism if isinstance(at_once, SlurmConfig) else at_once
     arrays = sorted({j.job_id.split("_")[0] for j in jobs if "_" in j.job_id})
     plain = [j.job_id for j in jobs if "_" not in j.job_id]
-    parts = [f"Slurm job array {a} (at most {cfg.array_parallelism} at once)" for a in arrays]
+    parts = [f"Slurm job array {a} (at most {at_once} at once)" for a in arrays]
     parts += [f"Slurm job{'s' if len(plain) > 1 else ''} {', '.join(plain)}"] if plain else []
     return f"{len(jobs)} run{'s' if len(jobs) != 1 else ''} as {' and '.join(parts)}"
 
 
-def _wait(plan, pending: dict[str, str], cfg: SlurmConfig, progress) -> dict[str, str]:
-    """Poll until every job has ended; report starts and ends as they happen."""
+def _wait(plan, pending: dict[str, str], cfg: SlurmConfig, progress, until_room: bool = False) -> dict[str, str]:
+    """Poll until every job has ended (or, with until_room, until the controller has room for more jobs after one
+    of these ended); report starts and ends as they happen."""
     by_id = {run.run_id: run for run in plan.runs}
     pending = dict(pending)
     started: dict[str, float] = {}
@@ -311,6 +430,8 @@ def _wait(plan, pending: dict[str, str], cfg: SlurmConfig, progress) -> dict[str
             progress.ended(run, status, time.time() - started.get(run_id, time.time()))
         running = [(by_id[r], _JobSlot(j, cfg.cpus_per_task)) for r, j in pending.items() if r in started]
         progress.tick(running)
+        if until_room and results and _room_now() > 0:
+            return results
         if pending:
             time.sleep(cfg.poll_s)
     return results
