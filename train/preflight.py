@@ -52,7 +52,7 @@ def preflight_model(cfg: RunConfig, model: torch.nn.Module, corpus: Any,
 
     updates: dict[int, int] = {}
 
-    def train_step(model, optimizer, batch):
+    def train_step(model, batch, optimizer):
         """The loop's step: warmup as scheduled, zero_grad, backward, clipping, update. The decay is left out: a
         short run's schedule would otherwise starve a 150-step overfit test."""
         inputs, targets = batch

@@ -137,6 +137,14 @@ def _embedding_hook(name: str, probe: Probe, index_shapes: set[tuple[int, ...]])
     return hook
 
 
+def grad_values(g: torch.Tensor) -> torch.Tensor:
+    """The stored entries of a gradient: a sparse gradient (nn.Embedding(sparse=True)) as its coalesced values
+    (absent rows are legitimately zero), a dense one as is. torch.isfinite, == 0 and norms work on the result."""
+    if g.layout != torch.strided:
+        return g.coalesce().values() if g.is_sparse else g.values()
+    return g
+
+
 def trainable_named_parameters(model: nn.Module, ignore: tuple[str, ...] = ()) -> list[tuple[str, nn.Parameter]]:
     """Parameters with requires_grad, shared ones once, minus names matching any fnmatch pattern in `ignore`."""
     from fnmatch import fnmatch

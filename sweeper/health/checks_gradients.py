@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from .batching import embedding_param_ids
+from .batching import embedding_param_ids, grad_values
 from .context import PreflightContext
 from .result import CheckResult, name_list
 
@@ -29,7 +29,9 @@ def init_loss_check(ctx: PreflightContext, loss_value: float, noise: tuple[float
     Above ln(C) they stay fixed: a uniform prediction scores exactly ln(C) on every example, so an excess is
     the init's doing, not the batch's."""
     if ctx.num_classes is None:
-        return CheckResult("init_loss", "skip", loss_value, "", "num_classes not given: no chance level to compare")
+        return CheckResult("init_loss", "skip", loss_value, "",
+                           "not run: num_classes not given, so there is no chance level ln(C) to compare with; pass "
+                           "num_classes=C for a classifier or token predictor", {"enable": "num_classes=..."})
     th = ctx.thresholds
     chance = math.log(ctx.num_classes)
     se, n = noise
@@ -40,6 +42,11 @@ def init_loss_check(ctx: PreflightContext, loss_value: float, noise: tuple[float
     if not math.isfinite(loss_value):
         return CheckResult("init_loss", "fail", loss_value, expected,
                            f"loss at init is {loss_value}: overflow in the forward pass or the loss")
+    if loss_value < 0:
+        return CheckResult("init_loss", "fail", loss_value, expected,
+                           f"loss at init is {loss_value:.3g} < 0, impossible for a cross-entropy/NLL: nll_loss was "
+                           f"given probabilities (or raw scores) instead of log-probabilities; apply log_softmax "
+                           f"first, or use cross_entropy on the logits")
     delta = loss_value - chance
     if delta > excess_fail or -delta > deficit_fail:
         status = "fail"
@@ -66,20 +73,37 @@ def _t_quantile(sigmas: float, n: int) -> float:
     return float(stats.t.isf(stats.norm.sf(sigmas), n - 1))
 
 
-def gradient_flow_check(ctx: PreflightContext, named_grads: list[tuple[str, torch.nn.Parameter, torch.Tensor | None]]
-                        ) -> CheckResult:
+def gradient_flow_check(ctx: PreflightContext, named_grads: list[tuple[str, torch.nn.Parameter, torch.Tensor | None]],
+                        after_step=None) -> CheckResult:
+    """after_step(): {name: gradient} after one optimizer step on a copy. A gradient exactly zero at init is
+    re-checked there before the parameter is called dead: everything upstream of a zero-initialised output
+    projection gets exactly zero gradient at step 0 and a real one from step 1 on."""
     th = ctx.thresholds
+    zero_at_init = [name for name, _, g in named_grads if g is not None and torch.isfinite(grad_values(g)).all()
+                    and not grad_values(g).ne(0).any()]
+    revived: list[str] = []
+    if zero_at_init and after_step is not None:
+        later = after_step()
+        swapped = []
+        for name, p, g in named_grads:
+            g1 = later.get(name)
+            if name in zero_at_init and g1 is not None and bool(grad_values(g1).ne(0).any()):
+                revived.append(name)
+                g = g1
+            swapped.append((name, p, g))
+        named_grads = swapped
     lookup = embedding_param_ids(ctx.model)
     dead: list[str] = []      # fail: "name: problem"
     causes: dict[str, str] = {}
     weak: list[str] = []      # warn: half the rows dead, vanishing or exploding
     rms: dict[str, float] = {}
     for name, p, g in named_grads:
+        values = None if g is None else grad_values(g)
         if g is None:
             problem = "no gradient"
-        elif not torch.isfinite(g).all():
+        elif not torch.isfinite(values).all():
             problem = "non-finite gradient"
-        elif not g.ne(0).any():
+        elif not values.ne(0).any():
             problem = "gradient exactly zero"
         else:
             problem = None
@@ -87,9 +111,11 @@ def gradient_flow_check(ctx: PreflightContext, named_grads: list[tuple[str, torc
             dead.append(f"{name}: {problem}")
             causes[problem] = _CAUSES[problem]
             continue
-        nonzero = g != 0
-        rms[name] = float(g[nonzero].float().pow(2).mean().sqrt())
-        if g.dim() >= 2 and id(p) not in lookup:
+        if name in revived:
+            continue                      # legitimately small after one step: not judged for size
+        rms[name] = float(values[values != 0].float().pow(2).mean().sqrt())
+        if g.dim() >= 2 and g.layout == torch.strided and id(p) not in lookup:
+            nonzero = g != 0
             rows_zero = (~nonzero.flatten(1).any(dim=1))
             frac = float(rows_zero.float().mean())
             if frac >= th.dead_rows_warn_fraction:
@@ -99,19 +125,28 @@ def gradient_flow_check(ctx: PreflightContext, named_grads: list[tuple[str, torc
                             f"blocked)")
     if rms:
         # Judged on matrices only: a 1-D bias or gain can be legitimately cancelled (a bias right before a
-        # BatchNorm has a true gradient of exactly zero; float rounding leaves ~1e-8 of noise).
-        median = sorted(rms.values())[len(rms) // 2]
+        # BatchNorm has a true gradient of exactly zero; float rounding leaves ~1e-8 of noise). The reference is
+        # the median of the upper half: many parameters behind a closed gate (a sigmoid near 0) would drag a
+        # plain median down and make the healthy weights look "exploding"; vanishing is named first.
         dims = {name: p.dim() for name, p, _ in named_grads}
+        ordered = sorted(rms.values())
+        upper = ordered[len(ordered) // 2:]
+        median = upper[len(upper) // 2]
+        vanishing, exploding = [], []
         for name, r in rms.items():
             if dims[name] < 2:
                 continue
             ratio = r / median if median > 0 else float("inf")
             if ratio < th.grad_rms_ratio_low:
-                weak.append(f"{name}: gradient rms {r:.2e} is {ratio:.1e}x the median parameter's (vanishing)")
+                vanishing.append(f"{name}: gradient rms {r:.2e} is {ratio:.1e}x the typical parameter's (vanishing: "
+                                 f"a closed gate - a sigmoid/tanh saturated near 0 - or a tiny factor in front of "
+                                 f"it)")
             elif ratio > th.grad_rms_ratio_high:
-                weak.append(f"{name}: gradient rms {r:.2e} is {ratio:.1e}x the median parameter's (exploding)")
+                exploding.append(f"{name}: gradient rms {r:.2e} is {ratio:.1e}x the typical parameter's (exploding: "
+                                 f"a large init scale or an unnormalised input)")
+        weak += vanishing + exploding
     total = len(named_grads)
-    details = {"dead": dead, "weak": weak, "grad_rms": rms}
+    details = {"dead": dead, "weak": weak, "grad_rms": rms, "zero_at_init_then_alive": revived}
     expected = "0 dead parameters"
     if dead:
         why = "; ".join(f"{problem}: {cause}" for problem, cause in causes.items())
@@ -120,8 +155,10 @@ def gradient_flow_check(ctx: PreflightContext, named_grads: list[tuple[str, torc
                            f"Likely cause - {why}", details)
     if weak:
         return CheckResult("gradient_flow", "warn", 0, expected, name_list(weak), details)
+    later = (f" ({len(revived)} only after one optimizer step, downstream of a zero-initialised layer: "
+             f"{name_list(revived, 3)})" if revived else "")
     return CheckResult("gradient_flow", "pass", 0, expected,
-                       f"all {total} trainable parameters get a finite, nonzero gradient", details)
+                       f"all {total} trainable parameters get a finite, nonzero gradient{later}", details)
 
 
 def _grads(ctx: PreflightContext) -> tuple[float, dict[str, torch.Tensor | None]]:

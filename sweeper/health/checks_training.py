@@ -1,7 +1,9 @@
 """Checks from a short training session on a private copy of the model (the caller's model is untouched):
 
-overfit_batch   a few examples, up to `overfit_steps` steps: the loss must fall close to the lowest value the loss
-                allows on them (loss_floors.py: 0 for plain CE/MSE, the target entropy under label smoothing).
+overfit_batch   a few examples, the full `overfit_steps` budget (no early stop, so a loss that blows up at step 20
+                is seen): the loss must fall close to the lowest value the loss allows on them (loss_floors.py:
+                0 for plain CE/MSE, the target entropy under label smoothing). Any non-finite loss or gradient at
+                any step fails, naming the step (and the first parameter).
                 Fails when the loss itself is broken (cannot tell examples apart: a (B,1)-(B,) broadcast; a floor
                 reached only at infinite outputs: softmax fed to cross_entropy) or the loss stalls far from it.
 param_movement  after `movement_steps` optimizer steps every trainable parameter has changed (not in the
@@ -11,7 +13,7 @@ update_ratio    per step, ||W_k - W_{k-1}|| / ||W_{k-1}|| of every matrix within
 stale_grad      no backward accumulates into a .grad left over from before the previous optimizer.step()
                 (optimizer.zero_grad() forgotten). Detected exactly with parameter hooks.
 
-The session uses the caller's `train_step(model, optimizer, batch)` when given, so bugs in the step itself show.
+The session uses the caller's `train_step(model, batch, optimizer)` when given, so bugs in the step itself show.
 """
 from __future__ import annotations
 
@@ -21,9 +23,9 @@ import time
 
 import torch
 
-from .batching import call_model, take_examples
+from .batching import call_model, grad_values, primary_output, take_examples
 from .context import PreflightContext, default_train_step
-from .loss_floors import LossFloors, loss_floors
+from .loss_floors import LossFloors, boxed_floor, loss_floors
 from .result import CheckResult, name_list
 
 
@@ -48,10 +50,35 @@ class _StaleGradWatch:
         def hook(grad):
             if id(p) in self.stale:
                 self.stale.discard(id(p))
-                if p.grad is not None and bool(p.grad.ne(0).any()):
+                if p.grad is not None and bool(grad_values(p.grad).ne(0).any()):
                     self.offenders.setdefault(name, self.steps)
             return None
         return hook
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
+class _FiniteGradWatch:
+    """Records, without a host sync per parameter, whether every accumulated gradient of a step is finite
+    (post-accumulate-grad hooks); `first_bad()` names the first non-finite parameter of the step."""
+
+    def __init__(self, named: list[tuple[str, torch.nn.Parameter]]):
+        self.flags: list[tuple[str, torch.Tensor]] = []
+        self.handles = [p.register_post_accumulate_grad_hook(self._hook(name)) for name, p in named]
+
+    def _hook(self, name: str):
+        def hook(p):
+            if p.grad is not None:
+                self.flags.append((name, torch.isfinite(grad_values(p.grad)).all()))
+        return hook
+
+    def first_bad(self) -> str | None:
+        flags, self.flags = self.flags, []
+        if not flags or bool(torch.stack([f for _, f in flags]).all()):
+            return None
+        return next(name for name, f in flags if not bool(f))
 
     def remove(self) -> None:
         for h in self.handles:
@@ -69,20 +96,28 @@ def training_checks(ctx: PreflightContext) -> list[CheckResult]:
         floors = loss_floors(ctx.loss_fn, call_model(model, batch[0]), batch[1])
     optimizer = ctx.optimizer_factory(model.parameters())
     step_fn = ctx.train_step or default_train_step(ctx.loss_fn)
-    watch = _StaleGradWatch(named, optimizer)
+    in_optimizer = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    outside = [name for name, p in named if id(p) not in in_optimizer]
+    watch = _StaleGradWatch([(n, p) for n, p in named if id(p) in in_optimizer], optimizer)
+    finite = _FiniteGradWatch(named)
     start = {name: p.detach().clone() for name, p in named}
     ratios: dict[str, float] = {}
     losses: list[float] = []
+    bad_grad: tuple[int, str] | None = None
     moved: dict[str, bool] | None = None
     min_steps = max(th.movement_steps, 1)
     started = time.perf_counter()
     try:
-        while _keep_going(losses, max(th.overfit_steps, min_steps), th, started):
+        while _keep_going(losses, max(th.overfit_steps, min_steps), th, started,
+                          lambda: _left(min(losses[-5:]), losses[0], floors) <= th.overfit_pass_fraction):
             step = len(losses)
             before = {name: p.detach().clone() for name, p in named if p.dim() >= 2} \
                 if step < th.movement_steps else None
-            loss = float(step_fn(model, optimizer, batch))
+            loss = float(step_fn(model, batch, optimizer))
             losses.append(loss)
+            culprit = finite.first_bad()
+            if culprit is not None:
+                bad_grad = (step, culprit)
             if before is not None:
                 for name, p in named:
                     if name in before:
@@ -92,16 +127,51 @@ def training_checks(ctx: PreflightContext) -> list[CheckResult]:
                             ratios[name] = max(ratios.get(name, 0.0), r)
             if step + 1 == th.movement_steps:
                 moved = {name: bool((p.detach() != start[name]).any()) for name, p in named}
-            if not math.isfinite(loss):
-                break
-            if step + 1 >= min_steps and _left(loss, losses[0], floors) <= th.overfit_pass_fraction:
-                break
+            if not math.isfinite(loss) or bad_grad is not None:
+                break                      # the rest of the session would only train on NaN
     finally:
         watch.remove()
+        finite.remove()
     if moved is None:  # the session stopped (non-finite loss) before movement_steps
         moved = {name: bool((p.detach() != start[name]).any()) for name, p in named}
-    return [_overfit(ctx, losses, k, floors), _movement(moved, len(losses), th.movement_steps),
-            _update_ratio(ctx, ratios), _stale(watch, len(losses))]
+    if bad_grad is not None and math.isfinite(losses[-1]):
+        overfit = CheckResult("overfit_batch", "fail", bad_grad[0], "finite loss and gradients",
+                              f"gradient of {bad_grad[1]} became non-finite at step {bad_grad[0]} while fitting {k} "
+                              f"examples (loss still {losses[-1]:.3g}): overflow in the backward pass (exp of "
+                              f"growing logits in a hand-written loss, division by a vanishing norm)",
+                              {"step": bad_grad[0], "parameter": bad_grad[1], "steps": len(losses)})
+    else:
+        overfit = _overfit(ctx, losses, k, floors, _confined(ctx, model, batch, floors))
+    return [overfit, _movement(moved, len(losses), th.movement_steps, outside),
+            _update_ratio(ctx, ratios), _stale(watch, len(losses), outside)]
+
+
+def _confined(ctx: PreflightContext, model, batch, floors: LossFloors | None) -> str | None:
+    """When the trained model's outputs sit pinned at the edges of a narrow range [lo, hi] (a softmax,
+    sigmoid, tanh or clamp as its last operation) and no output inside that range could fit the examples,
+    say so: a loss that expects unbounded logits is then fed squashed values."""
+    if floors is None or floors.gap <= 0:
+        return None
+    try:
+        with torch.no_grad():
+            out = primary_output(call_model(model, batch[0])).detach().double()
+        lo, hi = float(out.min()), float(out.max())
+        span = hi - lo
+        if not span > 0:
+            return None
+        pinned = float(((out - lo).abs() <= 0.02 * span).logical_or((hi - out).abs() <= 0.02 * span)
+                       .double().mean())
+        if pinned < 0.5:
+            return None
+        boxed = boxed_floor(ctx.loss_fn, call_model(model, batch[0]), batch[1], lo, hi)
+        if boxed is None or boxed - floors.free < 0.5 * floors.gap:
+            return None
+        return (f"the model's outputs are pinned at the edges of [{lo:.3g}, {hi:.3g}] ({pinned:.0%} of entries), "
+                f"and no output inside that range scores below {boxed:.3g}: the model squashes its outputs (a "
+                f"softmax, sigmoid, tanh or clamp as its last operation) before a loss that expects unbounded "
+                f"logits - return the raw logits")
+    except Exception:  # noqa: BLE001 - no diagnosis, the plain message stands
+        return None
 
 
 def _left(loss: float, first: float, floors: LossFloors | None) -> float:
@@ -113,11 +183,12 @@ def _left(loss: float, first: float, floors: LossFloors | None) -> float:
     return (loss - floors.free) / floors.gap
 
 
-def _keep_going(losses: list[float], budget: int, th, started: float) -> bool:
-    """Within the budget, always; past it, only while the loss still falls (up to overfit_max_steps / _seconds)."""
+def _keep_going(losses: list[float], budget: int, th, started: float, passing) -> bool:
+    """The whole budget, always (a blow-up late in it must be seen); past it, only while the examples are not
+    yet fitted and the loss still falls (up to overfit_max_steps / _seconds)."""
     if len(losses) < budget:
         return True
-    return (len(losses) < th.overfit_max_steps and not _plateaued(losses, th.overfit_plateau)
+    return (not passing() and len(losses) < th.overfit_max_steps and not _plateaued(losses, th.overfit_plateau)
             and time.perf_counter() - started <= th.overfit_max_seconds)
 
 
@@ -130,7 +201,8 @@ def _plateaued(losses: list[float], tolerance: float) -> bool:
     return prev - last <= tolerance * abs(prev)
 
 
-def _overfit(ctx: PreflightContext, losses: list[float], k: int, floors: LossFloors | None) -> CheckResult:
+def _overfit(ctx: PreflightContext, losses: list[float], k: int, floors: LossFloors | None,
+             confined: str | None = None) -> CheckResult:
     th = ctx.thresholds
     first, steps = losses[0], len(losses)
     expected = f"<= {th.overfit_pass_fraction:g} of the gap left"
@@ -142,6 +214,11 @@ def _overfit(ctx: PreflightContext, losses: list[float], k: int, floors: LossFlo
                            f"{first:.3g}): numerical blow-up (learning rate, log of 0, division by 0)", details)
     final = min(losses[-5:])
     details["final"] = final
+    if ctx.num_classes is not None and min(losses) < 0:
+        return CheckResult("overfit_batch", "fail", min(losses), expected,
+                           f"the loss went negative ({min(losses):.3g}), impossible for a cross-entropy/NLL: nll_loss "
+                           f"was given probabilities (or raw scores) instead of log-probabilities; apply "
+                           f"log_softmax first, or use cross_entropy on the logits", details)
     targets_differ = floors is not None and floors.constant > 1e-3 * first
     if targets_differ and floors.gap <= th.loss_pairing_gap * floors.constant:
         return CheckResult("overfit_batch", "fail", 1.0, expected,
@@ -161,6 +238,8 @@ def _overfit(ctx: PreflightContext, losses: list[float], k: int, floors: LossFlo
     msg = f"{k} examples: loss {first:.3g} -> {final:.3g} in {steps} steps ({ref})"
     if left <= th.overfit_pass_fraction:
         return CheckResult("overfit_batch", "pass", left, expected, msg, details)
+    if left > th.overfit_fail_fraction and confined:
+        return CheckResult("overfit_batch", "fail", left, expected, msg + "; " + confined, details)
     if left > th.overfit_fail_fraction and _plateaued(losses, th.overfit_plateau):
         return CheckResult("overfit_batch", "fail", left, expected,
                            msg + f"; stuck with {left:.0%} of the gap left: the model fits nothing example-specific"
@@ -170,9 +249,16 @@ def _overfit(ctx: PreflightContext, losses: list[float], k: int, floors: LossFlo
                              f"rate too low for this model, or raise Thresholds.overfit_max_steps", details)
 
 
-def _movement(moved: dict[str, bool], steps: int, wanted: int) -> CheckResult:
+def _movement(moved: dict[str, bool], steps: int, wanted: int, outside: list[str] = ()) -> CheckResult:
     frozen = [name for name, m in moved.items() if not m]
     expected = "0 unchanged parameters"
+    missing = [name for name in frozen if name in outside]
+    if missing:
+        return CheckResult("param_movement", "fail", len(frozen), expected,
+                           f"{len(missing)}/{len(moved)} trainable parameters are not in the optimizer's param_groups "
+                           f"and never changed: {name_list(missing)}: build the optimizer from model.parameters() "
+                           f"after every layer exists (or add a param group for them)",
+                           {"unchanged": frozen, "not_in_optimizer": missing})
     if frozen:
         return CheckResult("param_movement", "fail", len(frozen), expected,
                            f"{len(frozen)}/{len(moved)} parameters never changed in {min(steps, wanted)} optimizer "
@@ -210,8 +296,10 @@ def _update_ratio(ctx: PreflightContext, ratios: dict[str, float]) -> CheckResul
                        f"update/weight ratios {lo:.1e}..{hi:.1e} per step over {len(live)} matrices", details)
 
 
-def _stale(watch: _StaleGradWatch, steps: int) -> CheckResult:
+def _stale(watch: _StaleGradWatch, steps: int, outside: list[str] = ()) -> CheckResult:
     expected = "0 parameters"
+    note = (f" ({len(outside)} parameters outside the optimizer not judged: its zero_grad never clears them; "
+            f"see param_movement)" if outside else "")
     if watch.offenders:
         names = sorted(watch.offenders)
         return CheckResult("stale_grad", "fail", len(names), expected,
@@ -219,6 +307,6 @@ def _stale(watch: _StaleGradWatch, steps: int) -> CheckResult:
                            f"({name_list(names, 3)}) after optimizer step {min(watch.offenders.values())}: "
                            f"optimizer.zero_grad() is missing from the training step", {"parameters": names})
     if watch.steps < 2:
-        return CheckResult("stale_grad", "skip", None, expected, "fewer than 2 optimizer steps observed")
+        return CheckResult("stale_grad", "skip", None, expected, "fewer than 2 optimizer steps observed" + note)
     return CheckResult("stale_grad", "pass", 0, expected,
-                       f"gradients were cleared before each of {watch.steps - 1} backward passes after a step")
+                       f"gradients were cleared before each of {watch.steps - 1} backward passes after a step" + note)

@@ -11,7 +11,7 @@ from .batching import batch_size, call_model, trainable_named_parameters
 from .thresholds import Thresholds
 
 OptimizerFactory = Callable[[Any], torch.optim.Optimizer]
-TrainStep = Callable[[nn.Module, torch.optim.Optimizer, Any], Any]
+TrainStep = Callable[[nn.Module, Any, torch.optim.Optimizer], Any]    # train_step(model, batch, optimizer)
 
 
 @dataclass
@@ -53,9 +53,30 @@ def default_optimizer_factory(params: Any) -> torch.optim.Optimizer:
     return torch.optim.Adam(params, lr=1e-3)
 
 
+def normalize_train_step(fn: Callable) -> TrainStep:
+    """fn in the common order train_step(model, batch, optimizer), or the older (model, optimizer, batch),
+    recognised by its parameter names ("opt..." second) or annotations; returned in the common order."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return fn
+    if len(params) < 3:
+        return fn
+
+    def is_optimizer(p) -> bool:
+        ann = p.annotation
+        return "opt" in p.name.lower() or (isinstance(ann, type) and issubclass(ann, torch.optim.Optimizer)) or \
+            (isinstance(ann, str) and "Optimizer" in ann)
+    if is_optimizer(params[1]) and not is_optimizer(params[2]):
+        return lambda model, batch, optimizer: fn(model, optimizer, batch)
+    return fn
+
+
 def default_train_step(loss_fn: Callable[[Any, Any], torch.Tensor]) -> TrainStep:
     """A textbook step: clear gradients, forward, loss, backward, update."""
-    def step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any) -> torch.Tensor:
+    def step(model: nn.Module, batch: Any, optimizer: torch.optim.Optimizer) -> torch.Tensor:
         inputs, targets = batch
         optimizer.zero_grad(set_to_none=True)
         loss = loss_fn(call_model(model, inputs), targets)

@@ -72,3 +72,22 @@ def _fit(loss_of: Callable[[torch.Tensor], torch.Tensor], start: torch.Tensor, m
     opt.step(closure)
     with torch.no_grad():
         return float(loss_of(values)), values.detach()
+
+
+def boxed_floor(loss_fn: Callable[[Any, Any], torch.Tensor], outputs: Any, targets: Any, lo: float, hi: float,
+                max_iter: int = 100) -> float | None:
+    """The best loss of separate outputs per example confined to [lo, hi] (lo + (hi - lo) * sigmoid(z)): what a
+    model whose outputs are squashed into that range can reach at most. None when the loss cannot be evaluated."""
+    try:
+        out = primary_output(outputs)
+        base = out.detach().double()
+
+        def loss_of(z: torch.Tensor) -> torch.Tensor:
+            pred = (lo + (hi - lo) * torch.sigmoid(z)).to(out.dtype)
+            return loss_fn(map_tensors(outputs, lambda t: pred if t is out else t), targets)
+
+        start = torch.logit(((base - lo) / (hi - lo)).clamp(1e-4, 1 - 1e-4))
+        value, _ = _fit(loss_of, start, max_iter)
+        return value if math.isfinite(value) else None
+    except Exception:  # noqa: BLE001 - a loss that cannot take substituted outputs
+        return None

@@ -9,7 +9,10 @@ Pure Python (no torch) so the sweeper parent process can read and print health.j
 The JSON schema is the team contract: {"verdict": pass|warn|fail, "checks": [{"name", "status", "value",
 "expected", "message"}]}; a check may add "details" (a dict of extra figures, e.g. every offending parameter).
 A check that does not apply (no sequence dim given, no reference kernel) has status "skip" and never
-changes the verdict.
+changes the verdict; one skipped only because an argument was left out carries details["enable"] (e.g.
+"num_classes=...") and is listed loudly as "not run" under the verdict and in the JSON ("not_run"). A check that
+could not handle the model (an exception inside the check) has status "error" with the reason: it counts as a
+warning for the verdict, is listed in "errored", and the other checks still run.
 """
 from __future__ import annotations
 
@@ -21,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-STATUSES = ("pass", "warn", "fail", "skip")
-_SEVERITY = {"skip": 0, "pass": 0, "warn": 1, "fail": 2}
+STATUSES = ("pass", "warn", "fail", "skip", "error")
+_SEVERITY = {"skip": 0, "pass": 0, "warn": 1, "error": 1, "fail": 2}
 
 
 @dataclass
@@ -83,6 +86,26 @@ class HealthReport:
     def warnings(self) -> list[CheckResult]:
         return [c for c in self.checks if c.status == "warn"]
 
+    @property
+    def errors(self) -> list[CheckResult]:
+        """Checks that could not handle the model (status "error"); the message says why."""
+        return [c for c in self.checks if c.status == "error"]
+
+    @property
+    def not_run(self) -> list[str]:
+        """'init_loss (pass num_classes=...)' for every check skipped only because an argument was missing."""
+        return [f"{c.name} (pass {c.details['enable']})" for c in self.checks
+                if c.status == "skip" and c.details.get("enable")]
+
+    def summary_line(self) -> str:
+        """'verdict: PASS; errored: gradient_flow; not run: init_loss (pass num_classes=...)'."""
+        line = f"verdict: {self.verdict.upper()}"
+        if self.errors:
+            line += f"; errored: {', '.join(c.name for c in self.errors)}"
+        if self.not_run:
+            line += f"; not run: {', '.join(self.not_run)}"
+        return line
+
     def __getitem__(self, name: str) -> CheckResult:
         for c in self.checks:
             if c.name == name:
@@ -100,7 +123,12 @@ class HealthReport:
         return HealthReport(list(self.checks) + list(extra))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "checks": [c.to_dict() for c in self.checks]}
+        out: dict[str, Any] = {"verdict": self.verdict, "checks": [c.to_dict() for c in self.checks]}
+        if self.errors:
+            out["errored"] = [c.name for c in self.errors]
+        if self.not_run:
+            out["not_run"] = self.not_run
+        return out
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
@@ -151,7 +179,7 @@ def format_table(report: HealthReport, width: int = 100) -> str:
             msg = report.checks[i - 1].message
             if msg:
                 lines.extend(textwrap.wrap(msg, width, initial_indent="    ", subsequent_indent="      "))
-    lines.append(f"verdict: {report.verdict.upper()}")
+    lines.append(report.summary_line())
     return "\n".join(lines)
 
 

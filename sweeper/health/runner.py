@@ -13,6 +13,7 @@ RNG is forked), so running preflight before a run does not change the run.
 """
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any, Callable, Iterable
 
@@ -23,7 +24,8 @@ from .batching import call_model, map_tensors, split_batch, take_examples
 from .checks_dependence import batch_independence_check, causality_check, target_shift_check
 from .checks_gradients import gradient_flow_check, init_loss_check, kernel_agreement_check
 from .checks_training import training_checks
-from .context import OptimizerFactory, PreflightContext, TrainStep, default_optimizer_factory
+from .context import (OptimizerFactory, PreflightContext, TrainStep, default_optimizer_factory, default_train_step,
+                      normalize_train_step)
 from .result import CheckResult, HealthReport
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -56,7 +58,8 @@ def preflight(
     num_classes       for classification / token prediction: enables init_loss (vs ln C) and target_shift.
     sequence_dim      dim of the outputs (and inputs) along which the model is autoregressive (e.g. 1 for
                       (B, T, V) logits): enables causality and target_shift. Leave None for bidirectional models.
-    train_step        your own step, train_step(model, optimizer, (inputs, targets)) -> loss; used by the
+    train_step        your own step, train_step(model, batch, optimizer) -> loss (the common order; the older
+                      train_step(model, optimizer, batch) is recognised by its parameter names); used by the
                       training checks instead of the textbook step, so bugs inside it (zero_grad) show.
     use_reference     use_reference(True) switches the model's custom kernels to their reference implementation,
                       use_reference(False) back: enables kernel_agreement.
@@ -76,7 +79,8 @@ def preflight(
     inputs, targets = split_batch(batch)
     ctx = PreflightContext(model=model, loss_fn=loss_fn, inputs=inputs, targets=targets,
                            optimizer_factory=optimizer_factory or default_optimizer_factory,
-                           num_classes=num_classes, sequence_dim=sequence_dim, train_step=train_step,
+                           num_classes=num_classes, sequence_dim=sequence_dim,
+                           train_step=None if train_step is None else normalize_train_step(train_step),
                            use_reference=use_reference, thresholds=thresholds, ignore=tuple(ignore), seed=seed)
     results: dict[str, CheckResult] = {}
     devices = _cuda_devices(model)
@@ -86,8 +90,9 @@ def preflight(
         try:
             if {"init_loss", "gradient_flow"} - skip:
                 loss_value, named_grads, noise = _init_backward(ctx)
-                results["init_loss"] = init_loss_check(ctx, loss_value, noise)
-                results["gradient_flow"] = gradient_flow_check(ctx, named_grads)
+                _guard(results, ("init_loss",), lambda: [init_loss_check(ctx, loss_value, noise)])
+                _guard(results, ("gradient_flow",),
+                       lambda: [gradient_flow_check(ctx, named_grads, lambda: _grads_after_one_step(ctx))])
             if set(_TRAINING) - skip:
                 _guard(results, _TRAINING, lambda: training_checks(ctx))
             for name, fn in (("batch_independence", batch_independence_check), ("causality", causality_check),
@@ -137,14 +142,43 @@ def _noise(ctx: PreflightContext, outputs: Any) -> tuple[float, int]:
         return 0.0, 0
 
 
+def _grads_after_one_step(ctx: PreflightContext) -> dict[str, torch.Tensor]:
+    """Parameter gradients on a private copy after one textbook optimizer step on the batch ({} when that
+    step cannot be taken, e.g. an optimizer that refuses sparse gradients): gradient_flow's second look."""
+    try:
+        model = copy.deepcopy(ctx.model)
+        model.train()
+        optimizer = ctx.optimizer_factory(model.parameters())
+        torch.manual_seed(ctx.seed)
+        default_train_step(ctx.loss_fn)(model, (ctx.inputs, ctx.targets), optimizer)
+        named = ctx.params(model)
+        torch.manual_seed(ctx.seed)
+        loss = ctx.loss_of(call_model(model, ctx.inputs))
+        grads = torch.autograd.grad(loss, [p for _, p in named], allow_unused=True)
+        return {name: g for (name, _), g in zip(named, grads) if g is not None}
+    except Exception:  # noqa: BLE001 - no second look: the step-0 verdict stands
+        return {}
+
+
 def _guard(results: dict[str, CheckResult], names: tuple[str, ...], run: Callable[[], list[CheckResult]]) -> None:
-    """A check that cannot run on this model becomes a warning naming the error, never a crash of preflight."""
+    """A check that cannot handle this model reports itself as "error" with the reason; the others still run."""
     try:
         for r in run():
             results[r.name] = r
     except Exception as e:  # noqa: BLE001 - reported, not swallowed
+        where = _where(e)
         for name in names:
-            results[name] = CheckResult(name, "warn", None, "", f"check could not run: {type(e).__name__}: {e}")
+            results[name] = CheckResult(name, "error", None, "",
+                                        f"check could not handle this model: {type(e).__name__}: {e}{where}; the "
+                                        f"other checks ran. Skip it with skip=[{name!r}] if the model cannot "
+                                        f"support it", {"error": f"{type(e).__name__}: {e}"})
+
+
+def _where(e: BaseException) -> str:
+    import traceback
+
+    frames = traceback.extract_tb(e.__traceback__)
+    return f" (at {frames[-1].name}, {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno})" if frames else ""
 
 
 def _cuda_devices(model: nn.Module) -> list[int]:
