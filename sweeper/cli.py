@@ -179,7 +179,7 @@ def execute(plan, backend, launcher_cfg, argv: list[str], state: dict | None = N
     if plan.sweep.sweeper.get("report", True):
         from sweeper.report import report_sweep
 
-        print(report_sweep(plan.sweep_dir, plots=True))
+        print(report_sweep(plan.sweep_dir, plots=True, journal=plan.sweep.sweeper.get("journal")))
     print(f"sweep dir: {plan.sweep_dir}")
     from sweeper.run.rundir import KEEP
 

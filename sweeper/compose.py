@@ -433,7 +433,9 @@ def compose_sweep(overrides: list[str]) -> Sweep:
     check_schemas(cfg)
     experiment = read_experiment(cfg, overrides)
     task = read_task(cfg)
-    check_task(task, preflight=(cfg.get("sweeper") or {}).get("preflight") not in (None, False, "off"))
+    sweeper_cfg = cfg.get("sweeper") or {}
+    check_task(task, preflight=sweeper_cfg.get("preflight") not in (None, False, "off")
+               or (sweeper_cfg.get("baseline_first", True) and len(experiment.variants) > 1))
     sweep = Sweep(overrides=list(overrides), cfg=cfg, experiment=experiment, task=task)
     for variant, variant_overrides in experiment.variants.items():
         try:

@@ -94,6 +94,9 @@ class Plan:
 
     def manifest(self, argv: list[str], created: float | None = None) -> Manifest:
         extra = {"tensorboard": True} if self.tensorboard else {}
+        journal = self.sweep.sweeper.get("journal")
+        if journal:                   # the journal this sweep's reports go to (sweeper.report, resume)
+            extra["journal"] = journal if journal.lower() == "off" else str(Path(journal).expanduser().resolve())
         manifest = Manifest(
             experiment=self.experiment, seeds=list(self.seeds), variants_hash=self.variants_hash,
             overrides=list(self.sweep.overrides), launcher=dict(self.sweep.launcher), task=self.task.to_dict(),

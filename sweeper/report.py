@@ -34,12 +34,12 @@ import sweeper.report_changes as report_changes
 import sweeper.verdict as verdict
 from sweeper.errors import UsageError
 from sweeper.results import (MISSING, declared_changes, load_curves, load_experiment, load_runs,
-                             load_variant_changes)
+                             load_code_state, load_manifest, load_variant_changes)
 from sweeper.run.atomic import atomic_write_text
 from sweeper.run.rundir import LOG, STALE, Experiment, Status, UnreadableFile, stale_hint
 
-SECTIONS = ("Decision", "What each variant changes", "Per-seed values", "Failed runs", "Variants", "Comparisons", "Plots", "Fingerprints",
-            "Methods", "Problems reading the sweep")
+SECTIONS = ("Decision", "What each variant changes", "Per-seed values", "Failed runs", "Variants", "Comparisons",
+            "Plots", "Fingerprints", "Methods", "Problems reading the sweep")
 SLURM_RECORD = "slurm.json"           # written by the Slurm backend (sweeper.slurm) beside the manifest
 SHOWN_FAILURES = 10                   # failed runs listed on the terminal (report.md lists all)
 
@@ -59,6 +59,7 @@ class ReportInput:
     changes: dict[str, list] = field(default_factory=dict)   # variant -> [config_diff.Change] vs the baseline
     declared: dict[str, list] = field(default_factory=dict)  # variant -> [config_diff.Declared] (the manifest's)
     experiment: Experiment | None = None                     # hypothesis, notes (sweeper.journal reads them)
+    code: dict = field(default_factory=dict)                 # {commit, dirty} the runs ran (sweeper.journal)
 
 
 def fmt(x, digits: int = 4) -> str:
@@ -424,13 +425,13 @@ def markdown(inp: ReportInput, plot_paths: dict[str, Path] | None, out_dir: Path
     md += [f"- **{c.variant} vs {c.baseline}: {c.verdict}**: {c.reason}" for c in an.comparisons]
     md += [f"- **{line}**" for line in health_lines(an)]
     md += ["", f"**{headline(an)}**"]
-    md += ["", "## What each variant changes", "",
-           *report_changes.markdown_section(inp.changes, inp.declared, _baseline(inp),
-                                            inp.experiment.notes if inp.experiment else None)]
     for metric, sec in inp.secondary.items():
         md += ["", f"### Secondary metric: {metric} ({'lower' if sec.lower_is_better else 'higher'} is better)", "",
                "Its own Holm family; it never enters the decision above.", "",
                md_table(SECONDARY_HEADER, secondary_rows(sec))]
+    md += ["", "## What each variant changes", "",
+           *report_changes.markdown_section(inp.changes, inp.declared, _baseline(inp),
+                                            inp.experiment.notes if inp.experiment else None)]
     md += ["", "## Per-seed values", "", f"Final `{an.metric}` per seed; runs without one show their status.", "",
            md_table(per_seed_header, per_seed), "", "## Failed runs", "", *_failed_md(inp), "", "## Variants", "",
            md_table(["variant", "planned", "usable", "failed", "diverged", "not finished", "mean", "sd", "median",
@@ -540,11 +541,13 @@ def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3
     stale = int((runs["status"] == STALE).sum())
     terminal = [f"note: {stale} run(s) {stale_hint(sweep_dir)}"] if stale else []
     changes, unreadable = load_variant_changes(sweep_dir, exp.baseline)
+    code = load_code_state(sweep_dir)
+    unreadable += code.pop("unreadable")
     declared = declared_changes(sweep_dir) if exp.baseline == recorded.baseline else {}
     if exp.hypothesis:
         header.insert(1, f"hypothesis: {exp.hypothesis}")
     return ReportInput(f"Sweep report: {exp.name}", header, runs, curves, an, problems + unreadable, damaged,
-                       terminal + slurm_notes(sweep_dir, runs), secondary, changes, declared, exp)
+                       terminal + slurm_notes(sweep_dir, runs), secondary, changes, declared, exp, code)
 
 
 def slurm_notes(sweep_dir: Path, runs: pd.DataFrame) -> list[str]:
@@ -560,11 +563,25 @@ def slurm_notes(sweep_dir: Path, runs: pd.DataFrame) -> list[str]:
 
 def report_sweep(sweep_dir: str | Path, plots: bool = True, alpha: float = 0.05, min_seeds: int = 3,
                  n_resamples: int = 10_000, seed: int = 0, baseline: str | None = None, metric: str | None = None,
-                 lower_is_better: bool | None = None) -> str:
-    """Write report.md, summary.csv and plots/*.png into sweep_dir; return the terminal text (decision table,
-    failed runs, one WARNING line per damaged file)."""
+                 lower_is_better: bool | None = None, journal: str | None = None) -> str:
+    """Write report.md, summary.csv and plots/*.png into sweep_dir and record the sweep's entry in the journal
+    (sweeper.journal: `journal` is a folder, `off`, or None for the folder holding the sweep dir); return the
+    terminal text (decision table, failed runs, one WARNING line per damaged file)."""
     inp = analyze_sweep(sweep_dir, alpha, min_seeds, n_resamples, seed, baseline, metric, lower_is_better)
-    return write_report(inp, sweep_dir, plots)
+    text = write_report(inp, sweep_dir, plots)
+    from sweeper import journal as journal_mod
+
+    if journal is None:                               # the journal the sweep was started with, if it named one
+        manifest = load_manifest(sweep_dir)
+        journal = manifest.extra.get("journal") if manifest is not None else None
+    folder = journal_mod.journal_dir(sweep_dir, journal)
+    if folder is None:
+        return text
+    try:
+        page = journal_mod.record(folder, journal_mod.entry_of(inp, sweep_dir, inp.code, headline(inp.analysis)))
+    except (UnreadableFile, OSError) as e:
+        return f"{text}\nWARNING: the journal was not updated: {e}"
+    return f"{text}\njournal: {page}"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -579,6 +596,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", metavar="VARIANT", help="the variant every other is compared with "
                    "(default: the manifest's experiment.baseline)")
     p.add_argument("--metric", metavar="NAME", help="the final metric to decide on (default: the manifest's)")
+    p.add_argument("--journal", metavar="DIR", help="record the sweep's entry in DIR/journal.md + .jsonl (default: "
+                   "the folder holding the sweep dir; off: no journal entry)")
     direction = p.add_mutually_exclusive_group()
     direction.add_argument("--higher-is-better", dest="lower_is_better", action="store_false", default=None,
                            help="the metric is better when higher (accuracy, reward)")
@@ -606,7 +625,8 @@ def main(argv: list[str] | None = None) -> int:
 
             text = compare_sweeps(args.sweep_dir, args.against, plots=not args.no_plots, **options)
         else:
-            text = report_sweep(args.sweep_dir, plots=not args.no_plots, baseline=args.baseline, **options)
+            text = report_sweep(args.sweep_dir, plots=not args.no_plots, baseline=args.baseline,
+                                journal=args.journal, **options)
     except UsageError as e:
         print(f"sweeper.report: error: {e}", file=sys.stderr)
         return 2

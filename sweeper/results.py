@@ -269,3 +269,26 @@ def declared_changes(sweep_dir: str | Path) -> dict[str, list]:
 
     manifest = load_manifest(sweep_dir)
     return {v: [Declared.from_dict(c) for c in cs] for v, cs in manifest.changes.items()} if manifest else {}
+
+
+def load_code_state(sweep_dir: str | Path) -> dict:
+    """The code the runs ran: {commit, dirty} from their env records (a mix lists every commit); without any,
+    the git state of the task's folder now (source: 'now'); `unreadable` names damaged env records."""
+    from sweeper.run.envinfo import git_state
+
+    sweep_dir = Path(sweep_dir)
+    manifest = load_manifest(sweep_dir)
+    commits, dirty, unreadable = [], False, []
+    for entry in _planned_runs(sweep_dir, manifest):
+        try:
+            git = RunDir(sweep_dir / entry.run_dir).read_env().get("git") or {}
+        except UnreadableFile as e:
+            unreadable.append(str(e))
+            continue
+        if git.get("commit") and git["commit"] not in commits:
+            commits.append(git["commit"])
+        dirty = dirty or bool(git.get("dirty"))
+    if commits:
+        return {"commit": ", ".join(commits), "dirty": dirty, "source": "runs", "unreadable": unreadable}
+    cwd = (manifest.task or {}).get("cwd") if manifest else None
+    return {**git_state(cwd if cwd and Path(cwd).is_dir() else None), "source": "now", "unreadable": unreadable}

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # A run that takes a second or two on one core: same code paths as the default, smaller numbers.
 TINY = ["train.steps=20", "model.d_model=32", "model.n_layers=1", "model.n_heads=2", "model.context=32",
         "train.batch_size=8", "train.eval_interval=10", "train.log_interval=5", "train.ckpt_interval=10",
-        "train.eval_batches=2", "train.warmup_steps=2", "data.n_files=8", "health.preflight=false"]
+        "train.eval_batches=2", "train.warmup_steps=2", "data.n_files=8", "health.preflight=false",
+        "sweeper.baseline_first=false"]   # the baseline's sweep preflight: tests/test_ablation.py
 
 
 def run_sweeper(*args: str, module: str = "sweeper", env: dict | None = None, timeout: float = 300,

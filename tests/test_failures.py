@@ -175,8 +175,8 @@ def test_user_task_outcomes_exit_0_without_finish_fails_and_a_crash_names_its_ex
 
 
 def test_a_finished_summary_with_a_damaged_status_is_not_rerun(tmp_path):
-    project = user_project(tmp_path / "project", USER_TASK, {"ok": ["mode=finish"], "also": ["mode=finish"]},
-                           config="mode: finish")
+    project = user_project(tmp_path / "project", USER_TASK, {"ok": ["mode=finish"], "also": ["mode=finish", "tag=b"]},
+                           config="mode: finish\ntag: a")
     d = tmp_path / "sweep"
     args = ["--config-dir", "conf", "+experiment=mine", "seeds=0-1", f"sweeper.dir={d}", "sweeper.report=false"]
     assert run(args, cwd=project).returncode == 0
