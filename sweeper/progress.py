@@ -6,6 +6,9 @@
 Live view (redrawn about once a second below the event lines):
     sweep: 3 queued | 2 running | 6 done | 1 failed | 1m02s elapsed | ETA 1m40s
       rope/seed_1            cpu0   step   120/300  loss 2.412  ETA 41s
+With more runs running than the terminal has lines for, the view shows the first of them and one line
+"... and N more running" (it always fits the screen, so it can be erased); run files are read once per redraw (an event line redraws the last view), so the
+cost of a second stays proportional to the runs running, however many events it has.
 Plain mode prints the same status as one line every `interval_s` seconds. Runs are anything with `.label` and
 `.run_dir` (steps from `.total_steps`); slots anything with `.name`. A run that ends prints its final metrics,
 or its status, failure class, error and log. Run files are read through sweeper.run.rundir (health through
@@ -22,6 +25,7 @@ import time
 from sweeper.run.rundir import RunDir, Status, UnreadableFile
 
 SHOWN_FINALS = 3          # final metrics printed when a run ends
+PLAIN_ROWS = 20           # running runs named on one plain status line (then "... and N more running")
 
 
 def last_metrics(run_dir) -> dict:
@@ -75,6 +79,7 @@ class Progress:
         self._running: list = []
         self._queued: int | None = None
         self._slots = 1
+        self._view: tuple[str, list[str]] | None = None   # the last status read from the run files
 
     # -- events ---------------------------------------------------------------------------------------------
     def log(self, msg: str) -> None:
@@ -172,9 +177,10 @@ class Progress:
         self._last_tick = now
         if self.live:
             self._erase()
-            self._draw()
+            self._draw(fresh=True)
         else:
             head, rows = self._status()
+            rows = fit_rows(rows, PLAIN_ROWS)
             print(f"[sweeper {time.strftime('%H:%M:%S')}] {head}" + (": " + "; ".join(r.strip() for r in rows)
                                                                        if rows else ""), file=self.stream, flush=True)
 
@@ -183,9 +189,14 @@ class Progress:
         self._running = []
         if self.live:
             self._erase()
-            self._draw()
+            self._draw(fresh=True)
 
     def _status(self) -> tuple[str, list[str]]:
+        rows, etas = self._rows()
+        return self._head(etas), rows
+
+    def _rows(self) -> tuple[list[str], list]:
+        """One line per running run (its last metrics line read from its file) and its ETA."""
         now = time.time()
         rows, etas = [], []
         for run, slot in self._running:
@@ -201,14 +212,17 @@ class Progress:
             loss = f"  loss {value:.3f}" if isinstance(value, (int, float)) else ""
             where = f"step {step if step is not None else 0:>5}/{steps}" if steps else ""
             rows.append(f"  {run.label:<24} {slot.name:<8} {where}{loss}  ETA {fmt_s(eta)}")
+        return rows, etas
+
+    def _head(self, etas: list) -> str:
+        now = time.time()
         queued = self._queued if self._queued is not None else max(0, self.total - self.settled - len(self._running))
         failed = self.counts[Status.FAILED.value]
         done = self.done - failed
         interrupted = self.counts[Status.INTERRUPTED.value]
         stopped = f"{interrupted} interrupted (resume: run again) | " if interrupted else ""
-        head = (f"sweep: {queued} queued | {len(self._running)} running | {done} done | {failed} failed | {stopped}"
+        return (f"sweep: {queued} queued | {len(self._running)} running | {done} done | {failed} failed | {stopped}"
                 f"{fmt_s(now - self.t0)} elapsed | ETA {fmt_s(self._sweep_eta(etas, queued))}")
-        return head, rows
 
     def _sweep_eta(self, etas: list, queued: int) -> float | None:
         if not self._running and not queued:
@@ -221,12 +235,18 @@ class Progress:
         work = sum(etas) + queued * (per_run or 0.0)
         return max(max(etas, default=0.0), work / max(1, self._slots))
 
-    def _draw(self) -> None:
+    def _draw(self, fresh: bool = False) -> None:
+        """The view below the event lines; fresh: read the run files again (else the last view, its head
+        recounted: an event changes the counts, not the running runs' steps)."""
         if not self.live:
             return
-        head, rows = self._status()
-        width = shutil.get_terminal_size((120, 24)).columns
-        lines = [head] + rows
+        if fresh or self._view is None:
+            self._view = self._rows()
+        rows, etas = self._view
+        head = self._head(etas)
+        size = shutil.get_terminal_size((120, 24))
+        width = size.columns
+        lines = [head] + fit_rows(rows, max(1, size.lines - 4))
         self.stream.write("".join(line[:width - 1] + "\n" for line in lines))
         self.stream.flush()
         self._block_lines = len(lines)
@@ -235,6 +255,14 @@ class Progress:
         if self.live and self._block_lines:
             self.stream.write(f"\x1b[{self._block_lines}F\x1b[J")   # up to the block's first line, clear below
             self._block_lines = 0
+
+
+def fit_rows(rows: list[str], limit: int) -> list[str]:
+    """At most `limit` lines: the first rows, then one line counting the rest."""
+    if len(rows) <= limit:
+        return rows
+    keep = max(0, limit - 1)
+    return rows[:keep] + [f"  ... and {len(rows) - keep} more running"]
 
 
 def _isatty(stream) -> bool:

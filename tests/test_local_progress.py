@@ -125,3 +125,52 @@ def test_interrupted_and_not_started_runs_are_not_counted_as_done():
     head = out.getvalue().strip().splitlines()[-1]
     assert "0 queued | 0 running | 1 done | 1 failed | 1 interrupted (resume: run again)" in head
     assert "[1/4]" in out.getvalue() and "[2/4]" in out.getvalue()
+
+
+def _running_runs(tmp_path, n: int) -> list:
+    """n runs running, each with a real run dir holding one metrics line (step 5 of 20)."""
+    from sweeper.run.rundir import RunDir
+
+    runs = []
+    for i in range(n):
+        rd = RunDir(tmp_path / f"run_{i}")
+        rd.append_metrics({"step": 5, "train_loss": 1.5})
+        runs.append((SimpleNamespace(label=f"v/seed_{i}", run_dir=rd.path, total_steps=20),
+                     SimpleNamespace(name=f"cpu{i}", cores=(), threads=1)))
+    return runs
+
+
+def test_live_view_with_hundreds_of_runs_fits_the_terminal_and_events_do_not_reread_run_files(tmp_path,
+                                                                                              monkeypatch):
+    from sweeper.run.rundir import RunDir
+
+    monkeypatch.setenv("LINES", "30")        # shutil.get_terminal_size reads LINES/COLUMNS first
+    monkeypatch.setenv("COLUMNS", "100")
+    runs = _running_runs(tmp_path, 300)
+    out = io.StringIO()
+    progress = Progress(total=1000, stream=out, live=True)
+    progress.tick(runs, force=True)
+    view = out.getvalue().splitlines()
+    assert len(view) == 1 + 26 and view[0].startswith("sweep: 700 queued | 300 running")
+    assert view[1].lstrip().startswith("v/seed_0 ") and "step     5/20" in view[1]
+    assert view[-1] == "  ... and 275 more running"             # 25 runs named + this line
+    for i in (0, 150, 299):                   # new lines in the files: an event shows the last view, a tick reads
+        RunDir(tmp_path / f"run_{i}").metrics_path.unlink()
+    start = out.tell()
+    progress.log("done   v/seed_9 in 0.1s")
+    event = out.getvalue()[start:]
+    assert event.startswith("\x1b[27F\x1b[J[sweeper ") and event.count("\n") == 1 + 27
+    assert "step     5/20" in event.splitlines()[2]            # not re-read (the file is gone)
+    start = out.tell()
+    progress.tick(runs, force=True)
+    assert "step     0/20" in out.getvalue()[start:].splitlines()[1]
+
+
+def test_plain_status_line_names_at_most_plain_rows_runs(tmp_path):
+    from sweeper.progress import PLAIN_ROWS
+
+    out = io.StringIO()
+    progress = Progress(total=500, stream=out, live=False, interval_s=0.0)
+    progress.tick(_running_runs(tmp_path, 200), force=True)
+    line = out.getvalue().strip()
+    assert line.count("v/seed_") == PLAIN_ROWS - 1 and line.endswith("... and 181 more running")
