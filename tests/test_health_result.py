@@ -48,7 +48,7 @@ def test_health_json_matches_the_contract_and_round_trips(tmp_path):
 
 
 def test_bad_status_and_unknown_check_name_errors():
-    with pytest.raises(ValueError, match=r"CheckResult.status='ok': expected one of pass, warn, fail, skip"):
+    with pytest.raises(ValueError, match=r"CheckResult.status='ok': expected one of pass, warn, fail, skip, error"):
         CheckResult("x", "ok")
     with pytest.raises(KeyError, match=r"no check named 'nope'; checks: c0, c1"):
         report("pass", "warn")["nope"]
@@ -65,7 +65,7 @@ def test_table_shows_every_check_with_its_wrapped_message():
     assert all(len(line) <= 100 for line in lines)
     assert " ".join(text.split()).count("q_proj.weight: gradient exactly zero") == 4      # wrapped, not cut
     assert lines[-1] == "verdict: FAIL"
-    assert repr(r) == "HealthReport(verdict='fail', pass=1, warn=0, fail=1, skip=0)"
+    assert repr(r) == "HealthReport(verdict='fail', pass=1, warn=0, fail=1, skip=0, error=0)"
 
 
 def test_merged_reports_keep_order():

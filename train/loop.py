@@ -20,6 +20,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from sweeper.health.thresholds import Thresholds
 from sweeper.run.envinfo import versions
 from sweeper.run.streams import SeedStreams, dropped_states
 from train.batches import EpochSampler, eval_starts, tensor_hash, windows
@@ -110,9 +111,11 @@ def main(run, on_step: OnStep | None = None) -> dict:
     if state is not None:
         trainer.load_state_dict(state)
         loop = state["loop"]
-    preflight = (lambda: preflight_model(cfg, trainer.model, trainer.corpus)) if cfg.health.preflight else None
+    thresholds = Thresholds.from_dict(cfg.health.thresholds)          # health.thresholds.NAME=value
+    preflight = (lambda: preflight_model(cfg, trainer.model, trainer.corpus, thresholds)) \
+        if cfg.health.preflight else None
     health = run.health(trainer.model, num_classes=trainer.corpus.vocab_size, interval=cfg.health.interval,
-                        preflight=preflight)
+                        preflight=preflight, thresholds=thresholds)
     return _train(run, trainer, health, loop, on_step or hooks_from_env())
 
 

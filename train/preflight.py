@@ -26,10 +26,12 @@ from train.model import Transformer
 from train.optim import lr_at, make_optimizer, pick_device
 
 
-def preflight_config(config: Mapping[str, Any] | RunConfig, thresholds: Thresholds = DEFAULT_THRESHOLDS,
+def preflight_config(config: Mapping[str, Any] | RunConfig, thresholds: Thresholds | None = None,
                      skip: Iterable[str] = ()) -> HealthReport:
-    """Build the run's model at its init seed and its first training windows, then run preflight on them."""
+    """Build the run's model at its init seed and its first training windows, then run preflight on them.
+    thresholds: default the config's health.thresholds over the defaults."""
     cfg = config if isinstance(config, RunConfig) else RunConfig.from_dict(dict(config))
+    thresholds = thresholds or Thresholds.from_dict(cfg.health.thresholds)
     corpus = load_corpus(cfg.data)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(SeedStreams(cfg.seed).seed_for("init"))         # the run's own init

@@ -1,5 +1,5 @@
-"""Checks that information flows only where it should (model in eval mode, so dropout and BatchNorm's batch
-statistics do not legitimately couple examples):
+"""Checks that information flows only where it should, in eval mode and in the mode the model trains in (train
+mode: a coupling that only BatchNorm's batch statistics explain is named as such, a warning by default):
 
 batch_independence  the loss of example 0 sends gradient to example 0's inputs only (catches a view() used where a
                     transpose was meant, which silently mixes examples).
@@ -13,8 +13,10 @@ Gradients are taken at the probe tensors of `batching.probed_forward`: float inp
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
+from torch import nn
 
 from .batching import call_model, iter_tensors, map_tensors, primary_output, probed_forward, take_examples
 from .context import PreflightContext
@@ -24,120 +26,296 @@ _NO_PROBE = ("no float input and no nn.Embedding indexed by an input with the ba
              "input gradients at")
 
 
-def _eval(ctx: PreflightContext):
+_BN = (nn.modules.batchnorm._BatchNorm,)
+
+
+def _set_mode(ctx: PreflightContext, mode: str) -> None:
+    """eval; train (the mode the model trains in); train_bn_eval (train, BatchNorm on its running statistics)."""
+    ctx.model.train(mode != "eval")
+    if mode == "train_bn_eval":
+        for m in ctx.model.modules():
+            if isinstance(m, _BN):
+                m.eval()
+
+
+def _batchnorms(ctx: PreflightContext) -> list[str]:
+    return [name for name, m in ctx.model.named_modules() if isinstance(m, _BN)]
+
+
+def _modes(ctx: PreflightContext, run) -> tuple[str, Any, list[str]]:
+    """run(mode) -> (leak figure, payload) or a CheckResult (skip). Eval first (dropout off), then train mode;
+    a leak seen only in train mode is re-measured with BatchNorm on its running statistics to name the cause.
+    Returns (verdict kind, eval/train payload, modes checked); kind: clean, leak, train_only, batchnorm."""
     was = ctx.model.training
-    ctx.model.eval()
-    return was
+    try:
+        first = run("eval")
+        if isinstance(first, CheckResult) or first[0] != 0 and not first[0] <= ctx.thresholds.leak_tolerance:
+            return ("leak", first, ["eval"]) if not isinstance(first, CheckResult) else ("skip", first, ["eval"])
+        second = run("train")
+        if isinstance(second, CheckResult) or second[0] <= ctx.thresholds.leak_tolerance:
+            return "clean", first, ["eval", "train"]
+        if _batchnorms(ctx):
+            third = run("train_bn_eval")
+            if not isinstance(third, CheckResult) and third[0] <= ctx.thresholds.leak_tolerance:
+                return "batchnorm", second, ["eval", "train"]
+        return "train_only", second, ["eval", "train"]
+    finally:
+        ctx.model.train(was)
+
+
+def _bn_message(ctx: PreflightContext, what: str) -> str:
+    names = _batchnorms(ctx)
+    return (f"{what} in train mode only, through BatchNorm's batch statistics ({', '.join(names[:4])}"
+            f"{'...' if len(names) > 4 else ''}): expected for BatchNorm, which normalises with the statistics of "
+            f"the whole batch; clean in eval mode and with BatchNorm on running statistics. If that is intended, "
+            f"silence it with Thresholds(batchnorm_coupling='pass') (health.thresholds.batchnorm_coupling=pass); "
+            f"otherwise use LayerNorm/GroupNorm (per example) or batches that may share statistics")
+
+
+def _first_nonfinite(grads) -> list[int]:
+    bad: set[int] = set()
+    for g in grads:
+        if g is not None and not torch.isfinite(g).all():
+            bad.update((~torch.isfinite(g.detach())).flatten(1).any(1).nonzero().flatten().tolist())
+    return sorted(bad)
+
+
+def _nonfinite_result(name: str, what: str, bad: list[int], mode: str) -> CheckResult:
+    return CheckResult(name, "fail", float("nan"), "finite input gradients",
+                       f"{what} has NaN/inf input gradients at examples {bad[:6]}{'...' if len(bad) > 6 else ''} "
+                       f"({mode} mode): a NaN in the forward pass (0/0 in a per-example normalisation, log of 0, "
+                       f"sqrt at 0), not necessarily mixing of examples; fix the NaN first",
+                       {"nonfinite_examples": bad, "mode": mode})
+
+
+def _locate(ctx: PreflightContext, mode: str, objective, leaky) -> str:
+    """Which module mixes: forward hooks record every module output; the gradient of the objective at each
+    tells whether something after it mixes (leaky(g) for a gradient at that output, None when the output has
+    no such axis). The fault lies between the last leaky output and the first clean one after it."""
+    records: list[tuple[str, torch.Tensor]] = []
+
+    def hook_for(name):
+        def hook(module, args, output):
+            t = output if torch.is_tensor(output) else next(iter_tensors(output), None)
+            if torch.is_tensor(t) and t.is_floating_point() and t.requires_grad:
+                records.append((name, t))
+        return hook
+    handles = [m.register_forward_hook(hook_for(name)) for name, m in ctx.model.named_modules() if name]
+    try:
+        _set_mode(ctx, mode)
+        torch.manual_seed(ctx.seed)
+        with probed_forward(ctx.model, ctx.inputs, ctx.n) as (probe, outputs):
+            for h in handles:
+                h.remove()
+            grads = torch.autograd.grad(objective(outputs), [t for _, t in records], allow_unused=True)
+    except Exception:  # noqa: BLE001 - no localisation: the probe-level message stands
+        return ""
+    finally:
+        for h in handles:
+            h.remove()
+    flags = [(name, leaky(g, t)) for (name, t), g in zip(records, grads)]
+    flags = [(name, f) for name, f in flags if f is not None]
+    last = max((i for i, (_, f) in enumerate(flags) if f), default=None)
+    if last is None:
+        first = flags[0][0] if flags else "the first module"
+        return f"; every module output is clean, so the mixing happens before {first} (in the forward code)"
+    after = next((name for name, f in flags[last + 1:] if not f), None)
+    before = flags[last][0]
+    if after is None:
+        return f"; the mixing happens after the output of {before} (in the forward code after it, or in the loss)"
+    common = ".".join(a for a, b in zip(before.split("."), after.split(".")) if a == b) if "." in before else ""
+    inside = f" inside {common}" if common and common not in (before, after) else ""
+    return (f"; the module at fault: the mixing happens between the output of {before} and the output of "
+            f"{after}{inside} (that module, or the forward code between the two)")
+
+
+def _example0_objective(ctx: PreflightContext, outputs):
+    n = ctx.n
+    try:
+        return ctx.loss_fn(take_examples(outputs, 0, 1, n), take_examples(ctx.targets, 0, 1, n)).sum(), \
+            "the loss of example 0"
+    except Exception:  # a loss that cannot take one example: fall back to the raw output
+        out0 = primary_output(outputs)[0]
+        gen = torch.Generator(device="cpu").manual_seed(ctx.seed)
+        r = torch.randn(out0.shape, generator=gen, dtype=torch.float64).to(out0.device, out0.dtype)
+        return (out0 * r).sum(), "a random projection of example 0's output"
 
 
 def batch_independence_check(ctx: PreflightContext) -> CheckResult:
     n = ctx.n
+    name = "batch_independence"
     if n < 2:
-        return CheckResult("batch_independence", "skip", None, "", "batch of 1: nothing to mix")
+        return CheckResult(name, "skip", None, "", "batch of 1: nothing to mix")
     tol = ctx.thresholds.leak_tolerance
-    was = _eval(ctx)
-    try:
+    state: dict[str, Any] = {}
+
+    def run(mode: str):
+        _set_mode(ctx, mode)
         torch.manual_seed(ctx.seed)
         with probed_forward(ctx.model, ctx.inputs, n) as (probe, outputs):
             if not probe.tensors:
-                return CheckResult("batch_independence", "skip", None, "", _NO_PROBE)
-            try:
-                objective = ctx.loss_fn(take_examples(outputs, 0, 1, n), take_examples(ctx.targets, 0, 1, n))
-                what = "the loss of example 0"
-            except Exception:  # a loss that cannot take one example: fall back to the raw output
-                out0 = primary_output(outputs)[0]
-                objective = (out0 * torch.randn_like(out0)).sum()
-                what = "a random projection of example 0's output"
-            grads = torch.autograd.grad(objective.sum(), probe.tensors, allow_unused=True)
-    finally:
-        ctx.model.train(was)
-    own = other = 0.0
-    leaking: dict[int, float] = {}
-    for g in grads:
-        if g is None:
-            continue
-        g = g.detach().double()
-        own += float(g[0].pow(2).sum())
-        per_example = g.flatten(1).pow(2).sum(1).sqrt()
-        other += float(per_example[1:].pow(2).sum())
-        for i in per_example[1:].nonzero().flatten().tolist():
-            leaking[i + 1] = max(leaking.get(i + 1, 0.0), float(per_example[i + 1]))
-    own, other = math.sqrt(own), math.sqrt(other)
-    where = ", ".join(probe.names)
+                return CheckResult(name, "skip", None, "", _NO_PROBE)
+            objective, what = _example0_objective(ctx, outputs)
+            grads = torch.autograd.grad(objective, probe.tensors, allow_unused=True)
+        state.update(what=what, where=", ".join(probe.names))
+        bad = _first_nonfinite(grads)
+        if bad:
+            return float("inf"), {"nonfinite": bad, "mode": mode}
+        own = other = 0.0
+        leaking: dict[int, float] = {}
+        for g in grads:
+            if g is None:
+                continue
+            g = g.detach().double()
+            own += float(g[0].pow(2).sum())
+            per_example = g.flatten(1).pow(2).sum(1).sqrt()
+            other += float(per_example[1:].pow(2).sum())
+            for i in per_example[1:].nonzero().flatten().tolist():
+                leaking[i + 1] = max(leaking.get(i + 1, 0.0), float(per_example[i + 1]))
+        own, other = math.sqrt(own), math.sqrt(other)
+        ratio = other / own if own > 0 else (float("inf") if other > 0 else 0.0)
+        return ratio, {"own": own, "leaking": leaking, "mode": mode}
+
+    kind, result, modes = _modes(ctx, run)
+    if kind == "skip":
+        return result
+    ratio, info = result
+    what, where = state["what"], state["where"]
     expected = f"<= {tol:g}"
-    if own == 0 and other == 0:
-        return CheckResult("batch_independence", "warn", 0.0, expected,
+    checked = f"checked in {' and '.join(modes)} mode"
+    details = {"modes_checked": modes, "mode": info["mode"]}
+    if "nonfinite" in info:
+        return _nonfinite_result(name, what, info["nonfinite"], info["mode"])
+    if kind == "clean" and info["own"] == 0 and ratio == 0:
+        return CheckResult(name, "warn", 0.0, expected,
                            f"{what} does not depend on the inputs at all ({where}): the inputs never reach the "
-                           f"output")
-    ratio = other / own if own > 0 else float("inf")
-    if ratio > tol:
-        examples = sorted(leaking)[:6]
-        return CheckResult("batch_independence", "fail", ratio, expected,
-                           f"{what} has gradient at examples {examples}{'...' if len(leaking) > 6 else ''} "
-                           f"({len(leaking)}/{n - 1} others; ratio {ratio:.2e}) via {where}: examples are mixed, "
-                           f"typically a view()/reshape where a transpose/permute of the batch axis was meant",
-                           {"leaking_examples": sorted(leaking)})
-    return CheckResult("batch_independence", "pass", ratio, expected,
-                       f"{what} depends on example 0 only (checked at {where})")
+                           f"output", details)
+    if kind == "clean":
+        return CheckResult(name, "pass", ratio, expected, f"{what} depends on example 0 only ({checked}, at {where})",
+                           details)
+    leaking = info["leaking"]
+    examples = sorted(leaking)[:6]
+    details.update(leaking_examples=sorted(leaking), cause=kind)
+    if kind == "batchnorm":
+        status = ctx.thresholds.batchnorm_coupling if ctx.thresholds.batchnorm_coupling in ("pass", "fail") else "warn"
+        details["cause"] = "batchnorm_train_mode"
+        return CheckResult(name, status, ratio, expected, _bn_message(ctx, f"{what} depends on other examples"),
+                           details)
+
+    def objective(outputs):
+        return _example0_objective(ctx, outputs)[0]
+
+    def leaky(g, t):
+        if g is None or t.dim() == 0 or t.shape[0] != n:
+            return None
+        return bool(g.detach()[1:].ne(0).any())
+    located = _locate(ctx, info["mode"], objective, leaky)
+    mode_note = ("only in train mode (clean in eval mode): a train-only branch of the forward mixes examples"
+                 if kind == "train_only" else "in eval mode")
+    return CheckResult(name, "fail", ratio, expected,
+                       f"{what} has gradient at examples {examples}{'...' if len(leaking) > 6 else ''} "
+                       f"({len(leaking)}/{n - 1} others; ratio {ratio:.2e}; {mode_note}) via {where}: examples are "
+                       f"mixed, typically a view()/reshape where a transpose/permute of the batch axis was meant"
+                       f"{located}", details)
 
 
 def causality_check(ctx: PreflightContext) -> CheckResult:
+    name = "causality"
     if ctx.sequence_dim is None:
-        return CheckResult("causality", "skip", None, "", "sequence_dim not given: not an autoregressive model")
+        return CheckResult(name, "skip", None, "",
+                           "not run: sequence_dim not given; pass sequence_dim=1 (the time axis of the outputs) for "
+                           "an autoregressive model, or leave it out for a bidirectional one",
+                           {"enable": "sequence_dim=..."})
     d = ctx.sequence_dim
     tol = ctx.thresholds.leak_tolerance
     n = ctx.n
-    was = _eval(ctx)
-    try:
+    state: dict[str, Any] = {}
+
+    def run(mode: str):
+        _set_mode(ctx, mode)
         torch.manual_seed(ctx.seed)
         with probed_forward(ctx.model, ctx.inputs, n) as (probe, outputs):
             out = primary_output(outputs)
             T = out.shape[d]
-            probes = [(name, t) for name, t in zip(probe.names, probe.tensors) if t.dim() > d and t.shape[d] == T]
+            probes = [(pn, t) for pn, t in zip(probe.names, probe.tensors) if t.dim() > d and t.shape[d] == T]
             if not probes:
-                return CheckResult("causality", "skip", None, "", _NO_PROBE + f" and length {T} on dim {d}")
+                return CheckResult(name, "skip", None, "", _NO_PROBE + f" and length {T} on dim {d}")
             if T < 2:
-                return CheckResult("causality", "skip", None, "", "sequence of length 1")
+                return CheckResult(name, "skip", None, "", "sequence of length 1")
             gen = torch.Generator(device="cpu").manual_seed(ctx.seed)
-            worst, first_leak = 0.0, None
+            worst, first_leak, bad = 0.0, None, []
             for t in sorted({0, T // 2, T - 2}):
                 o = out[0:1].narrow(d, t, 1)
                 r = torch.randn(o.shape, generator=gen, dtype=torch.float64).to(o.device, o.dtype)
                 grads = torch.autograd.grad((o * r).sum(), [p for _, p in probes], retain_graph=True,
                                             allow_unused=True)
+                bad = bad or _first_nonfinite(grads)
                 past = future = 0.0
-                for (name, _), g in zip(probes, grads):
+                for (pn, _), g in zip(probes, grads):
                     if g is None:
                         continue
-                    g0 = g[0:1].detach().double()
+                    g0 = torch.nan_to_num(g[0:1].detach().double())
                     past += float(g0.narrow(d, 0, t + 1).pow(2).sum())
                     fut = g0.narrow(d, t + 1, T - t - 1)
                     future += float(fut.pow(2).sum())
                     pos = fut.transpose(0, d).flatten(1).abs().sum(1).nonzero().flatten()
                     if len(pos) and first_leak is None:
-                        first_leak = (t, t + 1 + int(pos[0]), name)
+                        first_leak = (t, t + 1 + int(pos[0]), pn)
                 ratio = math.sqrt(future) / math.sqrt(past) if past > 0 else (float("inf") if future else 0.0)
                 worst = max(worst, ratio)
-    finally:
-        ctx.model.train(was)
+        state.update(T=T)
+        if bad:
+            return float("inf"), {"nonfinite": bad, "mode": mode}
+        return (worst if first_leak else 0.0), {"first_leak": first_leak, "mode": mode}
+
+    kind, result, modes = _modes(ctx, run)
+    if kind == "skip":
+        return result
+    worst, info = result
     expected = f"<= {tol:g}"
-    if worst > tol and first_leak:
-        t, s, name = first_leak
-        return CheckResult("causality", "fail", worst, expected,
-                           f"output at position {t} depends on input position {s} ({s - t} ahead, via {name}): "
-                           f"the model sees the future; check the causal mask (triu diagonal, is_causal, "
-                           f"mask applied after softmax) and any mixing along the sequence axis")
-    return CheckResult("causality", "pass", worst, expected,
-                       f"outputs at positions 0, {T // 2}, {T - 2} depend on no later input")
+    details = {"modes_checked": modes, "mode": info["mode"]}
+    T = state["T"]
+    if "nonfinite" in info:
+        return _nonfinite_result(name, "the output at a probed position", info["nonfinite"], info["mode"])
+    if kind == "clean":
+        return CheckResult(name, "pass", worst, expected,
+                           f"outputs at positions 0, {T // 2}, {T - 2} depend on no later input (checked in "
+                           f"{' and '.join(modes)} mode)", details)
+    t, s_, where = info["first_leak"]
+    details.update(cause=kind, position=t, leaks_from=s_)
+    if kind == "batchnorm":
+        details["cause"] = "batchnorm_train_mode"
+        status = ctx.thresholds.batchnorm_coupling if ctx.thresholds.batchnorm_coupling in ("pass", "fail") else "warn"
+        return CheckResult(name, status, worst, expected,
+                           _bn_message(ctx, f"the output at position {t} depends on later positions"), details)
+
+    def objective(outputs):
+        o = primary_output(outputs)[0:1].narrow(d, t, 1)
+        return o.sum()
+
+    def leaky(g, x):
+        if g is None or x.dim() <= d or x.shape[d] != T or x.shape[0] != n:
+            return None
+        return bool(g.detach()[0:1].narrow(d, t + 1, T - t - 1).ne(0).any())
+    located = _locate(ctx, info["mode"], objective, leaky)
+    mode_note = " (only in train mode: a train-only branch of the forward)" if kind == "train_only" else ""
+    return CheckResult(name, "fail", worst, expected,
+                       f"output at position {t} depends on input position {s_} ({s_ - t} ahead, via {where})"
+                       f"{mode_note}: the model sees the future; check the causal mask (triu diagonal, is_causal, "
+                       f"mask applied after softmax) and any mixing along the sequence axis{located}", details)
 
 
 def target_shift_check(ctx: PreflightContext) -> CheckResult:
     name = "target_shift"
     if ctx.sequence_dim is None or ctx.num_classes is None:
-        return CheckResult(name, "skip", None, "", "needs sequence_dim and num_classes (token prediction)")
+        missing = " and ".join(f"{k}=..." for k, v in (("sequence_dim", ctx.sequence_dim),
+                                                       ("num_classes", ctx.num_classes)) if v is None)
+        return CheckResult(name, "skip", None, "", f"not run: needs sequence_dim and num_classes (token "
+                           f"prediction); pass {missing}", {"enable": missing})
     d = ctx.sequence_dim
     n = ctx.n
-    was = _eval(ctx)
+    was = ctx.model.training
+    ctx.model.eval()
     try:
         with torch.no_grad():
             outputs = call_model(ctx.model, ctx.inputs)

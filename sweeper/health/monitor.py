@@ -17,6 +17,22 @@ per-layer gradient norms, the share of gradient entries that are exactly zero, a
 ratios (snapshot before optimizer.step, compare after), and judges grad-norm spikes and a loss stuck at ln(V).
 The metrics it returns use flat `health/...` keys (per-layer values as {layer: value} dicts) and include
 `health/warning` on the step a new warning appears, so whoever tails the run's metrics can print it as it happens.
+Per-layer gradient-norm shares go out as flat scalars `health/grad_share/LAYER` (each layer's share of the
+squared gradient norm; they sum to 1), which the report draws as the gradient-flow heatmap.
+
+A closed training step (one call that does zero_grad, backward and step) cannot offer a place between backward
+and step; attach through hooks instead:
+
+    monitor = LiveMonitor(model, interval=50).attach(optimizer)   # grad hooks + optimizer step hooks
+    for step in ...:
+        loss = train_step(model, batch, optimizer)                # yours, untouched
+        monitor.observe_loss(loss)                                # optional: the loss checks
+        metrics.update(monitor.take_metrics())
+    monitor.detach()
+
+The monitor never raises into a training run: a measurement that fails on this model (an exotic gradient
+layout, say) is recorded once as a "monitor" check with status "error" and the run goes on. Sparse gradients
+(nn.Embedding(sparse=True)) are measured on their stored values.
 """
 from __future__ import annotations
 
@@ -27,6 +43,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .batching import grad_values
 from .result import CheckResult, HealthReport
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -58,6 +75,83 @@ class LiveMonitor:
         self.stuck_since: int | None = None
         self.stuck_last: bool | None = None
         self._before: dict[str, torch.Tensor] | None = None
+        self.error: str | None = None              # first measurement that failed on this model
+        self._hooks: list[Any] = []
+        self._hook_step = 0
+        self._hook_loss: Any = None
+        self._grad_flags: list[tuple[str, torch.Tensor]] = []
+        self.pending: dict[str, Any] = {}
+
+    # ---- hooks: for a closed training step ------------------------------------------------------------------
+    def attach(self, optimizer: torch.optim.Optimizer | None = None) -> "LiveMonitor":
+        """Watch through hooks: every parameter's post-accumulate-grad hook records whether its gradient is
+        finite (no host sync); with `optimizer`, its step pre-hook runs after_backward and its post-hook
+        after_step, counting steps itself. Metrics collect in `take_metrics()`."""
+        self.detach()
+        self._hooks = [p.register_post_accumulate_grad_hook(self._on_grad(name)) for name, p in self.named]
+        if optimizer is not None:
+            self._hooks.append(optimizer.register_step_pre_hook(lambda opt, args, kwargs: self._pre_step()))
+            self._hooks.append(optimizer.register_step_post_hook(lambda opt, args, kwargs: self._post_step()))
+        return self
+
+    def detach(self) -> None:
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
+
+    def observe_loss(self, loss: Any) -> None:
+        """The loss of the step that just ran (hooks mode): a NaN/inf marks the run diverged."""
+        self._guarded(self._observe_loss, loss)
+
+    def take_metrics(self) -> dict[str, Any]:
+        """Hooks mode: the metrics measured since the last call (empty off interval steps)."""
+        self._guarded(self._check_flags, max(self._hook_step - 1, 0))
+        out, self.pending = self.pending, {}
+        return out
+
+    def _on_grad(self, name: str):
+        def hook(p):
+            try:
+                if p.grad is not None:
+                    self._grad_flags.append((name, torch.isfinite(grad_values(p.grad)).all()))
+            except Exception as e:  # noqa: BLE001 - never into the backward pass
+                self._record_error(e)
+        return hook
+
+    def _check_flags(self, step: int) -> None:
+        flags, self._grad_flags = self._grad_flags, []
+        if flags and not bool(torch.stack([f for _, f in flags]).all()):
+            first = next(name for name, f in flags if not bool(f))
+            self._diverge(step, f"gradient of {first} is non-finite")
+            self.pending["health/diverged"] = True
+
+    def _observe_loss(self, loss: Any) -> None:
+        value = float(loss.detach() if torch.is_tensor(loss) else loss)
+        if not math.isfinite(value):
+            self._diverge(max(self._hook_step - 1, 0), f"loss is {value}")
+            self.pending["health/diverged"] = True
+
+    def _pre_step(self) -> None:
+        self._guarded(self._check_flags, self._hook_step)
+        self.pending.update(self.after_backward(self._hook_step, None))
+
+    def _post_step(self) -> None:
+        self.pending.update(self.after_step(self._hook_step))
+        self._hook_step += 1
+
+    # ---- never raise into the run ---------------------------------------------------------------------------
+    def _record_error(self, e: BaseException) -> dict[str, Any]:
+        if self.error is None:
+            self.error = f"{type(e).__name__}: {e}"
+            return {"health/warning": f"health monitor could not measure this model ({self.error}); "
+                                      f"training goes on"}
+        return {}
+
+    def _guarded(self, fn, *args) -> dict[str, Any]:
+        try:
+            return fn(*args) or {}
+        except Exception as e:  # noqa: BLE001 - recorded as the "monitor" error check
+            return self._record_error(e)
 
     # ---- per step -------------------------------------------------------------------------------------------
     def is_interval(self, step: int) -> bool:
@@ -66,13 +160,18 @@ class LiveMonitor:
         return (step + 1) % self.interval == 0
 
     def after_backward(self, step: int, loss: Any, grad_norm: Any = None) -> dict[str, Any]:
-        """Call after loss.backward(), before optimizer.step(). Returns health metrics on interval steps."""
+        """Call after loss.backward(), before optimizer.step(). Returns health metrics on interval steps.
+        `loss` may be None (hooks mode without observe_loss). Never raises."""
+        return self._guarded(self._after_backward, step, loss, grad_norm)
+
+    def _after_backward(self, step: int, loss: Any, grad_norm: Any = None) -> dict[str, Any]:
         self.steps_seen += 1
-        loss_value = float(loss.detach() if torch.is_tensor(loss) else loss)
-        if not math.isfinite(loss_value):
-            self._diverge(step, f"loss is {loss_value}")
-            return {"health/diverged": True}
-        self._update_ema(loss_value)
+        if loss is not None:
+            loss_value = float(loss.detach() if torch.is_tensor(loss) else loss)
+            if not math.isfinite(loss_value):
+                self._diverge(step, f"loss is {loss_value}")
+                return {"health/diverged": True}
+            self._update_ema(loss_value)
         gn = None if grad_norm is None else float(grad_norm)   # one host read of a tensor norm, not two
         if gn is not None:
             if not math.isfinite(gn):
@@ -89,7 +188,10 @@ class LiveMonitor:
         return self._measure_gradients(step, gn)
 
     def after_step(self, step: int) -> dict[str, Any]:
-        """Call after optimizer.step(). Returns update/weight ratios on interval steps."""
+        """Call after optimizer.step(). Returns update/weight ratios on interval steps. Never raises."""
+        return self._guarded(self._after_step, step)
+
+    def _after_step(self, step: int) -> dict[str, Any]:
         if self._before is None or not self.is_interval(step):
             return {}
         pairs = [(name, p.detach(), self._before[name]) for name, p in self.named if name in self._before]
@@ -133,7 +235,7 @@ class LiveMonitor:
                 out["health/warning"] = stuck
             return out
         with torch.no_grad():
-            norms = torch.stack(torch._foreach_norm([g for _, g in grads])).double().cpu()
+            norms = torch.stack(torch._foreach_norm([grad_values(g) for _, g in grads])).double().cpu()
         share = self._zero_share_now()
         global_norm = float(norms.pow(2).sum().sqrt())
         if not math.isfinite(global_norm):
@@ -148,6 +250,9 @@ class LiveMonitor:
             for (name, _), nrm in zip(grads, norms.tolist()):
                 layer_sq[_layer(name)] = layer_sq.get(_layer(name), 0.0) + nrm * nrm
             out["health/layer_grad_norm"] = {k: math.sqrt(v) for k, v in layer_sq.items()}
+            total_sq = sum(layer_sq.values())
+            for k, v in layer_sq.items():        # flat scalars: the report's gradient-flow heatmap reads them
+                out[f"health/grad_share/{k}"] = v / total_sq if total_sq > 0 else 0.0
         # snapshot the matrices so after_step can measure the update/weight ratio of this step
         self._before = {n: p.detach().clone() for n, p in self.named if p.dim() >= 2}
         warnings = [w for w in (self._spike(step, global_norm if given_norm is None else given_norm), self._zero_share(step, share), stuck) if w]
@@ -159,9 +264,10 @@ class LiveMonitor:
         """Share of all trainable entries whose gradient is exactly zero (a missing .grad counts as zero)."""
         if not any(p.grad is not None for _, p in self.named):
             return None
-        with torch.no_grad():   # one host sync for all parameters
-            counted = [(p.grad == 0).sum() for _, p in self.named if p.grad is not None]
-            zeros = int(torch.stack(counted).sum()) + sum(p.numel() for _, p in self.named if p.grad is None)
+        with torch.no_grad():   # one host sync for all parameters; a sparse gradient's absent rows are zeros
+            stored = [grad_values(p.grad) for _, p in self.named if p.grad is not None]
+            nonzero = int(torch.stack([torch.count_nonzero(v) for v in stored]).sum())
+            zeros = sum(p.numel() for _, p in self.named) - nonzero
         return zeros / max(sum(p.numel() for _, p in self.named), 1)
 
     def _spike(self, step: int, norm: float) -> str | None:
@@ -212,7 +318,7 @@ class LiveMonitor:
 
     def _first_nonfinite_grad(self) -> str:
         for name, p in self.named:
-            if p.grad is not None and not bool(torch.isfinite(p.grad).all()):
+            if p.grad is not None and not bool(torch.isfinite(grad_values(p.grad)).all()):
                 return f" (first non-finite: {name}.grad)"
         return ""
 
@@ -244,6 +350,10 @@ class LiveMonitor:
                                       "no grad-norm spikes"))
         checks.append(self._stuck_result())
         checks.append(self._zero_share_result())
+        if self.error:
+            checks.append(CheckResult("monitor", "error", None, "",
+                                      f"the live monitor could not measure this model ({self.error}); training went "
+                                      f"on, the other monitor checks cover the steps before it", {"error": self.error}))
         return HealthReport(checks)
 
     def _stuck_result(self) -> CheckResult:
@@ -280,7 +390,7 @@ class LiveMonitor:
     # ---- checkpointing --------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         keys = ("steps_seen", "loss_ema", "_ema_raw", "_ema_weight", "spikes", "zero_share_first", "zero_share_last",
-                "zero_share_warned", "stuck_since", "stuck_last", "diverged")
+                "zero_share_warned", "stuck_since", "stuck_last", "diverged", "error")
         state = {k: getattr(self, k) for k in keys}
         state["_norms"] = list(self._norms)
         return state

@@ -14,7 +14,8 @@ The values are not tuned to any test model; they come from what the quantity mea
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
+from typing import Any, Mapping
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,9 @@ class Thresholds:
     # --- batch_independence / causality: gradient that leaks across examples or into the future, relative to the
     # gradient where it belongs. Exact independence gives 0.0; 1e-6 is ~10x float32 rounding of a sum.
     leak_tolerance: float = 1e-6
+    # BatchNorm in train mode couples the examples of a batch through its statistics by design: "warn" names it
+    # (the batch is not i.i.d. for the loss), "pass" accepts it (intended), "fail" forbids it.
+    batchnorm_coupling: str = "warn"
 
     # --- target_shift: share of positions whose target equals the input token at the SAME position.
     target_copy_fail: float = 0.9
@@ -78,6 +82,29 @@ class Thresholds:
     stuck_min_steps: int = 200          # ... judged only once this many steps have run
     dead_share_warn: float = 0.5        # half the gradient entries alive at the first check are now exactly zero
     ema_beta: float = 0.98              # loss moving average: about 50 steps of memory
+
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any], prefix: str = "health.thresholds") -> "Thresholds":
+        """Thresholds with `values` replacing the defaults (the health.thresholds config keys). An unknown key or
+        a value of the wrong type is a ValueError naming the key and what is accepted."""
+        known = {f.name: f for f in fields(cls)}
+        changes: dict[str, Any] = {}
+        for key, value in dict(values or {}).items():
+            if key not in known:
+                raise ValueError(f"{prefix}.{key}: unknown threshold; accepted: {', '.join(sorted(known))}")
+            default = getattr(DEFAULT_THRESHOLDS, key)
+            if isinstance(default, str):
+                if value not in ("pass", "warn", "fail"):
+                    raise ValueError(f"{prefix}.{key}={value!r}: expected pass, warn or fail")
+                changes[key] = value
+            elif isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    (isinstance(default, int) and float(value) != int(value)) or value < 0:
+                raise ValueError(f"{prefix}.{key}={value!r}: expected a number >= 0"
+                                 + (" (a whole number)" if isinstance(default, int) else ""))
+            else:
+                changes[key] = int(value) if isinstance(default, int) else float(value)
+        return replace(DEFAULT_THRESHOLDS, **changes)
 
 
 DEFAULT_THRESHOLDS = Thresholds()

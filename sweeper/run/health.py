@@ -9,7 +9,7 @@ What it measures goes into the next `run.log(step, ...)` line by itself; its sta
 `run.save_checkpoint` and comes back with `run.load_checkpoint` (a resumed run keeps its preflight checks and
 monitor history). health.json is written after preflight, again whenever the monitor raises a new warning (so
 the sweeper can show failures while the run goes on), and at the end (`run.finish` / `run.diverged`). A
-preflight that cannot run becomes a warning in health.json, never a crashed run.
+preflight that cannot run becomes an "error" check in health.json, never a crashed run; the monitor never raises.
 """
 from __future__ import annotations
 
@@ -18,14 +18,15 @@ from typing import Any, Callable
 
 from sweeper.health.monitor import LiveMonitor
 from sweeper.health.result import CheckResult, HealthReport
+from sweeper.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 
 class RunHealth:
     def __init__(self, model: Any, path: str | Path, *, interval: int = 10, num_classes: int | None = None,
                  preflight: Callable[[], HealthReport] | None = None, saved: dict[str, Any] | None = None,
-                 resumed: bool = False):
+                 resumed: bool = False, thresholds: Thresholds = DEFAULT_THRESHOLDS):
         self.path = Path(path)
-        self.monitor = LiveMonitor(model, interval=interval, num_classes=num_classes)
+        self.monitor = LiveMonitor(model, interval=interval, num_classes=num_classes, thresholds=thresholds)
         self.preflight: list[CheckResult] = []
         self.pending: dict[str, Any] = {}          # measured, not yet logged (run.log takes it)
         if saved:
@@ -46,10 +47,10 @@ class RunHealth:
         try:
             report = preflight()
         except Exception as e:  # noqa: BLE001 - a check machinery problem must not kill the run
-            report = HealthReport([CheckResult("preflight", "warn", None, "",
+            report = HealthReport([CheckResult("preflight", "error", None, "",
                                                f"preflight could not run: {type(e).__name__}: {e}")])
-        print(f"health preflight: {report.verdict.upper()}", flush=True)
-        for c in report.failures + report.warnings:
+        print(f"health preflight: {report.summary_line().removeprefix('verdict: ')}", flush=True)
+        for c in report.failures + report.warnings + report.errors:
             print(f"health {c.status.upper()} {c.name}: {c.message}", flush=True)
         return report.checks
 
