@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Dict, Mapping
 
 from sweeper.run import ConfigError as _RunConfigError
 from sweeper.run.rundir import stable_hash
@@ -134,10 +134,17 @@ class HealthConfig:
     """health=default: live monitors during training and preflight checks before it."""
     interval: int = 10             # steps between monitor records in the metrics
     preflight: bool = True         # run the preflight checks at the start of each run (written to health.json)
+    thresholds: Dict[str, Any] = field(default_factory=dict)   # sweeper.health.Thresholds overrides, by name
 
     def check(self, prefix: str = "health") -> None:
         """The accepted ranges of health.*."""
         _positive(self, prefix, "interval")
+        from sweeper.health.thresholds import Thresholds
+
+        try:
+            Thresholds.from_dict(self.thresholds, f"{prefix}.thresholds")
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
 
 
 GROUPS = {("model", "small"): ModelConfig, ("data", "stdlib"): StdlibData, ("data", "text"): TextData,
