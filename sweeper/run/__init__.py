@@ -149,13 +149,16 @@ class Run:
             self._tb.log(record)
         return record
 
-    def health(self, model: Any, *, num_classes: int | None = None, interval: int = 10, preflight=None):
+    def health(self, model: Any, *, num_classes: int | None = None, interval: int = 10, preflight=None,
+               thresholds=None):
         """The live monitor on `model` (sweeper.health.LiveMonitor), writing health.json. `preflight`: a
-        function returning a HealthReport, run once at the start of a fresh run (not on resume)."""
+        function returning a HealthReport, run once at the start of a fresh run (not on resume). `thresholds`:
+        a sweeper.health.Thresholds for the monitor (default: its defaults)."""
         from sweeper.run.health import RunHealth
 
+        extra = {} if thresholds is None else {"thresholds": thresholds}
         self._health = RunHealth(model, self.dir.health_path, interval=interval, num_classes=num_classes,
-                                 preflight=preflight, saved=self._health_saved, resumed=self.start_step > 0)
+                                 preflight=preflight, saved=self._health_saved, resumed=self.start_step > 0, **extra)
         return self._health
 
     def record_env(self, device: str | None = None) -> dict:
