@@ -294,9 +294,18 @@ def format_plan(plan: Plan) -> str:
         lines[-1] = lines[-1].replace(f" = {len(plan.runs)} runs", f", variants' own seeds below = {len(plan.runs)} runs")
     if plan.launch.threads_per_run is not None:
         lines.append(f"launch: {plan.launch.threads_per_run} thread(s) per run (fixed by the plan)")
+    if plan.experiment.hypothesis:
+        lines.append(f"hypothesis: {plan.experiment.hypothesis}")
+    from sweeper.config_diff import describe, diff_configs
+
+    configs, baseline = plan.sweep.variant_configs, plan.experiment.baseline
     for variant, ovs in plan.experiment.variants.items():
         own = f"  [seeds {format_seeds(plan.variant_seeds[variant])}]" if variant in plan.variant_seeds else ""
-        lines.append(f"  {variant:<20} {' '.join(ovs) or '(baseline config)'}{own}")
+        changed = ""
+        if variant != baseline and variant in configs and baseline in configs:
+            changed = "  -> " + describe(diff_configs(configs[baseline], configs[variant]),
+                                         plan.sweep.changes.get(variant, []))
+        lines.append(f"  {variant:<20} {' '.join(ovs) or '(baseline config)'}{own}{changed}")
     lines.append("runs:")
     lines += [f"  {r.run_id:<36} {r.run_dir.relative_to(plan.sweep_dir)}" for r in plan.runs]
     return "\n".join(lines)
