@@ -10,6 +10,9 @@ counted in the axis label. paired_difference.png: per comparison, each seed's va
 difference (seeds usable in both arms), with the decision interval of the verdict beside it and zero marked.
 grad_norm.png: gradient norm against step (log scale), geometric mean with a
 x/÷ geometric-sd band per variant (a band that stays positive).
+grad_flow.png: gradient flow per parameter group per variant: a heatmap of each layer's share of the squared
+gradient norm (the health/grad_share/LAYER metrics the live monitor logs) over steps, mean across seeds, log
+colour scale; a layer that gets exactly no gradient (rope_frozen_qk's q/k projections) is drawn black.
 Every file is always written; a plot without data says so instead of being skipped. File names are fixed
 (never made of variant names, which may hold '=', '/' or spaces); variant names only appear as labels.
 """
@@ -21,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 PLOTS = {"metric_curve": "metric_curve.png", "final_metric": "final_metric.png",
-         "paired_difference": "paired_difference.png", "grad_norm": "grad_norm.png"}
+         "paired_difference": "paired_difference.png", "grad_norm": "grad_norm.png", "grad_flow": "grad_flow.png"}
+GRAD_SHARE = "health/grad_share/"
 
 
 def _label(text: str) -> str:
@@ -140,6 +144,53 @@ def _paired_plot(plt, analysis, path: Path):
     plt.close(fig)
 
 
+def grad_flow_table(curves: pd.DataFrame, variant: str) -> pd.DataFrame:
+    """(layers, steps) mean share of the squared gradient norm across the variant's seeds; layers in the order
+    they were first logged (the model's order)."""
+    if not len(curves):
+        return pd.DataFrame()
+    rows = curves[(curves["variant"] == variant) & curves["metric"].astype(str).str.startswith(GRAD_SHARE)]
+    if rows.empty:
+        return pd.DataFrame()
+    layers = list(dict.fromkeys(rows["metric"].str[len(GRAD_SHARE):]))
+    table = rows.assign(layer=rows["metric"].str[len(GRAD_SHARE):]).pivot_table(
+        index="layer", columns="step", values="value", aggfunc="mean")           # (layers, steps)
+    return table.reindex(layers)
+
+
+def _grad_flow_plot(plt, curves: pd.DataFrame, variants: list[str], path: Path):
+    tables = [(v, grad_flow_table(curves, v)) for v in variants]
+    tables = [(v, t) for v, t in tables if not t.empty] or [(None, pd.DataFrame())]
+    n_layers = max(len(t) for _, t in tables)
+    fig, axes = plt.subplots(1, len(tables), figsize=(max(6, 4.5 * len(tables)), max(3, 0.22 * n_layers + 1.5)),
+                             squeeze=False)
+    import matplotlib.colors as mcolors
+
+    cmap = plt.get_cmap("viridis").copy()
+    cmap.set_bad("black")                      # exactly zero gradient (or not logged): a dead layer stands out
+    image = None
+    for ax, (variant, table) in zip(axes[0], tables):
+        if table.empty:
+            ax.text(0.5, 0.5, "no health/grad_share metrics logged (LiveMonitor per_layer)", ha="center",
+                    va="center", transform=ax.transAxes)
+            ax.set_axis_off()
+            continue
+        values = table.to_numpy(dtype=float)                                      # (layers, steps)
+        masked = np.ma.masked_where(~(values > 0), values)
+        image = ax.imshow(masked, aspect="auto", interpolation="nearest", cmap=cmap,
+                          norm=mcolors.LogNorm(vmin=1e-6, vmax=1.0))
+        steps = table.columns.to_numpy()
+        ticks = np.unique(np.linspace(0, len(steps) - 1, min(6, len(steps))).astype(int))
+        ax.set_xticks(ticks, [str(steps[i]) for i in ticks], fontsize=7)
+        ax.set_yticks(range(len(table)), [_label(x) for x in table.index], fontsize=6)
+        ax.set(xlabel="step", title=_label(str(variant)))
+    if image is not None:
+        fig.colorbar(image, ax=list(axes[0]), label="share of squared grad norm (black: zero)")
+    fig.suptitle("gradient flow per layer (mean across seeds)")
+    _save(fig, path)
+    plt.close(fig)
+
+
 def write_plots(out_dir: str | Path, curves: pd.DataFrame, analysis, metric: str | None = None) -> dict[str, Path]:
     """metric: the curve to draw in metric_curve.png (default: the analysis' decision metric)."""
     out_dir = Path(out_dir)
@@ -154,4 +205,5 @@ def write_plots(out_dir: str | Path, curves: pd.DataFrame, analysis, metric: str
     _paired_plot(plt, analysis, paths["paired_difference"])
     _curve_plot(plt, curves, "grad_norm", variants, "gradient norm: geometric mean x/÷ geometric sd across seeds",
                 True, paths["grad_norm"])
+    _grad_flow_plot(plt, curves, variants, paths["grad_flow"])
     return paths

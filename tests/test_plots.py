@@ -23,3 +23,34 @@ def test_paired_differences_are_per_seed_variant_minus_baseline_on_common_seeds(
     import matplotlib.image as mpimg
 
     assert mpimg.imread(png).shape[0] > 100
+
+
+def test_grad_flow_heatmap_shows_each_layers_share_per_variant_and_a_dead_layer(tmp_path):
+    """grad_flow.png reads the monitor's health/grad_share/LAYER scalars: mean over seeds per (layer, step)."""
+    import pandas as pd
+
+    from sweeper.plots import _grad_flow_plot, _pyplot, grad_flow_table
+
+    rows = []
+    for variant, q_share in (("baseline", 0.3), ("rope_frozen_qk", 0.0)):
+        for seed in (0, 1):
+            for step in (10, 20, 30):
+                v = 0.5 + 0.1 * seed
+                for layer, share in (("blocks.0.attn.q_proj", q_share), ("blocks.0.attn.v_proj", 1 - q_share - 0.1),
+                                     ("head", 0.1)):
+                    rows.append(dict(run_id=f"{variant}-{seed}", variant=variant, seed=seed, step=step,
+                                     metric=f"health/grad_share/{layer}", value=share * v / v))
+    curves = pd.DataFrame(rows + [dict(run_id="baseline-0", variant="baseline", seed=0, step=10,
+                                       metric="grad_norm", value=1.0)])
+    table = grad_flow_table(curves, "rope_frozen_qk")                   # (layers, steps)
+    assert list(table.index) == ["blocks.0.attn.q_proj", "blocks.0.attn.v_proj", "head"]
+    assert list(table.columns) == [10, 20, 30]
+    assert (table.loc["blocks.0.attn.q_proj"] == 0).all()
+    np.testing.assert_allclose(grad_flow_table(curves, "baseline").loc["blocks.0.attn.v_proj"], 0.6)
+    assert grad_flow_table(curves, "nobody").empty
+    path = tmp_path / "grad_flow.png"
+    _grad_flow_plot(_pyplot(), curves, ["baseline", "rope_frozen_qk"], path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    empty = tmp_path / "empty.png"
+    _grad_flow_plot(_pyplot(), curves[curves["metric"] == "grad_norm"], ["baseline"], empty)
+    assert empty.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"               # always written, says "no ... logged"
