@@ -273,7 +273,7 @@ def test_one_variant_without_a_baseline_is_a_table_without_comparisons(tmp_path)
     root = write_sweep(tmp_path / "s", {"lr=0.1": [3.0, 3.1, 3.2]}, baseline="")
     text = report_sweep(root, plots=True, **FAST)
     assert "No comparison: lr=0.1 only." in text
-    assert sorted(p.name for p in (root / "plots").iterdir()) == ["final_metric.png", "grad_norm.png",
+    assert sorted(p.name for p in (root / "plots").iterdir()) == ["final_metric.png", "grad_flow.png", "grad_norm.png",
                                                                   "metric_curve.png", "paired_difference.png"]
 
 
