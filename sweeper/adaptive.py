@@ -1,0 +1,316 @@
+"""Adaptive seeds: the group-sequential decision engine (several variants vs one baseline, error control across
+looks and comparisons). Pure numpy/scipy on per-seed arrays; no I/O, no backend, no torch.
+
+    from sweeper.adaptive import Design, start_states, look_stat, decide_look
+    d = Design(alpha=0.05, start=3, batch=2, max_seeds=9, min_effect=0.01)
+    states = start_states(d, ["nope", "frozen"])          # name -> State (open, alpha/m each)
+    stats_ = {"nope": look_stat("paired", a, b)}          # one LookStat per open comparison at this look
+    decide_look(d, states, stats_, invalid={"frozen": "gradient_flow"})   # states updated in place
+    d.schedule()                                         # [3, 5, 7, 9]: seeds per arm at each look
+
+Procedure (fixed before looking; the README's "Adaptive seeds" section justifies it):
+1. Looks at n = start, start+batch, ... , max_seeds seeds per arm; information fraction t = n / max_seeds (the
+   seeds that ended, lost ones included, so a look whose runs were cut short is placed where it really is).
+2. Each comparison spends its local level alpha_i over its looks by a Lan-DeMets spending function
+   (O'Brien-Fleming type, default: alpha(t) = 2 - 2 Phi(z_{alpha/2} / sqrt t), almost nothing early, nearly
+   the full level at max_seeds, so power stays that of the fixed design; or Pocock type alpha ln(1 + (e-1) t)).
+   Boundaries are the z values c_k with P(no crossing before k, |Z_k| >= c_k) = alpha(t_k) - alpha(t_{k-1})
+   for a Brownian motion observed at the looks, by numerical integration (Armitage-McPherson-Rowe recursion).
+3. Small n: a look's statistic is the fixed design's own test (paired t, Welch t, or the exact worst-rank
+   test when seeds were lost); its two-sided p-value (t distribution with the look's df, or exact) is compared
+   with the nominal level 2 (1 - Phi(c_k)) of the boundary: the t distribution, not the normal, carries the
+   small-n tail; benchmarks/adaptive_sim.py checks the family-wise error by simulation (normal and heavy
+   tails, n from 3, lost seeds).
+4. Across comparisons: Holm as a graphical procedure (Maurer & Bretz 2013): alpha_i = alpha / m at first; when
+   a comparison crosses its boundary (at this look or, at its updated level, at an earlier one) it is decided
+   and its alpha_i is split equally among the comparisons not yet decided, whose boundaries are recomputed at
+   their new level. Comparisons stopped for futility or invalid keep their share (never passed on: stopping
+   for futility is non-binding, so it cannot raise the error).
+5. Futility (needs experiment.min_effect = X): at a look before the last, a comparison stops with
+   "no effect >= X" when the 90% t interval of the difference lies inside (-X, X) (two one-sided tests at
+   5%), or "inconclusive at budget" when, even if the true difference were X, the chance of crossing the final
+   boundary by max_seeds is below FUTILITY_POWER (conditional power on the z scale). At max_seeds an undecided
+   comparison is "no effect >= X" when its 90% interval lies inside (-X, X), else "inconclusive at budget".
+6. A health-failed variant (or baseline) is stopped at its first look: "invalid".
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from scipy import optimize
+from scipy import stats as sps
+
+import sweeper.stats as stats
+
+SPENDING = ("obf", "pocock")
+OPEN, BETTER, WORSE, NO_EFFECT, BUDGET, INVALID = ("open", "better", "worse", "no effect", "inconclusive at budget",
+                                                  "invalid")
+FUTILITY_POWER = 0.05     # conditional power under min_effect below which a comparison stops as futile
+EQUIVALENCE = 0.90        # the interval that must lie inside (-min_effect, min_effect) for "no effect >= X"
+_GRID = 241               # points per look of the numerical integration
+
+
+@dataclass(frozen=True)
+class Design:
+    alpha: float = 0.05
+    start: int = 3
+    batch: int = 2
+    max_seeds: int = 9
+    min_effect: float = 1.0
+    spending: str = "obf"
+    lower_is_better: bool = True
+
+    def schedule(self) -> list[int]:
+        """Seeds per arm at each planned look: start, start+batch, ..., max_seeds."""
+        n, out = self.start, []
+        while n < self.max_seeds:
+            out.append(n)
+            n += self.batch
+        return out + [self.max_seeds]
+
+    def next_n(self, n: int) -> int:
+        return min(n + self.batch, self.max_seeds)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def spent(t: float, alpha: float, kind: str = "obf") -> float:
+    """Alpha spent (two-sided) by information fraction t in [0, 1]."""
+    t = min(max(float(t), 0.0), 1.0)
+    if t == 0:
+        return 0.0
+    if kind == "obf":
+        return float(2 - 2 * sps.norm.cdf(sps.norm.ppf(1 - alpha / 2) / math.sqrt(t)))
+    if kind == "pocock":
+        return float(alpha * math.log(1 + (math.e - 1) * t))
+    raise ValueError(f"spending={kind!r}: accepted values are {', '.join(SPENDING)}")
+
+
+@functools.lru_cache(maxsize=4096)
+def boundaries(fractions: tuple[float, ...], alpha: float, kind: str = "obf") -> tuple[float, ...]:
+    """Two-sided z boundaries c_1..c_K at the information fractions (increasing, in (0, 1]) spending `alpha`."""
+    out: list[float] = []
+    grid, dens = None, None          # continuation region on the S = Z sqrt(t) scale, its sub-density
+    prev_t, prev_spent = 0.0, 0.0
+    for t in fractions:
+        target = spent(t, alpha, kind) - prev_spent
+        dt = t - prev_t
+        if dt <= 0:
+            raise ValueError(f"information fractions must increase: {fractions}")
+
+        def exit_prob(c: float) -> float:
+            h = c * math.sqrt(t)
+            if grid is None:
+                return float(2 * sps.norm.sf(h / math.sqrt(dt)))
+            sd = math.sqrt(dt)
+            p = sps.norm.sf((h - grid) / sd) + sps.norm.cdf((-h - grid) / sd)
+            return float(np.trapezoid(dens * p, grid))
+
+        if target <= 1e-15:
+            c = 40.0
+        else:
+            top = exit_prob(0.0)
+            c = 0.0 if target >= top else optimize.brentq(lambda c: exit_prob(c) - target, 0.0, 40.0, xtol=1e-10)
+        out.append(c)
+        h = c * math.sqrt(t)
+        new = np.linspace(-h, h, _GRID) if h > 0 else np.zeros(1)
+        sd = math.sqrt(dt)
+        if grid is None:
+            new_dens = sps.norm.pdf(new / sd) / sd
+        else:
+            kern = sps.norm.pdf((new[:, None] - grid[None, :]) / sd) / sd          # (new, old)
+            new_dens = np.trapezoid(kern * dens[None, :], grid, axis=1)
+        grid, dens = new, new_dens
+        prev_t, prev_spent = t, prev_spent + target
+    return tuple(out)
+
+
+def nominal_p(c: float) -> float:
+    """The two-sided nominal p-value of a z boundary."""
+    return float(2 * sps.norm.sf(c))
+
+
+@dataclass
+class LookStat:
+    """One comparison at one look (a = variant, b = baseline; differences a - b)."""
+    n: int                    # ended seeds per arm (the smaller arm): the information of this look
+    test: str
+    pvalue: float             # two-sided
+    estimate: float           # difference of means (or median shift for the worst-rank test)
+    se: float = math.nan      # standard error of the estimate (t tests)
+    df: float = math.nan
+    low90: float = math.nan   # the EQUIVALENCE interval
+    high90: float = math.nan
+
+    def to_dict(self) -> dict:
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
+
+
+def look_stat(design: str, a, b, lost_a: int = 0, lost_b: int = 0, lower_is_better: bool = True) -> LookStat:
+    """The fixed design's test for one comparison (sweeper.verdict's choice): worst-rank when seeds were lost,
+    else paired t ("paired") or Welch t; a and b are the usable values (paired: aligned by seed)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    n = min(a.size + lost_a, b.size + lost_b)
+    if lost_a or lost_b:
+        if a.size == 0 or b.size == 0:
+            p = stats.worst_rank_test(a, b, lost_a, lost_b, lower_is_better).test.pvalue if a.size + b.size else 1.0
+            return LookStat(n, "worst-rank test", float(p), math.nan)
+        w = stats.worst_rank_test(a, b, lost_a, lost_b, lower_is_better)
+        return LookStat(n, "worst-rank test", float(w.test.pvalue), float(np.median(a) - np.median(b)))
+    test = (stats.paired_t_test if design == "paired" else stats.welch_test)(a, b, confidence=EQUIVALENCE)
+    d = a - b if design == "paired" else None
+    est = float(d.mean()) if d is not None else float(a.mean() - b.mean())
+    if d is not None:
+        se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else math.nan
+    else:
+        se = float(math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)) if min(a.size, b.size) > 1 else math.nan
+    p = test.pvalue
+    if math.isnan(p):          # zero spread: the exact test (as the fixed design)
+        exact = (stats.sign_flip_test if design == "paired" else stats.permutation_test)(a, b)
+        p = exact.pvalue
+    return LookStat(n, test.name, float(p), est, se, float(test.df), float(test.ci[0]), float(test.ci[1]))
+
+
+@dataclass
+class State:
+    """One comparison across looks."""
+    variant: str
+    alpha: float                                   # its current local level (Holm / graphical)
+    status: str = OPEN
+    reason: str = ""
+    looks: list[dict] = field(default_factory=list)   # per look: n, t, stat, boundary_z, nominal_p, spent, alpha_i
+
+    @property
+    def n(self) -> int:
+        return self.looks[-1]["n"] if self.looks else 0
+
+    @property
+    def fractions(self) -> tuple[float, ...]:
+        return tuple(look["t"] for look in self.looks)
+
+
+def start_states(design: Design, variants: list[str]) -> dict[str, State]:
+    m = max(1, len(variants))
+    return {v: State(v, design.alpha / m) for v in variants}
+
+
+def _crossed(design: Design, s: State) -> int | None:
+    """The first look whose p-value is at or below the boundary at s.alpha, else None."""
+    bounds = boundaries(_increasing(s.fractions), s.alpha, design.spending)
+    for k, (look, c) in enumerate(zip(s.looks, bounds)):
+        if look["stat"]["pvalue"] is not None and look["stat"]["pvalue"] <= nominal_p(c):
+            return k
+    return None
+
+
+def _increasing(fr: tuple[float, ...]) -> tuple[float, ...]:
+    out, last = [], 0.0
+    for t in fr:
+        t = max(t, last + 1e-6)
+        out.append(min(t, 1.0))
+        last = out[-1]
+    return tuple(out)
+
+
+def conditional_power(design: Design, st: LookStat, t: float, c_final: float) -> float:
+    """P(|Z at max_seeds| >= c_final | data so far) if the true difference were +-min_effect (the larger)."""
+    if not (math.isfinite(st.se) and st.se > 0 and t < 1):
+        return 1.0
+    se_final = st.se * math.sqrt(t)                 # se shrinks as 1/sqrt(n)
+    theta = design.min_effect / se_final            # expected Z at t = 1 under the smallest effect that matters
+    b_now = st.estimate / st.se * math.sqrt(t)
+    sd = math.sqrt(1 - t)
+    best = 0.0
+    for sign in (1, -1):
+        mean = b_now + sign * theta * (1 - t)
+        best = max(best, sps.norm.sf((c_final - mean) / sd) + sps.norm.cdf((-c_final - mean) / sd))
+    return float(best)
+
+
+def _equivalent(design: Design, st: LookStat) -> bool:
+    return (math.isfinite(st.low90) and math.isfinite(st.high90)
+            and -design.min_effect < st.low90 and st.high90 < design.min_effect)
+
+
+def decide_look(design: Design, states: dict[str, State], looks: dict[str, LookStat],
+                invalid: dict[str, str] | None = None, last: bool | None = None) -> None:
+    """Record this look's statistic for every open comparison in `looks`, then decide (in place): crossings
+    with alpha passed on (graphical Holm), invalid (health), futility, budget. last: force a final look."""
+    invalid = invalid or {}
+    for name, st in looks.items():
+        s = states[name]
+        if s.status != OPEN:
+            continue
+        t = min(1.0, st.n / design.max_seeds)
+        s.looks.append({"n": st.n, "t": t, "stat": st.to_dict(), "alpha_i": s.alpha})
+    for name in looks:
+        s = states[name]
+        if s.status == OPEN and name in invalid:
+            s.status, s.reason = INVALID, f"health checks failed ({invalid[name]}): stopped at its first look"
+    changed = True
+    while changed:                     # graphical Holm: a decided comparison passes its alpha on
+        changed = False
+        for name, s in states.items():
+            if s.status != OPEN or name not in looks:
+                continue
+            k = _crossed(design, s)
+            if k is None:
+                continue
+            est = s.looks[k]["stat"]["estimate"]
+            higher = est is not None and est > 0
+            s.status = WORSE if higher == design.lower_is_better else BETTER
+            s.reason = (f"crossed its boundary at look {k + 1} ({s.looks[k]['n']} seeds): p={s.looks[k]['stat']['pvalue']:.3g}"
+                        f" <= nominal {_nominal_at(design, s, k):.3g} (local level {s.alpha:.3g})")
+            rest = [o for o in states.values() if o.status not in (BETTER, WORSE)]
+            for o in rest:
+                o.alpha += s.alpha / len(rest)
+            changed = True
+    for name, s in states.items():
+        if name not in looks:
+            continue
+        if s.looks and s.looks[-1]["alpha_i"] != s.alpha:
+            s.looks[-1]["alpha_i_after"] = s.alpha
+        bounds = boundaries(_increasing(s.fractions), s.alpha, design.spending)
+        s.looks[-1]["boundary_z"], s.looks[-1]["nominal_p"] = bounds[-1], nominal_p(bounds[-1])
+        s.looks[-1]["spent"] = spent(s.fractions[-1], s.alpha, design.spending)
+        if s.status != OPEN:
+            continue
+        st = looks[name]
+        final = last if last is not None else s.n >= design.max_seeds
+        if _equivalent(design, st):
+            s.status = NO_EFFECT
+            s.reason = (f"no effect >= {design.min_effect:.4g}: the {EQUIVALENCE:.0%} interval "
+                        f"{st.low90:.4g} to {st.high90:.4g} lies inside +-{design.min_effect:.4g} at {s.n} seeds")
+        elif final:
+            s.status = BUDGET
+            s.reason = f"inconclusive at budget: no boundary crossed by {s.n} seeds (max_seeds {design.max_seeds})"
+        else:
+            fr = _increasing(s.fractions + (1.0,))
+            c_final = boundaries(fr, s.alpha, design.spending)[-1]
+            cp = conditional_power(design, st, s.fractions[-1], c_final)
+            s.looks[-1]["conditional_power"] = cp
+            if cp < FUTILITY_POWER:
+                s.status = BUDGET
+                s.reason = (f"inconclusive at budget: even a true difference of {design.min_effect:.4g} would "
+                            f"cross the boundary by {design.max_seeds} seeds with probability {cp:.2g} < "
+                            f"{FUTILITY_POWER} (stopped at {s.n} seeds)")
+    for name, s in states.items():
+        if name in looks and s.looks:
+            s.looks[-1]["decision"] = s.status
+
+
+def _nominal_at(design: Design, s: State, k: int) -> float:
+    return nominal_p(boundaries(_increasing(s.fractions), s.alpha, design.spending)[k])
+
+
+def still_open(states: dict[str, State]) -> list[str]:
+    return [n for n, s in states.items() if s.status == OPEN]
+
+
+def fixed_design_runs(design: Design, n_variants: int) -> int:
+    """Runs of the fixed design with the same maximum: every arm at max_seeds."""
+    return (n_variants + 1) * design.max_seeds
