@@ -88,7 +88,7 @@ def _nonfinite_result(name: str, what: str, bad: list[int], mode: str) -> CheckR
                        {"nonfinite_examples": bad, "mode": mode})
 
 
-def _locate(ctx: PreflightContext, mode: str, objective, leaky) -> str:
+def _locate(ctx: PreflightContext, mode: str, objective, leaky, probes: list[str]) -> str:
     """Which module mixes: forward hooks record every module output; the gradient of the objective at each
     tells whether something after it mixes (leaky(g) for a gradient at that output, None when the output has
     no such axis). The fault lies between the last leaky output and the first clean one after it."""
@@ -117,8 +117,9 @@ def _locate(ctx: PreflightContext, mode: str, objective, leaky) -> str:
     flags = [(name, f) for name, f in flags if f is not None]
     last = max((i for i, (_, f) in enumerate(flags) if f), default=None)
     if last is None:
-        first = flags[0][0] if flags else "the first module"
-        return f"; every module output is clean, so the mixing happens before {first} (in the forward code)"
+        first = flags[0][0] if flags else "the output"
+        return (f"; the module at fault: the mixing happens between {', '.join(probes)} and the output of {first} "
+                f"(that module, or the forward code before it)")
     after = next((name for name, f in flags[last + 1:] if not f), None)
     before = flags[last][0]
     if after is None:
@@ -129,16 +130,16 @@ def _locate(ctx: PreflightContext, mode: str, objective, leaky) -> str:
             f"{after}{inside} (that module, or the forward code between the two)")
 
 
-def _example0_objective(ctx: PreflightContext, outputs):
+def _example_objective(ctx: PreflightContext, outputs, k: int = 0):
     n = ctx.n
     try:
-        return ctx.loss_fn(take_examples(outputs, 0, 1, n), take_examples(ctx.targets, 0, 1, n)).sum(), \
-            "the loss of example 0"
+        return ctx.loss_fn(take_examples(outputs, k, k + 1, n), take_examples(ctx.targets, k, k + 1, n)).sum(), \
+            f"the loss of example {k}"
     except Exception:  # a loss that cannot take one example: fall back to the raw output
-        out0 = primary_output(outputs)[0]
+        out0 = primary_output(outputs)[k]
         gen = torch.Generator(device="cpu").manual_seed(ctx.seed)
         r = torch.randn(out0.shape, generator=gen, dtype=torch.float64).to(out0.device, out0.dtype)
-        return (out0 * r).sum(), "a random projection of example 0's output"
+        return (out0 * r).sum(), f"a random projection of example {k}'s output"
 
 
 def batch_independence_check(ctx: PreflightContext) -> CheckResult:
@@ -155,26 +156,34 @@ def batch_independence_check(ctx: PreflightContext) -> CheckResult:
         with probed_forward(ctx.model, ctx.inputs, n) as (probe, outputs):
             if not probe.tensors:
                 return CheckResult(name, "skip", None, "", _NO_PROBE)
-            objective, what = _example0_objective(ctx, outputs)
-            grads = torch.autograd.grad(objective, probe.tensors, allow_unused=True)
-        state.update(what=what, where=", ".join(probe.names))
-        bad = _first_nonfinite(grads)
+            per_k = []
+            for k in sorted({0, n - 1}):     # first and last: a leak that runs one way along the batch shows
+                objective, what = _example_objective(ctx, outputs, k)
+                per_k.append((k, torch.autograd.grad(objective, probe.tensors, allow_unused=True,
+                                                     retain_graph=True)))
+        state.update(what=what.replace(f"example {n - 1}", "example 0 / the last example"),
+                     where=", ".join(probe.names), probes=list(probe.names))
+        bad = _first_nonfinite([g for _, grads in per_k for g in grads])
         if bad:
             return float("inf"), {"nonfinite": bad, "mode": mode}
         own = other = 0.0
         leaking: dict[int, float] = {}
-        for g in grads:
-            if g is None:
-                continue
-            g = g.detach().double()
-            own += float(g[0].pow(2).sum())
-            per_example = g.flatten(1).pow(2).sum(1).sqrt()
-            other += float(per_example[1:].pow(2).sum())
-            for i in per_example[1:].nonzero().flatten().tolist():
-                leaking[i + 1] = max(leaking.get(i + 1, 0.0), float(per_example[i + 1]))
+        for k, grads in per_k:
+            for g in grads:
+                if g is None:
+                    continue
+                g = g.detach().double()
+                per_example = g.flatten(1).pow(2).sum(1).sqrt()                 # (n,)
+                own += float(per_example[k].pow(2))
+                others = torch.cat([per_example[:k], per_example[k + 1:]])
+                other += float(others.pow(2).sum())
+                for i in per_example.nonzero().flatten().tolist():
+                    if i != k:
+                        leaking[i] = max(leaking.get(i, 0.0), float(per_example[i]))
         own, other = math.sqrt(own), math.sqrt(other)
         ratio = other / own if own > 0 else (float("inf") if other > 0 else 0.0)
-        return ratio, {"own": own, "leaking": leaking, "mode": mode}
+        leaks_k0 = any(g is not None and bool(g.detach()[1:].ne(0).any()) for g in per_k[0][1])
+        return ratio, {"own": own, "leaking": leaking, "mode": mode, "k": 0 if leaks_k0 else n - 1}
 
     kind, result, modes = _modes(ctx, run)
     if kind == "skip":
@@ -202,19 +211,22 @@ def batch_independence_check(ctx: PreflightContext) -> CheckResult:
         return CheckResult(name, status, ratio, expected, _bn_message(ctx, f"{what} depends on other examples"),
                            details)
 
+    k = 0 if info.get("k", 0) == 0 else n - 1
+
     def objective(outputs):
-        return _example0_objective(ctx, outputs)[0]
+        return _example_objective(ctx, outputs, k)[0]
 
     def leaky(g, t):
         if g is None or t.dim() == 0 or t.shape[0] != n:
             return None
-        return bool(g.detach()[1:].ne(0).any())
-    located = _locate(ctx, info["mode"], objective, leaky)
+        g = g.detach()
+        return bool(torch.cat([g[:k], g[k + 1:]]).ne(0).any())
+    located = _locate(ctx, info["mode"], objective, leaky, state["probes"])
     mode_note = ("only in train mode (clean in eval mode): a train-only branch of the forward mixes examples"
                  if kind == "train_only" else "in eval mode")
     return CheckResult(name, "fail", ratio, expected,
                        f"{what} has gradient at examples {examples}{'...' if len(leaking) > 6 else ''} "
-                       f"({len(leaking)}/{n - 1} others; ratio {ratio:.2e}; {mode_note}) via {where}: examples are "
+                       f"({len(leaking)} of {n} examples; ratio {ratio:.2e}; {mode_note}) via {where}: examples are "
                        f"mixed, typically a view()/reshape where a transpose/permute of the batch axis was meant"
                        f"{located}", details)
 
@@ -297,7 +309,7 @@ def causality_check(ctx: PreflightContext) -> CheckResult:
         if g is None or x.dim() <= d or x.shape[d] != T or x.shape[0] != n:
             return None
         return bool(g.detach()[0:1].narrow(d, t + 1, T - t - 1).ne(0).any())
-    located = _locate(ctx, info["mode"], objective, leaky)
+    located = _locate(ctx, info["mode"], objective, leaky, [where])
     mode_note = " (only in train mode: a train-only branch of the forward)" if kind == "train_only" else ""
     return CheckResult(name, "fail", worst, expected,
                        f"output at position {t} depends on input position {s_} ({s_ - t} ahead, via {where})"

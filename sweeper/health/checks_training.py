@@ -101,6 +101,7 @@ def training_checks(ctx: PreflightContext) -> list[CheckResult]:
     watch = _StaleGradWatch([(n, p) for n, p in named if id(p) in in_optimizer], optimizer)
     finite = _FiniteGradWatch(named)
     start = {name: p.detach().clone() for name, p in named}
+    initial_norm = {name: float(t.double().norm()) for name, t in start.items()}
     ratios: dict[str, float] = {}
     losses: list[float] = []
     bad_grad: tuple[int, str] | None = None
@@ -122,7 +123,7 @@ def training_checks(ctx: PreflightContext) -> list[CheckResult]:
                 for name, p in named:
                     if name in before:
                         w = float(before[name].double().norm())
-                        if w > 0:
+                        if w > 0 and initial_norm[name] > 0:    # a zero-initialised matrix has no scale yet
                             r = float((p.detach().double() - before[name].double()).norm()) / w
                             ratios[name] = max(ratios.get(name, 0.0), r)
             if step + 1 == th.movement_steps:

@@ -36,7 +36,7 @@ class Thresholds:
     # example (what a perfect memoriser reaches: 0 for plain CE/MSE, the target entropy under label smoothing),
     # both fitted directly on the outputs (loss_floors.py). The initial loss is no reference: a target offset
     # alone makes it large.
-    overfit_steps: int = 150            # budget; extended 50 steps at a time while the loss still falls ...
+    overfit_steps: int = 100            # budget, always run in full; extended 50 steps at a time while the loss still falls ...
     overfit_max_steps: int = 1000       # ... up to this many steps
     overfit_max_seconds: float = 30.0   # ... or this much wall time
     overfit_examples: int = 4
