@@ -12,7 +12,8 @@ already ran keeps the count it recorded (its env record; its checkpoints were wr
 ones (killed by a signal, CUDA out of memory) are retried up to launcher.max_retries times after
 launcher.retry_backoff_s, 2x, 4x ...; deterministic ones (exit 2, health check, an exception, exit 0 without
 run.finish()) are not; when launcher.crash_loop_after runs of a variant fail with the same error, its queued
-runs are not started. Process handling (slots, process groups, Ctrl-C, orphans) is sweeper.pool.
+runs are not started. Process handling (slots, process groups, Ctrl-C, orphans) is sweeper.pool; a task.entry
+run is forked by its slot's warm launcher (sweeper.warm: the torch import paid once per slot, not per run).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from sweeper.progress import Progress
 from sweeper.run.rundir import KEEP, Launch, RunDir, Status, UnreadableFile
 from sweeper.slots import PROJECT_ROOT, LauncherConfig, make_slots
 from sweeper.task import python_path
+from sweeper.warm import WarmStarts
 
 
 def launch_settings(cfg: LauncherConfig, n_runs: int) -> Launch:
@@ -108,7 +110,7 @@ def launch(plan, launcher_cfg: LauncherConfig | dict, progress: Progress | None 
     slots = make_slots(cfg, len(todo))
     adapter = RunAdapter(plan)
     outcomes = run_pool([adapter.job(r) for r in todo], slots, adapter, cfg.retry_policy(), progress,
-                        grace_s=float(cfg.grace_s))
+                        grace_s=float(cfg.grace_s), warm=WarmStarts(plan.task.entry, str(plan.task.cwd)))
     results.update({key: str(status.get("status", Status.FAILED.value)) for key, status in outcomes.items()})
     return results
 

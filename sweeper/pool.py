@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
 import subprocess
 import time
@@ -65,36 +66,65 @@ class Adapter(Protocol):
 class Child:
     job: Job
     slot: Slot
-    proc: subprocess.Popen
+    proc: subprocess.Popen      # or a sweeper.warm.WarmProc (the same interface)
     started: float
     attempt: int
+    fd: int | None = None       # readable when the process has ended: its pidfd, or its warm launcher's pipe
+
+    def __post_init__(self):
+        if hasattr(self.proc, "fileno"):
+            self.fd = self.proc.fileno()
+        elif hasattr(os, "pidfd_open"):
+            try:
+                self.fd = os.pidfd_open(self.proc.pid)
+            except OSError:      # an old kernel: the wait falls back to the tick
+                self.fd = None
+        self.owns_fd = self.fd is not None and not hasattr(self.proc, "fileno")
+
+    def release(self) -> None:
+        if self.owns_fd:
+            os.close(self.fd)
+            self.owns_fd = False
 
 
 # -- processes ---------------------------------------------------------------------------------------------
 
-def start_child(job: Job, slot: Slot) -> subprocess.Popen:
-    job.log_path.parent.mkdir(parents=True, exist_ok=True)
-    log = open(job.log_path, "ab")
-    log.write(f"\n=== sweeper: start on {slot.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n".encode())
-    log.flush()
-    env = slot.child_env(os.environ, job.threads, job.pythonpath)
-    env.update(job.extra_env)
-    env[MARKER_ENV] = job.marker
-    cores, parent = set(slot.cores), os.getpid()
-
-    def in_child() -> None:   # between fork and exec: affinity, and stop when the sweeper dies
+def pin_and_watch(cores: set[int], parent: int):
+    """What a child does between fork and exec: its affinity, and stop when the sweeper (parent) dies."""
+    def in_child() -> None:
         if hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, cores)
         if _LIBC is not None:
             _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
             if os.getppid() != parent:     # the sweeper died before prctl: stop now
                 os.kill(os.getpid(), signal.SIGTERM)
+    return in_child
 
+
+def start_child(job: Job, slot: Slot, warm=None):
+    """The job's process: forked by the slot's warm launcher (sweeper.warm) when it can, else a cold Popen."""
+    job.log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(job.log_path, "ab") as log:
+        log.write(f"\n=== sweeper: start on {slot.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n".encode())
+    env = job_env(job, slot)
+    proc = warm.start(job, slot, env) if warm is not None else None
+    if proc is not None:
+        return proc
+    log = open(job.log_path, "ab")
     try:
         return subprocess.Popen(job.argv, cwd=job.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=in_child)
+                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=pin_and_watch(set(slot.cores), os.getpid()))
     finally:
         log.close()
+
+
+def job_env(job: Job, slot: Slot) -> dict:
+    """The complete environment of the job's process in this slot."""
+    env = slot.child_env(os.environ, job.threads, job.pythonpath)
+    env.update(job.extra_env)
+    env[MARKER_ENV] = job.marker
+    return env
 
 
 def signal_group(pgid: int, sig: int) -> None:
@@ -219,34 +249,58 @@ class Subreaper:
 
 
 class Interrupts:
-    """Counts SIGINT/SIGTERM while the pool runs; restores the previous handlers afterwards."""
+    """Counts SIGINT/SIGTERM while the pool runs (each also wakes the pool's wait: self.fd becomes readable);
+    restores the previous handlers afterwards."""
 
     def __init__(self):
         self.count = 0
         self._old: dict = {}
 
     def __enter__(self) -> "Interrupts":
+        self.fd, self._w = os.pipe()
+        os.set_blocking(self._w, False)
+        os.set_blocking(self.fd, False)
         for sig in (signal.SIGINT, signal.SIGTERM):
             self._old[sig] = signal.signal(sig, self._handle)
         return self
 
     def _handle(self, *_) -> None:
         self.count += 1
+        try:
+            os.write(self._w, b"!")
+        except OSError:
+            pass
 
     def __exit__(self, *exc) -> None:
         for sig, handler in self._old.items():
             signal.signal(sig, handler)
+        os.close(self.fd)
+        os.close(self._w)
+
+
+def wait_for_events(fds: list[int], timeout: float) -> None:
+    """Sleep until one of fds is readable (a process ended, a signal came) or timeout seconds passed."""
+    try:
+        select.select([fd for fd in fds if fd is not None], [], [], max(0.0, timeout))
+    except (OSError, ValueError):      # an fd closed under us: the caller looks again
+        pass
 
 
 # -- scheduling ----------------------------------------------------------------------------------------------
 
 def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: RetryPolicy, progress,
-             grace_s: float = 20.0, poll_s: float = 0.1) -> dict[str, dict]:
-    """Run every job; returns key -> final status dict. Raises KeyboardInterrupt after a clean stop."""
+             grace_s: float = 20.0, tick_s: float = 0.2, warm=None) -> dict[str, dict]:
+    """Run every job; returns key -> final status dict. Raises KeyboardInterrupt after a clean stop.
+
+    Waits are events (a child's pidfd or its warm launcher's pipe, the signal pipe); tick_s bounds a wait so
+    that progress is shown. warm: a sweeper.warm.WarmStarts (opened on these slots), None: cold starts only."""
     queue, ready_at, attempts, waiting = list(jobs), {}, {}, {}    # waiting: key -> status of a failed try
     free, running, outcomes = sorted(slots, key=lambda s: s.index), [], {}
     loops = CrashLoops(policy.crash_loop_after)
     with Interrupts() as intr, Subreaper() as reaper:
+        if warm is not None:
+            warm.open(slots, lambda slot: job_env(jobs[0], slot) if jobs else {})
+            reaper.mine |= warm.pids()
         while (queue or running) and not intr.count:
             now = time.time()
             for job in list(queue):
@@ -269,12 +323,13 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                 waiting.pop(job.key, None)
                 slot = free.pop(0)
                 attempts[job.key] = attempts.get(job.key, 0) + 1
-                child = Child(job, slot, start_child(job, slot), time.time(), attempts[job.key])
+                child = Child(job, slot, start_child(job, slot, warm), time.time(), attempts[job.key])
                 reaper.mine.add(child.proc.pid)
                 running.append(child)
                 progress.started(job, slot)
             for child in [c for c in running if c.proc.poll() is not None]:
                 running.remove(child)
+                child.release()
                 signal_group(child.proc.pid, signal.SIGKILL)    # what is left of its group (stuck workers)
                 reaper.kill_adopted()
                 free.append(child.slot)
@@ -293,7 +348,10 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                 if failure is not None and loops.record(job.group, failure):
                     progress.log(f"STOP   variant {job.group}: {loops.stopped[job.group]}")
             progress.tick([(c.job, c.slot) for c in running], queued=len(queue))
-            time.sleep(poll_s)
+            if any(c.proc.poll() is not None for c in running):
+                continue
+            due = [ready_at.get(j.key, 0.0) - time.time() for j in queue if free and j.group not in loops.stopped]
+            wait_for_events([intr.fd, *(c.fd for c in running)], min([tick_s, *due]))
         if intr.count:
             progress.log(f"interrupted: stopping {len(running)} running run(s) (SIGTERM; SIGKILL after "
                          f"{grace_s:g}s; Ctrl-C again to kill now)")
@@ -302,6 +360,10 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                 status, _ = adapter.settle(child.job, child.proc.returncode, True, child.attempt)
                 outcomes[child.job.key] = status
                 progress.ended(child.job, status, time.time() - child.started)
+        for child in running:
+            child.release()
+        if warm is not None:
+            warm.close()
     progress.close()
     if intr.count:
         raise KeyboardInterrupt
