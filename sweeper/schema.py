@@ -212,6 +212,19 @@ def _plural(hint: Any) -> str:
 # -- sweeper.*, task.*, experiment.* ----------------------------------------------------------------------------
 
 @dataclass
+class AdaptiveConf:
+    """sweeper.adaptive.* (with seeds=adaptive): looks at start, start+batch, ..., max_seeds seeds per arm."""
+    start: int = rule(3, must="must be an integer >= 2 (seeds per arm at the first look)", ok=lambda v: v >= 2)
+    batch: int = positive(2)        # seeds added per arm at each later look, to the comparisons still open
+    max_seeds: int = positive(9)    # the most seeds per arm (the fixed design it is compared with)
+    spending: str = one_of("obf", ("obf", "pocock"))   # alpha spending: O'Brien-Fleming type (default) or Pocock type
+
+    def check(self, prefix: str = "sweeper.adaptive") -> None:
+        if self.max_seeds < self.start:
+            raise UsageError(f"{prefix}.max_seeds={self.max_seeds}: must be at least {prefix}.start={self.start}")
+
+
+@dataclass
 class SweeperConf:
     """The `sweeper:` block of conf/sweep.yaml: how a sweep runs (what it runs is the experiment)."""
     dir: Optional[str] = None      # sweep directory; default sweeps/<experiment>-<hash of the config> (same command -> same dir)
@@ -224,6 +237,7 @@ class SweeperConf:
     max_runs: int = positive(1000)  # the most runs one sweep may plan (sweeper.plan refuses a bigger plan before writing)
     one_change: str = one_of("warn", ("warn", "error", "off"))  # a variant with several declared changes: warn | error | off
     baseline_first: bool = True    # the baseline's health preflight (task.preflight) passes before any variant launches
+    adaptive: AdaptiveConf = field(default_factory=AdaptiveConf)   # seeds=adaptive: looks, batch, max seeds
     journal: Optional[str] = None  # experiment journal (DIR/journal.md + .jsonl); default beside the sweeps; 'off': none
 
     def __post_init__(self) -> None:

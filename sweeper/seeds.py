@@ -1,6 +1,7 @@
 """Parse the `seeds=` value of a sweep.
 
     parse_seeds("0-3") -> [0, 1, 2, 3];  parse_seeds([0, 2, 5]) -> [0, 2, 5];  parse_seeds(7) -> [7]
+    is_adaptive("adaptive") -> True     # seeds=adaptive: seeds 0, 1, ... added per look (sweeper.adaptive_sweep)
 """
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from typing import Any
 
 from sweeper.errors import UsageError
 
-ACCEPTED = "accepted forms: seeds=0-3 (inclusive range), seeds=[0,2,5] (list), seeds=7 (one seed); seeds are integers >= 0"
+ACCEPTED = ("accepted forms: seeds=0-3 (inclusive range), seeds=[0,2,5] (list), seeds=7 (one seed), "
+            "seeds=adaptive (sweeper.adaptive.*: seeds added only where the decision is open); seeds are integers >= 0")
+ADAPTIVE = "adaptive"
+
+
+def is_adaptive(value: Any) -> bool:
+    """seeds=adaptive: the sweep adds seeds per look (sweeper.adaptive_sweep) instead of a fixed list."""
+    return isinstance(value, str) and value.strip() == ADAPTIVE
 _RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
 
 
@@ -20,6 +28,9 @@ def parse_seeds(value: Any) -> list[int]:
         return [_one(value, value)]
     if isinstance(value, str):
         text = value.strip()
+        if text == ADAPTIVE:
+            raise UsageError("seeds=adaptive is not a seed list: it is read by the adaptive driver "
+                             "(python -m sweeper ... seeds=adaptive), not here")
         if re.fullmatch(r"\d+", text):
             return [int(text)]
         m = _RANGE.match(text)

@@ -1,0 +1,42 @@
+"""The looks record of an adaptive sweep (SWEEP_DIR/looks.json): the one module that reads and writes it.
+
+    rec = read_looks(sweep_dir)            # None before the first look; UnreadableFile naming a damaged file
+    write_looks(sweep_dir, {"design": ..., "looks": [...], "states": {...}})   # atomic: a kill keeps the old one
+
+What it holds: the design (alpha, start, batch, max_seeds, min_effect, spending), one entry per completed look
+(seeds per arm, and per comparison the statistic, boundary, nominal p, alpha spent, local level, decision) and
+each comparison's state (status, reason, its looks). A look is written only after its analysis, so a sweep
+interrupted during a look repeats that look's launch (its finished runs are kept) and keeps every earlier one.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sweeper.run.atomic import atomic_write_json
+from sweeper.run.rundir import UnreadableFile
+
+LOOKS = "looks.json"
+
+
+def looks_path(sweep_dir: str | Path) -> Path:
+    return Path(sweep_dir) / LOOKS
+
+
+def read_looks(sweep_dir: str | Path) -> dict | None:
+    path = looks_path(sweep_dir)
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise UnreadableFile(f"{path} is damaged ({type(e).__name__}: {e}); delete it to restart the adaptive "
+                             f"looks (finished runs are kept)") from None
+    if not isinstance(record, dict) or not isinstance(record.get("looks"), list) or "design" not in record:
+        raise UnreadableFile(f"{path} is damaged (not a looks record); delete it to restart the adaptive looks "
+                             f"(finished runs are kept)")
+    return record
+
+
+def write_looks(sweep_dir: str | Path, record: dict) -> None:
+    atomic_write_json(looks_path(sweep_dir), record)
