@@ -60,6 +60,12 @@ def prepare(argv: list[str]):
 
     sweep = compose_sweep(overrides_of(argv))
     max_runs(sweep)
+    from sweeper.seeds import is_adaptive
+
+    if is_adaptive(sweep.cfg["seeds"]):            # seeds=adaptive: sweeper.adaptive_sweep plans look by look
+        from sweeper.adaptive_sweep import prepare_adaptive
+
+        return prepare_adaptive(sweep)
     n_seeds = count_seeds(sweep.cfg["seeds"])      # a huge range is refused before it is expanded
     check_size(sweep, {v: len(own) if own is not None else n_seeds for v, own in sweep.variant_seeds.items()}
                or {v: n_seeds for v in sweep.variant_configs})
@@ -123,6 +129,8 @@ def _main(argv: list[str], state: dict) -> int:
     except UsageError as e:
         print(f"sweeper: error: {e}", file=sys.stderr)
         return 2
+    if getattr(plan, "adaptive", False):             # sweeper.adaptive_sweep.AdaptiveSweep: looks, then report
+        return plan.run(backend, launcher_cfg, argv, state)
     from sweeper.plan import format_plan
 
     for warning in plan.sweep.warnings:
