@@ -364,6 +364,8 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
             child.release()
         if warm is not None:
             warm.close()
+            if warm.summary():
+                progress.log(warm.summary())
     progress.close()
     if intr.count:
         raise KeyboardInterrupt

@@ -148,8 +148,11 @@ class Server:
 
 class WarmStarts:
     def __init__(self, entry: str | None, cwd: str):
-        self.entry = entry if os.environ.get(COLD_ENV, "") in ("", "0") else None
+        off = os.environ.get(COLD_ENV, "") not in ("", "0")
+        self.entry = None if off else entry
+        self.why_cold = f"{COLD_ENV}=1" if off else "warm starts need a task.entry"
         self.cwd, self.servers = cwd, {}
+        self.forked, self.cold = 0, 0
 
     def open(self, slots, env_of) -> None:
         """Start each slot's launcher now (they import while the sweeper goes on); env_of(slot): its env."""
@@ -163,19 +166,31 @@ class WarmStarts:
 
     def start(self, job, slot, env: dict) -> WarmProc | None:
         """The job forked by its slot's launcher, or None when it must start cold (see the module doc)."""
+        if self.entry is None:
+            self.cold += 1
+            return None
         server = self.servers.get(slot.index)
         argv = list(job.argv)
         if server is None or server.gone or (server.child is not None and server.child.poll() is None) \
                 or argv[:4] != [sys.executable, "-m", "sweeper.run", self.entry] or len(argv) != 5 \
                 or str(job.cwd or os.getcwd()) != self.cwd or shared_env(env) != server.env \
                 or len("\0".join(argv)) + 1 > PAD or len(job.marker) > PAD:
+            self.cold += 1
             return None
         answer = server.request({"argv": argv, "env": env, "cwd": self.cwd, "log": str(job.log_path),
                                  "marker": job.marker, "cores": list(slot.cores)})
         if "pid" not in answer:
+            self.cold += 1
             return None
+        self.forked += 1
         server.child = WarmProc(server, answer["pid"])
         return server.child
+
+    def summary(self) -> str:
+        """One line for the sweep's log: how many starts were warm."""
+        if self.entry is None:
+            return f"cold starts: {self.why_cold}" if self.cold else ""
+        return f"warm starts: {self.forked} of {self.forked + self.cold} run starts forked by a slot's warm launcher"
 
     def close(self) -> None:
         for server in self.servers.values():

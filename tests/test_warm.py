@@ -1,0 +1,109 @@
+"""Warm starts (issue 16 item 2): a slot's warm launcher forks a child that is the process a cold start gives.
+
+    python -m pytest -q tests/test_warm.py
+
+Real processes: the forked child's /proc identity (cmdline, SWEEPER_JOB marker, own process group, affinity),
+PR_SET_PDEATHSIG through a killed launcher, and a tiny sweep launched warm and cold with bitwise-equal finals
+and the same environment seen by each run (CUDA_VISIBLE_DEVICES, thread counts, affinity, argv).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from local_helpers import child_env, run, sweep_args, wait_for
+from sweeper.pool import Job, processes_with_arg
+from sweeper.run.rundir import RunDir
+from sweeper.slots import Slot
+from sweeper.warm import Server, WarmProc, WarmStarts
+
+TWO_CORES = len(os.sched_getaffinity(0)) >= 2
+SLOW_TASK = """import time
+def main(run):
+    while not run.should_stop:
+        time.sleep(0.05)
+    return {"val_loss": 1.0}
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_a_warm_child_is_named_grouped_pinned_and_stopped_as_a_cold_one(tmp_path):
+    (tmp_path / "slow_task.py").write_text(SLOW_TASK)
+    rd = tmp_path / "runs" / "r0"
+    rd.mkdir(parents=True)
+    (rd / "config.yaml").write_text("seed: 0\n")
+    core = min(os.sched_getaffinity(0))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
+           "SWEEPER_RUN_DIR": str(rd), "SWEEPER_JOB": str(rd)}
+    server = Server("slow_task:main", str(tmp_path), env, (core,))
+    argv = [sys.executable, "-m", "sweeper.run", "slow_task:main", str(rd)]
+    answer = server.request({"argv": argv, "env": env, "cwd": str(tmp_path), "log": str(rd / "out.log"),
+                             "marker": str(rd), "cores": [core]})
+    pid = answer["pid"]
+    try:
+        cmdline = [w.decode() for w in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if w]
+        assert cmdline == argv                                   # what a cold start shows in ps and /proc
+        assert f"SWEEPER_JOB={rd}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        assert processes_with_arg(str(rd)) == [pid]              # a later sweeper finds it as a leftover
+        assert os.getpgid(pid) == pid and os.getsid(pid) == pid  # its own session and process group
+        assert os.sched_getaffinity(pid) == {core}
+        server.proc.kill()                                       # the launcher dies (as when the sweeper does)
+        server.proc.wait()
+        wait_for(lambda: not _alive(pid), 30, "the child to stop on PR_SET_PDEATHSIG's SIGTERM")
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    assert "Traceback" not in (rd / "out.log").read_text()
+
+
+def test_cold_starts_when_warm_is_off_or_not_the_same_process(tmp_path, monkeypatch):
+    slot = Slot(index=0, gpu=None, cores=(min(os.sched_getaffinity(0)),), threads=1)
+    job = Job(key="k", label="l", group="g", argv=["/bin/true"], log_path=tmp_path / "log", marker="m",
+              cwd=tmp_path)
+    warm = WarmStarts(None, str(tmp_path))                   # a task.command: no launcher at all
+    warm.open([slot], lambda s: {})
+    assert warm.servers == {} and warm.start(job, slot, {}) is None
+    assert warm.summary() == "cold starts: warm starts need a task.entry"
+    monkeypatch.setenv("SWEEPER_COLD_START", "1")
+    assert WarmStarts("train:main", str(tmp_path)).entry is None
+
+
+def _env_seen(rd: Path) -> dict:
+    env = json.loads((rd / "env.json").read_text())
+    return {k: env[k] for k in ("argv", "cpu_affinity", "cuda_visible_devices", "env", "torch_num_threads", "cwd")}
+
+
+@pytest.mark.skipif(not TWO_CORES, reason="needs 2 cores (2 slots of 1 thread each)")
+def test_warm_and_cold_launches_give_bitwise_equal_runs_that_see_the_same_environment(tmp_path):
+    out = {}
+    for mode, extra in (("warm", {}), ("cold", {"SWEEPER_COLD_START": "1"})):
+        d = tmp_path / mode
+        proc = run(sweep_args(d, "launcher.cores=[0,1]", steps=10, seeds="0-1", variants="rope"),
+                   env=child_env(extra))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        out[mode] = (d, proc.stdout + proc.stderr)
+    assert "warm starts: 2 of 2 run starts forked" in out["warm"][1]
+    assert "cold starts: SWEEPER_COLD_START=1" in out["cold"][1] and "warm starts:" not in out["cold"][1]
+    for seed in (0, 1):
+        warm, cold = (out[m][0] / "runs" / "rope" / f"seed_{seed}" for m in ("warm", "cold"))
+        assert RunDir(warm).read_summary().final == RunDir(cold).read_summary().final     # bitwise: floats ==
+        seen_warm, seen_cold = _env_seen(warm), _env_seen(cold)
+        assert seen_warm["argv"][-1] == str(warm) and seen_cold["argv"][-1] == str(cold)
+        seen_warm["argv"], seen_cold["argv"] = seen_warm["argv"][:-1], seen_cold["argv"][:-1]
+        assert seen_warm == seen_cold
+        assert seen_warm["env"]["OMP_NUM_THREADS"] == "1" and seen_warm["torch_num_threads"] == 1
+        assert seen_warm["cuda_visible_devices"] == "" and len(seen_warm["cpu_affinity"]) == 1
