@@ -106,6 +106,26 @@ def _better_matrix(a: np.ndarray, b: np.ndarray, lower_is_better: bool) -> np.nd
     return wins + 0.5 * (a[:, None] == b[None, :])
 
 
+def weighted_wins(a: np.ndarray, b: np.ndarray, ca: np.ndarray, cb: np.ndarray,
+                  lower_is_better: bool) -> np.ndarray:
+    """sum_ij ca[r, i] cb[r, j] S[i, j] for every row r (S = _better_matrix), in O(B (n_a + n_b)) instead of
+    O(B n_a n_b): per b_j, the weight of the a's that beat or tie it is a difference of cumulative sums over
+    sorted a. Bitwise equal to the matrix form for integer counts (every partial sum is a multiple of 0.5).
+    ca: (B, n_a), cb: (B, n_b) -> (B,)"""
+    order = np.argsort(a, kind="stable")
+    left = np.searchsorted(a[order], b, side="left")                              # (n_b,) a's below b_j
+    right = np.searchsorted(a[order], b, side="right")                            # (n_b,) a's up to b_j
+    out = np.empty(ca.shape[0])
+    rows = max(1, 2**19 // (a.size + b.size + 1))                                 # blocks that stay in cache
+    for r in range(0, ca.shape[0], rows):
+        cum = np.zeros((min(rows, ca.shape[0] - r), a.size + 1))                  # (R, n_a + 1)
+        np.cumsum(ca[r:r + rows, order], axis=1, out=cum[:, 1:])
+        lo, hi = cum[:, left], cum[:, right]                                      # (R, n_b)
+        beat = lo if lower_is_better else cum[:, -1:] - hi
+        out[r:r + rows] = np.einsum("ij,ij->i", beat + 0.5 * (hi - lo), cb[r:r + rows])
+    return out
+
+
 def prob_better(a, b, lower_is_better: bool = False) -> float:
     """P(a random seed of `a` beats one of `b`) = U / (n_a n_b), ties count half (Mann-Whitney U of `a`).
 
@@ -344,11 +364,10 @@ def bootstrap_delta(a, b, paired: bool = False, lower_is_better: bool = False, c
         return BootstrapDelta(Interval(delta, math.nan, math.nan, none, confidence, 0, seed),
                               Interval(pb, math.nan, math.nan, none, confidence, 0, seed))
     rng = np.random.default_rng(seed)
-    wins = _better_matrix(a, b, lower_is_better)                                  # (n_a, n_b)
     ca = resample_counts(a.size, n_resamples, rng)                                # (B, n_a)
     cb = ca if paired else resample_counts(b.size, n_resamples, rng)              # (B, n_b)
     boot_delta = ca @ a / a.size - cb @ b / b.size                                # (B,)
-    boot_pb = np.einsum("ij,ij->i", ca @ wins, cb) / (a.size * b.size)            # (B,)
+    boot_pb = weighted_wins(a, b, ca, cb, lower_is_better) / (a.size * b.size)    # (B,)
     if paired:
         d = a - b
         influences = [d - d.mean()]

@@ -1,0 +1,34 @@
+"""What grows with the number of runs stays linear (issue 16 item 3; figures: benchmarks/bench_scale.py).
+
+    python -m pytest -q tests/test_scale.py
+"""
+import numpy as np
+import pytest
+
+from sweeper.stats import _better_matrix, bootstrap_delta, resample_counts, weighted_wins
+
+
+@pytest.mark.parametrize("na, nb, ties", [(3, 3, False), (5, 4, True), (40, 37, True), (200, 300, False),
+                                          (1, 5, True), (64, 64, True)])
+@pytest.mark.parametrize("lower_is_better", [False, True])
+def test_weighted_wins_is_bitwise_the_matrix_form(na, nb, ties, lower_is_better):
+    rng = np.random.default_rng(na * 1000 + nb)
+    a = rng.integers(0, 5, na).astype(float) if ties else rng.normal(size=na)
+    b = rng.integers(0, 5, nb).astype(float) if ties else rng.normal(size=nb)
+    for paired in ([False, True] if na == nb else [False]):
+        ca = resample_counts(na, 700, rng)                 # 700 rows: more than one cache block at these sizes
+        cb = ca if paired else resample_counts(nb, 700, rng)
+        reference = np.einsum("ij,ij->i", ca @ _better_matrix(a, b, lower_is_better), cb)   # O(B n_a n_b)
+        assert np.array_equal(weighted_wins(a, b, ca, cb, lower_is_better), reference)
+
+
+def test_bootstrap_p_better_interval_from_the_counts_by_the_definition():
+    rng = np.random.default_rng(3)
+    a, b = np.round(rng.normal(0.2, 1, 30), 1), np.round(rng.normal(0, 1, 25), 1)     # ties included
+    got = bootstrap_delta(a, b, lower_is_better=True, n_resamples=400, seed=5).p_better
+    r = np.random.default_rng(5)                          # the same resamples, U counted pair by pair
+    ca, cb = resample_counts(a.size, 400, r), resample_counts(b.size, 400, r)
+    u = [sum(ca[k, i] * cb[k, j] * (1.0 if a[i] < b[j] else 0.5 if a[i] == b[j] else 0.0)
+             for i in range(a.size) for j in range(b.size)) for k in range(400)]
+    low, high = np.percentile(np.array(u) / (a.size * b.size), [2.5, 97.5])
+    assert (got.low, got.high) == (low, high)
