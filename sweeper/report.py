@@ -569,7 +569,10 @@ def report_sweep(sweep_dir: str | Path, plots: bool = True, alpha: float = 0.05,
     terminal text (decision table, failed runs, one WARNING line per damaged file)."""
     inp = analyze_sweep(sweep_dir, alpha, min_seeds, n_resamples, seed, baseline, metric, lower_is_better)
     text = write_report(inp, sweep_dir, plots)
-    from sweeper import journal as journal_mod
+    from sweeper.report_looks import add_looks
+
+    text = add_looks(sweep_dir, text)                 # seeds=adaptive: the looks and their decisions
+    import sweeper.journal as journal_mod
 
     if journal is None:                               # the journal the sweep was started with, if it named one
         manifest = load_manifest(sweep_dir)
