@@ -14,7 +14,7 @@ from kernels.rope_triton import AUTOTUNE_TILES, LaunchConfig, launch_rope
 from test_rope_common import (HAS_CUDA, INTERPRET, KERNEL_CASES, KERNEL_IDS, bits, make_qk, positions_table,
                               tables, truth_rope)
 
-BACKEND = "inductor" if HAS_CUDA else "aot_eager"
+BACKEND = "aot_eager"          # Inductor itself: test_triton_op_is_inlined_by_inductor (CUDA)
 
 
 @pytest.mark.parametrize("impl,device", KERNEL_CASES, ids=KERNEL_IDS)
@@ -41,10 +41,9 @@ def test_tensor_positions_compile_fullgraph(impl, device, kind):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
     # out of the table inside the compiled graph: the asynchronous assertion, with its message
     bad = pos + 60
-    with pytest.raises(RuntimeError, match="past the cos/sin table of length 64"):
-        compiled(q, k, bad)
-        if HAS_CUDA:
-            torch.cuda.synchronize()
+    if device == "cpu":   # on CUDA a failed device-side assertion ends the context: see the subprocess test
+        with pytest.raises(RuntimeError, match="past the cos/sin table of length 64"):
+            compiled(q, k, bad)
 
 
 @pytest.mark.parametrize("impl,device", KERNEL_CASES, ids=KERNEL_IDS)
@@ -141,3 +140,48 @@ def test_cuda_tensor_positions_never_sync():
             torch.autograd.grad(out, (q, k), (torch.ones_like(out[0]), torch.ones_like(out[1])))
     finally:
         torch.cuda.set_sync_debug_mode("default")
+
+
+CUDA_ASSERT = """
+import torch
+from kernels import apply_rope, rope_cache
+cos, sin = rope_cache(16, 8, device="cuda")
+q = torch.randn(2, 4, 2, 8, device="cuda")
+apply_rope(q, q, cos, sin, positions=torch.tensor([0, 13], device="cuda"), impl="triton")
+torch.cuda.synchronize()
+print("no error")
+"""
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a GPU")
+def test_cuda_positions_past_the_table_fail_the_async_assertion():
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    proc = subprocess.run([sys.executable, "-c", CUDA_ASSERT], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode != 0 and "no error" not in proc.stdout
+    assert "past the cos/sin table of length 16" in proc.stderr or "device-side assert" in proc.stderr, \
+        proc.stderr[-2000:]
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a GPU")
+def test_triton_op_is_inlined_by_inductor():
+    """Inductor sees through the triton_op: its generated code launches our kernel itself (not an opaque op)."""
+    from torch._inductor.utils import run_and_get_code
+    torch._dynamo.reset()
+    cos, sin = tables(256, 64, "cuda")
+    q, k = make_qk(2, 64, 8, 2, 64, dtype=torch.bfloat16, device="cuda")
+
+    def f(q, k):
+        a, b = apply_rope(q * 2, k, cos, sin, positions=5, impl="triton")
+        return a + 1, b
+
+    out, codes = run_and_get_code(torch.compile(f, fullgraph=True, backend="inductor"), q, k)
+    want = f(q, k)
+    for a, b in zip(out, want):
+        assert torch.equal(bits(a), bits(b))
+    code = "\n".join(codes)
+    assert "_rope_kernel" in code, code[-3000:]
