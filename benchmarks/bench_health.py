@@ -4,6 +4,7 @@ time for the default model (target a few seconds on CPU).
     OMP_NUM_THREADS=1 python benchmarks/bench_health.py                  # default config
     python benchmarks/bench_health.py --rounds 8 health.interval=1        # any run-config override
     python benchmarks/bench_health.py --out benchmarks/results           # also write bench_health.{json,md}
+    OMP_NUM_THREADS=1 python benchmarks/bench_health.py --zoo --out benchmarks/results   # bench_health_zoo.*
 
 Monitor overhead, side by side in one process on the real Trainer (conf/ defaults): rounds of
 `health.interval` x `--steps-per-round` training steps (the loop's step: batch, forward, backward, clip,
@@ -12,6 +13,8 @@ norm, after_step) and without, in ABBA order so drift cancels. Reported: ms/step
 (ratio of totals, and the median of the per-round ratios, which a busy machine disturbs less), and the time spent inside the monitor calls as a share of the monitored step time (the part of the difference
 that is not noise). Preflight: `train.preflight.preflight_config` on the default run config, median of `--preflight-reps`,
 and the same with the training checks skipped, so the overfit session's share shows.
+--zoo instead times preflight() on every small model of both bug zoos (tests/health_zoo*.py, broken and healthy,
+one CPU thread; best of --preflight-reps per model): the per-model budget is about 1 s.
 """
 from __future__ import annotations
 
@@ -32,8 +35,11 @@ def main() -> None:
     ap.add_argument("--steps-per-round", type=int, default=1, help="monitor intervals per block")
     ap.add_argument("--preflight-reps", type=int, default=3)
     ap.add_argument("--out", help="folder for bench_health.json and bench_health.md")
+    ap.add_argument("--zoo", action="store_true", help="time preflight on every zoo model instead")
     ap.add_argument("overrides", nargs="*", help="run-config overrides, e.g. health.interval=5")
     args = ap.parse_args()
+    if args.zoo:
+        return zoo(args)
 
     import torch
 
@@ -124,6 +130,46 @@ def main() -> None:
 
         write_results(args.out, "bench_health", result,
                       ["# Health-check cost (benchmarks/bench_health.py)", "", *(f"- {line}" for line in lines)])
+
+
+def zoo(args) -> None:
+    """preflight() wall time on each zoo model (broken and healthy twin), best of --preflight-reps."""
+    import torch
+
+    from sweeper.health import preflight
+    from tests import health_zoo, health_zoo2
+
+    torch.set_num_threads(1)
+    warnings.filterwarnings("ignore")
+    builds = [(f"{name}[{'bug' if bug else 'ok'}]", (lambda c=c, bug=bug: c.build(bug).preflight_kwargs()))
+              for name, c in health_zoo.CASES.items() for bug in (True, False)]
+    builds += [(f"{name}[{'bug' if bug else 'ok'}]", (lambda c=c, bug=bug: c.build(bug)))
+               for name, c in health_zoo2.CASES.items() for bug in (True, False)]
+    preflight(**builds[0][1]())                                         # warm-up (imports, scipy)
+    times = {}
+    for name, build in builds:
+        best = float("inf")
+        for _ in range(args.preflight_reps):
+            kwargs = build()
+            t0 = time.perf_counter()
+            preflight(**kwargs)
+            best = min(best, time.perf_counter() - t0)
+        times[name] = best
+    ordered = sorted(times.values())
+    result = {"threads": 1, "models": len(times), "median_s": statistics.median(ordered), "max_s": ordered[-1],
+              "per_model_s": times}
+    slowest = sorted(times, key=times.get, reverse=True)[:3]
+    lines = [f"preflight on {len(times)} zoo models (tests/health_zoo*.py, broken and healthy), 1 thread, best of "
+             f"{args.preflight_reps}: median {result['median_s']:.2f} s, max {result['max_s']:.2f} s "
+             f"(slowest: {', '.join(f'{n} {times[n]:.2f} s' for n in slowest)}); budget about 1 s per model"]
+    print("\n".join(lines))
+    if args.out:
+        from benchmarks._results import write_results
+
+        write_results(args.out, "bench_health_zoo", result,
+                      ["# Preflight time per zoo model (benchmarks/bench_health.py --zoo)", "",
+                       *(f"- {line}" for line in lines), "", "| model | s |", "|---|---|",
+                       *(f"| {n} | {t:.3f} |" for n, t in times.items())])
 
 
 if __name__ == "__main__":
