@@ -1,7 +1,7 @@
 """Adaptive seeds by simulation: family-wise error, power and runs of the real decision code (sweeper.adaptive)
 against the fixed design at max_seeds (paired t-test / worst-rank test + Holm, as sweeper.verdict decides).
 
-    python benchmarks/adaptive_sim.py            # default: every scenario, 400 sweeps each (< ~10 min, 2 cores)
+    python benchmarks/adaptive_sim.py            # default: every scenario, 200 sweeps each (< ~10 min, 2 cores)
     python benchmarks/adaptive_sim.py --quick    # 40 sweeps per scenario (the test's mode)
     python benchmarks/adaptive_sim.py --sweeps 2000 --out /tmp/x
 
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--spending", choices=adaptive.SPENDING, default=DESIGN.spending)
     args = p.parse_args(argv)
     design = dataclasses.replace(DESIGN, spending=args.spending)
-    sweeps = args.sweeps or (40 if args.quick else 400)
+    sweeps = args.sweeps or (40 if args.quick else 200)
     t0 = time.time()
     rows = []
     for i, sc in enumerate(scenarios()):

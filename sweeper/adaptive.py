@@ -29,7 +29,8 @@ Procedure (fixed before looking; the README's "Adaptive seeds" section justifies
 5. Futility (needs experiment.min_effect = X): at a look before the last, a comparison stops with
    "no effect >= X" when the 90% t interval of the difference lies inside (-X, X) (two one-sided tests at
    5%), or "inconclusive at budget" when, even if the true difference were X, the chance of crossing the final
-   boundary by max_seeds is below FUTILITY_POWER (conditional power on the z scale). At max_seeds an undecided
+   boundary by max_seeds is below FUTILITY_POWER (conditional power on the z scale; from the second look on,
+   as the first look's spread rests on start - 1 degrees of freedom). At max_seeds an undecided
    comparison is "no effect >= X" when its 90% interval lies inside (-X, X), else "inconclusive at budget".
 6. A health-failed variant (or baseline) is stopped at its first look: "invalid".
 """
@@ -288,7 +289,7 @@ def decide_look(design: Design, states: dict[str, State], looks: dict[str, LookS
         elif final:
             s.status = BUDGET
             s.reason = f"inconclusive at budget: no boundary crossed by {s.n} seeds (max_seeds {design.max_seeds})"
-        else:
+        elif len(s.looks) >= 2:        # conditional power needs a spread estimated from more than `start` seeds
             fr = _increasing(s.fractions + (1.0,))
             c_final = boundaries(fr, s.alpha, design.spending)[-1]
             cp = conditional_power(design, st, s.fractions[-1], c_final)

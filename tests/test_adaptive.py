@@ -1,0 +1,117 @@
+"""The adaptive decision engine (sweeper.adaptive) against independent references: spending functions in closed
+form, boundaries against a brute-force simulation of the looks, graphical Holm, futility, invalid; the
+benchmark script end to end in a tiny mode."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from sweeper import adaptive as ad
+
+
+def _phi(x):                      # the normal cdf from math.erfc: independent of scipy
+    return 0.5 * math.erfc(-x / math.sqrt(2))
+
+
+def test_spending_functions_match_their_closed_forms():
+    z = 1.959963984540054
+    for t in (0.1, 0.25, 0.5, 0.8, 1.0):
+        assert ad.spent(t, 0.05, "obf") == pytest.approx(2 - 2 * _phi(z / math.sqrt(t)), rel=1e-9)
+        assert ad.spent(t, 0.05, "pocock") == pytest.approx(0.05 * math.log(1 + (math.e - 1) * t), rel=1e-12)
+    assert ad.spent(1.0, 0.05, "obf") == pytest.approx(0.05) and ad.spent(0.0, 0.05) == 0.0
+    with pytest.raises(ValueError, match="accepted values are obf, pocock"):
+        ad.spent(0.5, 0.05, "linear")
+
+
+def test_one_look_is_the_fixed_two_sided_test():
+    assert ad.boundaries((1.0,), 0.05) == pytest.approx((1.959964,), abs=1e-5)
+    assert ad.nominal_p(ad.boundaries((1.0,), 0.025)[0]) == pytest.approx(0.025, rel=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["obf", "pocock"])
+def test_boundaries_spend_alpha_look_by_look_as_a_brute_force_simulation_says(kind):
+    fractions = (3 / 9, 5 / 9, 7 / 9, 1.0)
+    c = np.array(ad.boundaries(fractions, 0.05, kind))
+    rng = np.random.default_rng(1)
+    steps = np.diff((0.0,) + fractions)
+    s = np.cumsum(rng.standard_normal((400_000, 4)) * np.sqrt(steps), axis=1)      # (paths, looks) Brownian
+    z = s / np.sqrt(fractions)
+    crossed = np.maximum.accumulate(np.abs(z) >= c, axis=1).mean(axis=0)          # P(crossed by look k)
+    for k, t in enumerate(fractions):
+        want = ad.spent(t, 0.05, kind)
+        assert abs(crossed[k] - want) < 4 * math.sqrt(want * (1 - want) / 400_000) + 2e-4, (k, crossed[k], want)
+    assert np.all(np.diff(c) < 0) if kind == "obf" else True      # O'Brien-Fleming: strict early, lax late
+
+
+def _stat(p, est=1.0, n=9, low=-5.0, high=5.0):
+    return ad.LookStat(n, "paired t-test", p, est, 0.5, n - 1, low, high)
+
+
+def test_graphical_holm_passes_a_decided_comparisons_alpha_on():
+    d = ad.Design(start=9, batch=1, max_seeds=9, min_effect=0.1)    # one look: plain Holm
+    states = ad.start_states(d, ["a", "b"])
+    ad.decide_look(d, states, {"a": _stat(1e-9), "b": _stat(0.03)})
+    assert states["a"].status == ad.WORSE and states["b"].status == ad.WORSE     # 0.03 < 0.05 after a's share
+    states = ad.start_states(d, ["a", "b"])
+    ad.decide_look(d, states, {"a": _stat(0.04), "b": _stat(0.03)})
+    assert states["a"].status == states["b"].status == ad.BUDGET               # neither < 0.025: none
+    assert states["a"].alpha == pytest.approx(0.025)
+
+
+def test_direction_follows_the_metric():
+    d = ad.Design(start=9, max_seeds=9, min_effect=0.1, lower_is_better=False)
+    states = ad.start_states(d, ["a"])
+    ad.decide_look(d, states, {"a": _stat(1e-9, est=2.0)})
+    assert states["a"].status == ad.BETTER
+
+
+def test_invalid_variant_is_stopped_at_its_first_look_and_keeps_its_alpha():
+    d = ad.Design(start=3, batch=2, max_seeds=9, min_effect=0.1)
+    states = ad.start_states(d, ["a", "b"])
+    ad.decide_look(d, states, {"a": _stat(1e-12, n=3), "b": _stat(0.5, n=3)}, invalid={"a": "gradient_flow"})
+    assert states["a"].status == ad.INVALID and "gradient_flow" in states["a"].reason
+    assert states["b"].alpha == pytest.approx(0.025) and states["b"].status == ad.OPEN
+
+
+def test_early_look_needs_far_more_than_the_fixed_level():
+    d = ad.Design(start=3, batch=2, max_seeds=9, min_effect=0.1)
+    states = ad.start_states(d, ["a"])
+    ad.decide_look(d, states, {"a": _stat(0.01, n=3)})
+    assert states["a"].status == ad.OPEN                  # p=0.01 < 0.05, but look 1 of 4 spends ~0.0007
+    assert states["a"].looks[0]["nominal_p"] == pytest.approx(ad.spent(3 / 9, 0.05), rel=1e-6)
+
+
+def test_futility_no_effect_and_budget():
+    d = ad.Design(start=3, batch=2, max_seeds=9, min_effect=1.0)
+    states = ad.start_states(d, ["eq", "wide"])
+    ad.decide_look(d, states, {"eq": _stat(0.5, est=0.0, n=3, low=-0.2, high=0.3),
+                               "wide": _stat(0.5, est=0.0, n=3, low=-9, high=9)})
+    assert states["eq"].status == ad.NO_EFFECT and "no effect >= 1" in states["eq"].reason
+    assert states["wide"].status == ad.OPEN
+    ad.decide_look(d, states, {"wide": ad.LookStat(5, "paired t-test", 0.9, 0.0, 50.0, 4, -99, 99)})
+    assert states["wide"].status == ad.BUDGET and "probability" in states["wide"].reason
+
+
+def test_look_stat_is_the_fixed_designs_test():
+    from scipy import stats as sps
+
+    a, b = np.array([1.0, 2.2, 2.9, 4.1]), np.array([0.5, 1.9, 2.0, 3.0])
+    st = ad.look_stat("paired", a, b)
+    assert st.pvalue == pytest.approx(sps.ttest_rel(a, b).pvalue) and st.n == 4
+    w = ad.look_stat("independent", a[:3], b, 1, 0, True)
+    assert w.test == "worst-rank test" and w.n == 4
+
+
+def test_benchmark_script_runs_and_writes_its_results(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "adaptive_sim.py"
+    spec = importlib.util.spec_from_file_location("adaptive_sim", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--sweeps", "2", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "adaptive_sim.json").read_text())
+    assert len(data["rows"]) == len(mod.scenarios()) and "max_null_fwer" in data["summary"]
+    assert "| variants | noise |" in (tmp_path / "adaptive_sim.md").read_text()
