@@ -239,6 +239,8 @@ def bench_cuda(args) -> None:
                 rows.append({"T": T, "layout": layout, "positions": pos, "impl": label, "error": "budget spent"})
                 continue
             row = {"T": T, "layout": layout, "positions": pos, "impl": label}
+            if label == "liger":   # it writes its inputs in place: give it free non-leaf views of the leaves
+                fn = (lambda f: lambda q, k: f(q.view_as(q), k.view_as(k)))(fn)
             try:
                 got = fn(q.clone(), k.clone())            # clones: Liger rotates its inputs in place
                 err = max((a.float() - b.float()).abs().max().item() for a, b in zip(got, want))
@@ -315,7 +317,8 @@ def _cuda_table(result: dict) -> list[str]:
         vs = lambda key: f"{r[key]:.2f}" if key in r else "-"  # noqa: E731
         flag = "" if r["ok"] else " **FAIL**"
         table.append(f"{head} {r['fwd_s'] * 1e6:.1f} | {r['fwd_frac_peak']:.0%} | {r['fwd_bwd_s'] * 1e6:.1f} | "
-                     f"{r['fwd_bwd_frac_peak']:.0%} | {vs('speedup_vs_liger_fwd')} | {vs('speedup_vs_liger_fwd_bwd')} | "
+                     f"{r['fwd_bwd_frac_peak']:.0%} | {vs('speedup_vs_liger_fwd')} | "
+                     f"{vs('speedup_vs_liger_fwd_bwd')} | "
                      f"{r['max_abs_err']:.2g} / {r['max_abs_grad_err']:.2g} ({r['tolerance']:.2g}){flag} |")
     if not result.get("complete", True):
         table += ["", "(partial: the run's time budget ended before every case was measured)"]

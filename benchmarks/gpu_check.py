@@ -1,6 +1,6 @@
 """The GPU proof in one short device session: <= 7 minutes on an H200, results written as it goes.
 
-    python benchmarks/gpu_check.py [--out DIR]          # on the GPU machine (default DIR: $OUT, else benchmarks/results)
+    python benchmarks/gpu_check.py [--out DIR]          # on the GPU (DIR: $OUT, else benchmarks/results)
     python benchmarks/gpu_check.py --smoke [--out DIR]  # every step on CPU: tiny shapes, Triton interpreter, < 2 min
     python benchmarks/gpu_check.py --only bench_rope    # some steps (comma-separated names)
 
@@ -162,7 +162,8 @@ def step_bench_rope(args) -> dict:
         if r["impl"] == "triton (ours)":
             best[key] = {"fwd_frac_peak": round(r["fwd_frac_peak"], 3),
                          "fwd_bwd_frac_peak": round(r["fwd_bwd_frac_peak"], 3),
-                         "x_liger_fwd": r.get("speedup_vs_liger_fwd"), "x_liger_fwd_bwd": r.get("speedup_vs_liger_fwd_bwd")}
+                         "x_liger_fwd": r.get("speedup_vs_liger_fwd"),
+                         "x_liger_fwd_bwd": r.get("speedup_vs_liger_fwd_bwd")}
     summary = {"rows_measured": len(rows), "complete": result.get("complete"), "ours": best,
                "liger": result.get("liger"), "liger_error": result.get("liger_error")}
     if proc.returncode != 0:
