@@ -1,5 +1,9 @@
-"""The device script's smoke mode: every step of benchmarks/gpu_check.py runs on CPU (tiny shapes, the Triton
-interpreter) and writes its JSON + Markdown records as it goes, so the script is ready for a GPU session.
+"""The device script's smoke mode: steps of benchmarks/gpu_check.py run on CPU (tiny shapes, the Triton
+interpreter) and write their JSON + Markdown records as they go, so the script is ready for a GPU session.
+
+To stay fast this runs env, bench_rope and pool_throughput (~1 min on an idle 2-core machine); kernel_tests and
+train_determinism wrap the RoPE tests and tests/train_runs.py, which the suite runs anyway; the full smoke run
+(`python benchmarks/gpu_check.py --smoke`, 1.5-4 min here) is recorded in benchmarks/results/gpu_smoke_check.md.
 
 Run: ``python -m pytest -q tests/test_gpu_check.py``
 """
@@ -9,12 +13,12 @@ import sys
 
 from conftest import ROOT
 
-STEPS = ["env", "kernel_tests", "train_determinism", "bench_rope", "pool_throughput"]
+STEPS = ["env", "bench_rope", "pool_throughput"]
 
 
-def test_smoke_mode_runs_every_step_and_records_it(tmp_path):
-    proc = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--smoke", "--out", str(tmp_path)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=650)
+def test_smoke_mode_runs_the_steps_and_records_them(tmp_path):
+    proc = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--smoke", "--only", ",".join(STEPS),
+                           "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=500)
     summary = json.loads((tmp_path / "gpu_smoke_check.json").read_text())
     assert proc.returncode == 0, (proc.stdout, summary)
     assert [s["step"] for s in summary["steps"]] == STEPS
@@ -23,9 +27,6 @@ def test_smoke_mode_runs_every_step_and_records_it(tmp_path):
     md = (tmp_path / "gpu_smoke_check.md").read_text()
     assert md.startswith("# GPU check (smoke run on CPU") and "| pool_throughput | pass |" in md
     data = {s["step"]: s["data"] for s in summary["steps"]}
-    assert data["kernel_tests"]["tests"] > 0 and data["kernel_tests"]["failures"] == 0
-    assert data["train_determinism"]["repeat_bitwise_equal"] and data["train_determinism"]["resume_bitwise_equal"]
-    assert data["train_determinism"]["kill_exit"] == -9
     assert [c["runs_per_device"] for c in data["pool_throughput"]["configs"]] == [1, 2]
     bench = json.loads((tmp_path / "gpu_smoke_bench_rope_cuda.json").read_text())
     ours = [r for r in bench["rows"] if r["impl"] == "triton (ours)"]
