@@ -26,7 +26,8 @@ def _seconds(default: float, strict: bool = False):
 class PoolConf:
     """The local pool: one run per GPU slot (CUDA_VISIBLE_DEVICES), or CPU-core slots when no GPU is visible."""
     devices: Optional[List[str]] = rule(None, must="must be a list of GPU ids, e.g. [0,2], or null",
-                                        ok=lambda v: True)   # null = every GPU visible (honours CUDA_VISIBLE_DEVICES)
+                                        ok=lambda v: True)   # null = every GPU visible (honours CUDA_VISIBLE_DEVICES);
+    #                                     an id is an index, a GPU UUID or a MIG UUID (each MIG instance is a slot)
     runs_per_device: int = positive(1)      # runs sharing one GPU (small models)
     cpu_only: bool = False                  # ignore GPUs, run CPU slots
     max_parallel: Optional[int] = positive(None, null=True)     # cap on concurrent runs; null = one per slot
