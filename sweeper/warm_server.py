@@ -10,7 +10,8 @@ stdin (a JSON line: argv, env, cwd, log, marker, cores) by forking a fresh child
 
 Replies on fd FD, one JSON line each: {"ok": true} once imported, {"pid": N} per fork, {"exit": N, "code": C}
 (C as subprocess gives it: -SIG when killed), or {"cold": "why"} when a fork would be unsafe (a thread, an
-OpenMP team or CUDA already started here: forking then is undefined) and the caller starts that run cold.
+OpenMP team or CUDA already started here: forking then is undefined) or not the same (a sitecustomize or
+usercustomize hook, which a fresh interpreter runs per run) and the caller starts that run cold.
 Stdin at EOF ends the server; SIGTERM (also from PR_SET_PDEATHSIG when the sweeper dies) kills it, and its
 running child gets SIGTERM through its own PR_SET_PDEATHSIG, as a cold child would from the sweeper.
 """
@@ -97,6 +98,9 @@ def serve(entry: str, fd: int) -> int:
     replies = os.fdopen(fd, "w", buffering=1)
     libc = ctypes.CDLL(None, use_errno=True)
     try:
+        hooks = [m for m in ("sitecustomize", "usercustomize") if m in sys.modules]
+        if hooks:                          # it ran here once; each run's own interpreter would run it again
+            raise RuntimeError(f"{hooks[0]} ({sys.modules[hooks[0]].__file__}) runs at interpreter start")
         (a0, a1), _ = _mm_ranges()
         with open("/proc/self/cmdline", "rb") as f:
             _rewrite(a0, a1, [w for w in f.read().split(b"\0") if w])      # /proc/self/mem writable here
