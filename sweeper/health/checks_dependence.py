@@ -68,7 +68,7 @@ def _bn_message(ctx: PreflightContext, what: str) -> str:
     return (f"{what} in train mode only, through BatchNorm's batch statistics ({', '.join(names[:4])}"
             f"{'...' if len(names) > 4 else ''}): expected for BatchNorm, which normalises with the statistics of "
             f"the whole batch; clean in eval mode and with BatchNorm on running statistics. If that is intended, "
-            f"silence it with Thresholds(batchnorm_coupling='pass') (health.thresholds.batchnorm_coupling=pass); "
+            f"silence it with Thresholds(batchnorm_coupling='pass') (+health.thresholds.batchnorm_coupling=pass); "
             f"otherwise use LayerNorm/GroupNorm (per example) or batches that may share statistics")
 
 
