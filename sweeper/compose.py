@@ -397,12 +397,16 @@ def read_experiment(cfg: dict, overrides: list[str] = ()) -> Experiment:
     if conf.baseline not in conf.variants:
         raise UsageError(f"experiment.baseline={conf.baseline!r} is not one of the variants: "
                          f"{', '.join(conf.variants)}")
+    dropped = {_key(o).removeprefix("experiment.variants.") for o in overrides
+               if o.startswith("~experiment.variants.")}       # a dropped variant takes its notes along
     return Experiment(name=conf.name, baseline=conf.baseline, metric=conf.metric,
                       lower_is_better=conf.lower_is_better,
                       variants={str(k): list(v or []) for k, v in conf.variants.items()},
                       min_effect=conf.min_effect, secondary_metrics=dict(conf.secondary_metrics),
-                      hypothesis=conf.hypothesis, notes={str(k): str(v) for k, v in conf.notes.items()},
-                      controls=[str(v) for v in conf.controls], bundles=[str(v) for v in conf.bundles])
+                      hypothesis=conf.hypothesis,
+                      notes={str(k): str(v) for k, v in conf.notes.items() if k not in dropped},
+                      controls=[str(v) for v in conf.controls if v not in dropped],
+                      bundles=[str(v) for v in conf.bundles if v not in dropped])
 
 
 def check_schemas(cfg: dict) -> None:

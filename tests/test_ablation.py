@@ -63,6 +63,11 @@ def test_a_two_change_variant_warns_naming_both_and_a_no_op_override_is_flagged(
         "one mattered; split it into one variant per change, or declare the bundle with experiment.bundles=[both]"]
 
 
+def test_dropping_a_variant_drops_its_note():
+    sweep = compose_sweep(["+experiment=rope", "~experiment.variants.rope_frozen_qk"])
+    assert set(sweep.experiment.notes) == {"rope", "nope"} and set(sweep.changes) == {"nope"}
+
+
 def test_a_declared_bundle_does_not_warn_and_one_change_error_refuses_an_undeclared_one():
     assert compose_sweep(["+experiment=rope", TWO, "+experiment.bundles=[both]"]).warnings == []
     with pytest.raises(UsageError, match=r"variant both makes 2 changes at once .* \(sweeper.one_change=error\)$"):
