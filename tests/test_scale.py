@@ -32,3 +32,20 @@ def test_bootstrap_p_better_interval_from_the_counts_by_the_definition():
              for i in range(a.size) for j in range(b.size)) for k in range(400)]
     low, high = np.percentile(np.array(u) / (a.size * b.size), [2.5, 97.5])
     assert (got.low, got.high) == (low, high)
+
+
+@pytest.mark.parametrize("run_dir, leaves", [("runs/a/seed_0", False), ("/abs/runs/a", True), ("runs/../x", True),
+                                             ("..", True), ("runs/a..b/seed_0", False), ("runs//a", False)])
+def test_a_manifest_run_dir_outside_the_sweep_dir_is_refused_without_a_path_per_entry(tmp_path, run_dir, leaves):
+    import json
+
+    from sweeper.run.rundir import MANIFEST, UnreadableFile, read_manifest
+
+    (tmp_path / MANIFEST).write_text(json.dumps({
+        "experiment": {"name": "x", "baseline": "a", "metric": "m", "lower_is_better": True, "variants": {"a": []}},
+        "runs": [{"run_id": "r", "variant": "a", "seed": 0, "run_dir": run_dir}]}))
+    if leaves:
+        with pytest.raises(UnreadableFile, match="leaves the sweep dir"):
+            read_manifest(tmp_path)
+    else:
+        assert read_manifest(tmp_path).runs[0].run_dir == run_dir
