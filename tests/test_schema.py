@@ -54,13 +54,15 @@ TYPE_CASES = [pytest.param(prefix, f.name, extra + [override(prefix, f.name, wro
               for prefix, cls, extra in GROUPS
               for f in dataclasses.fields(cls)
               for hint in [typing.get_type_hints(cls)[f.name]]
-              if not (cls is TaskConf and f.name == "command")] + [
+              if not (cls is TaskConf and f.name == "command") and not dataclasses.is_dataclass(hint)] + [
     pytest.param("task", "command", ["task=custom", "task.command={a: 1}"], id="TaskConf.command")]
 
 # Out-of-range values, one for every key with a range or choice (independent of the schema's own rules).
 RANGE_CASES = [
     ("sweeper.preflight", ["sweeper.preflight=later"], "accepted values are off, warn, stop"),
     ("sweeper.max_runs", ["sweeper.max_runs=0"], "must be a positive integer"),
+    ("sweeper.one_change", ["sweeper.one_change=sometimes"], "accepted values are warn, error, off"),
+    ("health.thresholds", ["+health.thresholds.no_such=1"], "health.thresholds.no_such: unknown threshold; accepted:"),
     ("launcher.runs_per_device", ["launcher.runs_per_device=0"], "must be a positive integer"),
     ("launcher.max_parallel", ["launcher.max_parallel=0"], "must be a positive integer or null"),
     ("launcher.threads_per_run", ["launcher.threads_per_run=-2"], "must be a positive integer or null"),
@@ -141,7 +143,9 @@ def refused(args: list[str], tmp_path, monkeypatch) -> str:
 
 # The keys without a range or choice (any value of their type is accepted): booleans, free text, lists of ids.
 WITHOUT_RANGE = {"sweeper.dir", "sweeper.dry_run", "sweeper.extend", "sweeper.audit", "sweeper.report",
-                 "sweeper.tensorboard", "launcher.devices", "launcher.cpu_only"} | {
+                 "sweeper.tensorboard", "launcher.devices", "launcher.cpu_only", "sweeper.baseline_first",
+                 "sweeper.journal", "experiment.hypothesis", "experiment.notes", "experiment.controls",
+                 "experiment.bundles"} | {
     f"launcher.{k}" for k in ("wait", "partition", "account", "qos", "gres", "mem_per_gpu", "mem_per_cpu",
                               "constraint", "exclude", "comment", "job_name", "additional_parameters", "setup",
                               "stderr_to_stdout", "submitit_folder")} | {
@@ -150,7 +154,8 @@ TRAINER = {"model": ModelConfig, "data": StdlibData, "train": TrainConfig, "heal
 
 
 def test_the_tables_cover_every_key_of_every_group():
-    keys = {f"{prefix}.{f.name}" for prefix, cls, _ in GROUPS for f in dataclasses.fields(cls)}
+    keys = {f"{prefix}.{f.name}" for prefix, cls, _ in GROUPS for f in dataclasses.fields(cls)
+            if not dataclasses.is_dataclass(typing.get_type_hints(cls)[f.name])}   # nested: sweeper.adaptive.*
     assert {f"{p.values[0]}.{p.values[1]}" for p in TYPE_CASES} == keys
     ranged = {key for key, _, _ in RANGE_CASES}
     assert keys - ranged == WITHOUT_RANGE                   # every key with a range has an out-of-range case
@@ -169,8 +174,11 @@ def test_each_trainer_group_checks_its_own_ranges(key, args, says):
 
     prefix = key.split(".")[0]
     cls = TextData if "data=text" in args else TRAINER[prefix]
-    values = {a.split("=", 1)[0].split(".")[1]: yaml.safe_load(a.split("=", 1)[1]) for a in args
-              if a.startswith(f"{prefix}.") and not a.startswith("data.path=")}
+    values = {}
+    for a in (a.lstrip("+") for a in args if a.lstrip("+").startswith(f"{prefix}.") and not a.startswith("data.path=")):
+        path, value = a.split("=", 1)
+        _, name, *sub = path.split(".")                     # +health.thresholds.NAME=v -> thresholds={NAME: v}
+        values[name] = {sub[0]: yaml.safe_load(value)} if sub else yaml.safe_load(value)
     cls().check(prefix)                                     # the defaults pass
     with pytest.raises(ConfigError) as e:
         cls(**values).check(prefix)
@@ -199,7 +207,8 @@ def test_an_out_of_range_value_is_one_line_naming_the_key(key, args, says, tmp_p
     (["launcher.max_parallel=0"], "launcher.max_parallel=0: must be a positive integer or null"),
     (["launcher.cores=[0,x]"], "launcher.cores=[0, 'x']: must be a list of CPU core ids, e.g. [0,1,2,3], or null"),
     (["launcher=slurm", "launcher.wait=maybe"], "launcher.wait='maybe': expected a boolean (true or false)"),
-    (["sweeper.typo=1"], "unknown config key 'sweeper.typo'; keys of sweeper are: audit, dir, dry_run, extend, max_runs, "
+    (["sweeper.typo=1"], "unknown config key 'sweeper.typo'; keys of sweeper are: adaptive, audit, baseline_first, dir, dry_run, "
+                       "extend, journal, max_runs, one_change, "
                          "preflight, report, tensorboard"),
     (["+launcher.gpus=2"], "unknown config key 'launcher.gpus'; keys of launcher are: cores, cpu_only, "
                            "crash_loop_after, devices, grace_s, max_parallel, max_retries, name, retry_backoff_s, "
