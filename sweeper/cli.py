@@ -113,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         return _main(argv, state)
     except KeyboardInterrupt:
         return interrupted("sweeper", state.get("sweep_dir"))
+    except Exception:
+        if interrupts.fired():                     # a library turned our KeyboardInterrupt into another error
+            return interrupted("sweeper", state.get("sweep_dir"))
+        raise
 
 
 def _main(argv: list[str], state: dict) -> int:

@@ -16,6 +16,7 @@ import threading
 from contextlib import contextmanager
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_fired = threading.Event()
 
 
 def _main_thread() -> bool:
@@ -25,7 +26,15 @@ def _main_thread() -> bool:
 def _raise_once(signum, frame) -> None:
     for sig in SIGNALS:             # a second Ctrl-C while the first unwinds must not raise in the handler
         signal.signal(sig, signal.SIG_IGN)
+    _fired.set()
     raise KeyboardInterrupt
+
+
+def fired() -> bool:
+    """Whether install()'s handler has raised its KeyboardInterrupt: a library that caught it and raised
+    another error instead (OmegaConf, interrupted while building a config, raises AttributeError) is still
+    an interrupt to sweeper.cli."""
+    return _fired.is_set()
 
 
 def install() -> None:

@@ -583,8 +583,17 @@ def report_sweep(sweep_dir: str | Path, plots: bool = True, alpha: float = 0.05,
     try:
         page = journal_mod.record(folder, journal_mod.entry_of(inp, sweep_dir, inp.code, headline(inp.analysis)))
     except (UnreadableFile, OSError) as e:
-        return f"{text}\nWARNING: the journal was not updated: {e}"
-    return f"{text}\njournal: {page}"
+        return _before_notes(text, f"WARNING: the journal was not updated: {e}")
+    return _before_notes(text, f"journal: {page}")
+
+
+def _before_notes(text: str, line: str) -> str:
+    """Add `line` to the terminal text above its closing `note:` lines (what to do next stays last)."""
+    lines = text.splitlines()
+    end = len(lines)
+    while end and lines[end - 1].startswith("note: "):
+        end -= 1
+    return "\n".join(lines[:end] + [line] + lines[end:])
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -17,11 +17,13 @@ from sweeper.run.rundir import read_manifest
 
 FIXTURE = ROOT / "tests" / "fixtures" / "adaptive"
 ARGS = ["--config-dir", str(FIXTURE / "conf"), "+experiment=ad", "seeds=adaptive", "sweeper.adaptive.start=3",
-        "sweeper.adaptive.batch=2", "sweeper.adaptive.max_seeds=5", "sweeper.journal=off", "launcher.max_parallel=2"]
+        "sweeper.adaptive.batch=2", "sweeper.adaptive.max_seeds=5", "sweeper.journal=off"]
+LOCAL = ["launcher.max_parallel=2"]
 
 
 def _sweep(sweep_dir, *extra, timeout=300):
-    return run_sweeper(*ARGS, f"sweeper.dir={sweep_dir}", *extra, cwd=FIXTURE, timeout=timeout)
+    local = [] if "launcher=slurm" in extra else LOCAL     # launcher.max_parallel is a key of the local launcher
+    return run_sweeper(*ARGS, *local, f"sweeper.dir={sweep_dir}", *extra, cwd=FIXTURE, timeout=timeout)
 
 
 def _seeds(sweep_dir):
@@ -62,7 +64,7 @@ def test_interrupted_during_a_look_resumes_with_its_looks_intact(adaptive_sweep,
     reference, _ = adaptive_sweep
     sweep_dir = tmp_path / "sweep"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "sweeper", *ARGS, f"sweeper.dir={sweep_dir}"]
+    cmd = [sys.executable, "-m", "sweeper", *ARGS, *LOCAL, f"sweeper.dir={sweep_dir}"]
     proc = subprocess.Popen(cmd, cwd=FIXTURE, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while time.time() < deadline and not (sweep_dir / "looks.json").exists():

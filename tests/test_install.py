@@ -144,7 +144,8 @@ def test_a_user_project_sweeps_against_the_installed_sweeper(install, tmp_path):
     proc = in_venv(python, "-m", "sweeper", "--config-dir", "conf", "+experiment=toy", "seeds=0-3",
                    "launcher.cpu_only=true", "launcher.max_parallel=2", cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    sweep_dir, = (tmp_path / "sweeps").iterdir()
+    sweep_dir, = (p for p in (tmp_path / "sweeps").iterdir() if p.is_dir())
+    assert sweep_dir.name in (tmp_path / "sweeps" / "journal.md").read_text()    # the journal sits beside the sweeps
     from sweeper.run.rundir import RunDir, Status, read_manifest
 
     manifest = read_manifest(sweep_dir)
@@ -176,7 +177,8 @@ def test_a_user_project_sweeps_on_slurm_against_the_installed_sweeper(install, t
                    "launcher=slurm", "launcher.cpus_per_task=1", "launcher.gpus_per_node=0", "launcher.poll_s=0.5",
                    cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    sweep_dir, = (tmp_path / "sweeps").iterdir()
+    sweep_dir, = (p for p in (tmp_path / "sweeps").iterdir() if p.is_dir())
+    assert sweep_dir.name in (tmp_path / "sweeps" / "journal.md").read_text()    # the journal sits beside the sweeps
     from sweeper.run.rundir import read_manifest
 
     manifest = read_manifest(sweep_dir)

@@ -120,6 +120,19 @@ def test_ctrl_c_while_the_plan_is_written_completes_it_then_exits_130(sweep_dir,
     assert processes_mentioning(str(sweep_dir)) == []
 
 
+def test_ctrl_c_while_composing_is_exit_130_at_every_moment(sweep_dir, tmp_path):
+    """The composing window (imports, Hydra, OmegaConf) swept in 25 ms steps: exit 130, never -2 (CPython's
+    re-raised SIGINT) or an OmegaConf error that swallowed the interrupt."""
+    for i, delay in enumerate(x / 1000 for x in range(150, 551, 25)):
+        log = tmp_path / f"sweep{i}.log"
+        proc = start(sweep_args(sweep_dir, "sweeper.dry_run=true", steps=5), log)
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGINT)
+        code = proc.wait(timeout=120)
+        out = log.read_text()
+        assert code in (0, 130) and "Traceback" not in out, (delay, code, out)
+
+
 @pytest.mark.parametrize("delay", [0.3, 1.0, 2.5])
 def test_ctrl_c_at_any_early_moment_is_one_line_and_exit_130(sweep_dir, tmp_path, delay):
     log = tmp_path / "sweep.log"
