@@ -100,7 +100,7 @@ def interrupted(prog: str, sweep_dir=None) -> int:
     where = (f"finished runs are kept. Resume with the same command or `python -m sweeper.resume {sweep_dir}`"
              if sweep_dir is not None else "nothing was started; run the same command again")
     print(f"{prog}: interrupted; {where}", file=sys.stderr, flush=True)
-    return 130
+    return interrupts.INTERRUPTED
 
 
 def main(argv: list[str] | None = None) -> int:

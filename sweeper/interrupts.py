@@ -11,11 +11,14 @@ restores these afterwards. Only the main thread can set handlers; elsewhere both
 """
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+INTERRUPTED = 130                   # the exit status after Ctrl-C / SIGTERM
 _fired = threading.Event()
 
 
@@ -35,6 +38,19 @@ def fired() -> bool:
     another error instead (OmegaConf, interrupted while building a config, raises AttributeError) is still
     an interrupt to sweeper.cli."""
     return _fired.is_set()
+
+
+def exit_with(code: int):
+    """sys.exit(code) for a `python -m` entry point, except after an interrupt: exit 130 with os._exit.
+    An interrupt that surfaced through code CPython ran via PyRun_* (Hydra's composition, some imports) leaves
+    its "unhandled KeyboardInterrupt" flag set even though we caught it, and the interpreter would then kill
+    itself with SIGINT at exit (status -2, not 130). Nothing is left to clean up by then: the pool has stopped
+    its children and every file is written."""
+    if code == INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(INTERRUPTED)
+    sys.exit(code)
 
 
 def install() -> None:

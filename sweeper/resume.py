@@ -93,6 +93,12 @@ def main(argv: list[str] | None = None) -> int:
         from sweeper.cli import interrupted
 
         return interrupted("sweeper.resume", state.get("sweep_dir"))
+    except Exception:
+        if interrupts.fired():                     # a library turned our KeyboardInterrupt into another error
+            from sweeper.cli import interrupted
+
+            return interrupted("sweeper.resume", state.get("sweep_dir"))
+        raise
 
 
 def _main(argv: list[str], state: dict) -> int:
@@ -112,4 +118,6 @@ def _main(argv: list[str], state: dict) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from sweeper import interrupts
+
+    interrupts.exit_with(main())
