@@ -235,10 +235,11 @@ def permutation_test(a, b, alternative: str = "two-sided", n_resamples: int = 10
     scipy.stats.permutation_test((a, b), statistic, n_resamples=np.inf) where statistic is
     |mean a - mean b| with alternative="greater" (our two-sided) or mean a - mean b ("greater", "less").
 
-    The observed and every null statistic are computed by the same formula (x[part].mean() - x[rest].mean(),
-    parts in ascending index order, as scipy does), and ties use scipy's relative tolerance 100 eps |observed|.
-    Exact enumeration of all C(n_a + n_b, n_a) splits when there are at most `max_exact`; otherwise
-    `n_resamples` random splits with p = (hits + 1) / (n_resamples + 1).
+    The observed and every null statistic are computed by the same formula, and ties use scipy's relative
+    tolerance 100 eps |observed|. Exact enumeration of all C(n_a + n_b, n_a) splits when there are at most
+    `max_exact` (x[part].mean() - x[rest].mean(), parts in ascending index order, as scipy does); otherwise
+    `n_resamples` random splits (arm a's sum S, then S / n_a - (total - S) / n_b: O(B n) in bounded blocks)
+    with p = (hits + 1) / (n_resamples + 1).
     """
     _check_alternative(alternative)
     a, b = _finite(a, "a"), _finite(b, "b")
@@ -246,17 +247,15 @@ def permutation_test(a, b, alternative: str = "two-sided", n_resamples: int = 10
         return TestResult("permutation test", math.nan, math.nan, note="needs at least 1 seed per arm")
     x = np.concatenate([a, b])
     n, na, nb = x.size, a.size, b.size
+    observed = a.mean() - b.mean()
     if math.comb(n, na) <= max_exact:
         order = _splits(n, na)                                                    # (C, N)
+        batch = x[order]                                                          # (C, N)
+        null = batch[:, :na].mean(axis=-1) - batch[:, na:].mean(axis=-1)         # (C,)
         exact, floor = True, smallest_p("permutation", na, nb, alternative)
     else:
-        rng = np.random.default_rng(seed)
-        order = np.sort(rng.permuted(np.tile(np.arange(n), (n_resamples, 1)), axis=1)[:, :na], axis=1)
-        order = np.concatenate([order, _complement(order, n)], axis=1)           # (B, N)
+        observed, null = _random_splits(x, na, n_resamples, np.random.default_rng(seed))
         exact, floor = False, 1.0 / (n_resamples + 1)
-    batch = x[order]                                                              # (C, N)
-    null = batch[:, :na].mean(axis=-1) - batch[:, na:].mean(axis=-1)             # (C,)
-    observed = a.mean() - b.mean()
     if alternative == "two-sided":
         p = _resampling_pvalue(np.abs(null), abs(observed), "greater", exact)
     else:
@@ -265,11 +264,25 @@ def permutation_test(a, b, alternative: str = "two-sided", n_resamples: int = 10
     return TestResult(name, float(observed), p, min_p=floor, exact=exact, n_resamples=int(null.size))
 
 
-def _complement(first: np.ndarray, n: int) -> np.ndarray:
-    """For each row of chosen indices, the others in ascending order.   # (B, k) -> (B, n - k)"""
-    member = np.zeros((first.shape[0], n), dtype=bool)
-    np.put_along_axis(member, first, True, axis=1)
-    return np.nonzero(~member)[1].reshape(first.shape[0], n - first.shape[1])
+_CHUNK = 2**21          # values per block of random splits: bounded memory and cache-sized work at any n
+
+
+def _random_splits(x: np.ndarray, na: int, n_resamples: int, rng: np.random.Generator) -> tuple[float, np.ndarray]:
+    """The observed and `n_resamples` random-split differences of means, by one formula: arm a's sum S over its
+    na values, then S / na - (total - S) / nb (O(B n), no sort; the first na of x are arm a).   # -> (), (B,)"""
+    n, nb = x.size, x.size - na
+    total = x.sum()
+
+    def diff(s):
+        return s / na - (total - s) / nb
+
+    rows = max(1, _CHUNK // n)
+    null = np.empty(n_resamples)
+    for lo in range(0, n_resamples, rows):
+        k = min(rows, n_resamples - lo)
+        perm = rng.permuted(np.broadcast_to(np.arange(n), (k, n)), axis=1)         # (k, n)
+        null[lo:lo + k] = diff(x[perm[:, :na]].sum(axis=1))                       # (k,)
+    return float(diff(x[:na].sum())), null
 
 
 def sign_flip_test(a, b, alternative: str = "two-sided", n_resamples: int = 10_000, seed: int = 0,
@@ -305,6 +318,14 @@ def sign_flip_test(a, b, alternative: str = "two-sided", n_resamples: int = 10_0
 
 
 # ----------------------------------------------------------------------------- bootstrap
+def _blocks(n_resamples: int, width: int) -> list[int]:
+    """Rows per block of resamples of `width` values: all at once up to _CHUNK values (below ~200 seeds per arm
+    at 10,000 resamples, so one block, the same draws as ever), else blocks of at most _CHUNK values, so memory
+    stays bounded and page faults stay few at 1,000s of seeds."""
+    rows = max(1, _CHUNK // max(width, 1))
+    return [min(rows, n_resamples - lo) for lo in range(0, n_resamples, rows)]
+
+
 def resample_counts(n: int, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Bootstrap multiplicities: row r says how often each of the n values is drawn.   # (B, n)"""
     idx = rng.integers(0, n, size=(n_resamples, n)) + n * np.arange(n_resamples)[:, None]
@@ -337,7 +358,9 @@ def bootstrap_mean(x, confidence: float = 0.95, n_resamples: int = 10_000, seed:
     if x.size < 2:
         return Interval(float(x.mean()) if x.size else math.nan, math.nan, math.nan, "none (n < 2)",
                         confidence, 0, seed)
-    boot = resample_counts(x.size, n_resamples, np.random.default_rng(seed)) @ x / x.size     # (B,)
+    rng = np.random.default_rng(seed)
+    boot = np.concatenate([resample_counts(x.size, k, rng) @ x / x.size                      # (B,)
+                           for k in _blocks(n_resamples, x.size)])
     low, high, method = bca_interval(boot, float(x.mean()), [x - x.mean()], confidence)
     return Interval(float(x.mean()), low, high, method, confidence, n_resamples, seed)
 
@@ -364,10 +387,14 @@ def bootstrap_delta(a, b, paired: bool = False, lower_is_better: bool = False, c
         return BootstrapDelta(Interval(delta, math.nan, math.nan, none, confidence, 0, seed),
                               Interval(pb, math.nan, math.nan, none, confidence, 0, seed))
     rng = np.random.default_rng(seed)
-    ca = resample_counts(a.size, n_resamples, rng)                                # (B, n_a)
-    cb = ca if paired else resample_counts(b.size, n_resamples, rng)              # (B, n_b)
-    boot_delta = ca @ a / a.size - cb @ b / b.size                                # (B,)
-    boot_pb = weighted_wins(a, b, ca, cb, lower_is_better) / (a.size * b.size)    # (B,)
+    boot_delta, boot_pb = np.empty(n_resamples), np.empty(n_resamples)
+    lo = 0
+    for k in _blocks(n_resamples, a.size + (0 if paired else b.size)):
+        ca = resample_counts(a.size, k, rng)                                      # (k, n_a)
+        cb = ca if paired else resample_counts(b.size, k, rng)                    # (k, n_b)
+        boot_delta[lo:lo + k] = ca @ a / a.size - cb @ b / b.size                 # (k,)
+        boot_pb[lo:lo + k] = weighted_wins(a, b, ca, cb, lower_is_better) / (a.size * b.size)
+        lo += k
     if paired:
         d = a - b
         influences = [d - d.mean()]

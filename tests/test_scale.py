@@ -49,3 +49,32 @@ def test_a_manifest_run_dir_outside_the_sweep_dir_is_refused_without_a_path_per_
             read_manifest(tmp_path)
     else:
         assert read_manifest(tmp_path).runs[0].run_dir == run_dir
+
+
+def test_blocked_resampling_at_thousands_of_seeds_agrees_with_scipy(monkeypatch):
+    """At 1,000s of seeds the bootstrap and the Monte Carlo permutation test run in bounded blocks of resamples;
+    forced into many small blocks here, they still agree with scipy (independent resamples, so within MC error)."""
+    import math
+
+    from scipy import stats as sps
+
+    from sweeper import stats
+
+    monkeypatch.setattr(stats, "_CHUNK", 5_000)             # 25 values per arm: 200+ rows per block, 20+ blocks
+    rng = np.random.default_rng(21)
+    a, b = rng.normal(0.35, 1, 24), rng.normal(0, 1.3, 25)
+    ours = stats.bootstrap_delta(a, b, n_resamples=8_000, seed=2)
+    ref = sps.bootstrap((a, b), lambda x, y, axis=-1: x.mean(axis) - y.mean(axis), method="BCa",
+                        n_resamples=8_000, rng=3, vectorized=True).confidence_interval
+    width = ref.high - ref.low
+    assert abs(ours.delta.low - ref.low) < 0.08 * width and abs(ours.delta.high - ref.high) < 0.08 * width
+    mean = stats.bootstrap_mean(a, n_resamples=8_000, seed=4)
+    ref_mean = sps.bootstrap((a,), np.mean, method="BCa", n_resamples=8_000, rng=5).confidence_interval
+    assert abs(mean.low - ref_mean.low) < 0.08 * (ref_mean.high - ref_mean.low)
+    perm = stats.permutation_test(a, b, n_resamples=8_000, seed=6)
+    assert not perm.exact and perm.n_resamples == 8_000
+    ref_p = sps.permutation_test((a, b), lambda x, y, axis=-1: np.abs(x.mean(axis) - y.mean(axis)),
+                                 alternative="greater", n_resamples=8_000, rng=7, vectorized=True).pvalue
+    assert abs(perm.pvalue - ref_p) < 5 * math.sqrt(ref_p * (1 - ref_p) / 8_000) + 1e-3
+    again = stats.bootstrap_delta(a, b, n_resamples=8_000, seed=2)
+    assert again == ours                                   # blocks change nothing about reproducibility

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import hashlib
 import json
 import time
@@ -187,15 +188,24 @@ class Summary:
 
 # -- one run directory ----------------------------------------------------------------------------------------
 
+def _child(name: str) -> functools.cached_property:
+    """RunDir attribute: path / name, built once on first access."""
+    prop = functools.cached_property(lambda self: self.path / name)
+    prop.__doc__ = f"the run's {name}"
+    return prop
+
+
 class RunDir:
     """The files of one run. Paths are attributes; records go through the methods."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.config_path = self.path / CONFIG
-        self.status_path, self.summary_path = self.path / STATUS, self.path / SUMMARY
-        self.metrics_path, self.health_path = self.path / METRICS, self.path / HEALTH
-        self.env_path, self.log_path, self.ckpt_dir = self.path / ENV, self.path / LOG, self.path / CKPT
+
+    # each file's path is built on first use (a report reads 10,000s of RunDirs and a few files of each)
+    config_path = _child(CONFIG)
+    status_path, summary_path = _child(STATUS), _child(SUMMARY)
+    metrics_path, health_path = _child(METRICS), _child(HEALTH)
+    env_path, log_path, ckpt_dir = _child(ENV), _child(LOG), _child(CKPT)
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
