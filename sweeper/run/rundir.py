@@ -72,7 +72,8 @@ def stable_hash(obj: Any, n: int = 12) -> str:
 def _load_json(path: Path, what: str, fix: str = "") -> Any:
     """The parsed file, None when it does not exist; UnreadableFile when it exists but is not JSON."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as f:        # open(), not Path(): a report reads 10,000s of these
+            text = f.read()
     except FileNotFoundError:
         return None
     except OSError as e:
@@ -321,7 +322,8 @@ class RunDir:
 
     def metrics_text(self) -> str:
         try:
-            return self.metrics_path.read_text(encoding="utf-8", errors="replace")
+            with open(self.metrics_path, encoding="utf-8", errors="replace") as f:
+                return f.read()
         except FileNotFoundError:
             return ""
 
