@@ -11,27 +11,34 @@ looks and comparisons). Pure numpy/scipy on per-seed arrays; no I/O, no backend,
 Procedure (fixed before looking; the README's "Adaptive seeds" section justifies it):
 1. Looks at n = start, start+batch, ... , max_seeds seeds per arm; information fraction t = n / max_seeds (the
    seeds that ended, lost ones included, so a look whose runs were cut short is placed where it really is).
-2. Each comparison spends its local level alpha_i over its looks by a Lan-DeMets spending function
-   (O'Brien-Fleming type, default: alpha(t) = 2 - 2 Phi(z_{alpha/2} / sqrt t), almost nothing early, nearly
-   the full level at max_seeds, so power stays that of the fixed design; or Pocock type alpha ln(1 + (e-1) t)).
-   Boundaries are the z values c_k with P(no crossing before k, |Z_k| >= c_k) = alpha(t_k) - alpha(t_{k-1})
-   for a Brownian motion observed at the looks, by numerical integration (Armitage-McPherson-Rowe recursion).
+2. Each comparison spends its local level alpha_i over its looks by a Lan-DeMets spending function:
+   O'Brien-Fleming type alpha(t) = 2 - 2 Phi(z_{alpha/2} / sqrt t), Pocock type alpha ln(1 + (e-1) t), or
+   Hwang-Shih-DeCani alpha (1 - e^{-g t}) / (1 - e^{-g}) with g = HSD_GAMMA = -6 ("hsd": less than OBF spent
+   before the last look, so the final level stays near alpha: 0.043 at looks 4, 6, ..., 16, OBF's 0.032).
 3. Small n: a look's statistic is the fixed design's own test (paired t, Welch t, or the exact worst-rank
-   test when seeds were lost); its two-sided p-value (t distribution with the look's df, or exact) is compared
-   with the nominal level 2 (1 - Phi(c_k)) of the boundary: the t distribution, not the normal, carries the
-   small-n tail; benchmarks/adaptive_sim.py checks the family-wise error by simulation (normal and heavy
-   tails, n from 3, lost seeds).
+   test when seeds were lost) and crosses when its two-sided p-value <= q_k. The levels q_k are calibrated
+   by simulation (t_levels: CALIBRATION_PATHS normal sweeps, fixed seed, paired t at the looks' seed counts):
+   P(no crossing before k, p_k <= q_k) = alpha(t_k) - alpha(t_{k-1}) under the null. The normal-theory
+   boundaries of a Brownian motion (`boundaries`, Armitage-McPherson-Rowe recursion) applied to t p-values
+   let the error reach ~0.055 at alpha 0.05 (the looks share their variance estimates); heavy tails and the
+   worst-rank test are conservative at these levels. benchmarks/adaptive_sim.py checks the family-wise error.
 4. Across comparisons: Holm as a graphical procedure (Maurer & Bretz 2013): alpha_i = alpha / m at first; when
-   a comparison crosses its boundary (at this look or, at its updated level, at an earlier one) it is decided
-   and its alpha_i is split equally among the comparisons not yet decided, whose boundaries are recomputed at
-   their new level. Comparisons stopped for futility or invalid keep their share (never passed on: stopping
-   for futility is non-binding, so it cannot raise the error).
-5. Futility (needs experiment.min_effect = X): at a look before the last, a comparison stops with
-   "no effect >= X" when the 90% t interval of the difference lies inside (-X, X) (two one-sided tests at
-   5%), or "inconclusive at budget" when, even if the true difference were X, the chance of crossing the final
-   boundary by max_seeds is below FUTILITY_POWER (conditional power on the z scale; from the second look on,
-   as the first look's spread rests on start - 1 degrees of freedom). At max_seeds an undecided
-   comparison is "no effect >= X" when its 90% interval lies inside (-X, X), else "inconclusive at budget".
+   a comparison crosses (at this look or, at its updated level, at an earlier one) it is decided and its
+   alpha_i is split equally among the comparisons not yet decided, whose levels are recomputed at their new
+   alpha_i. Comparisons stopped for futility or invalid keep their share (never passed on: stopping for
+   futility is non-binding, so it cannot raise the error).
+5. Futility (needs experiment.min_effect = X), from the second look on (the first look's spread rests on
+   start - 1 df), before max_seeds: a comparison stops when either
+   a. conditional power under X is below FUTILITY_POWER: even if the true difference were X, the chance of
+      crossing the final level by max_seeds is that small (z scale; for the worst-rank test the z of its
+      p-value and Welch's se of the usable values), or
+   b. predictive power is below PREDICTIVE_POWER: the chance of a final crossing, averaging over the effect
+      given the data (flat prior: final Z ~ N(z / sqrt t, (1 - t) / t)), is that small.
+   It is labelled "no effect >= X" when its 90% t interval lies inside (-X, X), else "inconclusive at
+   budget". A 90% interval inside (-X, X) alone no longer stops a comparison early: at 4-8 seeds it stopped
+   true effects of X/2 that the fixed design at max_seeds detects (the benchmark's main loss of power).
+   At max_seeds an undecided comparison is "no effect >= X" when its 90% interval lies inside (-X, X), else
+   "inconclusive at budget".
 6. A health-failed variant (or baseline) is stopped at its first look: "invalid".
 """
 from __future__ import annotations
@@ -41,16 +48,20 @@ import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from scipy import optimize
+from scipy import optimize, special
 from scipy import stats as sps
 
 import sweeper.stats as stats
 
-SPENDING = ("obf", "pocock")
+SPENDING = ("obf", "pocock", "hsd")
+HSD_GAMMA = -6.0          # Hwang-Shih-DeCani spending parameter of spending="hsd"
 OPEN, BETTER, WORSE, NO_EFFECT, BUDGET, INVALID = ("open", "better", "worse", "no effect", "inconclusive at budget",
                                                   "invalid")
 FUTILITY_POWER = 0.05     # conditional power under min_effect below which a comparison stops as futile
+PREDICTIVE_POWER = 0.05   # predictive power (the data's own trend) below which a comparison stops as futile
 EQUIVALENCE = 0.90        # the interval that must lie inside (-min_effect, min_effect) for "no effect >= X"
+CALIBRATION_PATHS = 100_000   # simulated normal sweeps that calibrate the t-test levels of the looks
+CALIBRATION_SEED = 15         # fixed: the same design always gets the same levels
 _GRID = 241               # points per look of the numerical integration
 
 
@@ -85,7 +96,9 @@ def spent(t: float, alpha: float, kind: str = "obf") -> float:
     if t == 0:
         return 0.0
     if kind == "obf":
-        return float(2 - 2 * sps.norm.cdf(sps.norm.ppf(1 - alpha / 2) / math.sqrt(t)))
+        return float(math.erfc(_z(alpha / 2) / math.sqrt(t) / _SQRT2))
+    if kind == "hsd":
+        return float(alpha * (1 - math.exp(-HSD_GAMMA * t)) / (1 - math.exp(-HSD_GAMMA)))
     if kind == "pocock":
         return float(alpha * math.log(1 + (math.e - 1) * t))
     raise ValueError(f"spending={kind!r}: accepted values are {', '.join(SPENDING)}")
@@ -132,7 +145,80 @@ def boundaries(fractions: tuple[float, ...], alpha: float, kind: str = "obf") ->
 
 def nominal_p(c: float) -> float:
     """The two-sided nominal p-value of a z boundary."""
-    return float(2 * sps.norm.sf(c))
+    return float(math.erfc(c / _SQRT2))
+
+
+_SQRT2 = math.sqrt(2.0)
+
+
+@functools.lru_cache(maxsize=256)
+def _z(p: float) -> float:
+    """The upper p quantile of the standard normal."""
+    return float(sps.norm.isf(p))
+
+
+@functools.lru_cache(maxsize=4096)
+def t_levels(ns: tuple[int, ...], fractions: tuple[float, ...], alpha: float, kind: str = "obf") -> tuple[float, ...]:
+    """Nominal two-sided p-value thresholds q_1..q_K for looks at ns seeds per arm (information fractions
+    `fractions`): the paired t-test's p-value at look k crosses when p_k <= q_k, and q_k is set so that, for
+    normal data under the null, P(no crossing before k, p_k <= q_k) = alpha(t_k) - alpha(t_{k-1}) exactly in
+    CALIBRATION_PATHS simulated sweeps (fixed seed). The normal-theory boundaries (`boundaries`) applied to t
+    p-values would let the family-wise error reach ~0.055 at alpha 0.05 (n from 3 or 4: the looks share their
+    variance estimates); these levels spend exactly alpha."""
+    if len(ns) != len(fractions):
+        raise ValueError(f"{len(ns)} looks but {len(fractions)} information fractions")
+    paths = CALIBRATION_PATHS
+    alive = np.ones(paths, dtype=bool)
+    out, crossed = [], 0
+    for n, t in zip(ns, fractions):
+        want = int(round(spent(t, alpha, kind) * paths)) - crossed        # crossings this look may add
+        if n < 2 or want <= 0:
+            out.append(0.0)
+            continue
+        p = _calibration_pvalues(n)
+        live = p[alive]
+        if want >= live.size:
+            q = 1.0
+        else:
+            part = np.partition(live, [want - 1, want])
+            q = float(part[want - 1] + part[want]) / 2                        # `want` alive paths at or below
+        out.append(q)
+        hit = alive & (p <= q)
+        crossed += int(hit.sum())
+        alive &= ~hit
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=None)
+def _calibration_sums(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sum and sum of squares of the first n simulated paired differences of every calibration path."""
+    x = np.random.default_rng([CALIBRATION_SEED, n]).standard_normal(CALIBRATION_PATHS)
+    if n == 1:
+        return x, x * x
+    s1, s2 = _calibration_sums(n - 1)
+    return s1 + x, s2 + x * x
+
+
+@functools.lru_cache(maxsize=None)
+def _calibration_pvalues(n: int) -> np.ndarray:
+    """Two-sided paired t-test p-values at n seeds of every calibration path (standard normal differences)."""
+    s1, s2 = _calibration_sums(n)
+    mean = s1 / n
+    var = np.maximum(s2 - n * mean * mean, 1e-300) / (n - 1)
+    return 2 * special.stdtr(n - 1, -np.abs(mean) / np.sqrt(var / n))
+
+
+def levels(s: "State", alpha: float | None = None, design: "Design | None" = None,
+           extra: tuple[tuple[int, float], ...] = ()) -> tuple[float, ...]:
+    """The calibrated nominal p thresholds of a comparison's looks (and of planned `extra` (n, t) looks)."""
+    ns = tuple(int(look["n"]) for look in s.looks) + tuple(n for n, _ in extra)
+    fr = _increasing(s.fractions + tuple(t for _, t in extra))
+    return t_levels(ns, fr, s.alpha if alpha is None else alpha, design.spending if design else "obf")
+
+
+def z_of_level(q: float) -> float:
+    """The z value whose two-sided nominal p is q (the inverse of nominal_p)."""
+    return 40.0 if q <= 0 else float(sps.norm.isf(q / 2))
 
 
 @dataclass
@@ -161,7 +247,10 @@ def look_stat(design: str, a, b, lost_a: int = 0, lost_b: int = 0, lower_is_bett
             p = stats.worst_rank_test(a, b, lost_a, lost_b, lower_is_better).test.pvalue if a.size + b.size else 1.0
             return LookStat(n, "worst-rank test", float(p), math.nan)
         w = stats.worst_rank_test(a, b, lost_a, lost_b, lower_is_better)
-        return LookStat(n, "worst-rank test", float(w.test.pvalue), float(np.median(a) - np.median(b)))
+        se = math.nan
+        if a.size > 1 and b.size > 1:            # Welch's se of the usable values: the scale of X for futility
+            se = float(math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size))
+        return LookStat(n, "worst-rank test", float(w.test.pvalue), float(np.median(a) - np.median(b)), se)
     test = (stats.paired_t_test if design == "paired" else stats.welch_test)(a, b, confidence=EQUIVALENCE)
     d = a - b if design == "paired" else None
     est = float(d.mean()) if d is not None else float(a.mean() - b.mean())
@@ -201,9 +290,8 @@ def start_states(design: Design, variants: list[str]) -> dict[str, State]:
 
 def _crossed(design: Design, s: State) -> int | None:
     """The first look whose p-value is at or below the boundary at s.alpha, else None."""
-    bounds = boundaries(_increasing(s.fractions), s.alpha, design.spending)
-    for k, (look, c) in enumerate(zip(s.looks, bounds)):
-        if look["stat"]["pvalue"] is not None and look["stat"]["pvalue"] <= nominal_p(c):
+    for k, (look, q) in enumerate(zip(s.looks, levels(s, design=design))):
+        if look["stat"]["pvalue"] is not None and look["stat"]["pvalue"] <= q:
             return k
     return None
 
@@ -217,19 +305,38 @@ def _increasing(fr: tuple[float, ...]) -> tuple[float, ...]:
     return tuple(out)
 
 
-def conditional_power(design: Design, st: LookStat, t: float, c_final: float) -> float:
-    """P(|Z at max_seeds| >= c_final | data so far) if the true difference were +-min_effect (the larger)."""
+def conditional_power(design: Design, st: LookStat, t: float, c_final: float, effect: float | None = None) -> float:
+    """P(|Z at max_seeds| >= c_final | data so far) if the true difference were +-effect (default min_effect; the
+    larger of the two signs)."""
     if not (math.isfinite(st.se) and st.se > 0 and t < 1):
         return 1.0
+    effect = design.min_effect if effect is None else effect
     se_final = st.se * math.sqrt(t)                 # se shrinks as 1/sqrt(n)
-    theta = design.min_effect / se_final            # expected Z at t = 1 under the smallest effect that matters
-    b_now = st.estimate / st.se * math.sqrt(t)
+    theta = effect / se_final                       # expected Z at t = 1 under that effect
+    z = _z_of(st) if st.test == "worst-rank test" else st.estimate / st.se      # rank test: z of its p-value
+    b_now = z * math.sqrt(t)
     sd = math.sqrt(1 - t)
     best = 0.0
     for sign in (1, -1):
         mean = b_now + sign * theta * (1 - t)
         best = max(best, sps.norm.sf((c_final - mean) / sd) + sps.norm.cdf((-c_final - mean) / sd))
     return float(best)
+
+
+def _z_of(st: LookStat) -> float:
+    """The look's signed z: the normal quantile of its two-sided p-value, with the estimate's sign."""
+    p = min(max(st.pvalue, 1e-300), 1.0)
+    z = float(sps.norm.isf(p / 2))
+    return -z if (math.isfinite(st.estimate) and st.estimate < 0) else z
+
+
+def predictive_power(st: LookStat, t: float, c_final: float) -> float:
+    """P(|Z at max_seeds| >= c_final | data so far), averaging over the effect's flat-prior posterior."""
+    if not (t < 1) or st.pvalue is None or not math.isfinite(st.pvalue):
+        return 1.0
+    z = _z_of(st)
+    mean, sd = z / math.sqrt(t), math.sqrt((1 - t) / t)
+    return float(sps.norm.sf((c_final - mean) / sd) + sps.norm.cdf((-c_final - mean) / sd))
 
 
 def _equivalent(design: Design, st: LookStat) -> bool:
@@ -275,37 +382,49 @@ def decide_look(design: Design, states: dict[str, State], looks: dict[str, LookS
             continue
         if s.looks and s.looks[-1]["alpha_i"] != s.alpha:
             s.looks[-1]["alpha_i_after"] = s.alpha
-        bounds = boundaries(_increasing(s.fractions), s.alpha, design.spending)
-        s.looks[-1]["boundary_z"], s.looks[-1]["nominal_p"] = bounds[-1], nominal_p(bounds[-1])
+        q = levels(s, design=design)[-1]
+        s.looks[-1]["boundary_z"], s.looks[-1]["nominal_p"] = z_of_level(q), q
         s.looks[-1]["spent"] = spent(s.fractions[-1], s.alpha, design.spending)
         if s.status != OPEN:
             continue
         st = looks[name]
         final = last if last is not None else s.n >= design.max_seeds
+        if final:
+            if _equivalent(design, st):
+                s.status = NO_EFFECT
+                s.reason = (f"no effect >= {design.min_effect:.4g}: the {EQUIVALENCE:.0%} interval "
+                            f"{st.low90:.4g} to {st.high90:.4g} lies inside +-{design.min_effect:.4g} at {s.n} seeds")
+            else:
+                s.status = BUDGET
+                s.reason = f"inconclusive at budget: no boundary crossed by {s.n} seeds (max_seeds {design.max_seeds})"
+            continue
+        if len(s.looks) < 2:           # the first look's spread rests on start - 1 degrees of freedom
+            continue
+        c_final = z_of_level(levels(s, design=design, extra=((design.max_seeds, 1.0),))[-1])
+        t_now = s.fractions[-1]
+        cp = conditional_power(design, st, t_now, c_final)
+        pp = predictive_power(st, t_now, c_final)
+        s.looks[-1]["conditional_power"], s.looks[-1]["predictive_power"] = cp, pp
+        if cp >= FUTILITY_POWER and pp >= PREDICTIVE_POWER:
+            continue
+        why = (f"even a true difference of {design.min_effect:.4g} would cross the final boundary by "
+               f"{design.max_seeds} seeds with probability {cp:.2g} < {FUTILITY_POWER}" if cp < FUTILITY_POWER else
+               f"the data's trend predicts a final crossing by {design.max_seeds} seeds with probability "
+               f"{pp:.2g} < {PREDICTIVE_POWER}")
         if _equivalent(design, st):
             s.status = NO_EFFECT
-            s.reason = (f"no effect >= {design.min_effect:.4g}: the {EQUIVALENCE:.0%} interval "
-                        f"{st.low90:.4g} to {st.high90:.4g} lies inside +-{design.min_effect:.4g} at {s.n} seeds")
-        elif final:
+            s.reason = (f"no effect >= {design.min_effect:.4g}: the {EQUIVALENCE:.0%} interval {st.low90:.4g} to "
+                        f"{st.high90:.4g} lies inside +-{design.min_effect:.4g} and {why} (stopped at {s.n} seeds)")
+        else:
             s.status = BUDGET
-            s.reason = f"inconclusive at budget: no boundary crossed by {s.n} seeds (max_seeds {design.max_seeds})"
-        elif len(s.looks) >= 2:        # conditional power needs a spread estimated from more than `start` seeds
-            fr = _increasing(s.fractions + (1.0,))
-            c_final = boundaries(fr, s.alpha, design.spending)[-1]
-            cp = conditional_power(design, st, s.fractions[-1], c_final)
-            s.looks[-1]["conditional_power"] = cp
-            if cp < FUTILITY_POWER:
-                s.status = BUDGET
-                s.reason = (f"inconclusive at budget: even a true difference of {design.min_effect:.4g} would "
-                            f"cross the boundary by {design.max_seeds} seeds with probability {cp:.2g} < "
-                            f"{FUTILITY_POWER} (stopped at {s.n} seeds)")
+            s.reason = f"inconclusive at budget: {why} (stopped at {s.n} seeds)"
     for name, s in states.items():
         if name in looks and s.looks:
             s.looks[-1]["decision"] = s.status
 
 
 def _nominal_at(design: Design, s: State, k: int) -> float:
-    return nominal_p(boundaries(_increasing(s.fractions), s.alpha, design.spending)[k])
+    return levels(s, design=design)[k]
 
 
 def still_open(states: dict[str, State]) -> list[str]:

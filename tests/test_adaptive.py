@@ -20,7 +20,10 @@ def test_spending_functions_match_their_closed_forms():
         assert ad.spent(t, 0.05, "obf") == pytest.approx(2 - 2 * _phi(z / math.sqrt(t)), rel=1e-9)
         assert ad.spent(t, 0.05, "pocock") == pytest.approx(0.05 * math.log(1 + (math.e - 1) * t), rel=1e-12)
     assert ad.spent(1.0, 0.05, "obf") == pytest.approx(0.05) and ad.spent(0.0, 0.05) == 0.0
-    with pytest.raises(ValueError, match="accepted values are obf, pocock"):
+    g = ad.HSD_GAMMA
+    for t in (0.25, 0.5, 1.0):
+        assert ad.spent(t, 0.05, "hsd") == pytest.approx(0.05 * (1 - math.exp(-g * t)) / (1 - math.exp(-g)), rel=1e-12)
+    with pytest.raises(ValueError, match="accepted values are obf, pocock, hsd"):
         ad.spent(0.5, 0.05, "linear")
 
 
@@ -79,18 +82,58 @@ def test_early_look_needs_far_more_than_the_fixed_level():
     states = ad.start_states(d, ["a"])
     ad.decide_look(d, states, {"a": _stat(0.01, n=3)})
     assert states["a"].status == ad.OPEN                  # p=0.01 < 0.05, but look 1 of 4 spends ~0.0007
-    assert states["a"].looks[0]["nominal_p"] == pytest.approx(ad.spent(3 / 9, 0.05), rel=1e-6)
+    # the first look's level is the t p-value quantile spending alpha(1/3): ~spent, up to the calibration's MC error
+    assert states["a"].looks[0]["nominal_p"] == pytest.approx(ad.spent(3 / 9, 0.05), rel=0.3)
 
 
 def test_futility_no_effect_and_budget():
     d = ad.Design(start=3, batch=2, max_seeds=9, min_effect=1.0)
-    states = ad.start_states(d, ["eq", "wide"])
-    ad.decide_look(d, states, {"eq": _stat(0.5, est=0.0, n=3, low=-0.2, high=0.3),
-                               "wide": _stat(0.5, est=0.0, n=3, low=-9, high=9)})
+    states = ad.start_states(d, ["eq", "wide", "trend"])
+    first = {"eq": _stat(0.5, est=0.0, n=3, low=-0.2, high=0.3), "wide": _stat(0.5, est=0.0, n=3, low=-9, high=9),
+             "trend": _stat(0.5, est=0.0, n=3, low=-9, high=9)}
+    ad.decide_look(d, states, first)
+    assert all(s.status == ad.OPEN for s in states.values())       # no futility stop at the first look
+    # look 2 (5 of 9 seeds): z = 0 -> predictive power P(|N(0, 4/5)| >= c_final) ~ 0.07 > 0.05 keeps it open
+    ad.decide_look(d, states, {"eq": ad.LookStat(5, "paired t-test", 0.98, 0.01, 0.2, 4, -0.2, 0.25),
+                               "wide": ad.LookStat(5, "paired t-test", 0.9, 0.0, 50.0, 4, -99, 99),
+                               "trend": ad.LookStat(5, "paired t-test", 0.2, 0.3, 0.2, 4, -0.1, 0.7)})
+    assert states["wide"].status == ad.BUDGET and "probability" in states["wide"].reason   # X undetectable
+    assert states["trend"].status == ad.OPEN
+    pp = states["eq"].looks[-1]["predictive_power"]
+    c = states["eq"].looks[-1]
+    assert 0 < pp < 1 and c["conditional_power"] > 0.05
+    # look 3 (7 of 9): z ~ 0 -> predictive power P(|N(0, 2/7)| >= c_final) < 0.05, inside +-X: no effect
+    ad.decide_look(d, states, {"eq": ad.LookStat(7, "paired t-test", 0.99, 0.0, 0.15, 6, -0.2, 0.2),
+                               "trend": ad.LookStat(7, "paired t-test", 0.05, 0.4, 0.2, 6, 0.0, 0.8)})
     assert states["eq"].status == ad.NO_EFFECT and "no effect >= 1" in states["eq"].reason
-    assert states["wide"].status == ad.OPEN
-    ad.decide_look(d, states, {"wide": ad.LookStat(5, "paired t-test", 0.9, 0.0, 50.0, 4, -99, 99)})
-    assert states["wide"].status == ad.BUDGET and "probability" in states["wide"].reason
+    assert states["trend"].status == ad.OPEN
+
+
+def test_predictive_power_against_its_closed_form():
+    st = ad.LookStat(8, "paired t-test", 0.3, 0.5, 0.5, 7)
+    z = 1.0364333894937898                                      # two-sided p 0.3
+    t, c = 0.5, 2.0
+    mean, sd = z / math.sqrt(t), math.sqrt((1 - t) / t)
+    want = (1 - _phi((c - mean) / sd)) + _phi((-c - mean) / sd)
+    assert ad.predictive_power(st, t, c) == pytest.approx(want, rel=1e-6)
+
+
+def test_calibrated_t_levels_spend_alpha_in_an_independent_simulation():
+    ns = (4, 6, 8, 10, 12, 14, 16)
+    fr = tuple(n / 16 for n in ns)
+    q = np.array(ad.t_levels(ns, fr, 0.05, "obf"))
+    rng = np.random.default_rng(2024)                          # not the calibration's seed
+    from scipy import stats as sps
+    x = rng.standard_normal((200_000, 16))
+    crossed = np.zeros(x.shape[0], bool)
+    for k, n in enumerate(ns):
+        p = sps.ttest_1samp(x[:, :n], 0.0, axis=1).pvalue
+        crossed |= p <= q[k]
+    fwer = crossed.mean()
+    assert abs(fwer - 0.05) < 4 * math.sqrt(0.05 * 0.95 / 200_000) + 1e-3, fwer
+    # the normal-theory boundaries applied to t p-values would exceed alpha
+    nominal = np.array([ad.nominal_p(c) for c in ad.boundaries(fr, 0.05, "obf")])
+    assert np.all(q[2:] < nominal[2:])
 
 
 def test_look_stat_is_the_fixed_designs_test():
