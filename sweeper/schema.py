@@ -214,10 +214,10 @@ def _plural(hint: Any) -> str:
 @dataclass
 class AdaptiveConf:
     """sweeper.adaptive.* (with seeds=adaptive): looks at start, start+batch, ..., max_seeds seeds per arm."""
-    start: int = rule(3, must="must be an integer >= 2 (seeds per arm at the first look)", ok=lambda v: v >= 2)
+    start: int = rule(4, must="must be an integer >= 2 (seeds per arm at the first look)", ok=lambda v: v >= 2)
     batch: int = positive(2)        # seeds added per arm at each later look, to the comparisons still open
-    max_seeds: int = positive(9)    # the most seeds per arm (the fixed design it is compared with)
-    spending: str = one_of("obf", ("obf", "pocock"))   # alpha spending: O'Brien-Fleming type (default) or Pocock type
+    max_seeds: int = positive(16)   # the most seeds per arm (the fixed design it is compared with)
+    spending: str = one_of("hsd", ("obf", "pocock", "hsd"))   # alpha spending: Hwang-Shih-DeCani (gamma -6), O'Brien-Fleming, Pocock
 
     def check(self, prefix: str = "sweeper.adaptive") -> None:
         if self.max_seeds < self.start:

@@ -87,7 +87,7 @@ def test_interrupted_during_a_look_resumes_with_its_looks_intact(adaptive_sweep,
     (["~experiment.min_effect"], "seeds=adaptive needs experiment.min_effect"),
     (["sweeper.adaptive.start=1"], "sweeper.adaptive.start=1: must be an integer >= 2"),
     (["sweeper.adaptive.max_seeds=2"], "sweeper.adaptive.max_seeds=2: must be at least sweeper.adaptive.start=3"),
-    (["sweeper.adaptive.spending=linear"], "sweeper.adaptive.spending='linear': accepted values are obf, pocock"),
+    (["sweeper.adaptive.spending=linear"], "sweeper.adaptive.spending='linear': accepted values are obf, pocock, hsd"),
     (["sweeper.adaptive.batch=0"], "sweeper.adaptive.batch=0: must be a positive integer"),
 ])
 def test_bad_adaptive_settings_are_one_line_and_exit_2(tmp_path, extra, message):
