@@ -64,8 +64,9 @@ class AdaptiveSweep:
         try:
             return self._run(backend, launcher_cfg, argv, state)
         except UsageError as e:
-            print(f"sweeper: error: {e}", file=sys.stderr)
-            return 2
+            from sweeper.cli import refuse
+
+            return refuse(e)
 
     def _run(self, backend, launcher_cfg, argv, state) -> int:
         from sweeper.cli import fix_launch

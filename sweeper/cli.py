@@ -103,6 +103,18 @@ def interrupted(prog: str, sweep_dir=None) -> int:
     return interrupts.INTERRUPTED
 
 
+def refuse(error: Exception) -> int:
+    """The one line for a UsageError, exit status 2; unless Ctrl-C came first: a library (OmegaConf, Hydra)
+    that caught our KeyboardInterrupt and raised its own error becomes a UsageError here, and that is still
+    an interrupt (exit 130), not bad input."""
+    from sweeper import interrupts
+
+    if interrupts.fired():
+        raise KeyboardInterrupt from None
+    print(f"sweeper: error: {error}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     from sweeper import interrupts
 
@@ -131,8 +143,7 @@ def _main(argv: list[str], state: dict) -> int:
             return 0
         plan, backend, launcher_cfg = prepare(argv)
     except UsageError as e:
-        print(f"sweeper: error: {e}", file=sys.stderr)
-        return 2
+        return refuse(e)
     if getattr(plan, "adaptive", False):             # sweeper.adaptive_sweep.AdaptiveSweep: looks, then report
         return plan.run(backend, launcher_cfg, argv, state)
     from sweeper.plan import format_plan
@@ -177,14 +188,12 @@ def execute(plan, backend, launcher_cfg, argv: list[str], state: dict | None = N
             try:
                 statuses = backend.launch(launch_plan, launcher_cfg, progress)
             except UsageError as e:
-                print(f"sweeper: error: {e}", file=sys.stderr)
-                return 2
+                return refuse(e)
     except SweepLocked as e:
         print(f"sweeper: error: {e}", file=sys.stderr)
         return 2
     except UsageError as e:           # write_plan: the sweep dir holds another plan's run config
-        print(f"sweeper: error: {e}", file=sys.stderr)
-        return 2
+        return refuse(e)
     if statuses is None:   # submitted without waiting (launcher.wait=false)
         print(f"submitted; report later with `python -m sweeper.report {plan.sweep_dir}`")
         return 0

@@ -133,6 +133,34 @@ def test_ctrl_c_while_composing_is_exit_130_at_every_moment(sweep_dir, tmp_path)
         assert code in (0, 130) and "Traceback" not in out, (delay, code, out)
 
 
+def test_interrupt_a_library_turned_into_a_usage_error_is_still_exit_130(monkeypatch, capsys):
+    """The CI failure at 475 ms, made deterministic: a real SIGINT reaches install()'s handler inside Hydra's
+    composition, OmegaConf catches the KeyboardInterrupt and raises AttributeError, compose turns that into a
+    UsageError. That is an interrupt (130 and the interrupted line), not bad input (2)."""
+    import sweeper.cli as cli
+    from sweeper import interrupts
+    from sweeper.errors import UsageError
+
+    def composing_swallows_the_interrupt(argv):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)       # the real handler raises KeyboardInterrupt here
+            time.sleep(5)
+        except KeyboardInterrupt:
+            raise UsageError("'NoneType' object has no attribute '_invalidate_flags_cache'") from None
+        raise AssertionError("SIGINT did not reach install()'s handler")
+
+    monkeypatch.setattr(cli, "prepare", composing_swallows_the_interrupt)
+    previous = {sig: signal.getsignal(sig) for sig in interrupts.SIGNALS}
+    try:
+        code = cli.main(["+experiment=x"])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        interrupts._fired.clear()
+    err = capsys.readouterr().err
+    assert code == 130 and "interrupted; nothing was started" in err and "error" not in err, (code, err)
+
+
 @pytest.mark.parametrize("delay", [0.3, 1.0, 2.5])
 def test_ctrl_c_at_any_early_moment_is_one_line_and_exit_130(sweep_dir, tmp_path, delay):
     log = tmp_path / "sweep.log"
