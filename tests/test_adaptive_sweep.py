@@ -70,7 +70,10 @@ def test_interrupted_during_a_look_resumes_with_its_looks_intact(adaptive_sweep,
     while time.time() < deadline and not (sweep_dir / "looks.json").exists():
         time.sleep(0.2)
     assert (sweep_dir / "looks.json").exists(), "look 1 was never recorded"
-    time.sleep(0.5)                                   # look 2's runs are starting
+    look2_run = sweep_dir / "runs" / "base" / "seed_3"  # look 2's runs take >= 1 s: interrupt while they run
+    while time.time() < deadline and not look2_run.exists():  # (a fixed sleep raced look 2's record on a fast box)
+        time.sleep(0.05)
+    assert look2_run.exists() and len(read_looks(sweep_dir)["looks"]) == 1, "look 2's runs never started"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, out + err
