@@ -185,14 +185,11 @@ def execute(plan, backend, launcher_cfg, argv: list[str], state: dict | None = N
             if refusal:
                 print(f"sweeper: error: {refusal}", file=sys.stderr)
                 return 1
-            try:
-                statuses = backend.launch(launch_plan, launcher_cfg, progress)
-            except UsageError as e:
-                return refuse(e)
+            statuses = backend.launch(launch_plan, launcher_cfg, progress)
     except SweepLocked as e:
         print(f"sweeper: error: {e}", file=sys.stderr)
         return 2
-    except UsageError as e:           # write_plan: the sweep dir holds another plan's run config
+    except UsageError as e:           # write_plan (another plan's run config) or the backend refusing the launch
         return refuse(e)
     if statuses is None:   # submitted without waiting (launcher.wait=false)
         print(f"submitted; report later with `python -m sweeper.report {plan.sweep_dir}`")
