@@ -25,6 +25,7 @@ discovered from runs/<variant>/seed_<k>/ and the experiment records no baseline.
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path
 
@@ -32,8 +33,8 @@ import numpy as np
 import pandas as pd
 
 from sweeper.run.atomic import read_tail
-from sweeper.run.rundir import (KEEP, STALE, Experiment, Manifest, RunDir, RunEntry, Status, UnreadableFile,
-                                read_manifest, stale_hint)
+from sweeper.run.rundir import (KEEP, MANIFEST, STALE, Experiment, Manifest, RunDir, RunEntry, Status,
+                                UnreadableFile, read_manifest, stale_hint)
 
 MISSING, UNKNOWN = "missing", "unknown"          # row states beyond a run's own status (see the docstring)
 STATES = tuple(s.value for s in Status) + (MISSING, UNKNOWN, STALE)
@@ -46,13 +47,35 @@ _UNHELPFUL = re.compile(r"^(exit status -?\d+|killed by [\w ]+|exited 0 without 
                         r"|.*\(exit status -?\d+\)|Slurm job \S+ ended \S+ before the run did.*)$")
 
 
+_MANIFESTS: dict[str, tuple[tuple, Manifest]] = {}     # manifest path -> (its stat stamp, the parsed manifest)
+
+
 def load_manifest(sweep_dir: str | Path) -> Manifest | None:
-    """The sweep's manifest (None when there is none); UnreadableFile when it is damaged."""
+    """The sweep's manifest (None when there is none); UnreadableFile when it is damaged. Read-only: a report
+    asks for it several times, and a 10,000-run manifest is parsed again only when its file changed (same
+    inode, size and mtime: the same parse)."""
     sweep_dir = Path(sweep_dir)
     if not sweep_dir.is_dir():
         raise FileNotFoundError(f"sweep dir {sweep_dir} does not exist: pass the folder holding the sweep's "
                                 f"manifest and runs/")
-    return read_manifest(sweep_dir)
+    path = os.path.abspath(sweep_dir / MANIFEST)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return read_manifest(sweep_dir)                  # it names what is wrong
+    stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+    cached = _MANIFESTS.get(path)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    manifest = read_manifest(sweep_dir)
+    if manifest is not None:
+        _MANIFESTS.pop(path, None)
+        _MANIFESTS[path] = (stamp, manifest)
+        while len(_MANIFESTS) > 4:                       # a report reads one sweep (two with --against)
+            _MANIFESTS.pop(next(iter(_MANIFESTS)))
+    return manifest
 
 
 def load_experiment(sweep_dir: str | Path) -> tuple[Experiment, list[str]]:

@@ -46,6 +46,8 @@ Decision rule, fixed before looking at the data (report.md repeats it):
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -419,6 +421,16 @@ def _column(runs: pd.DataFrame, metric: str) -> str | None:
     return None
 
 
+def _workers(tasks: int) -> ThreadPoolExecutor:
+    """Threads for independent arms and comparisons: every one has its own RNG (seeded as before), so the
+    result is the same bits in any order; numpy releases the GIL in the resampling loops."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:                           # not Linux
+        cores = os.cpu_count() or 1
+    return ThreadPoolExecutor(max(1, min(cores, tasks, 8)), thread_name_prefix="verdict")
+
+
 def analyze(runs: pd.DataFrame, metric: str, lower_is_better: bool, comparisons: list[tuple[str, str]],
             alpha: float = 0.05, min_seeds: int = 3, n_resamples: int = 10_000, seed: int = 0,
             confidence: float = 0.95, min_effect: float | None = None, role: str = "primary") -> Analysis:
@@ -433,22 +445,25 @@ def analyze(runs: pd.DataFrame, metric: str, lower_is_better: bool, comparisons:
     column = _column(runs, metric)
     an = Analysis(metric, lower_is_better, alpha, min_seeds, n_resamples, seed, confidence, {}, [], min_effect, role)
     groups = {v: g for v, g in runs.groupby("variant", sort=False)} if len(runs) else {}
-    for variant, rows in groups.items():
-        an.arms[variant] = _arm(variant, rows, column or f"final_{metric}", n_resamples, seed, confidence)
-    works = []
     for variant, baseline in comparisons:
         for name in (variant, baseline):
-            if name not in an.arms:
+            if name not in groups:
                 raise ValueError(f"comparison {variant} vs {baseline}: no runs of variant {name!r} "
-                                 f"(variants present: {', '.join(an.arms) or 'none'})")
-        c = Comparison(variant, baseline)
-        if column is None:
-            c.reason = f"no run recorded {metric} (no final_{metric} column)"
-            works.append(_Work())
-        else:
-            works.append(_compare(c, an.arms[variant], an.arms[baseline], groups[variant], groups[baseline], an,
-                                  len(comparisons)))
-        an.comparisons.append(c)
+                                 f"(variants present: {', '.join(groups) or 'none'})")
+    with _workers(len(groups)) as pool:              # resampling at 1,000s of seeds: one core per arm/comparison
+        arms = pool.map(lambda item: _arm(item[0], item[1], column or f"final_{metric}", n_resamples, seed,
+                                          confidence), groups.items())
+        an.arms.update((arm.variant, arm) for arm in arms)
+        an.comparisons = [Comparison(variant, baseline) for variant, baseline in comparisons]
+
+        def compare(c: Comparison) -> _Work:
+            if column is None:
+                c.reason = f"no run recorded {metric} (no final_{metric} column)"
+                return _Work()
+            return _compare(c, an.arms[c.variant], an.arms[c.baseline], groups[c.variant], groups[c.baseline], an,
+                            len(comparisons))
+
+        works = list(pool.map(compare, an.comparisons))
     raw = [c.primary.pvalue if c.primary is not None and not math.isnan(c.primary.pvalue) else 1.0
            for c in an.comparisons]
     m = len(raw)

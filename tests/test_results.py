@@ -134,3 +134,32 @@ def test_partial_sweep_with_pending_and_running_runs(tmp_path):
 def test_missing_sweep_dir_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_runs(tmp_path / "nope")
+
+
+def test_the_manifest_is_parsed_once_and_again_whenever_its_file_changes(tmp_path):
+    """load_manifest keeps the parse of an unchanged manifest (a report asks for it several times), and never
+    serves it once the file was replaced, rewritten in place or damaged."""
+    import dataclasses
+    import os
+
+    from sweeper.results import load_manifest
+    from sweeper.run.rundir import MANIFEST, write_manifest
+
+    root = write_sweep(tmp_path / "s", {"a": [1.0, 1.1, 1.2], "b": [2.0, 2.1, 2.2]}, baseline="a")
+    first = load_manifest(root)
+    assert load_manifest(root) is first                                        # the same parse
+    renamed = dataclasses.replace(first, experiment=dataclasses.replace(first.experiment, name="renamed"))
+    write_manifest(root, renamed)                                              # atomic replace: a new inode
+    assert load_manifest(root).experiment.name == "renamed"
+    path = root / MANIFEST
+    text = path.read_text().replace('"renamed"', '"again!!"')                 # in place, same size
+    st = os.stat(path)
+    with open(path, "r+") as f:
+        f.write(text)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))           # as a later write's mtime
+    assert load_manifest(root).experiment.name == "again!!"
+    path.write_text("{ not json")
+    with pytest.raises(UnreadableFile):
+        load_manifest(root)
+    path.unlink()
+    assert load_manifest(root) is None

@@ -273,3 +273,20 @@ def test_analyze_all_on_real_files_reads_min_effect_and_secondary_metrics_from_t
     assert primary.comparisons[0].verdict == "better" and primary.min_effect == 0.02
     assert "min_effect = 0.02" in primary.comparisons[0].seeds_needed_basis
     assert list(secondary) == ["tokens_per_s"] and secondary["tokens_per_s"].comparisons[0].verdict == "worse"
+
+
+def test_arms_and_comparisons_analysed_in_threads_give_the_serial_bits(monkeypatch):
+    """analyze runs arms and comparisons on a thread pool (resampling at 1,000s of seeds); every one has its own
+    RNG, so the Analysis is the same, field for field and bit for bit, as one worker in order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(5)
+    for paired, lost, n in ((True, 0, 40), (False, 0, 300), (False, 2, 12)):
+        runs = _random_family(rng, n, 4, paired, lost)
+        threaded = _analyze(runs, m=4)
+        with monkeypatch.context() as m:
+            m.setattr(verdict, "_workers", lambda tasks: ThreadPoolExecutor(1))
+            serial = _analyze(runs, m=4)
+        assert repr(threaded) == repr(serial)
+        assert [c.variant for c in threaded.comparisons] == ["v1", "v2", "v3", "v4"]
+        assert list(threaded.arms) == list(serial.arms)
