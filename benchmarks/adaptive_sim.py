@@ -1,7 +1,7 @@
 """Adaptive seeds by simulation: family-wise error, power and runs of the real decision code (sweeper.adaptive)
 against the fixed design at max_seeds (paired t-test / worst-rank test + Holm, as sweeper.verdict decides).
 
-    python benchmarks/adaptive_sim.py                  # every scenario, 1000 sweeps each (the committed table)
+    python benchmarks/adaptive_sim.py                  # every scenario: 2000 sweeps, 20000 null (the committed table)
     python benchmarks/adaptive_sim.py --quick          # 40 sweeps per scenario
     python benchmarks/adaptive_sim.py --sweeps 2000 --max-seeds 9 --out /tmp/x   # another design
 
@@ -41,7 +41,8 @@ from sweeper import adaptive, stats  # noqa: E402
 
 DESIGN = adaptive.Design(alpha=0.05, start=4, batch=2, max_seeds=16, min_effect=1.0, spending="hsd")
 EFFECTS = {"null": 0.0, "small": 0.5, "medium": 1.0, "large": 2.0}
-DEFAULT_SWEEPS = 1000
+DEFAULT_SWEEPS = 2000
+DEFAULT_NULL_SWEEPS = 20_000   # null scenarios: the FWER target needs its Monte Carlo se small (0.0015 at 0.05)
 
 
 def scenarios() -> list[dict]:
@@ -188,11 +189,20 @@ def summarize(rows: list[dict]) -> dict:
                         ">= 30% fewer runs over non-null": saved >= 0.30}}
 
 
+def _sweeps_text(rows: list[dict]) -> str:
+    null = sorted({r["sweeps"] for r in rows if r["truth"] == "null"})
+    other = sorted({r["sweeps"] for r in rows if r["truth"] != "null"})
+    if null == other:
+        return f"{other[0]} sweeps per scenario"
+    return (f"{'/'.join(map(str, other))} sweeps per scenario, {'/'.join(map(str, null))} per null scenario "
+            f"(FWER Monte Carlo se {math.sqrt(0.05 * 0.95 / min(null)):.4f} at 0.05)")
+
+
 def markdown(rows: list[dict], summary: dict, design: adaptive.Design, seconds: float, command: str) -> str:
     lines = [f"# Adaptive seeds by simulation (`{command}`)", "",
              f"Design: start {design.start}, batch {design.batch}, max_seeds {design.max_seeds} (looks at "
              f"{design.schedule()}), alpha {design.alpha}, {design.spending} spending, min_effect "
-             f"{design.min_effect} (sd of a paired difference); {rows[0]['sweeps']} sweeps per scenario; "
+             f"{design.min_effect} (sd of a paired difference); {_sweeps_text(rows)}; "
              f"{seconds:.0f} s. Gap = power fixed - power adaptive (paired over the same sweeps, +- its Monte "
              "Carlo standard error). Saved by: efficacy stops / futility stops / the baseline's seeds.", "",
              "| variants | noise | truth | lost | FWER adaptive | FWER fixed | power adaptive | power fixed | "
@@ -223,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="40 sweeps per scenario")
     p.add_argument("--sweeps", type=int, default=None, help=f"sweeps per scenario (default {DEFAULT_SWEEPS})")
+    p.add_argument("--null-sweeps", type=int, default=None,
+                   help=f"sweeps per null scenario (default {DEFAULT_NULL_SWEEPS}; with --sweeps or --quick: the same)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     p.add_argument("--spending", choices=adaptive.SPENDING, default=DESIGN.spending)
@@ -234,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     design = dataclasses.replace(DESIGN, spending=args.spending, start=args.start, batch=args.batch,
                                  max_seeds=args.max_seeds)
     sweeps = args.sweeps or (40 if args.quick else DEFAULT_SWEEPS)
+    null_sweeps = args.null_sweeps or (sweeps if args.sweeps or args.quick else DEFAULT_NULL_SWEEPS)
     command = "python benchmarks/adaptive_sim.py" + (" " + " ".join(argv if argv is not None else sys.argv[1:])
                                                      if (argv if argv is not None else sys.argv[1:]) else "")
     t0 = time.time()
@@ -241,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     for i, sc in enumerate(scenarios()):
         if args.only and args.only not in f"{sc['m']}/{sc['noise']}/{sc['truth']}/{sc['loss']}":
             continue
-        rows.append(run_scenario(sc, sweeps, args.seed + 1000 * i, design))
+        rows.append(run_scenario(sc, null_sweeps if sc["truth"] == "null" else sweeps, args.seed + 1000 * i, design))
         r = rows[-1]
         gap = "" if r["gap"] is None else f" gap {r['gap']:+.3f}+-{r['gap_se']:.3f}"
         print(f"{sc}: fwer {r['fwer_adaptive']:.3f} (fixed {r['fwer_fixed']:.3f}) power "

@@ -29,7 +29,7 @@ GROUPS = [("sweeper", SweeperConf, []), ("launcher", LocalLauncherConf, []),
           ("experiment", ExperimentConf, []), ("model", ModelConfig, []), ("data", StdlibData, []),
           ("data", TextData, ["data=text", f"data.path={ROOT / 'README.md'}"]), ("train", TrainConfig, []),
           ("health", HealthConfig, [])]
-EXISTING_EXPERIMENT_KEYS = {"name", "baseline", "metric", "lower_is_better", "variants"}   # in rope.yaml
+EXISTING_EXPERIMENT_KEYS = {"name", "baseline", "metric", "lower_is_better", "variants", "min_effect"}   # in rope.yaml
 
 
 def wrong_type(hint) -> str:
@@ -94,7 +94,7 @@ RANGE_CASES = [
     ("experiment.baseline", ["experiment.baseline=nosuch"], "is not one of the variants: rope, nope, rope_frozen_qk"),
     ("experiment.metric", ["experiment.metric=''"], "must be a metric name"),
     ("experiment.variants", ["experiment.variants=null"], "must map variant names to lists of overrides"),
-    ("experiment.min_effect", ["+experiment.min_effect=0"], "must be a positive number"),
+    ("experiment.min_effect", ["experiment.min_effect=0"], "must be a positive number"),
     ("experiment.secondary_metrics", ["+experiment.secondary_metrics={acc: up}"], "lower or higher"),
     ("model.d_model", ["model.d_model=0"], "must be a positive integer"),
     ("model.n_layers", ["model.n_layers=0"], "must be a positive integer"),
@@ -231,6 +231,8 @@ def test_cfg_prints_every_key_of_every_schema_with_its_default():
         if prefix == "task":                              # the built-in trainer's task sets its hooks
             defaults.update(entry="train:main", validate="train.config:validate",
                             preflight="train.preflight:preflight_config")
+        if prefix == "sweeper":                           # rope.yaml's own first look (seeds=adaptive)
+            defaults["adaptive"]["start"] = 3
         assert cfg[prefix] == defaults, prefix
     proc = run_sweeper(*BASE, "launcher=slurm", "data=text", "--cfg")
     cfg = yaml.safe_load(proc.stdout)
