@@ -177,6 +177,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench_peers_"))
     walls: dict[str, list[float]] = {n: [] for n in names}
     walls["ideal"], walls["dry_run"] = [], []
+    own: dict[str, list[float]] = {n: [] for n in names}     # sum of the runs' own wall_time_s / slots, per launcher
     load = [os.getloadavg()[0]]
     mismatches = []
     try:
@@ -188,6 +189,7 @@ def main() -> int:
                 wall, dirs = launch(name, plan, work / f"r{r}", a.seeds, a.steps, slots)
                 walls[name].append(wall)
                 results[name] = finals(dirs)
+                own[name].append(sum(w or 0.0 for _, _, w in results[name]) / slots)
                 load.append(os.getloadavg()[0])
                 print(f"repeat {r} {name:8s} {wall:7.1f} s  (load {load[-1]:.1f})", flush=True)
             ref = results.get("sweeper") or results[order[0]]
@@ -202,10 +204,11 @@ def main() -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     med = {n: statistics.median(v) for n, v in walls.items() if v}
+    own_med = {n: statistics.median(v) for n, v in own.items() if v}
     sw = med.get("sweeper")
     ratios = {n: sw / m for n, m in med.items() if sw is not None and n not in ("sweeper", "dry_run")}
     result = {"seeds": a.seeds, "steps": a.steps, "repeats": a.repeats, "slots": slots, "walls_s": walls,
-              "median_s": med, "sweeper_over": ratios, "bitwise_equal": not mismatches, "mismatches": mismatches,
+              "median_s": med, "own_training_s": own_med, "sweeper_over": ratios, "bitwise_equal": not mismatches, "mismatches": mismatches,
               "not_installed": missing, "load_avg_1min": load, "command": " ".join(sys.argv)}
     labels = {"sweeper": "sweeper local pool (`python -m sweeper ...`, report off)",
               "joblib": f"hydra-joblib-launcher, `n_jobs={slots}`, a Hydra app calling the run API",
@@ -215,9 +218,11 @@ def main() -> int:
     md = [f"# Side by side: rope baseline, {a.seeds} seeds x {a.steps} steps, {slots} cores",
           "", f"`{result['command']}`; median of {a.repeats} repeats, order rotated; 1-min load average "
           f"{min(load):.1f} to {max(load):.1f}; every final result bitwise equal across launchers: "
-          f"{'yes' if not mismatches else 'NO'}", "", "| launcher | wall (median) | sweeper / it |", "|---|---|---|"]
-    md += [f"| {labels[n]} | {med[n]:.1f} s | {'1.00' if n == 'sweeper' else f'{ratios[n]:.2f}'} |"
-           for n in (*LAUNCHERS, "ideal") if n in med]
+          f"{'yes' if not mismatches else 'NO'}. Runs' own time: the sum of the runs' own training time (their summaries' "
+          "wall_time_s) / slots under that launcher; wall minus it is what the launcher adds.", "",
+          "| launcher | wall (median) | sweeper / it | runs' own time |", "|---|---|---|---|"]
+    md += [f"| {labels[n]} | {med[n]:.1f} s | {'1.00' if n == 'sweeper' else f'{ratios[n]:.2f}'} | "
+           f"{f'{own_med[n]:.1f} s' if n in own_med else '-'} |" for n in (*LAUNCHERS, "ideal") if n in med]
     md += ["", f"The sweeper's own start (`python -m sweeper ... sweeper.dry_run=true`: imports, compose, plan, the "
            f"task's import check): {med['dry_run']:.1f} s (median)."]
     md += [f"- {n}: not installed ({why})" for n, why in missing.items()]
