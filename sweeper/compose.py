@@ -29,7 +29,7 @@ from typing import Any
 from sweeper.errors import UsageError
 from sweeper.run.rundir import Experiment
 from sweeper.schema import ExperimentConf, SweeperConf, build, explain_validation, register, show
-from sweeper.task import TaskSpec, check_task, parse_task
+from sweeper.task import TaskCheck, TaskSpec, parse_task
 
 RESERVED = ("sweeper", "launcher", "seeds", "experiment", "task", "hydra")   # never part of a run's config
 CONFIG_DIR_FLAGS = ("--config-dir", "-cd")
@@ -438,8 +438,20 @@ def compose_sweep(overrides: list[str]) -> Sweep:
     experiment = read_experiment(cfg, overrides)
     task = read_task(cfg)
     sweeper_cfg = cfg.get("sweeper") or {}
-    check_task(task, preflight=sweeper_cfg.get("preflight") not in (None, False, "off")
-               or (sweeper_cfg.get("baseline_first", True) and len(experiment.variants) > 1))
+    with TaskCheck(task, preflight=sweeper_cfg.get("preflight") not in (None, False, "off")
+                   or (sweeper_cfg.get("baseline_first", True) and len(experiment.variants) > 1)) as check:
+        try:                                          # the task's import probe runs while the variants compose
+            sweep = _compose_variants(cfg, overrides, experiment, task)
+        except UsageError:
+            check.wait()                              # a task that cannot start is named first, as ever
+            raise
+        check.wait()
+    _validate(sweep)
+    return sweep
+
+
+def _compose_variants(cfg: dict, overrides: list[str], experiment: Experiment, task: TaskSpec) -> Sweep:
+    """Every variant's run config and seeds, and the ablation check: nothing started, nothing written."""
     sweep = Sweep(overrides=list(overrides), cfg=cfg, experiment=experiment, task=task)
     for variant, variant_overrides in experiment.variants.items():
         try:
@@ -454,7 +466,6 @@ def compose_sweep(overrides: list[str]) -> Sweep:
     from sweeper.ablation import check_ablation
 
     sweep.changes, sweep.warnings = check_ablation(sweep, compose)
-    _validate(sweep)
     return sweep
 
 

@@ -84,20 +84,67 @@ def check_task(spec: TaskSpec, timeout_s: float = 120.0, preflight: bool = True)
     """Fail before launch when the task cannot start: an entry point (or hook) that does not import in a
     fresh interpreter in the task's cwd, a program that is not found, a Python script that does not exist.
     preflight=False leaves the preflight hook unchecked (a sweep with sweeper.preflight=off never calls it)."""
-    keys = ("entry", "validate", "preflight") if preflight else ("entry", "validate")
-    hooks = [(key, getattr(spec, key)) for key in keys if getattr(spec, key)]
-    if hooks:
-        _check_imports(spec, hooks, timeout_s)
-    if spec.command:
-        program = spec.command[0]
-        if program not in PYTHONS and shutil.which(program, path=_path_with(spec.cwd)) is None \
-                and not (Path(spec.cwd) / program).is_file():
-            raise UsageError(f"task.command: program {program!r} not found (on PATH or in {spec.cwd})")
-        if program in PYTHONS and len(spec.command) > 1 and spec.command[1].endswith(".py"):
-            script = Path(spec.cwd) / spec.command[1]
-            if not script.is_file():
-                raise UsageError(f"task.command: script {spec.command[1]!r} not found in {spec.cwd} "
-                                 f"(task.cwd; default: the directory the sweep was started in)")
+    with TaskCheck(spec, timeout_s, preflight) as check:
+        check.wait()
+
+
+class TaskCheck:
+    """check_task started in the background, so the import probe (a fresh interpreter importing the task:
+    torch, for the built-in trainer, ~1.5 s) runs while the sweep composes its variants.
+
+        with TaskCheck(spec) as check:       # the probe starts here
+            ...                              # compose, plan nothing to disk
+            check.wait()                     # UsageError as check_task; leaving the block kills a probe left running
+    """
+
+    def __init__(self, spec: TaskSpec, timeout_s: float = 120.0, preflight: bool = True):
+        keys = ("entry", "validate", "preflight") if preflight else ("entry", "validate")
+        self.spec, self.timeout_s = spec, timeout_s
+        self.hooks = [(key, getattr(spec, key)) for key in keys if getattr(spec, key)]
+        self.proc: subprocess.Popen | None = None
+        if self.hooks:
+            env = {**os.environ, "PYTHONPATH": python_path(spec, os.environ.get("PYTHONPATH"))}
+            self.proc = subprocess.Popen([sys.executable, "-c", _PROBE.format(hooks=self.hooks)], cwd=spec.cwd,
+                                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                         stdin=subprocess.DEVNULL)
+
+    def __enter__(self) -> "TaskCheck":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop a probe still running (an error or Ctrl-C elsewhere); idempotent."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+    def wait(self) -> None:
+        """The probe's verdict and the command's checks: UsageError naming what cannot start."""
+        if self.proc is not None:
+            try:
+                out, err = self.proc.communicate(timeout=self.timeout_s)
+            except subprocess.TimeoutExpired:
+                self.close()
+                raise UsageError(f"task: importing {', '.join(e for _, e in self.hooks)} took over "
+                                 f"{self.timeout_s:.0f}s") from None
+            if self.proc.returncode == 3:
+                raise UsageError(out.strip().splitlines()[-1])
+            if self.proc.returncode != 0:
+                tail = (err.strip().splitlines() or [f"exit status {self.proc.returncode}"])[-1]
+                raise UsageError(f"task: importing {', '.join(e for _, e in self.hooks)} failed: {tail}")
+        spec = self.spec
+        if spec.command:
+            program = spec.command[0]
+            if program not in PYTHONS and shutil.which(program, path=_path_with(spec.cwd)) is None \
+                    and not (Path(spec.cwd) / program).is_file():
+                raise UsageError(f"task.command: program {program!r} not found (on PATH or in {spec.cwd})")
+            if program in PYTHONS and len(spec.command) > 1 and spec.command[1].endswith(".py"):
+                script = Path(spec.cwd) / spec.command[1]
+                if not script.is_file():
+                    raise UsageError(f"task.command: script {spec.command[1]!r} not found in {spec.cwd} "
+                                     f"(task.cwd; default: the directory the sweep was started in)")
 
 
 def _path_with(cwd: str) -> str:
@@ -117,17 +164,3 @@ for key, entry in {hooks!r}:
         print(f"task.{{key}}={{entry!r}}: module {{module}} has no function {{attr}}")
         sys.exit(3)
 """
-
-
-def _check_imports(spec: TaskSpec, hooks: list[tuple[str, str]], timeout_s: float) -> None:
-    env = {**os.environ, "PYTHONPATH": python_path(spec, os.environ.get("PYTHONPATH"))}
-    try:
-        proc = subprocess.run([sys.executable, "-c", _PROBE.format(hooks=hooks)], cwd=spec.cwd, env=env,
-                              capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise UsageError(f"task: importing {', '.join(e for _, e in hooks)} took over {timeout_s:.0f}s") from None
-    if proc.returncode == 3:
-        raise UsageError(proc.stdout.strip().splitlines()[-1])
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
-        raise UsageError(f"task: importing {', '.join(e for _, e in hooks)} failed: {tail}")

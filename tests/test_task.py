@@ -119,3 +119,31 @@ def test_check_task_skips_an_unused_preflight_hook(tmp_path):
     check_task(spec, preflight=False)
     with pytest.raises(UsageError, match="task.preflight='nomod:check': module nomod does not import"):
         check_task(spec)
+
+
+def test_a_task_that_cannot_start_is_named_before_a_broken_variant(project):
+    """The import probe runs while the variants compose; when both are wrong, the task is still what the one
+    line names (as when the probe ran first)."""
+    proc = sweeper_in(project, "task.command=null", "task.entry=broken:main", "+experiment.variants.c=['nokey=1']")
+    assert proc.returncode == 2
+    assert "task.entry='broken:main': module broken does not import" in proc.stderr, proc.stderr
+    proc = sweeper_in(project, "task.command=null", "task.entry=mymod:main", "+experiment.variants.c=['nokey=1']")
+    assert proc.returncode == 2 and "variant c" in proc.stderr, proc.stderr
+
+
+def test_a_probe_left_running_is_killed_when_the_compose_fails(tmp_path):
+    """TaskCheck's block ends (an error, Ctrl-C) with the probe process gone, not orphaned."""
+    from sweeper.task import TaskCheck
+
+    (tmp_path / "slowmod.py").write_text("import time\ntime.sleep(60)\ndef main(run): pass\n")
+    spec = parse_task({"entry": "slowmod:main"}, cwd=tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        with TaskCheck(spec) as check:
+            proc = check.proc
+            assert proc is not None and proc.poll() is None
+            raise KeyboardInterrupt
+    assert proc.poll() is not None                   # killed and reaped
+    with TaskCheck(spec, timeout_s=0.5) as check:
+        with pytest.raises(UsageError, match=r"task: importing slowmod:main took over 0s"):
+            check.wait()
+    assert check.proc.poll() is not None
