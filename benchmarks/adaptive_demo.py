@@ -41,9 +41,10 @@ def run_sweep(name: str, out: Path) -> tuple[Path, float]:
     return sweep_dir, time.time() - t0
 
 
-def verdicts(sweep_dir: Path) -> dict[str, str]:
-    an = analyze_sweep(sweep_dir).analysis
-    return {f"{c.variant} vs {c.baseline}": c.verdict for c in an.comparisons}
+def verdicts(sweep_dir: Path) -> tuple[dict[str, str], int]:
+    """Per comparison its verdict, and the runs the sweep planned (sweeper.results' rows, via the report)."""
+    inp = analyze_sweep(sweep_dir)
+    return {f"{c.variant} vs {c.baseline}": c.verdict for c in inp.analysis.comparisons}, len(inp.runs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,8 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         if (out / name).exists():
             shutil.rmtree(out / name)
         sweep_dir, walls[name] = run_sweep(name, out)
-        runs[name] = len(list((sweep_dir / "runs").glob("*/seed_*")))
-        rows[name] = verdicts(sweep_dir)
+        rows[name], runs[name] = verdicts(sweep_dir)
         print(f"{name}: {runs[name]} runs, {walls[name]:.0f} s: {rows[name]}", flush=True)
     looks = read_looks(out / "adaptive") or {}
     decided_at = looks.get("states") or {}                        # variant -> its comparison's state
@@ -67,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     for key, fixed in rows["fixed"].items():
         variant = key.split(" vs ")[0]
         state = decided_at.get(variant, {})
+        looks_of = state.get("looks") or []
         table.append({"comparison": key, "fixed": fixed, "adaptive": rows["adaptive"].get(key),
-                      "looks": len(state.get("looks", [])), "seeds": state["looks"][-1]["n"] if state.get("looks") else None,
+                      "looks": len(looks_of), "seeds": looks_of[-1]["n"] if looks_of else None,
                       "adaptive_status": state.get("status"), "same": fixed == rows["adaptive"].get(key)})
     same = all(r["same"] for r in table)
     data = {"runs": runs, "wall_s": walls, "comparisons": table, "same_decisions": same,
