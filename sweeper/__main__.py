@@ -11,4 +11,8 @@ except KeyboardInterrupt:
     print("sweeper: interrupted; nothing was started; run the same command again", file=sys.stderr)
     interrupts.exit_with(interrupts.INTERRUPTED)
 
-interrupts.exit_with(main())
+try:
+    code = main()
+except KeyboardInterrupt:            # Ctrl-C in the instant between main's own handling and the exit
+    code = interrupts.INTERRUPTED
+interrupts.exit_with(code)

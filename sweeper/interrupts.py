@@ -45,11 +45,14 @@ def exit_with(code: int):
     An interrupt that surfaced through code CPython ran via PyRun_* (Hydra's composition, some imports) leaves
     its "unhandled KeyboardInterrupt" flag set even though we caught it, and the interpreter would then kill
     itself with SIGINT at exit (status -2, not 130). Nothing is left to clean up by then: the pool has stopped
-    its children and every file is written."""
-    if code == INTERRUPTED:
+    its children and every file is written. The work is done by then, so a Ctrl-C that lands now is ignored
+    (else it would raise during the interpreter's shutdown: status -2), and one that landed after the command's
+    last step exits with the command's own status, the same way."""
+    quiet()
+    if code == INTERRUPTED or fired():
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(INTERRUPTED)
+        os._exit(code)
     sys.exit(code)
 
 
