@@ -110,7 +110,8 @@ def launch(plan, launcher_cfg: LauncherConfig | dict, progress: Progress | None 
     slots = make_slots(cfg, len(todo))
     adapter = RunAdapter(plan)
     outcomes = run_pool([adapter.job(r) for r in todo], slots, adapter, cfg.retry_policy(), progress,
-                        grace_s=float(cfg.grace_s), warm=WarmStarts(plan.task.entry, str(plan.task.cwd)))
+                        grace_s=float(cfg.grace_s), warm=WarmStarts(plan.task.entry, str(plan.task.cwd),
+                                                                          plan.task.preload))
     results.update({key: str(status.get("status", Status.FAILED.value)) for key, status in outcomes.items()})
     return results
 

@@ -348,8 +348,8 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                 if failure is not None and loops.record(job.group, failure):
                     progress.log(f"STOP   variant {job.group}: {loops.stopped[job.group]}")
             progress.tick([(c.job, c.slot) for c in running], queued=len(queue))
-            if any(c.proc.poll() is not None for c in running):
-                continue
+            if not (queue or running) or any(c.proc.poll() is not None for c in running):
+                continue                         # done (no last tick's wait), or another child has ended
             due = [ready_at.get(j.key, 0.0) - time.time() for j in queue if free and j.group not in loops.stopped]
             wait_for_events([intr.fd, *(c.fd for c in running)], min([tick_s, *due]))
         if intr.count:

@@ -245,6 +245,9 @@ class SweeperConf:
             self.preflight = "off"
 
 
+MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")     # a dotted module name: my_pkg.model
+
+
 def entry_point():
     def ok(value: str) -> bool:
         from sweeper.run.entry import ENTRY
@@ -263,12 +266,19 @@ class TaskConf:
     cwd: Optional[str] = None                 # where each run starts; default: the directory the sweep was started in
     validate: Optional[str] = entry_point()   # module:function called with each run's config before anything starts
     preflight: Optional[str] = entry_point()  # module:function(config) -> sweeper.health.HealthReport, for sweeper.preflight=warn|stop
+    preload: List[str] = rule(factory=list, must="must be a list of module names, e.g. [my_pkg.model, my_pkg.data]",
+                              ok=lambda v: all(MODULE.match(m) for m in v))
+    #                          what task.entry imports inside its function: each slot's warm launcher imports them
+    #                          once, so the runs it forks do not (the local pool; see sweeper/warm.py)
 
     def check(self, prefix: str = "task") -> None:
         if bool(self.entry) == bool(self.command):
             raise UsageError(f"{prefix}: set exactly one of {prefix}.entry (module:function, called with the run) and "
                              f"{prefix}.command (a program that calls sweeper.init()); "
                              + ("both are set" if self.entry else "neither is set"))
+        if self.preload and not self.entry:
+            raise UsageError(f"{prefix}.preload={show(list(self.preload))}: only with {prefix}.entry (a {prefix}.command "
+                             f"starts a fresh program per run, which nothing can import for it); remove {prefix}.preload")
         command = self.command
         if isinstance(command, str):
             try:

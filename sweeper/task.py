@@ -39,6 +39,7 @@ class TaskSpec:
     cwd: str = ""                              # absolute working directory of every run
     validate: str | None = None                # "module:function"(config) at plan time
     preflight: str | None = None               # "module:function"(config) -> HealthReport
+    preload: tuple[str, ...] = ()              # modules a slot's warm launcher imports before forking runs
 
     @property
     def name(self) -> str:
@@ -55,6 +56,7 @@ class TaskSpec:
     def to_dict(self) -> dict:
         out = asdict(self)
         out["command"] = list(self.command) if self.command else None
+        out["preload"] = list(self.preload)
         return out
 
     @classmethod
@@ -72,7 +74,8 @@ def parse_task(block: dict | None, cwd: str | Path | None = None) -> TaskSpec:
     if not base.is_dir():
         raise UsageError(f"task.cwd={str(base)!r}: no such directory")
     return TaskSpec(entry=conf.entry or None, command=tuple(conf.command) if conf.command else None,
-                    cwd=str(base.resolve()), validate=conf.validate, preflight=conf.preflight)
+                    cwd=str(base.resolve()), validate=conf.validate, preflight=conf.preflight,
+                    preload=tuple(conf.preload))
 
 
 def python_path(spec: TaskSpec, inherited: str | None = None) -> str:
@@ -104,7 +107,8 @@ class TaskCheck:
         self.proc: subprocess.Popen | None = None
         if self.hooks:
             env = {**os.environ, "PYTHONPATH": python_path(spec, os.environ.get("PYTHONPATH"))}
-            self.proc = subprocess.Popen([sys.executable, "-c", _PROBE.format(hooks=self.hooks)], cwd=spec.cwd,
+            probe = _PROBE.format(hooks=self.hooks, preload=list(spec.preload))
+            self.proc = subprocess.Popen([sys.executable, "-c", probe], cwd=spec.cwd,
                                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                          stdin=subprocess.DEVNULL)
 
@@ -152,7 +156,7 @@ def _path_with(cwd: str) -> str:
 
 
 _PROBE = """
-import importlib, sys
+import importlib, importlib.util, sys
 for key, entry in {hooks!r}:
     module, _, attr = entry.partition(":")
     try:
@@ -162,5 +166,13 @@ for key, entry in {hooks!r}:
         sys.exit(3)
     if not callable(getattr(mod, attr, None)):
         print(f"task.{{key}}={{entry!r}}: module {{module}} has no function {{attr}}")
+        sys.exit(3)
+for module in {preload!r}:       # found, not imported (the warm launchers import them; a failure there starts runs cold)
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except BaseException:
+        found = False
+    if not found:
+        print(f"task.preload: no module named {{module!r}} (in {preload!r}); list modules that task.entry imports")
         sys.exit(3)
 """

@@ -1,13 +1,15 @@
 """Warm starts for the local pool: one warm launcher per slot forks a fresh, pinned child per run.
 
-    warm = WarmStarts("train:main", cwd)           # the plan's task.entry (None: every run starts cold)
+    warm = WarmStarts("train:main", cwd, preload)  # the plan's task.entry (None: every run starts cold), task.preload
     warm.open(slots, env_of)                       # one `python -m sweeper.warm_server` per slot, importing now
     proc = warm.start(job, slot, env)              # a WarmProc (pid, poll, wait, kill, fileno), None: start cold
     warm.close()
 
-A cold start pays the interpreter and the torch import (about 1.2 s) per run on the critical path; a slot's
-warm launcher (sweeper.warm_server) pays it once, with the slot's environment and affinity fixed before it
-starts, and forks a clean child per run: its own session and process group, the run's environment, the slot's
+A cold start pays the interpreter and its imports per run on the critical path (the built-in trainer: torch
+1.0 s, torch._dynamo 1.4 s, which every torch.optim optimizer imports when it is built); a slot's warm launcher
+(sweeper.warm_server) pays them once, with the slot's environment and affinity fixed before it starts: the
+entry's module, the task's `preload` modules (what the entry imports inside its function) and, when those
+brought torch in, torch._dynamo. It forks a clean child per run: its own session and process group, the run's environment, the slot's
 cores, PR_SET_PDEATHSIG, its /proc cmdline and SWEEPER_JOB marker those of the cold start. Used only when it
 is the same process a cold start would give: the task is an entry point (a task.command starts cold), the run's
 environment equals the launcher's apart from SWEEPER_* per-run variables (a resumed run with another thread
@@ -72,14 +74,14 @@ class WarmProc:
 class Server:
     """One slot's warm launcher process and its reply pipe."""
 
-    def __init__(self, entry: str, cwd: str, env: dict, cores: tuple[int, ...]):
+    def __init__(self, entry: str, cwd: str, env: dict, cores: tuple[int, ...], preload: tuple[str, ...] = ()):
         self.env = shared_env(env)
         r, w = os.pipe()
         os.set_blocking(r, False)
         self.replies, self.buf, self.answers, self.exits, self.child = r, b"", [], {}, None
-        self.gone = False
+        self.gone, self.why_gone = False, ""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sweeper.warm_server", entry, str(w), "." * PAD], cwd=cwd,
+            [sys.executable, "-m", "sweeper.warm_server", entry, str(w), ",".join(preload), "." * PAD], cwd=cwd,
             env={**self.env, MARKER_ENV: "." * PAD}, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, pass_fds=(w,), start_new_session=True,
             preexec_fn=pin_and_watch(set(cores), os.getpid()))
@@ -105,7 +107,8 @@ class Server:
                 self.exits[msg["exit"]] = msg["code"]
             elif "ok" not in msg:
                 self.answers.append(msg)         # {"pid": N} or {"cold": why}, for the request waiting on it
-                self.gone |= "unavailable" in msg.get("cold", "")
+                if "unavailable" in msg.get("cold", ""):
+                    self.gone, self.why_gone = True, msg["cold"]
         return True
 
     def _gone(self) -> None:
@@ -126,18 +129,24 @@ class Server:
             self.proc.stdin.write((json.dumps(req) + "\n").encode())
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
+            while self.read(block=True):         # it exited: what it said before (why) is still in the pipe
+                pass
             self.gone = True
-            return {"cold": "the warm launcher is gone"}
+            return {"cold": self.why_gone or "the warm launcher is gone"}
         while not self.answers:
             if not self.read(block=True):
-                return {"cold": "the warm launcher is gone"}
+                return {"cold": self.why_gone or "the warm launcher is gone"}
         return self.answers.pop(0)
 
-    def close(self) -> None:
+    def hang_up(self) -> None:
+        """Stdin at EOF: the launcher exits (close waits for it)."""
         try:
             self.proc.stdin.close()
         except OSError:
             pass
+
+    def close(self) -> None:
+        self.hang_up()
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -147,19 +156,20 @@ class Server:
 
 
 class WarmStarts:
-    def __init__(self, entry: str | None, cwd: str):
+    def __init__(self, entry: str | None, cwd: str, preload: tuple[str, ...] = ()):
         off = os.environ.get(COLD_ENV, "") not in ("", "0")
-        self.entry = None if off else entry
+        self.entry, self.preload = None if off else entry, tuple(preload)
         self.why_cold = f"{COLD_ENV}=1" if off else "warm starts need a task.entry"
         self.cwd, self.servers = cwd, {}
         self.forked, self.cold = 0, 0
+        self.unavailable: set[str] = set()       # why a launcher could not serve (its import failed), for the log
 
     def open(self, slots, env_of) -> None:
         """Start each slot's launcher now (they import while the sweeper goes on); env_of(slot): its env."""
         if self.entry is None:
             return
         for slot in slots:
-            self.servers[slot.index] = Server(self.entry, self.cwd, env_of(slot), slot.cores)
+            self.servers[slot.index] = Server(self.entry, self.cwd, env_of(slot), slot.cores, self.preload)
 
     def pids(self) -> set[int]:
         return {s.proc.pid for s in self.servers.values()}
@@ -181,6 +191,7 @@ class WarmStarts:
                                  "marker": job.marker, "cores": list(slot.cores)})
         if "pid" not in answer:
             self.cold += 1
+            self.unavailable.add(server.why_gone or answer.get("cold", "no answer"))
             return None
         self.forked += 1
         server.child = WarmProc(server, answer["pid"])
@@ -190,9 +201,15 @@ class WarmStarts:
         """One line for the sweep's log: how many starts were warm."""
         if self.entry is None:
             return f"cold starts: {self.why_cold}" if self.cold else ""
-        return f"warm starts: {self.forked} of {self.forked + self.cold} run starts forked by a slot's warm launcher"
+        line = f"warm starts: {self.forked} of {self.forked + self.cold} run starts forked by a slot's warm launcher"
+        why = sorted(self.unavailable | {s.why_gone for s in self.servers.values() if s.why_gone})
+        return line + (f" ({'; '.join(why)})" if why else "")
 
     def close(self) -> None:
         for server in self.servers.values():
+            server.hang_up()                     # all at once: they exit side by side
+        for server in self.servers.values():
             server.close()
+            if server.why_gone:
+                self.unavailable.add(server.why_gone)
         self.servers = {}

@@ -1,7 +1,10 @@
-"""`python -m sweeper.warm_server ENTRY FD PADDING`: a slot's warm launcher; started by sweeper.warm, not by hand.
+"""`python -m sweeper.warm_server ENTRY FD PRELOAD PADDING`: a slot's warm launcher; started by sweeper.warm only.
 
 It starts with the slot's complete environment (thread counts, CUDA_VISIBLE_DEVICES, PYTHONPATH) and CPU
-affinity, imports sweeper.run and ENTRY's module (torch with it) ONCE, then serves one request at a time from
+affinity, imports sweeper.run and ENTRY's module ONCE and, in a one-thread slot, the PRELOAD modules
+(comma-separated: task.preload) and, when torch is loaded by then, torch._dynamo (every torch.optim optimizer
+imports it when built: 1.4 s); only imports, no tensor work (that would start OpenMP). In a slot of more threads
+numpy's OpenBLAS and torch's OpenMP start thread pools at import, after which a fork is unsafe: no preload there. Then it serves one request at a time from
 stdin (a JSON line: argv, env, cwd, log, marker, cores) by forking a fresh child per run:
 
     child: setsid (its own process group), affinity, PR_SET_PDEATHSIG, stdin /dev/null, stdout+stderr -> log,
@@ -12,7 +15,7 @@ Replies on fd FD, one JSON line each: {"ok": true} once imported, {"pid": N} per
 (C as subprocess gives it: -SIG when killed), or {"cold": "why"} when a fork would be unsafe (a thread, an
 OpenMP team or CUDA already started here: forking then is undefined) or not the same (a sitecustomize or
 usercustomize hook, which a fresh interpreter runs per run) and the caller starts that run cold.
-Stdin at EOF ends the server; SIGTERM (also from PR_SET_PDEATHSIG when the sweeper dies) kills it, and its
+Stdin at EOF ends the server (os._exit: no teardown); SIGTERM (also from PR_SET_PDEATHSIG when the sweeper dies) kills it, and its
 running child gets SIGTERM through its own PR_SET_PDEATHSIG, as a cold child would from the sweeper.
 """
 from __future__ import annotations
@@ -26,6 +29,7 @@ import traceback
 
 PR_SET_PDEATHSIG = 1
 MARKER_ENV = "SWEEPER_JOB"
+WITH_TORCH = ("torch._dynamo",)     # imported lazily by torch itself in every run that builds an optimizer
 
 
 def _mm_ranges() -> tuple[tuple[int, int], tuple[int, int]]:
@@ -65,7 +69,18 @@ def unsafe_to_fork() -> str | None:
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         return "CUDA is initialised in the warm launcher"
+    if _driver_loaded():
+        return "the CUDA driver (libcuda) is loaded in the warm launcher (an import called into CUDA)"
     return None
+
+
+def _driver_loaded() -> bool:
+    """libcuda mapped here: something ran cuInit (torch.cuda.is_available() does), which a fork does not survive."""
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            return b"/libcuda.so" in f.read()
+    except OSError:
+        return False
 
 
 def child(req: dict, entry: str, libc, parent: int) -> int:
@@ -94,7 +109,30 @@ def child(req: dict, entry: str, libc, parent: int) -> int:
     return run_entry(entry, req["argv"][-1])
 
 
-def serve(entry: str, fd: int) -> int:
+def preload(modules: list[str]) -> bool:
+    """Import the task's preload modules, then what torch would import lazily in every run (ImportError names
+    the task.preload module that failed). Only in a one-thread slot: with more, numpy's OpenBLAS and torch's
+    OpenMP start their thread pools at import, after which no fork is safe (the runs would all start cold);
+    False when skipped for that reason."""
+    import importlib
+
+    from sweeper.slots import THREAD_VARS
+
+    if any(os.environ.get(var) != "1" for var in THREAD_VARS):
+        return False
+
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as e:
+            raise ImportError(f"task.preload module {name} does not import ({type(e).__name__}: {e})") from e
+    if "torch" in sys.modules:
+        for name in WITH_TORCH:
+            importlib.import_module(name)
+    return True
+
+
+def serve(entry: str, fd: int, modules: list[str] = ()) -> int:
     replies = os.fdopen(fd, "w", buffering=1)
     libc = ctypes.CDLL(None, use_errno=True)
     try:
@@ -106,7 +144,8 @@ def serve(entry: str, fd: int) -> int:
             _rewrite(a0, a1, [w for w in f.read().split(b"\0") if w])      # /proc/self/mem writable here
         from sweeper.run.entry import load_entry
 
-        load_entry(entry)                  # ENTRY's module and everything it imports (torch), once
+        load_entry(entry)                  # ENTRY's module and everything it imports, once
+        preload(list(modules))             # what the entry imports inside its function (torch), once
     except Exception as e:  # noqa: BLE001 - whatever fails, the caller starts its runs cold
         print(json.dumps({"cold": f"warm start unavailable: {type(e).__name__}: {e}"}), file=replies)
         return 0
@@ -147,4 +186,6 @@ def serve(entry: str, fd: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(serve(sys.argv[1], int(sys.argv[2])))
+    code = serve(sys.argv[1], int(sys.argv[2]), [m for m in sys.argv[3].split(",") if m])
+    sys.stdout.flush()
+    os._exit(code)          # nothing to clean up: an interpreter exit that tears down torch takes 0.7 s of a core

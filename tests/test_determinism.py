@@ -182,3 +182,27 @@ def test_set_determinism_flags_and_opt_out():
     assert determinism_flags() == off
     assert differences(on, off), "the fingerprint must see the opt-out"
     set_determinism(True)
+
+
+@pytest.mark.parametrize("inductor_first", [False, True])
+def test_set_determinism_reaches_inductor_imported_before_or_after(inductor_first):
+    """set_determinism skips torch.use_deterministic_algorithms' import of torch._inductor (1.6 s of every run's
+    start) while inductor is not loaded; an inductor imported later (torch.compile) must still be deterministic,
+    and one loaded already gets the flag directly. A fresh interpreter: this one may have inductor loaded."""
+    code = (
+        "import sys, torch\n"
+        f"if {inductor_first}: import torch._inductor.config\n"
+        "from train.determinism import set_determinism\n"
+        "for enabled in (True, False, True):\n"
+        "    set_determinism(enabled)\n"
+        "    assert torch.are_deterministic_algorithms_enabled() is enabled\n"
+        f"    assert ('torch._inductor' in sys.modules) is {inductor_first}, 'set_determinism imported inductor'\n"
+        "import torch._inductor.config as c\n"
+        "assert c.deterministic is True, c.deterministic\n"
+        "set_determinism(False)\n"
+        "assert c.deterministic is False and not torch.are_deterministic_algorithms_enabled()\n"
+        "print('ok')\n")
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

@@ -90,6 +90,7 @@ RANGE_CASES = [
     ("task.cwd", ["task.cwd=/no/such/dir"], "no such directory"),
     ("task.validate", ["task.validate=nocolon"], "expected an entry point"),
     ("task.preflight", ["task.preflight=no-colon"], "expected an entry point"),
+    ("task.preload", ["task.preload=[train/loop]"], "must be a list of module names"),
     ("experiment.name", ["experiment.name=a/b"], "must be a name of letters, digits"),
     ("experiment.baseline", ["experiment.baseline=nosuch"], "is not one of the variants: rope, nope, rope_frozen_qk"),
     ("experiment.metric", ["experiment.metric=''"], "must be a metric name"),

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from local_helpers import child_env, run, sweep_args, wait_for
+from local_helpers import child_env, run, sweep_args, user_project, wait_for
 from sweeper.pool import Job, processes_with_arg
 from sweeper.run.rundir import RunDir
 from sweeper.slots import Slot
@@ -107,3 +107,54 @@ def test_warm_and_cold_launches_give_bitwise_equal_runs_that_see_the_same_enviro
         assert seen_warm == seen_cold
         assert seen_warm["env"]["OMP_NUM_THREADS"] == "1" and seen_warm["torch_num_threads"] == 1
         assert seen_warm["cuda_visible_devices"] == "" and len(seen_warm["cpu_affinity"]) == 1
+
+
+LAZY_TASK = """import json, sys
+def main(run):
+    seen = {m: m in sys.modules for m in ("heavy", "torch", "torch._dynamo")}
+    import heavy
+    (run.dir.path / "seen.json").write_text(json.dumps(seen))
+    return {"val_loss": 1.0}
+"""
+
+
+def _preload_sweep(root: Path, preload: str, extra_env: dict | None = None, *extra: str, runs: int = 2):
+    """A user project whose entry imports `heavy` (which imports torch) inside main; seeds 0-1 with task.preload."""
+    user_project(root, "", {"a": []})
+    (root / "lazy.py").write_text(LAZY_TASK)
+    (root / "heavy.py").write_text("import torch\n")
+    (root / "heavy_broken.py").write_text("raise RuntimeError('boom at import')\n")
+    proc = run(["--config-dir", "conf", "+experiment=mine", f"seeds=0-{runs - 1}", "task.command=null",
+                "task.entry=lazy:main", f"task.preload={preload}", f"sweeper.dir={root / 'sweep'}",
+                "sweeper.report=false", *extra], env=child_env(extra_env), cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    seen = [json.loads(p.read_text()) for p in sorted((root / "sweep").rglob("seen.json"))]
+    assert len(seen) == runs, proc.stdout + proc.stderr
+    return seen, proc.stdout + proc.stderr
+
+
+def test_preload_modules_and_torch_dynamo_are_imported_once_by_the_warm_launcher(tmp_path):
+    """What the entry imports inside main (task.preload) is already loaded in the child a warm launcher forks,
+    and torch._dynamo with torch (every torch.optim optimizer imports it); a cold start has none of it."""
+    seen, log = _preload_sweep(tmp_path / "warm", "[heavy]")
+    assert seen == [{"heavy": True, "torch": True, "torch._dynamo": True}] * 2, log
+    assert "warm starts: 2 of 2 run starts forked" in log
+    seen, log = _preload_sweep(tmp_path / "cold", "[heavy]", {"SWEEPER_COLD_START": "1"})
+    assert seen == [{"heavy": False, "torch": False, "torch._dynamo": False}] * 2, log
+
+
+def test_a_preload_module_that_fails_to_import_starts_runs_cold_and_says_why(tmp_path):
+    seen, log = _preload_sweep(tmp_path, "[heavy_broken]")
+    assert seen == [{"heavy": False, "torch": False, "torch._dynamo": False}] * 2, log
+    assert ("warm starts: 0 of 2 run starts forked by a slot's warm launcher (warm start unavailable: ImportError: "
+            "task.preload module heavy_broken does not import (RuntimeError: boom at import))") in log, log
+
+
+@pytest.mark.skipif(not TWO_CORES, reason="needs 2 cores (one slot of 2 threads)")
+def test_a_slot_of_two_threads_forks_warm_without_the_preload(tmp_path):
+    """With 2 threads, numpy's OpenBLAS starts a thread pool at import and no fork after it is safe: the launcher
+    skips task.preload and still forks the run (warm), which then imports heavy itself."""
+    seen, log = _preload_sweep(tmp_path, "[heavy]", None, "launcher.cores=[0,1]", runs=1)
+    assert "start  mine/seed_0 on cpu0 (cores 0,1, 2 threads)" in log or "2 threads" in log, log
+    assert seen == [{"heavy": False, "torch": False, "torch._dynamo": False}], log
+    assert "warm starts: 1 of 1 run starts forked" in log, log

@@ -15,11 +15,13 @@ run is then close to, but no longer bitwise equal to, the run that never stopped
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 
 import torch
 
 CUBLAS_ENV = "CUBLAS_WORKSPACE_CONFIG"
+INDUCTOR_ENV = "TORCHINDUCTOR_DETERMINISTIC"    # torch._inductor.config.deterministic, read when inductor imports
 DETERMINISTIC_CUBLAS = (":4096:8", ":16:8")
 
 
@@ -31,7 +33,7 @@ def set_determinism(enabled: bool) -> dict:
                               "reach cuBLAS; call set_determinism before any CUDA work", RuntimeWarning,
                               stacklevel=2)
             os.environ[CUBLAS_ENV] = ":4096:8"
-    torch.use_deterministic_algorithms(enabled, warn_only=False)
+    _deterministic_algorithms(enabled)
     torch.backends.cudnn.deterministic = enabled
     torch.backends.cudnn.benchmark = not enabled   # benchmark=True would override deterministic
     torch.backends.cuda.matmul.allow_tf32 = not enabled
@@ -43,6 +45,17 @@ def set_determinism(enabled: bool) -> dict:
         torch.backends.cuda.enable_cudnn_sdp(not enabled)
     torch.backends.cuda.enable_math_sdp(True)
     return determinism_flags()
+
+
+def _deterministic_algorithms(enabled: bool) -> None:
+    """torch.use_deterministic_algorithms(enabled), without the torch._inductor import it does to set inductor's
+    flag (1.6 s of every run's start: dynamo, sympy, triton) while inductor is not loaded: TORCHINDUCTOR_DETERMINISTIC
+    gives an inductor imported later (torch.compile) the same setting."""
+    if "torch._inductor.config" in sys.modules or not hasattr(torch._C, "_set_deterministic_algorithms"):
+        torch.use_deterministic_algorithms(enabled, warn_only=False)
+        return
+    os.environ[INDUCTOR_ENV] = "1" if enabled else "0"
+    torch._C._set_deterministic_algorithms(enabled, warn_only=False)
 
 
 def determinism_flags() -> dict:
