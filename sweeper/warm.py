@@ -9,8 +9,8 @@ A cold start pays the interpreter and its imports per run on the critical path (
 1.0 s, torch._dynamo 1.4 s, which every torch.optim optimizer imports when it is built); a slot's warm launcher
 (sweeper.warm_server) pays them once, with the slot's environment and affinity fixed before it starts: the
 entry's module, the task's `preload` modules (what the entry imports inside its function) and, when those
-brought torch in, torch._dynamo. It forks a clean child per run: its own session and process group, the run's environment, the slot's
-cores, PR_SET_PDEATHSIG, its /proc cmdline and SWEEPER_JOB marker those of the cold start. Used only when it
+brought torch in, torch._dynamo. It forks a clean child per run: its own session and process group, the run's
+environment, the slot's cores, PR_SET_PDEATHSIG, its /proc cmdline and SWEEPER_JOB marker those of the cold start. Used only when it
 is the same process a cold start would give: the task is an entry point (a task.command starts cold), the run's
 environment equals the launcher's apart from SWEEPER_* per-run variables (a resumed run with another thread
 count starts cold), and the launcher has one thread and no CUDA (else it answers "cold"). Results are bitwise

@@ -4,8 +4,9 @@ It starts with the slot's complete environment (thread counts, CUDA_VISIBLE_DEVI
 affinity, imports sweeper.run and ENTRY's module ONCE and, in a one-thread slot, the PRELOAD modules
 (comma-separated: task.preload) and, when torch is loaded by then, torch._dynamo (every torch.optim optimizer
 imports it when built: 1.4 s); only imports, no tensor work (that would start OpenMP). In a slot of more threads
-numpy's OpenBLAS and torch's OpenMP start thread pools at import, after which a fork is unsafe: no preload there. Then it serves one request at a time from
-stdin (a JSON line: argv, env, cwd, log, marker, cores) by forking a fresh child per run:
+numpy's OpenBLAS and torch's OpenMP start thread pools at import, after which a fork is unsafe: no preload there.
+Then it serves one request at a time from stdin (a JSON line: argv, env, cwd, log, marker, cores) by forking a
+fresh child per run:
 
     child: setsid (its own process group), affinity, PR_SET_PDEATHSIG, stdin /dev/null, stdout+stderr -> log,
            the run's environment, its /proc cmdline and environ rewritten to the cold start's (so a later
@@ -15,8 +16,8 @@ Replies on fd FD, one JSON line each: {"ok": true} once imported, {"pid": N} per
 (C as subprocess gives it: -SIG when killed), or {"cold": "why"} when a fork would be unsafe (a thread, an
 OpenMP team or CUDA already started here: forking then is undefined) or not the same (a sitecustomize or
 usercustomize hook, which a fresh interpreter runs per run) and the caller starts that run cold.
-Stdin at EOF ends the server (os._exit: no teardown); SIGTERM (also from PR_SET_PDEATHSIG when the sweeper dies) kills it, and its
-running child gets SIGTERM through its own PR_SET_PDEATHSIG, as a cold child would from the sweeper.
+Stdin at EOF ends the server (os._exit: no teardown); SIGTERM (also from PR_SET_PDEATHSIG when the sweeper dies)
+kills it, and its running child gets SIGTERM through its own PR_SET_PDEATHSIG, as a cold child would.
 """
 from __future__ import annotations
 
