@@ -110,18 +110,16 @@ def child(req: dict, entry: str, libc, parent: int) -> int:
     return run_entry(entry, req["argv"][-1])
 
 
-def preload(modules: list[str]) -> bool:
+def preload(modules: list[str]) -> None:
     """Import the task's preload modules, then what torch would import lazily in every run (ImportError names
     the task.preload module that failed). Only in a one-thread slot: with more, numpy's OpenBLAS and torch's
-    OpenMP start their thread pools at import, after which no fork is safe (the runs would all start cold);
-    False when skipped for that reason."""
+    OpenMP start their thread pools at import, after which no fork is safe (the runs would all start cold)."""
     import importlib
 
     from sweeper.slots import THREAD_VARS
 
     if any(os.environ.get(var) != "1" for var in THREAD_VARS):
-        return False
-
+        return
     for name in modules:
         try:
             importlib.import_module(name)
@@ -130,7 +128,6 @@ def preload(modules: list[str]) -> bool:
     if "torch" in sys.modules:
         for name in WITH_TORCH:
             importlib.import_module(name)
-    return True
 
 
 def serve(entry: str, fd: int, modules: list[str] = ()) -> int:
