@@ -6,7 +6,7 @@
 Runs, as a user would, `python -m sweeper +experiment=rope seeds=0-3` and `python -m sweeper +experiment=rope
 seeds=adaptive` (the experiment's own adaptive settings: first look at 3 seeds, then 2 more per look up to 16,
 min_effect 0.02), each in a fresh sweep dir, then reads both sweeps back through sweeper.report's analysis
-and sweeper.looks: per comparison the fixed verdict, the adaptive verdict and the look it was decided at; the
+and sweeper.plan.looks: per comparison the fixed verdict, the adaptive verdict and the look it was decided at; the
 runs each design launched. Writes benchmarks/results/adaptive_demo.{json,md}.
 """
 from __future__ import annotations
@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sweeper.looks import read_looks  # noqa: E402
-from sweeper.report import analyze_sweep  # noqa: E402
+from sweeper.plan.looks import read_looks  # noqa: E402
+from sweeper.report.build import analyze_sweep  # noqa: E402
 
 SWEEPS = {"fixed": ["seeds=0-3"], "adaptive": ["seeds=adaptive"]}
 
@@ -42,7 +42,7 @@ def run_sweep(name: str, out: Path) -> tuple[Path, float]:
 
 
 def verdicts(sweep_dir: Path) -> tuple[dict[str, str], int]:
-    """Per comparison its verdict, and the runs the sweep planned (sweeper.results' rows, via the report)."""
+    """Per comparison its verdict, and the runs the sweep planned (sweeper.analysis.results' rows, via the report)."""
     inp = analyze_sweep(sweep_dir)
     return {f"{c.variant} vs {c.baseline}": c.verdict for c in inp.analysis.comparisons}, len(inp.runs)
 

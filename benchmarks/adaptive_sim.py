@@ -1,5 +1,5 @@
 """Adaptive seeds by simulation: family-wise error, power and runs of the real decision code (sweeper.adaptive)
-against the fixed design at max_seeds (paired t-test / worst-rank test + Holm, as sweeper.verdict decides).
+against the fixed design at max_seeds (paired t-test / worst-rank test + Holm, as sweeper.analysis.verdict decides).
 
     python benchmarks/adaptive_sim.py                  # every scenario: 2000 sweeps, 20000 null (the committed table)
     python benchmarks/adaptive_sim.py --quick          # 40 sweeps per scenario
@@ -37,7 +37,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sweeper import adaptive, stats  # noqa: E402
+from sweeper.adaptive import design as adaptive  # noqa: E402
+
+from sweeper.analysis import stats
 
 DESIGN = adaptive.Design(alpha=0.05, start=4, batch=2, max_seeds=16, min_effect=1.0, spending="hsd")
 EFFECTS = {"null": 0.0, "small": 0.5, "medium": 1.0, "large": 2.0}

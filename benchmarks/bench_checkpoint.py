@@ -50,8 +50,8 @@ def main() -> None:
 
     from sweeper.run import init
     from sweeper.run.checkpoint import read_checkpoint
-    from train.config import RunConfig
-    from train.loop import Trainer
+    from sweeper.train.config import RunConfig
+    from sweeper.train.loop import Trainer
 
     raw = default_run_config(args.overrides)
     cfg = RunConfig.from_dict(raw)

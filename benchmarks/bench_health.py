@@ -45,9 +45,9 @@ def main() -> None:
 
     from sweeper.health import LiveMonitor
     from sweeper.health.runner import _TRAINING
-    from train.config import RunConfig
-    from train.loop import Trainer
-    from train.preflight import preflight_config, preflight_model
+    from sweeper.train.config import RunConfig
+    from sweeper.train.loop import Trainer
+    from sweeper.train.preflight import preflight_config, preflight_model
 
     warnings.filterwarnings("ignore", message=".*DELIBERATE FAULT INJECTION.*")
     raw = default_run_config(args.overrides)

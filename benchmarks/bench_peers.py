@@ -11,7 +11,7 @@ another in each repeat, the order rotated from repeat to repeat:
   joblib       a Hydra app calling sweeper.run.entry.run_entry (the run API), `--multirun
                hydra/launcher=joblib hydra.launcher.n_jobs=<cores>`
   ray          Ray Tune, `tune.with_resources(trainable, {"cpu": 1})`, grid over the run dirs
-  shell        `OMP_NUM_THREADS=1 python -m train DIR &` per run, then `wait`
+  shell        `OMP_NUM_THREADS=1 python -m sweeper.train DIR &` per run, then `wait`
   ideal        the sum of each run's own training time as a fresh process pays it (its summary's wall_time_s,
                sweeper_cold's runs: interpreter imports included) / slots
   floor        the sum of the warm runs' own time / slots + one import of the task per slot (the mean of cold
@@ -47,7 +47,7 @@ import hydra
 @hydra.main(version_base=None, config_path=None, config_name=None)
 def main(cfg):
     from sweeper.run.entry import run_entry
-    return run_entry("train:main", cfg.run_dir)
+    return run_entry("sweeper.train:main", cfg.run_dir)
 
 if __name__ == "__main__":
     main()
@@ -59,7 +59,7 @@ from ray import tune
 
 def trainable(config):
     from sweeper.run.entry import run_entry
-    return {"exit_code": run_entry("train:main", config["run_dir"])}
+    return {"exit_code": run_entry("sweeper.train:main", config["run_dir"])}
 
 ray.init(num_cpus=int(sys.argv[1]), include_dashboard=False, log_to_driver=False)
 tuner = tune.Tuner(tune.with_resources(trainable, {"cpu": 1}),
@@ -68,7 +68,7 @@ tuner = tune.Tuner(tune.with_resources(trainable, {"cpu": 1}),
 results = tuner.fit()
 sys.exit(1 if results.errors or any(r.metrics.get("exit_code") != 0 for r in results) else 0)
 '''
-SHELL_LOOP = 'for d in "$@"; do OMP_NUM_THREADS=1 python -m train "$d" > "$d/$LOG" 2>&1 & done; wait'
+SHELL_LOOP = 'for d in "$@"; do OMP_NUM_THREADS=1 python -m sweeper.train "$d" > "$d/$LOG" 2>&1 & done; wait'
 
 
 def clean_env() -> dict:
@@ -84,8 +84,8 @@ def sweep_args(sweep_dir: Path, seeds: int, steps: int) -> list[str]:
 
 def frozen_plan(work: Path, seeds: int, steps: int):
     """The plan (and its frozen config.yaml per run) every launcher trains from."""
-    from sweeper.compose import compose_sweep
-    from sweeper.plan import make_plan, write_plan
+    from sweeper.config.compose import compose_sweep
+    from sweeper.plan.make import make_plan, write_plan
 
     args = sweep_args(work / "plan", seeds, steps)
     plan = make_plan(compose_sweep(args), list(range(seeds)))
@@ -223,7 +223,7 @@ def main() -> int:
               "sweeper_cold": "sweeper, cold starts (`SWEEPER_COLD_START=1`: a fresh interpreter per run)",
               "joblib": f"hydra-joblib-launcher, `n_jobs={slots}`, a Hydra app calling the run API",
               "ray": "Ray Tune, `with_resources(cpu=1)`",
-              "shell": "shell loop (`OMP_NUM_THREADS=1 python -m train DIR &` x N; wait)",
+              "shell": "shell loop (`OMP_NUM_THREADS=1 python -m sweeper.train DIR &` x N; wait)",
               "ideal": "ideal (sum of each run's own training time as a fresh process, cold runs / slots)",
               "floor": "floor (warm runs' own time / slots + one task import per slot)"}
     md = [f"# Side by side: rope baseline, {a.seeds} seeds x {a.steps} steps, {slots} cores",

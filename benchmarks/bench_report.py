@@ -21,9 +21,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from sweeper import stats  # noqa: E402
-from sweeper.report import analyze_sweep, write_report  # noqa: E402
-from sweeper.results import load_curves, load_runs  # noqa: E402
+from sweeper.analysis import stats  # noqa: E402
+from sweeper.report.build import analyze_sweep, write_report  # noqa: E402
+from sweeper.analysis.results import load_curves, load_runs  # noqa: E402
 from synthetic_sweep import write_sweep  # noqa: E402
 
 
@@ -74,7 +74,7 @@ def main() -> None:
         print(f"report without plots: {total:.2f} s for {n_runs} runs (target < 5 s): "
               f"{'OK' if total < 5 else 'OVER TARGET'}")
         if args.plots:
-            from sweeper.plots import write_plots
+            from sweeper.report.plots import write_plots
 
             _, t_plots = _timed(write_plots, root / "plots", inp.curves, inp.analysis)
             print(f"plots: {t_plots:.2f} s")

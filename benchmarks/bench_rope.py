@@ -42,9 +42,9 @@ def publish(out_dir: str, mode: str, result: dict, table: list[str], quiet: bool
 def bench_cpu(args) -> None:
     import torch
 
-    from kernels import apply_rope, rope_cache
-    from train.config import ModelConfig, TrainConfig
-    from train.model import Transformer
+    from sweeper.kernels import apply_rope, rope_cache
+    from sweeper.train.config import ModelConfig, TrainConfig
+    from sweeper.train.model import Transformer
 
     torch.set_num_threads(args.threads)
     cfg, batch = ModelConfig(), TrainConfig().batch_size
@@ -170,8 +170,8 @@ def bench_cuda(args) -> None:
     import torch
     import triton
 
-    from kernels import apply_rope, rope_cache, rope_reference
-    from kernels.reference import _rotate as reference_rotate
+    from sweeper.kernels import apply_rope, rope_cache, rope_reference
+    from sweeper.kernels.reference import _rotate as reference_rotate
 
     if not torch.cuda.is_available() and not args.smoke:
         raise SystemExit("cuda mode needs a CUDA GPU (--smoke runs the same code on CPU, tiny shapes)")
@@ -266,7 +266,7 @@ def bench_cuda(args) -> None:
             _add_speedups(rows)
             publish(args.out, "cuda", result, _cuda_table(result), quiet=True)
     try:
-        from kernels.rope_triton import _rope_kernel_tuned
+        from sweeper.kernels.rope_triton import _rope_kernel_tuned
         result["autotuned"] = {str(k): str(v) for k, v in getattr(_rope_kernel_tuned, "cache", {}).items()}
     except Exception:  # noqa: BLE001
         pass
@@ -329,7 +329,7 @@ def bench_determinism(args) -> None:
     """sha256 of outputs and gradients over repeated calls on a large shape; all must agree."""
     import torch
 
-    from kernels import apply_rope, rope_cache
+    from sweeper.kernels import apply_rope, rope_cache
 
     dev = torch.device("cuda")
     g = torch.Generator(device=dev).manual_seed(0)

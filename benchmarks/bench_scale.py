@@ -5,8 +5,8 @@
     python benchmarks/bench_scale.py --profile plan        # cProfile of one stage (plan|write|report|live)
 
 Every run is a tiny user task (a script that calls sweeper.init and finishes at once). Stages:
-  plan     compose + plan N runs (sweeper.cli.prepare), in this process
-  write    write the sweep dir (each run's config and status, the manifest): sweeper.plan.write_plan
+  plan     compose + plan N runs (sweeper.cli.sweep.prepare), in this process
+  write    write the sweep dir (each run's config and status, the manifest): sweeper.plan.make.write_plan
   launch   `python -m sweeper ... launcher=local` for N_LAUNCH runs, against the same N_LAUNCH processes of the
            same task started by a bare pool with the same slots (xargs -P, each with its run's environment):
            per-run overhead = (sweeper wall - bare wall) x slots / N: the sweeper's cost beyond the run's own work
@@ -76,8 +76,8 @@ def timed(fn, profile: bool = False):
 
 
 def plan_and_write(proj: Path, n: int, sweep_dir: Path, profile: str | None) -> dict:
-    from sweeper.cli import prepare
-    from sweeper.plan import write_plan
+    from sweeper.cli.sweep import prepare
+    from sweeper.plan.make import write_plan
 
     argv = argv_for(proj, n, sweep_dir)
     (plan, _backend, _cfg), plan_s = timed(lambda: prepare(argv), profile == "plan")
@@ -145,8 +145,8 @@ def report_time(sweep_dir: Path, profile: bool) -> tuple[float, int]:
 
 def launch(proj: Path, n: int, work: Path) -> dict:
     """The sweeper's local pool against a bare pool of the same processes and slots."""
-    from sweeper.cli import prepare
-    from sweeper.plan import write_plan
+    from sweeper.cli.sweep import prepare
+    from sweeper.plan.make import write_plan
 
     sweep_dir = work / f"launch-{n}"
     argv = argv_for(proj, n, sweep_dir) + ["launcher=local"]
@@ -192,7 +192,7 @@ class _Slot:
 
 def live_view(plan, running: int, profile: bool) -> dict:
     """Progress, live, with `running` runs running: ms per redraw (tick) and per event line (log)."""
-    from sweeper.progress import Progress
+    from sweeper.report.live import Progress
 
     runs = [(_Run(r.rundir, i), _Slot(i)) for i, r in enumerate(plan.runs[:running])]
     out = io.StringIO()

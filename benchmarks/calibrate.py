@@ -1,4 +1,4 @@
-"""Calibration of the decision rule: simulated sweeps with known truth through sweeper.verdict.analyze itself.
+"""Calibration of the decision rule: simulated sweeps with known truth through sweeper.analysis.verdict.analyze itself.
 
     python benchmarks/calibrate.py                   # default: 300 sweeps per cell, about 9 min on 1 core
     python benchmarks/calibrate.py --reps 2000 --seed 1 --out /tmp/cal
@@ -9,7 +9,7 @@ small (1 sd) or large (3 sd) effect in one variant; normal or heavy-tailed (t, 3
 noise; independent seeds or seeds sharing randomness (paired: a per-seed offset common to every variant);
 lost seeds in either arm (the baseline losing its worst 30%, e.g. 3 of 10; a variant losing its worst 30%;
 20% of runs failing at random; a variant losing 70% of its seeds, which the rule must call worse). Each sweep
-is a runs DataFrame shaped like sweeper.results.load_runs (status, final_val_loss, health, fingerprints),
+is a runs DataFrame shaped like sweeper.analysis.results.load_runs (status, final_val_loss, health, fingerprints),
 decided by verdict.analyze (lower is better, alpha 0.05, Holm), at n = 3, 4, 5, 10 seeds per arm.
 
 Printed and written to benchmarks/results/calibrate.{json,md}: FWER (any false better/worse in the family,
@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
 from benchmarks._results import write_results  # noqa: E402
-from sweeper import stats, verdict  # noqa: E402
+from sweeper.analysis import stats  # noqa: E402
+from sweeper.analysis import verdict
 
 ALPHA = 0.05
 NS = (3, 4, 5, 10)
@@ -178,7 +179,7 @@ def main(argv=None) -> int:
               "command": "python benchmarks/calibrate.py" + (" --quick" if args.quick else "") +
                          (f" --reps {args.reps}" if args.reps else "") + (f" --seed {args.seed}" if args.seed else ""),
               "targets": targets, "cells": cells}
-    md = ["# Calibration of the decision rule (sweeper.verdict.analyze)", "",
+    md = ["# Calibration of the decision rule (sweeper.analysis.verdict.analyze)", "",
           f"`{result['command']}`: {reps} simulated sweeps per cell, alpha {ALPHA}, Holm, lower is better; "
           f"{result['seconds']:.0f} s. FWER: share of families with any false better/worse (95% Wilson upper "
           "bound in brackets). Power: the effect variant called correctly; beside it the t-test's theoretical "

@@ -1,6 +1,6 @@
 """The public entry ``apply_rope``: argument checks, position handling and dispatch to an implementation.
 
-Run it: ``from kernels import apply_rope, rope_cache``::
+Run it: ``from sweeper.kernels import apply_rope, rope_cache``::
 
     cos, sin = rope_cache(4096, 128)                        # (P, 64) float32 each
     q_out, k_out = apply_rope(q, k, cos, sin)                # q (B, T, Hq, D), k (B, T, Hk, D)
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import torch
 
-from kernels.faults import FAULT_IMPL, DropQKGrad, warn_fault_once
-from kernels.reference import FORMATS, LAYOUTS, check_positions_arg, check_positions_fit, rope_reference
-from kernels.rope_cpu import rope_torch
+from sweeper.kernels.faults import FAULT_IMPL, DropQKGrad, warn_fault_once
+from sweeper.kernels.reference import FORMATS, LAYOUTS, check_positions_arg, check_positions_fit, rope_reference
+from sweeper.kernels.rope_cpu import rope_torch
 
 IMPLS = ("auto", "torch", "triton", "reference", FAULT_IMPL)
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -105,7 +105,7 @@ def _rotate(q, k, cos, sin, positions, layout, impl):
     if impl == "auto":
         impl = "triton" if q.is_cuda else "torch"
     if impl == "triton":
-        from kernels.rope_triton_op import rope_triton
+        from sweeper.kernels.rope_triton_op import rope_triton
         return rope_triton(q, k, cos, sin, offset, batch_offsets, ids, layout == "interleaved")
     if batch_offsets is not None:
         ids = batch_offsets[:, None] + torch.arange(seqlen, device=q.device)  # (B, T)

@@ -1,6 +1,6 @@
 """Plain-PyTorch RoPE: the definition every other implementation is tested against.
 
-Run it: ``from kernels.reference import rope_cache, rope_reference``.
+Run it: ``from sweeper.kernels.reference import rope_cache, rope_reference``.
 
 Rotation convention (pinned here, used by every path in this package)
 ---------------------------------------------------------------------

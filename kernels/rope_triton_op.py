@@ -18,7 +18,7 @@ from typing import Optional
 
 import torch
 
-from kernels.rope_triton import interpreting, launch_rope
+from sweeper.kernels.rope_triton import interpreting, launch_rope
 
 
 def _empty_outputs(q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

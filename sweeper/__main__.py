@@ -1,4 +1,4 @@
-"""python -m sweeper +experiment=NAME seeds=0-3: plan, launch and report a seed sweep (sweeper.cli.main)."""
+"""python -m sweeper +experiment=NAME seeds=0-3: plan, launch and report a seed sweep (sweeper.cli.sweep.main)."""
 import signal
 import sys
 
@@ -6,7 +6,7 @@ from sweeper import interrupts
 
 signal.signal(signal.SIGTERM, signal.default_int_handler)   # SIGTERM during the imports: KeyboardInterrupt too
 try:
-    from sweeper.cli import main
+    from sweeper.cli.sweep import main
 except KeyboardInterrupt:
     print("sweeper: interrupted; nothing was started; run the same command again", file=sys.stderr)
     interrupts.exit_with(interrupts.INTERRUPTED)

@@ -5,8 +5,8 @@
         ...
 
 `python -m sweeper` calls install() first thing, so Ctrl-C or SIGTERM at any moment (composing, writing the
-plan, taking the lock, preflight, launching, reporting) ends in one KeyboardInterrupt that sweeper.cli turns
-into one line and exit status 130. The local pool installs its own handlers while it runs (sweeper.pool) and
+plan, taking the lock, preflight, launching, reporting) ends in one KeyboardInterrupt that sweeper.cli.sweep turns
+into one line and exit status 130. The local pool installs its own handlers while it runs (sweeper.backends.local.pool) and
 restores these afterwards. Only the main thread can set handlers; elsewhere both are no-ops.
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _raise_once(signum, frame) -> None:
 def fired() -> bool:
     """Whether install()'s handler has raised its KeyboardInterrupt: a library that caught it and raised
     another error instead (OmegaConf, interrupted while building a config, raises AttributeError) is still
-    an interrupt to sweeper.cli."""
+    an interrupt to sweeper.cli.sweep."""
     return _fired.is_set()
 
 

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kernels import apply_rope, rope_cache
+from sweeper.kernels import apply_rope, rope_cache
 
 V, T, D, HEADS = 24, 16, 32, 2       # LM vocab, context, width, heads
 FEATURES, HIDDEN, CLASSES = 12, 32, 6

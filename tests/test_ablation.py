@@ -8,8 +8,8 @@ import pytest
 from conftest import TINY, run_sweeper
 from local_helpers import run, user_project
 
-from sweeper.compose import compose_sweep
-from sweeper.config_diff import MISSING, Change, Declared, describe, diff_configs, flatten, group_changes
+from sweeper.config.compose import compose_sweep
+from sweeper.config.config_diff import MISSING, Change, Declared, describe, diff_configs, flatten, group_changes
 from sweeper.errors import UsageError
 from sweeper.run.rundir import read_manifest
 
@@ -104,7 +104,7 @@ def test_a_declared_control_may_equal_the_baseline_and_the_manifest_records_ever
                            "change, or declare the bundle with experiment.bundles=[both]\n")
     sweep = compose_sweep(["+experiment=rope", "+experiment.variants.aa=[]", "+experiment.controls=[aa]",
                            f"sweeper.dir={d}", *TINY, "train.steps=1"])
-    from sweeper.plan import make_plan, write_plan
+    from sweeper.plan.make import make_plan, write_plan
 
     write_plan(make_plan(sweep, [0]), ["+experiment=rope"])
     manifest = read_manifest(d)
@@ -119,7 +119,7 @@ def test_a_config_group_swap_counts_as_one_change_and_each_override_gets_its_own
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "wide.yaml").write_text("defaults: [small, _self_]\nd_model: 192\nn_layers: 3\n")
     base = ["--config-dir", str(tmp_path), "+experiment=rope"]
-    from sweeper.cli import overrides_of
+    from sweeper.cli.sweep import overrides_of
 
     one = compose_sweep(overrides_of(base + ["+experiment.variants.wide=['model=wide']"]))
     assert one.changes["wide"] == [Declared("model=wide", ("model.d_model", "model.n_layers"))]

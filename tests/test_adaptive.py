@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from sweeper import adaptive as ad
+from sweeper.adaptive import design as ad
 
 
 def _phi(x):                      # the normal cdf from math.erfc: independent of scipy

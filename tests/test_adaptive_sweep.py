@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run_sweeper
-from sweeper.looks import read_looks
+from sweeper.plan.looks import read_looks
 from sweeper.run.rundir import read_manifest
 
 FIXTURE = ROOT / "tests" / "fixtures" / "adaptive"

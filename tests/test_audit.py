@@ -2,7 +2,7 @@
 
     python -m pytest -q tests/test_audit.py
 
-Every audit runs three real `python -m train` processes (straight; stopped or killed at k; resumed). The planted
+Every audit runs three real `python -m sweeper.train` processes (straight; stopped or killed at k; resumed). The planted
 divergences use the test-only switch SWEEPER_FAULT_DROP_RNG_STATE (sweeper/run/streams.py), which leaves one state out
 of every checkpoint: the audit must name that state at step k+1, the first step after the resume.
 """
@@ -14,10 +14,10 @@ import pytest
 
 from conftest import TINY, run_sweeper
 from train_runs import tiny_config
-from sweeper.audit import main as audit_main
+from sweeper.cli.audit import main as audit_main
 from sweeper.run.rundir import RunDir
-from sweeper.audit import preflight_audit
-from train.audit import AuditReport, audit_resume, compare_trails, default_stop_at
+from sweeper.cli.audit import preflight_audit
+from sweeper.train.audit import AuditReport, audit_resume, compare_trails, default_stop_at
 
 
 def test_audit_kill_mode_is_identical_and_replays_steps(tmp_path):
@@ -83,8 +83,8 @@ def test_cli_bad_input_is_one_line_exit_2_before_anything_runs(tmp_path, capsys,
 
 
 def test_sweep_preflight_audits_the_baseline(tmp_path):
-    from sweeper.compose import compose_sweep
-    from sweeper.plan import make_plan
+    from sweeper.config.compose import compose_sweep
+    from sweeper.plan.make import make_plan
 
     tiny_overrides = [o for o in TINY if not o.startswith(("train.steps=", "train.ckpt_interval="))]
     tiny_overrides += ["train.steps=10", "train.ckpt_interval=4"]

@@ -2,7 +2,7 @@
 
     python -m pytest -q tests/test_determinism.py
 
-The process tests run real `python -m train RUN_DIR` children (OMP_NUM_THREADS=1) with the audit trail on, so
+The process tests run real `python -m sweeper.train RUN_DIR` children (OMP_NUM_THREADS=1) with the audit trail on, so
 every step's batch, RNG states, parameters and optimizer state can be compared; the stream tests build the real
 Trainer in-process.
 """
@@ -17,9 +17,9 @@ import torch
 
 from train_runs import (assert_bitwise_equal, differences, finish, log_text, make_run_dir, start, tiny_config,
                         trail_by_step)
-from train.batches import EpochSampler
-from train.config import RunConfig
-from train.determinism import determinism_flags, set_determinism
+from sweeper.train.batches import EpochSampler
+from sweeper.train.config import RunConfig
+from sweeper.train.determinism import determinism_flags, set_determinism
 from sweeper.run.streams import STREAMS, SeedStreams
 
 STEPS = 30
@@ -97,7 +97,7 @@ def test_variants_of_one_seed_share_data_order_and_validation_batches(runs):
 # ---- the streams in-process, on the real Trainer ----
 
 def _trainer(seed: int, **over):
-    from train.loop import Trainer
+    from sweeper.train.loop import Trainer
 
     return Trainer(RunConfig.from_dict(tiny_config(seed, **over)), SeedStreams(seed))
 
@@ -192,7 +192,7 @@ def test_set_determinism_reaches_inductor_imported_before_or_after(inductor_firs
     code = (
         "import sys, torch\n"
         f"if {inductor_first}: import torch._inductor.config\n"
-        "from train.determinism import set_determinism\n"
+        "from sweeper.train.determinism import set_determinism\n"
         "for enabled in (True, False, True):\n"
         "    set_determinism(enabled)\n"
         "    assert torch.are_deterministic_algorithms_enabled() is enabled\n"

@@ -9,7 +9,7 @@ import yaml
 
 from local_helpers import (checkpoints, processes_mentioning, run, run_dir, start, starts, status, sweep_args,
                            user_project, wait_for)
-from sweeper.failures import (CONFIG, EXCEPTION, HEALTH, LOST_NODE, OOM, SIGNAL, CrashLoops, RetryPolicy, classify)
+from sweeper.backends.failures import (CONFIG, EXCEPTION, HEALTH, LOST_NODE, OOM, SIGNAL, CrashLoops, RetryPolicy, classify)
 
 pytest_plugins = ["local_helpers"]     # its sweep_dir fixture
 
@@ -61,7 +61,7 @@ def test_retry_policy_and_crash_loops():
 # -- the pool with real failures ---------------------------------------------------------------------------------
 
 def leader_pid(rd):
-    """pid of the running `python -m train RUN_DIR` (its own env.json), if it is alive."""
+    """pid of the running `python -m sweeper.train RUN_DIR` (its own env.json), if it is alive."""
     try:
         pid = json.loads((rd / "env.json").read_text())["pid"]
     except (OSError, ValueError, KeyError):
@@ -101,8 +101,8 @@ def test_signal_kills_are_retried_with_backoff_and_resume_siblings_unaffected(sw
 
 
 def test_deterministic_failures_are_not_retried_and_crash_loops_stop_their_variant(sweep_dir):
-    from sweeper.compose import compose_sweep
-    from sweeper.plan import make_plan, write_plan
+    from sweeper.config.compose import compose_sweep
+    from sweeper.plan.make import make_plan, write_plan
 
     args = sweep_args(sweep_dir, "launcher.max_parallel=1", "launcher.max_retries=3", steps=10, seeds="0-2")
     plan = make_plan(compose_sweep(args), [0, 1, 2])

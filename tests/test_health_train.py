@@ -14,9 +14,9 @@ import pytest
 import torch
 import yaml
 
-import train
+import sweeper.train as train
 from sweeper.health import HealthReport
-from train.preflight import preflight_config
+from sweeper.train.preflight import preflight_config
 from tests.conftest import ROOT
 from tests.train_runs import make_run_dir, tiny_config
 from tests.train_runs import train as train_process

@@ -264,7 +264,7 @@ def test_monitor_attached_by_hooks_watches_a_closed_training_step():
 
 
 def test_thresholds_from_the_config_are_checked_in_one_line():
-    from train.config import ConfigError, RunConfig
+    from sweeper.train.config import ConfigError, RunConfig
 
     cfg = RunConfig.from_dict({"health": {"thresholds": {"overfit_steps": 40, "batchnorm_coupling": "pass"}}})
     th = Thresholds.from_dict(cfg.health.thresholds)

@@ -89,7 +89,7 @@ def job_records(sweep_dir) -> dict:
 
 def test_plugin_is_discovered_and_its_scan_imports_nothing_heavy():
     code = ("import sys\n"
-            "SCHEMA = ('sweeper', 'sweeper.errors', 'sweeper.schema', 'sweeper.launcher_schema')\n"
+            "SCHEMA = ('sweeper', 'sweeper.errors', 'sweeper.config', 'sweeper.config.schema', 'sweeper.config.launcher_schema')\n"
             "from hydra.core.plugins import Plugins\n"
             "from hydra.plugins.launcher import Launcher\n"
             "names = [f'{p.__module__}.{p.__name__}' for p in Plugins.instance().discover(Launcher)]\n"
@@ -179,7 +179,7 @@ def test_every_key_of_the_local_launcher_schema_is_a_plugin_option(sweep_dir):
     import dataclasses
 
     from hydra_plugins.sweeper_pool._core import pool_config
-    from sweeper.launcher_schema import LocalLauncherConf, PoolConf
+    from sweeper.config.launcher_schema import LocalLauncherConf, PoolConf
 
     keys = [f.name for f in dataclasses.fields(PoolConf)]
     assert set(keys) == {f.name for f in dataclasses.fields(LocalLauncherConf)} - {"name"}

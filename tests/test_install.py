@@ -22,8 +22,9 @@ from conftest import ROOT
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(importlib.util.find_spec("setuptools") is None, reason="building needs setuptools")]
-PACKAGES = ("sweeper", "train", "kernels", "hydra_plugins")
-SHIPPED = (*PACKAGES, "conf", "pyproject.toml", "README.md")
+FOLDERS = {"sweeper": "sweeper", "train": "sweeper/train", "kernels": "sweeper/kernels",
+           "hydra_plugins": "hydra_plugins"}          # repo folder -> where the wheel puts it
+SHIPPED = (*FOLDERS, "conf", "pyproject.toml", "README.md")
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +64,11 @@ def in_venv(python: Path, *args: str, cwd: Path, timeout: float = 300) -> subpro
 def test_the_wheel_holds_every_module_and_every_config(install):
     _, wheel = install
     names = set(zipfile.ZipFile(wheel).namelist())
-    modules = {str(p.relative_to(ROOT)) for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
-               if "__pycache__" not in p.parts}
+    modules = {f"{FOLDERS[folder]}/{p.relative_to(ROOT / folder)}" for folder in FOLDERS
+               for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts}
     assert modules and modules <= names, sorted(modules - names)       # pyproject.toml lists every package
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith((".dist-info", ".data"))}
+    assert tops == {"sweeper", "hydra_plugins"}, tops                   # nothing that shadows a user's train.py
     configs = {str(p.relative_to(ROOT)) for p in (ROOT / "conf").rglob("*.yaml")}
     assert {"conf/sweep.yaml", "conf/task/train.yaml", "conf/experiment/rope.yaml"} <= configs
     assert {f"sweeper/{c}" for c in configs} <= names
@@ -73,8 +76,8 @@ def test_the_wheel_holds_every_module_and_every_config(install):
 
 
 WHERE = """\
-import sys, sweeper, sweeper.conf, train, kernels
-from sweeper.compose import CONF_DIR
+import sys, sweeper, sweeper.conf, sweeper.train as train, sweeper.kernels as kernels
+from sweeper.config.compose import CONF_DIR
 from hydra.core.plugins import Plugins
 from hydra.plugins.launcher import Launcher
 pool, = [p for p in Plugins.instance().discover(Launcher) if "sweeper_pool" in p.__module__]
@@ -97,7 +100,7 @@ def test_a_dry_run_from_any_directory(install, tmp_path):
     python, _ = install
     proc = in_venv(python, "-m", "sweeper", "+experiment=rope", "sweeper.dry_run=true", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert f"task: train:main (in {tmp_path})" in proc.stdout
+    assert f"task: sweeper.train:main (in {tmp_path})" in proc.stdout
     assert "experiment rope: 3 variants x 4 seeds (0-3) = 12 runs" in proc.stdout
     assert list(tmp_path.iterdir()) == []
     bad = in_venv(python, "-m", "sweeper", "+experiment=mine", cwd=tmp_path)

@@ -11,7 +11,7 @@ import yaml
 from conftest import ROOT, run_sweeper
 from local_helpers import run, user_project
 
-from sweeper import journal
+from sweeper.report import journal
 from sweeper.run.rundir import read_manifest
 
 TASK = """

@@ -1,9 +1,14 @@
-"""The layers of the code base, checked on the import graph (every import statement, lazy ones included).
+"""The layers of the code base, checked on the import graph: every import statement, those inside functions too.
 
-    kernels < sweeper.health < sweeper.run (the run contract) < train < sweeper (orchestrator) < hydra_plugins
+    kernels < health < errors, interrupts < run < train < config < plan < analysis < report < backends
+            < execute < adaptive < cli < the command names (sweeper.resume, ...) < hydra_plugins
 
-A module may import only from its own layer or a lower one; the report path reads files only (no backend, no
-train, no torch, checked in a clean interpreter too); only the run contract spells the names of its files.
+A module's layer is its folder (sweeper/config/... is `config`); the demo trainer and the kernels install as
+sweeper.train and sweeper.kernels from the repo's train/ and kernels/. A module may import only from its own
+layer or a lower one, no two modules import each other (directly or round a circle: 0 circles, imports inside
+functions counted), an import inside a function says why on its line or the line above (it defers a heavy
+dependency), the report path reads files only (no backend, no train, no torch), and only the run contract
+spells the names of its files.
 """
 from __future__ import annotations
 
@@ -15,81 +20,81 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("kernels", "sweeper", "train", "hydra_plugins")
-ORDER = ("kernels", "health", "run", "train", "sweeper", "hydra_plugins")
-REPORT_PATH = ("sweeper.report", "sweeper.report_html", "sweeper.results", "sweeper.stats", "sweeper.verdict", "sweeper.plots",
-               "sweeper.compare")
-NOT_ON_REPORT_PATH = ("sweeper.slurm", "sweeper.slurm_task", "sweeper.local", "sweeper.pool", "train", "torch",
-                      "submitit", "kernels")
+# repo folder -> the package it installs as
+FOLDERS = {"sweeper": "sweeper", "train": "sweeper.train", "kernels": "sweeper.kernels",
+           "hydra_plugins": "hydra_plugins"}
+ORDER = ("kernels", "health", "base", "run", "train", "config", "plan", "analysis", "report", "backends",
+         "execute", "adaptive", "cli", "commands", "hydra_plugins")
+BASE = ("sweeper.errors", "sweeper.interrupts")
+REPORT_PATH = ("sweeper.report.build", "sweeper.report.html", "sweeper.analysis.results", "sweeper.analysis.stats",
+               "sweeper.analysis.verdict", "sweeper.report.plots", "sweeper.analysis.compare", "sweeper.cli.report")
+NOT_ON_REPORT_PATH = ("sweeper.backends", "sweeper.train", "torch", "submitit", "sweeper.kernels", "hydra")
 CONTRACT_FILES = ("status.json", "summary.json", "metrics.jsonl", "sweep.json")
+# why an import may sit inside a function: words one of which the comment beside it must use
+REASONS = ("heavy", "defer", "lazy", "only when", "only if", "optional", "plugin", "import time", "startup",
+           "slow", "cold", "fresh", "torch", "hydra", "submitit", "pandas", "scipy", "matplotlib", "numpy",
+           "triton", "tensorboard", "playwright", "child", "fork")
 
 
 def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = FOLDERS[rel.parts[0]].split(".") + list(rel.parts[1:])
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def layer(module: str) -> str | None:
-    top = module.split(".")[0]
-    if top not in PACKAGES:
+    parts = module.split(".")
+    if parts[0] == "hydra_plugins":
+        return "hydra_plugins"
+    if parts[0] != "sweeper":
         return None
-    if module == "sweeper.health" or module.startswith("sweeper.health."):
-        return "health"
-    if module == "sweeper.run" or module.startswith("sweeper.run."):
-        return "run"
-    return top
+    if module in BASE:
+        return "base"
+    if len(parts) == 1 or parts[1] in ("__main__", "resume", "audit", "journal", "slurm"):
+        return "commands" if len(parts) > 1 else None        # the light package root is everyone's
+    return parts[1] if parts[1] in ORDER else "unknown"
 
 
-def imports_of(path: Path, top_level_only: bool = False) -> list[tuple[str, int]]:
-    """(imported module, line) for every import in the file (or only those run at import time); relative
-    imports resolved."""
+def imports_of(path: Path, top_level_only: bool = False) -> list[tuple[str, int, bool]]:
+    """(imported module, line, inside a function) for every import in the file; relative imports resolved."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     here = module_name(path)
     package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    top = {id(n) for n in tree.body}
+    top |= {id(c) for n in tree.body if isinstance(n, (ast.If, ast.Try)) for c in ast.walk(n)}   # guarded imports
     out = []
     for node in (tree.body if top_level_only else ast.walk(tree)):
+        nested = id(node) not in top
         if isinstance(node, ast.Import):
-            out += [(alias.name, node.lineno) for alias in node.names]
+            out += [(alias.name, node.lineno, nested) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[:len(package.split(".")) - node.level + 1]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            out.append((target, node.lineno))
-            out += [(f"{target}.{alias.name}", node.lineno) for alias in node.names]   # from pkg import module
+            out.append((target, node.lineno, nested))
+            out += [(f"{target}.{alias.name}", node.lineno, nested) for alias in node.names]   # from pkg import module
     return out
 
 
 def our_files() -> list[Path]:
-    return sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
+    return sorted(p for folder in FOLDERS for p in (ROOT / folder).rglob("*.py"))
 
 
 MODULES = {module_name(p): p for p in our_files()}
 
 
-def graph(top_level_only: bool = False) -> dict[str, set[str]]:
-    """Module -> the modules of ours it imports (a name that is an attribute, not a module, is dropped)."""
-    return {m: {t for t, _ in imports_of(p, top_level_only) if t in MODULES} for m, p in MODULES.items()}
+def graph() -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports (a name that is an attribute, not a module, is dropped; an
+    import of a package's own parent packages is not an edge: Python runs them first anyway)."""
+    g = {}
+    for m, p in MODULES.items():
+        g[m] = {t for t, _, _ in imports_of(p) if t in MODULES and t != m and not m.startswith(t + ".")}
+    return g
 
 
-def test_every_import_goes_to_the_same_or_a_lower_layer():
-    bad = []
-    for module, path in MODULES.items():
-        mine = layer(module)
-        for target, line in imports_of(path):
-            theirs = layer(target)
-            if theirs is None or target == "sweeper":     # outside our code, or the light package root
-                continue
-            if ORDER.index(theirs) > ORDER.index(mine):
-                bad.append(f"{path.relative_to(ROOT)}:{line}: {mine} layer imports {target} ({theirs} layer)")
-    assert not bad, "imports against the layers:\n" + "\n".join(bad)
-
-
-def test_no_import_cycle_between_modules_at_import_time():
-    """Layers already forbid cycles between layers; inside one, no two modules import each other at import
-    time (a lazy import inside a function is how a module reaches a sibling that imports it)."""
-    g = graph(top_level_only=True)
+def cycles_of(g: dict[str, set[str]]) -> list[list[str]]:
     index, low, stack, on_stack, cycles, counter = {}, {}, [], set(), [], [0]
 
     def visit(v: str) -> None:               # Tarjan's strongly connected components
@@ -111,15 +116,52 @@ def test_no_import_cycle_between_modules_at_import_time():
                 comp.append(w)
                 if w == v:
                     break
-            packages_only = all(MODULES[c].name == "__init__.py" or c == v for c in comp)
-            if len(comp) > 1 and not packages_only:
+            if len(comp) > 1:
                 cycles.append(sorted(comp))
 
     sys.setrecursionlimit(10000)
     for v in g:
         if v not in index:
             visit(v)
-    assert not cycles, f"import cycles: {cycles}"
+    return cycles
+
+
+def test_every_module_has_a_known_layer():
+    unknown = [m for m in MODULES if layer(m) == "unknown"]
+    assert not unknown, f"modules in a folder that is no layer (add it to ORDER): {unknown}"
+
+
+def test_every_import_goes_to_the_same_or_a_lower_layer():
+    bad = []
+    for module, path in MODULES.items():
+        mine = layer(module)
+        if mine is None:
+            continue
+        for target, line, _ in imports_of(path):
+            theirs = layer(target)
+            if theirs is None or target == "sweeper":     # outside our code, or the light package root
+                continue
+            if ORDER.index(theirs) > ORDER.index(mine):
+                bad.append(f"{path.relative_to(ROOT)}:{line}: {mine} layer imports {target} ({theirs} layer)")
+    assert not bad, "imports against the layers:\n" + "\n".join(bad)
+
+
+def test_no_import_circle_counting_imports_inside_functions():
+    assert not cycles_of(graph()), f"import circles: {cycles_of(graph())}"
+
+
+def test_an_import_inside_a_function_says_why():
+    bad = []
+    for module, path in MODULES.items():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for target, line, nested in imports_of(path):
+            if not nested:
+                continue
+            near = " ".join(lines[max(0, line - 3):line]).lower()
+            if "#" not in near or not any(word in near for word in REASONS):
+                bad.append(f"{path.relative_to(ROOT)}:{line}: import {target} inside a function, no reason given")
+    assert not bad, ("an import inside a function must defer a heavy dependency and say so in a comment on its "
+                     "line or the two above:\n" + "\n".join(sorted(set(bad))))
 
 
 def test_the_report_path_reaches_no_backend_no_train_no_torch():
@@ -133,37 +175,58 @@ def test_the_report_path_reaches_no_backend_no_train_no_torch():
         todo += g.get(m, ())
     bad = []
     for m in sorted(seen):
-        for target, line in imports_of(MODULES[m]):
+        for target, line, _ in imports_of(MODULES[m]):
             if any(target == x or target.startswith(x + ".") for x in NOT_ON_REPORT_PATH):
                 bad.append(f"{MODULES[m].relative_to(ROOT)}:{line} imports {target}")
     assert not bad, "the report path must read files only:\n" + "\n".join(bad)
 
 
 def test_the_report_imports_in_a_clean_interpreter_without_torch():
-    code = ("import sys\nimport sweeper.report, sweeper.results, sweeper.compare\n"
+    code = ("import sys\nimport sweeper.report.build, sweeper.analysis.results, sweeper.analysis.compare\n"
             f"print(sorted(m for m in {NOT_ON_REPORT_PATH!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("package", ["sweeper", "train"])
-def test_only_the_run_contract_names_its_files(package):
-    owner = ROOT / "sweeper" / "run" / "rundir.py"
-    bad = [f"{p.relative_to(ROOT)}:{i}: {name}" for p in sorted((ROOT / package).rglob("*.py")) if p != owner
+@pytest.mark.parametrize("folder", ["sweeper", "train"])
+def test_only_the_run_contract_names_its_files(folder):
+    owners = {ROOT / "sweeper" / "run" / "rundir.py", ROOT / "sweeper" / "run" / "manifest.py"}
+    bad = [f"{p.relative_to(ROOT)}:{i}: {name}" for p in sorted((ROOT / folder).rglob("*.py")) if p not in owners
            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
            for name in CONTRACT_FILES if name in line]
-    assert not bad, "only sweeper/run/rundir.py may name the run contract's files:\n" + "\n".join(bad)
+    assert not bad, "only the run contract (sweeper/run/) may name its files:\n" + "\n".join(bad)
 
 
-def test_a_layer_violation_is_caught(tmp_path):
-    """The checker itself: a kernels module importing train is reported with its file and line."""
-    fake = ROOT / "kernels" / "_layer_probe.py"
-    fake.write_text("def f():\n    import train.loop\n")
-    try:
-        MODULES[module_name(fake)] = fake
-        with pytest.raises(AssertionError, match=r"kernels/_layer_probe.py:2: kernels layer imports train.loop"):
-            test_every_import_goes_to_the_same_or_a_lower_layer()
-    finally:
-        MODULES.pop(module_name(fake), None)
-        fake.unlink()
+def _with_probe(monkeypatch, tmp_path, name: str, source: str) -> Path:
+    """A fake module of ours (written to tmp_path, registered under `name`) for testing the checkers."""
+    probe = tmp_path / (name.rpartition(".")[2] + ".py")
+    probe.write_text(source)
+    monkeypatch.setitem(MODULES, name, probe)
+    monkeypatch.setattr(sys.modules[__name__], "module_name",
+                        lambda p, _orig=module_name: name if p == probe else _orig(p))
+    return probe
+
+
+def test_a_layer_violation_is_caught(monkeypatch, tmp_path):
+    """The checker itself: a kernels module importing the trainer is reported with its line."""
+    _with_probe(monkeypatch, tmp_path, "sweeper.kernels._probe", "def f():\n    import sweeper.train.loop\n")
+    with pytest.raises(AssertionError, match=r"_probe.py:2: kernels layer imports sweeper.train.loop"):
+        test_every_import_goes_to_the_same_or_a_lower_layer()
+
+
+def test_a_circle_through_an_import_inside_a_function_is_caught(monkeypatch, tmp_path):
+    """Two modules of one layer importing each other, one of them lazily, is a circle."""
+    _with_probe(monkeypatch, tmp_path, "sweeper.config.seeds_probe",
+                "import sweeper.config.task\n")
+    _with_probe(monkeypatch, tmp_path, "sweeper.config.task_probe",
+                "def f():\n    import sweeper.config.seeds_probe  # heavy\n")
+    monkeypatch.setitem(MODULES, "sweeper.config.task", MODULES["sweeper.config.task_probe"])
+    with pytest.raises(AssertionError, match="import circles"):
+        test_no_import_circle_counting_imports_inside_functions()
+
+
+def test_an_unexplained_lazy_import_is_caught(monkeypatch, tmp_path):
+    _with_probe(monkeypatch, tmp_path, "sweeper.config.lazy_probe", "def f():\n    import json\n")
+    with pytest.raises(AssertionError, match=r"lazy_probe.py:2: import json inside a function"):
+        test_an_import_inside_a_function_says_why()

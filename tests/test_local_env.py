@@ -12,8 +12,8 @@ import sys
 from conftest import ROOT
 from local_helpers import child_env, run, run_dir, status, sweep_args, user_project
 from sweeper.errors import UsageError
-from sweeper.pool import processes_with_arg
-from sweeper.slots import LauncherConfig, make_slots
+from sweeper.backends.local.pool import processes_with_arg
+from sweeper.backends.local.slots import LauncherConfig, make_slots
 
 CORES = sorted(os.sched_getaffinity(0))
 

@@ -14,13 +14,13 @@ import yaml
 
 from conftest import ROOT
 from local_helpers import child_env, kill_all_mentioning, sweep_args
-from sweeper.failures import classify
-from sweeper.progress import Progress, fmt_s
+from sweeper.backends.failures import classify
+from sweeper.report.live import Progress, fmt_s
 
 
 def test_live_view_on_a_terminal_and_failures_as_they_happen(tmp_path):
-    from sweeper.compose import compose_sweep
-    from sweeper.plan import make_plan, write_plan
+    from sweeper.config.compose import compose_sweep
+    from sweeper.plan.make import make_plan, write_plan
 
     d = tmp_path / "sweep"
     args = sweep_args(d, steps=400)
@@ -111,7 +111,7 @@ def test_interrupted_and_not_started_runs_are_not_counted_as_done():
     import io
     from types import SimpleNamespace
 
-    from sweeper.progress import Progress
+    from sweeper.report.live import Progress
 
     out = io.StringIO()
     p = Progress(total=4, stream=out, live=False)
@@ -167,7 +167,7 @@ def test_live_view_with_hundreds_of_runs_fits_the_terminal_and_events_do_not_rer
 
 
 def test_plain_status_line_names_at_most_plain_rows_runs(tmp_path):
-    from sweeper.progress import PLAIN_ROWS
+    from sweeper.report.live import PLAIN_ROWS
 
     out = io.StringIO()
     progress = Progress(total=500, stream=out, live=False, interval_s=0.0)

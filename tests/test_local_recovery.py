@@ -45,9 +45,9 @@ def test_fewer_runs_left_than_slots_keep_the_plans_threads_and_numbers(tmp_path)
     env = RunDir(run_dir(d, "nope")).read_env()
     assert env["torch_num_threads"] == 1 and env["env"]["OMP_NUM_THREADS"] == "1"
     assert final(d, "nope") == final(ref, "nope") and final(d, "rope") == final(ref, "rope")
-    # sweeper.resume with other launcher settings: the recorded thread count stays, and it says so.
+    # sweeper.cli.resume with other launcher settings: the recorded thread count stays, and it says so.
     forget(d, "rope")
-    resumed = run([str(d), "sweeper.report=false", "launcher.threads_per_run=2"], module="sweeper.resume")
+    resumed = run([str(d), "sweeper.report=false", "launcher.threads_per_run=2"], module="sweeper.cli.resume")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "note: kept the launch settings recorded in sweep: threads_per_run=1 (this command: 2)" in resumed.stdout
     assert RunDir(run_dir(d, "rope")).read_env()["torch_num_threads"] == 1
@@ -81,7 +81,7 @@ def test_a_finished_summary_beside_a_bad_status_is_finished_everywhere(sweep_dir
 
 
 def test_the_pool_records_a_run_that_finished_as_finished_whatever_its_status(tmp_path):
-    from sweeper.failures import attempt_outcome
+    from sweeper.backends.failures import attempt_outcome
     from sweeper.run.rundir import Summary
 
     rd = RunDir(tmp_path / "r")
@@ -137,7 +137,7 @@ def test_interrupt_a_library_turned_into_a_usage_error_is_still_exit_130(monkeyp
     """The CI failure at 475 ms, made deterministic: a real SIGINT reaches install()'s handler inside Hydra's
     composition, OmegaConf catches the KeyboardInterrupt and raises AttributeError, compose turns that into a
     UsageError. That is an interrupt (130 and the interrupted line), not bad input (2)."""
-    import sweeper.cli as cli
+    import sweeper.cli.sweep as cli
     from sweeper import interrupts
     from sweeper.errors import UsageError
 

@@ -7,10 +7,10 @@ import sys
 import pytest
 
 from conftest import run_sweeper
-from sweeper.compose import compose_sweep
+from sweeper.config.compose import compose_sweep
 from sweeper.errors import UsageError
-from sweeper.plan import make_plan, reconcile, write_plan
-from sweeper.resume import load_plan
+from sweeper.plan.make import make_plan, reconcile, write_plan
+from sweeper.cli.resume import load_plan
 from sweeper.run.rundir import MANIFEST, RunDir, Status, read_manifest, stable_hash
 
 
@@ -54,7 +54,7 @@ def test_seeds_do_not_change_the_sweep_dir():
 def test_what_a_backend_starts(tmp_path):
     plan = plan_for(f"sweeper.dir={tmp_path}", "train.steps=33", seeds=[0])
     run = plan.runs[0]
-    assert plan.argv(run) == [sys.executable, "-m", "sweeper.run", "train:main", str(run.run_dir)]
+    assert plan.argv(run) == [sys.executable, "-m", "sweeper.run", "sweeper.train:main", str(run.run_dir)]
     assert plan.run_env(run) == {"SWEEPER_RUN_DIR": str(run.run_dir)} and not plan.tensorboard
     assert run.total_steps == 33
     tb = plan_for(f"sweeper.dir={tmp_path}", "train.steps=33", "sweeper.tensorboard=true", seeds=[0])
@@ -77,7 +77,7 @@ def test_write_plan_freezes_resolved_configs(tmp_path):
     write_plan(plan, ["+experiment=rope"])
     manifest = read_manifest(tmp_path)
     assert manifest.experiment == plan.experiment and manifest.seeds == [0, 1]
-    assert manifest.task == plan.task.to_dict() and manifest.task["entry"] == "train:main"
+    assert manifest.task == plan.task.to_dict() and manifest.task["entry"] == "sweeper.train:main"
     assert manifest.argv == ["+experiment=rope"] and manifest.launcher["name"] == "local"
     assert manifest.variants_hash == plan.variants_hash and len(manifest.runs) == 6
     for entry, run in zip(manifest.runs, plan.runs):
@@ -118,7 +118,7 @@ def test_recorded_plan_mismatch_is_refused_and_seeds_extend_only_when_asked(tmp_
     assert extended.seeds == [0, 1, 2] and len(extended.runs) == 9
     sweep = compose_sweep(["+experiment=rope", f"sweeper.dir={tmp_path}"])
     other = dataclasses.replace(sweep, task=dataclasses.replace(sweep.task, entry="train.other:main"))
-    with pytest.raises(UsageError, match=r"different plan \(the task \(train:main -> train.other:main\) differ"):
+    with pytest.raises(UsageError, match=r"different plan \(the task \(sweeper.train:main -> train.other:main\) differ"):
         reconcile(make_plan(other, [0, 1]), extend=False)
 
 
@@ -137,7 +137,7 @@ def test_dry_run_prints_plan_and_launches_nothing(tmp_path):
     proc = run_sweeper("+experiment=rope", "seeds=0-1", f"sweeper.dir={tmp_path / 's'}", "sweeper.dry_run=true")
     assert proc.returncode == 0, proc.stderr
     assert "3 variants x 2 seeds" in proc.stdout and "rope_frozen_qk-s1-" in proc.stdout
-    assert "task: train:main (in " in proc.stdout and "nothing launched" in proc.stdout
+    assert "task: sweeper.train:main (in " in proc.stdout and "nothing launched" in proc.stdout
     assert not (tmp_path / "s").exists()
 
 
@@ -203,7 +203,7 @@ def test_max_runs_in_process_counts_variants_own_seeds(tmp_path):
 # -- issue 11 item 1: launch settings are fixed by the first plan -------------------------------------------------
 
 def test_launch_settings_are_recorded_once_and_kept(tmp_path):
-    from sweeper.plan import keep_recorded_launch
+    from sweeper.plan.make import keep_recorded_launch
     from sweeper.run.rundir import Launch
 
     plan = keep_recorded_launch(plan_for(f"sweeper.dir={tmp_path}", seeds=[0]), Launch(threads_per_run=1))
@@ -220,8 +220,8 @@ def test_launch_settings_are_recorded_once_and_kept(tmp_path):
 
 
 def test_local_launch_settings_come_from_the_full_plan():
-    from sweeper.local import launch_settings
-    from sweeper.slots import LauncherConfig
+    from sweeper.backends.local.backend import launch_settings
+    from sweeper.backends.local.slots import LauncherConfig
 
     cfg = LauncherConfig.from_dict({"cpu_only": True, "cores": [0, 1]}) if len(__import__("os").sched_getaffinity(0)) > 1 \
         else pytest.skip("needs 2 cores")

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sweeper.plots import paired_differences, write_plots
-from sweeper.report import analyze_sweep
+from sweeper.report.plots import paired_differences, write_plots
+from sweeper.report.build import analyze_sweep
 from synthetic_sweep import write_sweep
 
 
@@ -29,7 +29,7 @@ def test_grad_flow_heatmap_shows_each_layers_share_per_variant_and_a_dead_layer(
     """grad_flow.png reads the monitor's health/grad_share/LAYER scalars: mean over seeds per (layer, step)."""
     import pandas as pd
 
-    from sweeper.plots import _grad_flow_plot, _pyplot, grad_flow_table
+    from sweeper.report.plots import _grad_flow_plot, _pyplot, grad_flow_table
 
     rows = []
     for variant, q_share in (("baseline", 0.3), ("rope_frozen_qk", 0.0)):

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from sweeper.results import load_curves, load_experiment, load_runs
+from sweeper.analysis.results import load_curves, load_experiment, load_runs
 from sweeper.run.rundir import Experiment, UnreadableFile
 from synthetic_sweep import write_sweep
 
@@ -142,7 +142,7 @@ def test_the_manifest_is_parsed_once_and_again_whenever_its_file_changes(tmp_pat
     import dataclasses
     import os
 
-    from sweeper.results import load_manifest
+    from sweeper.analysis.results import load_manifest
     from sweeper.run.rundir import MANIFEST, write_manifest
 
     root = write_sweep(tmp_path / "s", {"a": [1.0, 1.1, 1.2], "b": [2.0, 2.1, 2.2]}, baseline="a")

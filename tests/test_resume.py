@@ -2,7 +2,7 @@
 
     python -m pytest -q tests/test_resume.py -s      # -s prints the kill-and-resume trial table
 
-Real `python -m train RUN_DIR` processes, SIGKILL/SIGTERM from outside, checkpoints truncated and bit-flipped on
+Real `python -m sweeper.train RUN_DIR` processes, SIGKILL/SIGTERM from outside, checkpoints truncated and bit-flipped on
 disk. The corpus is small (7 batches per epoch), so 30 steps cross four epoch boundaries and every kill lands
 somewhere inside an epoch or right at its end. Kill steps are drawn from SWEEPER_TEST_KILL_SEED (printed).
 """
@@ -36,7 +36,7 @@ def corpus(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def cfg(corpus) -> dict:
     """Complete (every default written out), as a planned run's config is: a refusal names old and new values."""
-    from train.config import RunConfig
+    from sweeper.train.config import RunConfig
 
     return RunConfig.from_dict(tiny_config(**{"data.kind": "text", "data.path": str(corpus),
                                               "data.val_fraction": 0.2})).to_dict()

@@ -88,7 +88,7 @@ def test_extend_seeds_keeps_old_runs_and_resume_module(sweep_dir, tmp_path):
     assert snapshot(sweep_dir, "rope", 0) == old
     assert status(sweep_dir, "rope", 1)["status"] == "finished"
     manifest = read_manifest(sweep_dir)
-    assert manifest.seeds == [0, 1] and len(manifest.runs) == 2 and manifest.task["entry"] == "train:main"
+    assert manifest.seeds == [0, 1] and len(manifest.runs) == 2 and manifest.task["entry"] == "sweeper.train:main"
 
     # python -m sweeper.resume: from the directory alone; a failed run is run again, finished ones skipped.
     failed = RunDir(run_dir(sweep_dir, "rope", 1))
@@ -96,7 +96,7 @@ def test_extend_seeds_keeps_old_runs_and_resume_module(sweep_dir, tmp_path):
     failed.summary_path.unlink()
     for ck in failed.ckpt_dir.iterdir():
         ck.unlink()
-    resumed = run([str(sweep_dir), "sweeper.report=false", "launcher.max_parallel=1"], module="sweeper.resume")
+    resumed = run([str(sweep_dir), "sweeper.report=false", "launcher.max_parallel=1"], module="sweeper.cli.resume")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "skip   rope/seed_0" in resumed.stdout and "start  rope/seed_1" in resumed.stdout
     assert snapshot(sweep_dir, "rope", 0) == old
@@ -107,15 +107,15 @@ def test_extend_seeds_keeps_old_runs_and_resume_module(sweep_dir, tmp_path):
     cfg = edited.read_config()
     cfg["train"]["lr"] = 0.5
     edited.write_config(cfg)
-    refused = run([str(sweep_dir)], module="sweeper.resume")
+    refused = run([str(sweep_dir)], module="sweeper.cli.resume")
     assert refused.returncode == 2 and f"differs from the plan recorded in {MANIFEST}" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
-    bad = run([str(tmp_path / "nowhere")], module="sweeper.resume")
+    bad = run([str(tmp_path / "nowhere")], module="sweeper.cli.resume")
     assert bad.returncode == 2 and f"no readable {MANIFEST}" in bad.stderr
-    bad_arg = run([str(sweep_dir), "train.steps=5"], module="sweeper.resume")
+    bad_arg = run([str(sweep_dir), "train.steps=5"], module="sweeper.cli.resume")
     assert bad_arg.returncode == 2 and "launcher.KEY=VALUE" in bad_arg.stderr
     (sweep_dir / MANIFEST).write_text("{not json")
-    damaged = run([str(sweep_dir)], module="sweeper.resume")
+    damaged = run([str(sweep_dir)], module="sweeper.cli.resume")
     assert damaged.returncode == 2 and len(damaged.stderr.strip().splitlines()) == 1
     assert f"{sweep_dir / MANIFEST}: the sweep manifest is not valid JSON" in damaged.stderr
 
@@ -125,9 +125,9 @@ def test_extend_seeds_keeps_old_runs_and_resume_module(sweep_dir, tmp_path):
                                             ("sweeper.report=1", "sweeper.report='1': expected a boolean"),
                                             ("launcher.max_parallel=0", "launcher.max_parallel=0: must be a positive")])
 def test_resume_overrides_are_type_checked_before_anything_runs(tmp_path, capsys, override, says):
-    from sweeper.cli import prepare
-    from sweeper.plan import write_plan
-    from sweeper.resume import main
+    from sweeper.cli.sweep import prepare
+    from sweeper.plan.make import write_plan
+    from sweeper.cli.resume import main
 
     root = tmp_path / "s"
     argv = ["+experiment=rope", "seeds=0", f"sweeper.dir={root}"]

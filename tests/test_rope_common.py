@@ -9,7 +9,7 @@ import os
 
 import torch
 
-from kernels import apply_rope, rope_cache
+from sweeper.kernels import apply_rope, rope_cache
 
 HAS_CUDA = torch.cuda.is_available()
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
@@ -69,13 +69,13 @@ def tables(max_positions, rotary_dim, device="cpu", base=10000.0):
 def rope_passes(impl: str):
     """(forward, backward) of an implementation's own passes: functions (q, k) -> (q', k') in bthd."""
     if impl == "triton":
-        from kernels.rope_triton_op import rope_op
+        from sweeper.kernels.rope_triton_op import rope_op
 
         def run(conj):
             return lambda q, k, cos, sin: rope_op(q, k, cos, sin, 0, None, None, False, conj)
         return run(False), run(True)
     if impl == "torch":
-        from kernels.rope_cpu import gather_tables, rope_pair
+        from sweeper.kernels.rope_cpu import gather_tables, rope_pair
 
         def run(conj):
             def f(q, k, cos, sin):

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels import apply_rope, rope_cache
-from kernels.rope_triton import AUTOTUNE_TILES, LaunchConfig, launch_rope
+from sweeper.kernels import apply_rope, rope_cache
+from sweeper.kernels.rope_triton import AUTOTUNE_TILES, LaunchConfig, launch_rope
 from test_rope_common import (HAS_CUDA, INTERPRET, KERNEL_CASES, KERNEL_IDS, bits, make_qk, positions_table,
                               tables, truth_rope)
 
@@ -121,7 +121,7 @@ def test_every_autotune_tile_gives_the_same_bits(layout):
 
 def test_triton_op_is_registered_for_inductor():
     """On CUDA the op is a triton_op (Inductor sees the kernel); the interpreter keeps the opaque custom_op."""
-    import kernels.rope_triton_op  # noqa: F401 - registers the ops
+    import sweeper.kernels.rope_triton_op  # noqa: F401 - registers the ops
     assert hasattr(torch.ops.sweeper_kernels, "rope_triton") and hasattr(torch.ops.sweeper_kernels, "rope")
 
 
@@ -144,7 +144,7 @@ def test_cuda_tensor_positions_never_sync():
 
 CUDA_ASSERT = """
 import torch
-from kernels import apply_rope, rope_cache
+from sweeper.kernels import apply_rope, rope_cache
 cos, sin = rope_cache(16, 8, device="cuda")
 q = torch.randn(2, 4, 2, 8, device="cuda")
 apply_rope(q, q, cos, sin, positions=torch.tensor([0, 13], device="cuda"), impl="triton")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernels.rope_triton import launch_rope
+from sweeper.kernels.rope_triton import launch_rope
 from test_rope_common import (CASES, HAS_CUDA, IDS, INTERPRET, KERNEL_CASES, KERNEL_IDS, bits, make_qk,
                               positions_table, rope, tables, truth_rope)
 
@@ -156,7 +156,7 @@ def test_triton_stores_stay_inside_outputs(layout, dims):
 
 INT64_CHECK = """
 import torch
-from kernels import apply_rope, rope_cache
+from sweeper.kernels import apply_rope, rope_cache
 device = "cuda" if torch.cuda.is_available() else "cpu"
 stride_b = 2 ** 30 + 32        # fits in int32; b * stride_b for b = 2 does not
 flat = torch.empty(2 * stride_b + 4096, dtype=torch.float16, device=device)   # 4 GiB, few pages touched
@@ -201,7 +201,7 @@ def test_positions_past_the_table_and_bad_arguments_raise(impl, device):
     bad = [dict(layout="rotated"), dict(format="tbhd"), dict(impl="fast")]
     for kw in bad:
         with pytest.raises(ValueError, match=next(iter(kw)) + "="):
-            from kernels import apply_rope
+            from sweeper.kernels import apply_rope
             apply_rope(q, k, cos, sin, **{"impl": impl, **kw})
     with pytest.raises(ValueError, match="rotary_dim 32 .* exceeds head_dim 24"):
         rope(impl, q, k, *tables(10, 32, device))

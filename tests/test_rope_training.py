@@ -9,8 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import kernels.faults
-from kernels import apply_rope
+import sweeper.kernels.faults
+from sweeper.kernels import apply_rope
 from test_rope_common import CASES, IDS, INTERPRET, HAS_CUDA, make_qk, rope, tables
 
 FAULT = "fault_no_qk_grad"
@@ -66,7 +66,7 @@ def test_gradients_reach_wq_and_wk_like_the_reference_block(impl, device):
 
 @pytest.fixture
 def fault_warned_fresh(monkeypatch):
-    monkeypatch.setattr(kernels.faults, "_warned", False)
+    monkeypatch.setattr(sweeper.kernels.faults, "_warned", False)
 
 
 def test_fault_variant_fails_the_gradient_checks(fault_warned_fresh, capfd):

@@ -5,7 +5,7 @@
 import numpy as np
 import pytest
 
-from sweeper.stats import _better_matrix, bootstrap_delta, resample_counts, weighted_wins
+from sweeper.analysis.stats import _better_matrix, bootstrap_delta, resample_counts, weighted_wins
 
 
 @pytest.mark.parametrize("na, nb, ties", [(3, 3, False), (5, 4, True), (40, 37, True), (200, 300, False),
@@ -58,7 +58,7 @@ def test_blocked_resampling_at_thousands_of_seeds_agrees_with_scipy(monkeypatch)
 
     from scipy import stats as sps
 
-    from sweeper import stats
+    from sweeper.analysis import stats
 
     monkeypatch.setattr(stats, "_CHUNK", 5_000)             # 25 values per arm: 200+ rows per block, 20+ blocks
     rng = np.random.default_rng(21)

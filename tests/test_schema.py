@@ -16,11 +16,11 @@ import pytest
 import yaml
 
 from conftest import ROOT, run_sweeper
-from sweeper.cli import prepare
+from sweeper.cli.sweep import prepare
 from sweeper.errors import UsageError
-from sweeper.launcher_schema import LocalLauncherConf, PoolConf, SlurmLauncherConf
-from sweeper.schema import ExperimentConf, SweeperConf, TaskConf, build
-from train.config import HealthConfig, ModelConfig, StdlibData, TextData, TrainConfig
+from sweeper.config.launcher_schema import LocalLauncherConf, PoolConf, SlurmLauncherConf
+from sweeper.config.schema import ExperimentConf, SweeperConf, TaskConf, build
+from sweeper.train.config import HealthConfig, ModelConfig, StdlibData, TextData, TrainConfig
 
 BASE = ["+experiment=rope"]
 # (prefix, schema, overrides that select it): every field of each is in the tables below
@@ -171,7 +171,7 @@ TRAINER_RANGE_CASES = [c for c in RANGE_CASES if c[0].split(".")[0] in TRAINER a
 @pytest.mark.parametrize("key, args, says", TRAINER_RANGE_CASES, ids=[" ".join(c[1]) for c in TRAINER_RANGE_CASES])
 def test_each_trainer_group_checks_its_own_ranges(key, args, says):
     """The group's dataclass alone refuses the value (its check()), with the message the sweep prints."""
-    from train.config import ConfigError
+    from sweeper.train.config import ConfigError
 
     prefix = key.split(".")[0]
     cls = TextData if "data=text" in args else TRAINER[prefix]
@@ -230,8 +230,8 @@ def test_cfg_prints_every_key_of_every_schema_with_its_default():
             continue
         defaults = dataclasses.asdict(cls())
         if prefix == "task":                              # the built-in trainer's task sets its hooks
-            defaults.update(entry="train:main", validate="train.config:validate",
-                            preflight="train.preflight:preflight_config")
+            defaults.update(entry="sweeper.train:main", validate="sweeper.train.config:validate",
+                            preflight="sweeper.train.preflight:preflight_config")
         if prefix == "sweeper":                           # rope.yaml's own first look (seeds=adaptive)
             defaults["adaptive"]["start"] = 3
         assert cfg[prefix] == defaults, prefix
@@ -264,7 +264,7 @@ def test_from_dict_validates_an_old_manifests_launcher_as_composition_does():
     (["launcher.cores=null"], "cores", None),
 ])
 def test_the_command_line_takes_the_list_forms_from_dict_takes(args, key, value):
-    from sweeper.compose import compose_sweep
+    from sweeper.config.compose import compose_sweep
 
     assert compose_sweep(BASE + args).launcher[key] == value
     written = args[0].split("=", 1)[1].strip("'\"")
@@ -314,7 +314,7 @@ def test_from_dict_takes_booleans_only():
 
 
 def test_the_plan_bound_default_is_the_schemas():
-    from sweeper.plan import DEFAULT_MAX_RUNS
+    from sweeper.plan.make import DEFAULT_MAX_RUNS
 
     assert SweeperConf().max_runs == DEFAULT_MAX_RUNS
 

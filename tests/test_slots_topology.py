@@ -13,8 +13,8 @@ import pytest
 from conftest import ROOT
 from local_helpers import child_env, run, run_dir, sweep_args
 from sweeper.errors import UsageError
-from sweeper.gpu_topology import parse_cpu_list
-from sweeper.slots import LauncherConfig, make_slots
+from sweeper.backends.local.gpu_topology import parse_cpu_list
+from sweeper.backends.local.slots import LauncherConfig, make_slots
 
 FIXTURES = ROOT / "tests" / "fixtures" / "nvidia_smi"
 H100_SOCKETS = (set(parse_cpu_list("0-55,112-167")), set(parse_cpu_list("56-111,168-223")))

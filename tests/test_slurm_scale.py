@@ -17,7 +17,7 @@ import pytest
 
 from conftest import slurm_problem
 from local_helpers import run, user_project, wait_for
-from sweeper.slurm_limits import ClusterLimits, parse_config, room, share, split_arrays
+from sweeper.backends.slurm.limits import ClusterLimits, parse_config, room, share, split_arrays
 
 TINY_TASK = """
 import sweeper
@@ -78,7 +78,7 @@ def test_a_refused_sbatch_is_one_line_with_slurms_reason():
     _cluster()
     from submitit.core.utils import CommandFunction, FailedJobError
 
-    from sweeper.slurm import refusal_fix, sbatch_refusal
+    from sweeper.backends.slurm.backend import refusal_fix, sbatch_refusal
 
     with pytest.raises(FailedJobError) as e:      # what submitit raises for a real refused array
         CommandFunction(["sbatch", "--array=0-1500", "--wrap=true"], verbose=False)()
@@ -91,7 +91,7 @@ def test_a_refused_sbatch_is_one_line_with_slurms_reason():
 @pytest.mark.slow
 def test_a_sweep_larger_than_max_array_size_is_split_recorded_adopted_and_cancelled(tmp_path):
     _cluster()
-    from sweeper.slurm_limits import cluster_limits
+    from sweeper.backends.slurm.limits import cluster_limits
 
     assert cluster_limits().max_array_size == 1001, "this test assumes the default MaxArraySize"
     project = user_project(tmp_path / "project", TINY_TASK, {"a": [], "b": ["lr=0.2"], "c": ["lr=0.3"]}, "lr: 0.1")
@@ -137,15 +137,15 @@ def test_a_sweep_larger_than_max_array_size_is_split_recorded_adopted_and_cancel
         assert again.stdout.count("adopt ") == 1198 and again.stdout.count("skip") == 2, again.stdout[-2000:]
         assert len(json.loads((d / "slurm.json").read_text())["arrays"]) == 2
 
-        shown = run(["status", str(d)], module="sweeper.slurm", timeout=300)
+        shown = run(["status", str(d)], module="sweeper.backends.slurm.backend", timeout=300)
         lines = shown.stdout.splitlines()
         assert shown.returncode == 0 and len(lines) == 1200 and sum("finished" in x for x in lines) == 2, shown.stderr
 
-        cancelled = run(["cancel", str(d)], module="sweeper.slurm", timeout=300)
+        cancelled = run(["cancel", str(d)], module="sweeper.backends.slurm.backend", timeout=300)
         assert cancelled.returncode == 0 and cancelled.stdout.startswith("cancelled 1198 job(s)"), cancelled.stderr
         wait_for(lambda: not subprocess.run(["squeue", "-h", "-j", ",".join(arrays), "-t", "PD,R"],
                                             capture_output=True, text=True).stdout.strip(), 120, "the arrays to end")
-        shown = run(["status", str(d)], module="sweeper.slurm", timeout=300)
+        shown = run(["status", str(d)], module="sweeper.backends.slurm.backend", timeout=300)
         after = shown.stdout.splitlines()
         assert sum("interrupted" in x for x in after) == 1198 and sum("finished" in x for x in after) == 2, \
             shown.stdout[:1500] + shown.stderr[-1500:]
@@ -169,7 +169,7 @@ def _val_loss(run_dir) -> float:
 
 
 def test_compact_array_ids_expand_to_one_id_per_task():
-    from sweeper.slurm import expand_task_ids
+    from sweeper.backends.slurm.backend import expand_task_ids
 
     assert expand_task_ids("253_[0-999%214]") == [f"253_{i}" for i in range(1000)]
     assert expand_task_ids("12_[0-2,5%4]") == ["12_0", "12_1", "12_2", "12_5"]

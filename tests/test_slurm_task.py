@@ -18,10 +18,10 @@ import pytest
 from conftest import ROOT, run_sweeper
 from sweeper.errors import UsageError
 from sweeper.run.rundir import RunDir, UnreadableFile
-from sweeper.slurm import SlurmConfig, sbatch_options
-from sweeper.slurm_task import task_cpus, task_env
+from sweeper.backends.slurm.backend import SlurmConfig, sbatch_options
+from sweeper.backends.slurm.task import task_cpus, task_env
 
-DEFAULTS = dataclasses.asdict(SlurmConfig())      # the schema (sweeper.launcher_schema) is the one definition
+DEFAULTS = dataclasses.asdict(SlurmConfig())      # the schema (sweeper.config.launcher_schema) is the one definition
 
 
 def test_the_schema_defaults_are_valid():
@@ -133,8 +133,8 @@ print("result", cloudpickle.load(open(sys.argv[1], "rb")).result(), flush=True)
 
 def make_run(tmp_path: Path, tiny: list[str], name: str):
     """(plan, run) of a one-run sweep of the built-in trainer, planned and written as the CLI does."""
-    from sweeper.cli import prepare
-    from sweeper.plan import write_plan
+    from sweeper.cli.sweep import prepare
+    from sweeper.plan.make import write_plan
 
     argv = ["+experiment=rope", "seeds=0", "~experiment.variants.nope", "~experiment.variants.rope_frozen_qk",
             f"sweeper.dir={tmp_path / name}", *tiny, "train.steps=300", "train.ckpt_interval=0"]
@@ -144,10 +144,10 @@ def make_run(tmp_path: Path, tiny: list[str], name: str):
 
 
 def run_task(plan, run, grace_s: float, **retry):
-    """The task sweeper.slurm submits for this run (retry: max_retries=, retry_backoff_s=)."""
-    from sweeper.slots import PROJECT_ROOT
-    from sweeper.slurm_task import RunTask
-    from sweeper.task import python_path
+    """The task sweeper.backends.slurm.backend submits for this run (retry: max_retries=, retry_backoff_s=)."""
+    from sweeper.backends.local.slots import PROJECT_ROOT
+    from sweeper.backends.slurm.task import RunTask
+    from sweeper.config.task import python_path
 
     return RunTask(str(run.run_dir), plan.argv(run), plan.task.cwd, plan.run_env(run),
                    python_path(plan.task, str(PROJECT_ROOT)), use_gpus=False, stop_grace_s=grace_s, **retry)
@@ -215,8 +215,8 @@ def test_sigterm_alone_stops_the_run_and_the_task_ends_interrupted(tmp_path, tin
 
 
 def test_a_user_task_that_exits_0_without_finishing_fails_its_slurm_task(tmp_path):
-    from sweeper.cli import prepare
-    from sweeper.plan import write_plan
+    from sweeper.cli.sweep import prepare
+    from sweeper.plan.make import write_plan
     from local_helpers import user_project
 
     script = "import sys, sweeper\nrun = sweeper.init()\nrun.log(1, loss=0.5)\nsys.exit(0)\n"
@@ -238,7 +238,7 @@ def test_a_user_task_that_exits_0_without_finishing_fails_its_slurm_task(tmp_pat
 def test_a_run_killed_by_sigkill_is_retried_in_its_task_by_the_pool_s_policy(tmp_path, tiny):
     """Slurm follows the local pool's retry policy: a transient failure (the run SIGKILLed, e.g. by the OOM
     killer) is retried in place, counted in the run's status, and ends bitwise equal to a run never killed."""
-    from sweeper.pool import processes_with_arg
+    from sweeper.backends.local.pool import processes_with_arg
 
     (plan, run), (ref_plan, ref_run) = make_run(tmp_path, tiny, "killed"), make_run(tmp_path, tiny, "reference")
     ref = start_task(run_task(ref_plan, ref_run, 5), tmp_path, tmp_path / "unused.pkl")
@@ -261,7 +261,7 @@ def test_a_run_killed_by_sigkill_is_retried_in_its_task_by_the_pool_s_policy(tmp
 
 
 def test_a_killed_run_with_no_retries_left_fails_its_task_naming_why(tmp_path, tiny):
-    from sweeper.pool import processes_with_arg
+    from sweeper.backends.local.pool import processes_with_arg
 
     plan, run = make_run(tmp_path, tiny, "killed_for_good")
     task = start_task(run_task(plan, run, 5, max_retries=0), tmp_path, tmp_path / "unused.pkl")
@@ -277,7 +277,7 @@ def test_a_killed_run_with_no_retries_left_fails_its_task_naming_why(tmp_path, t
 def test_what_was_submitted_names_a_plain_job_or_an_array():
     from types import SimpleNamespace
 
-    from sweeper.slurm import SlurmConfig, _what_was_submitted
+    from sweeper.backends.slurm.backend import SlurmConfig, _what_was_submitted
 
     cfg = SlurmConfig.from_dict({"array_parallelism": 8})
     job = lambda i: SimpleNamespace(job_id=i)  # noqa: E731
@@ -287,7 +287,7 @@ def test_what_was_submitted_names_a_plain_job_or_an_array():
 
 
 def test_slurm_status_lines_say_why_a_run_did_not_finish(tmp_path):
-    from sweeper.slurm import settle, status_line
+    from sweeper.backends.slurm.backend import settle, status_line
 
     rd = RunDir(tmp_path / "runs" / "a" / "seed_0")
     rd.path.mkdir(parents=True)
@@ -308,7 +308,7 @@ def test_slurm_status_lines_say_why_a_run_did_not_finish(tmp_path):
     ('{"jobs": {"a": {"job_id": "5", "run_dir": "../../etc"}}}', "leaves the sweep dir"),
 ])
 def test_a_damaged_slurm_record_is_named_never_taken_for_no_jobs(tmp_path, content, says):
-    from sweeper.slurm import main, read_record
+    from sweeper.backends.slurm.backend import main, read_record
 
     (tmp_path / "slurm.json").write_text(content)
     with pytest.raises(UnreadableFile, match=says) as info:

@@ -1,4 +1,4 @@
-"""sweeper.stats against independent references: scipy's own functions on random data, exact small-sample
+"""sweeper.analysis.stats against independent references: scipy's own functions on random data, exact small-sample
 facts (shared/notes/statistics.md), hand-computed examples and rliable's unit values.
 
     python -m pytest -q tests/test_stats.py
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from sweeper import stats
+from sweeper.analysis import stats
 
 RNG_SEEDS = [0, 1, 2, 3]
 

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import run_sweeper
 from sweeper.errors import UsageError
-from sweeper.task import TaskSpec, check_task, parse_task
+from sweeper.config.task import TaskSpec, check_task, parse_task
 
 EXPERIMENT = """\
 # @package _global_
@@ -85,7 +85,7 @@ def listing(root):
     (["task.command=null", "task.entry=mymod:main", "task.preload=mymod"],
      "task.preload='mymod': must be a list of module names"),
     (["sweeper.preflight=stop"], "sweeper.preflight=stop needs the task's preflight hook: set task.preflight="),
-    (["sweeper.audit=true"], "sweeper.audit=true audits the built-in trainer only (task.entry=train:main)"),
+    (["sweeper.audit=true"], "sweeper.audit=true audits the built-in trainer only (task.entry=sweeper.train:main)"),
     (["task.validate=mymod:validate", "lr=2"], "lr=2: must be at most 1"),
 ])
 def test_a_task_that_cannot_start_is_one_line_exit_2_and_nothing_is_written(project, args, needle):
@@ -143,7 +143,7 @@ def test_a_task_that_cannot_start_is_named_before_a_broken_variant(project):
 
 def test_a_probe_left_running_is_killed_when_the_compose_fails(tmp_path):
     """TaskCheck's block ends (an error, Ctrl-C) with the probe process gone, not orphaned."""
-    from sweeper.task import TaskCheck
+    from sweeper.config.task import TaskCheck
 
     (tmp_path / "slowmod.py").write_text("import time\ntime.sleep(60)\ndef main(run): pass\n")
     spec = parse_task({"entry": "slowmod:main"}, cwd=tmp_path)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from train.checks import check_corpus_fits, check_device, split_sizes, visible_gpu_count
-from train.config import ConfigError, DataConfig, RunConfig
-from train.corpus import load_corpus
+from sweeper.train.checks import check_corpus_fits, check_device, split_sizes, visible_gpu_count
+from sweeper.train.config import ConfigError, DataConfig, RunConfig
+from sweeper.train.corpus import load_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 

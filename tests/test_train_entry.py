@@ -1,8 +1,8 @@
-"""The built-in trainer as a task: `python -m train` exit codes, the plan-time validate hook, the run's identity.
+"""The built-in trainer as a task: `python -m sweeper.train` exit codes, the plan-time validate hook, the run's identity.
 
     python -m pytest -q tests/test_train_entry.py
 
-`train:main` is a plain client of the run API, so the run's experiment and variant come from its status (what
+`sweeper.train:main` is a plain client of the run API, so the run's experiment and variant come from its status (what
 the plan writes), not from its config; `train.config.validate` is what the sweeper parent calls on every
 planned run, torch-free, reading each distinct corpus once.
 """
@@ -13,21 +13,21 @@ import sys
 
 import pytest
 
-import train
+import sweeper.train as train
 from sweeper.run import ConfigError as RunConfigError
 from sweeper.run.rundir import RunDir, Status
 from tests.conftest import ROOT
 from tests.train_runs import log_text, make_run_dir, small_corpus, tiny_config
 from tests.train_runs import train as train_process
-from train.config import ConfigError, RunConfig, validate
+from sweeper.train.config import ConfigError, RunConfig, validate
 
 SHORT = {"train.steps": 6, "train.ckpt_interval": 3, "train.eval_interval": 3, "train.log_interval": 3}
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_python_m_train_exit_codes_and_one_line_errors(tmp_path):
-    usage = subprocess.run([sys.executable, "-m", "train"], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert usage.returncode == 2 and usage.stderr.startswith("usage: python -m train RUN_DIR")
+    usage = subprocess.run([sys.executable, "-m", "sweeper.train"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert usage.returncode == 2 and usage.stderr.startswith("usage: python -m sweeper.train RUN_DIR")
     bad = make_run_dir(tmp_path / "bad", tiny_config(0, **{"train.stepz": 3}))
     assert train_process(bad) == 2
     errors = [line for line in log_text(bad).splitlines() if "error:" in line]

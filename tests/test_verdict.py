@@ -1,4 +1,4 @@
-"""The decision rule (sweeper.verdict) against known truth and independent references: lost seeds in either
+"""The decision rule (sweeper.analysis.verdict) against known truth and independent references: lost seeds in either
 arm, the decision interval vs the verdict and scipy's t intervals at the Holm step's level, health-invalid
 comparisons, secondary-metric families, declared smallest effects, the robustness caution at the same level.
 
@@ -11,8 +11,10 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from sweeper import stats, verdict
-from sweeper.results import load_runs
+from sweeper.analysis import stats
+
+from sweeper.analysis import verdict
+from sweeper.analysis.results import load_runs
 from sweeper.run.rundir import Experiment
 from synthetic_sweep import write_sweep
 
@@ -264,7 +266,7 @@ def test_mde_uses_the_ratio_form_for_unequal_arms():
 
 
 def test_analyze_all_on_real_files_reads_min_effect_and_secondary_metrics_from_the_manifest(tmp_path):
-    from sweeper.results import load_experiment
+    from sweeper.analysis.results import load_experiment
     root = write_sweep(tmp_path / "s", {"b": [3.0, 3.02, 2.99, 3.01], "v": [2.9, 2.91, 2.88, 2.92]},
                        extra_finals={"tokens_per_s": {"b": [5000, 5010, 4990, 5005], "v": [4000, 4020, 3990, 4010]}},
                        min_effect=0.02, secondary_metrics={"tokens_per_s": "higher"})

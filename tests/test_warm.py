@@ -19,10 +19,10 @@ import pytest
 
 from conftest import ROOT
 from local_helpers import child_env, run, sweep_args, user_project, wait_for
-from sweeper.pool import Job, processes_with_arg
+from sweeper.backends.local.pool import Job, processes_with_arg
 from sweeper.run.rundir import RunDir
-from sweeper.slots import Slot
-from sweeper.warm import Server, WarmProc, WarmStarts
+from sweeper.backends.local.slots import Slot
+from sweeper.backends.local.warm import Server, WarmProc, WarmStarts
 
 TWO_CORES = len(os.sched_getaffinity(0)) >= 2
 SLOW_TASK = """import time
@@ -79,7 +79,7 @@ def test_cold_starts_when_warm_is_off_or_not_the_same_process(tmp_path, monkeypa
     assert warm.servers == {} and warm.start(job, slot, {}) is None
     assert warm.summary() == "cold starts: warm starts need a task.entry"
     monkeypatch.setenv("SWEEPER_COLD_START", "1")
-    assert WarmStarts("train:main", str(tmp_path)).entry is None
+    assert WarmStarts("sweeper.train:main", str(tmp_path)).entry is None
 
 
 def _env_seen(rd: Path) -> dict:

@@ -1,4 +1,4 @@
-"""Helpers for tests that run real `python -m train RUN_DIR` processes and compare them bit for bit.
+"""Helpers for tests that run real `python -m sweeper.train RUN_DIR` processes and compare them bit for bit.
 
     cfg = tiny_config(seed=1, **{"model.dropout": 0.1})
     run_dir = make_run_dir(tmp_path / "a", cfg)
@@ -23,7 +23,7 @@ import torch
 
 from sweeper.run.checkpoint import list_checkpoints, read_checkpoint
 from sweeper.run.rundir import RunDir
-from train.trail import read_trail
+from sweeper.train.trail import read_trail
 
 ROOT = Path(__file__).resolve().parent.parent
 SWITCHES = ("SWEEPER_AUDIT_TRAIL", "SWEEPER_AUDIT_STOP_AT_STEP", "SWEEPER_AUDIT_KILL_AT_STEP",
@@ -74,9 +74,9 @@ def train_env(**extra: str) -> dict:
 
 
 def start(run_dir: Path, **env: str) -> subprocess.Popen:
-    """`python -m train RUN_DIR` in its own process; output appended to RUN_DIR/stdout.log, as the launcher does."""
+    """`python -m sweeper.train RUN_DIR` in its own process; output appended to RUN_DIR/stdout.log, as the launcher does."""
     with open(run_dir / "stdout.log", "ab") as log:
-        return subprocess.Popen([sys.executable, "-m", "train", str(run_dir)], cwd=ROOT, env=train_env(**env),
+        return subprocess.Popen([sys.executable, "-m", "sweeper.train", str(run_dir)], cwd=ROOT, env=train_env(**env),
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 

@@ -1,11 +1,11 @@
 """The built-in trainer: a small character-level transformer, deterministic and resumable, written against the
 public run API (sweeper.run) like any user's training code.
 
-    python -m sweeper.run train:main RUN_DIR      # what a sweep launches (conf/task/train.yaml: task.entry)
-    python -m train RUN_DIR                       # the same
+    python -m sweeper.run sweeper.train:main RUN_DIR      # what a sweep launches (conf/task/train.yaml: task.entry)
+    python -m sweeper.train RUN_DIR                       # the same
     summary = train.run(cfg, run_dir)             # in-process: sweeper.run.init(run_dir, config=cfg) + main(run)
 
-Importing `train` stays light (no torch): the sweeper parent imports `train.config` for its validate hook.
+Importing `train` stays light (no torch): the sweeper parent imports `sweeper.train.config` for its validate hook.
 """
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from typing import Any, Mapping
 
 
 def main(run, on_step=None) -> dict:
-    """The entry point `train:main`: train `run` (a sweeper.run.Run) and end it with run.finish, run.diverged
+    """The entry point `sweeper.train:main`: train `run` (a sweeper.run.Run) and end it with run.finish, run.diverged
     or run.interrupt; returns the run's summary."""
-    from train.loop import main as train_main
+    from sweeper.train.loop import main as train_main
 
     return train_main(run, on_step)
 
@@ -26,7 +26,7 @@ def run(cfg: Mapping[str, Any], run_dir: str | Path, on_step=None) -> dict:
     A bad config raises train.config.ConfigError before the run dir is touched; a crash is recorded as the
     run's failure and raised."""
     from sweeper.run import ConfigError, FingerprintMismatch, init
-    from train.config import RunConfig
+    from sweeper.train.config import RunConfig
 
     config = cfg.to_dict() if isinstance(cfg, RunConfig) else dict(cfg)
     RunConfig.from_dict(config)

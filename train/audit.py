@@ -3,7 +3,7 @@
     report = audit_resume(run_cfg, "/tmp/audit")          # run_cfg: a run config mapping (config.yaml)
     print(report.format()); report.identical              # "result: bitwise identical" or the first divergence
 
-Three real `python -m train` processes: "straight" trains N steps; "resumed" trains k steps and stops (mode
+Three real `python -m sweeper.train` processes: "straight" trains N steps; "resumed" trains k steps and stops (mode
 "stop": the SIGTERM path, checkpoint at step k, exit 75; mode "kill": SIGKILL right after step k, so it resumes
 from the last periodic checkpoint and replays the steps after it), then a fresh process resumes it to step N.
 Every process appends per-step hashes of the batch, every RNG state, the data-order state, the LR schedule,
@@ -27,8 +27,8 @@ from pathlib import Path
 from sweeper.run.atomic import atomic_write_json
 from sweeper.run.rundir import EXIT_INTERRUPTED, RunDir, Status
 from sweeper.run.streams import DROP_ENV, DROPPABLE
-from train.config import RunConfig
-from train.trail import AUDIT_ENVS, KILL_ENV, STOP_ENV, TRAIL_ENV, read_trail
+from sweeper.train.config import RunConfig
+from sweeper.train.trail import AUDIT_ENVS, KILL_ENV, STOP_ENV, TRAIL_ENV, read_trail
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("stop", "kill")
@@ -136,7 +136,7 @@ def child_env(threads: int | None, drop_rng_state: str | None) -> dict:
 
 def _start(run_dir: Path, env: dict) -> subprocess.Popen:
     with open(RunDir(run_dir).log_path, "ab") as log:
-        return subprocess.Popen([sys.executable, "-m", "train", str(run_dir)], cwd=ROOT, env=env, stdout=log,
+        return subprocess.Popen([sys.executable, "-m", "sweeper.train", str(run_dir)], cwd=ROOT, env=env, stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 

@@ -5,10 +5,10 @@
 
 Both raise ConfigError with one line naming the keys and the fix; train.config.validate calls them for every
 planned run, so a sweep that every run would fail at start is refused before anything starts. Pure Python
-(no torch, no numpy), and CUDA is never initialised here (GPUs are counted as sweeper.slots counts them:
+(no torch, no numpy), and CUDA is never initialised here (GPUs are counted as sweeper.backends.local.slots counts them:
 CUDA_VISIBLE_DEVICES if set, else `nvidia-smi -L`). The device check applies to the local launcher only: on
 Slurm the GPUs are the allocation's, on the node; a Slurm run asking for CUDA without one fails at its start
-with the same message (train.loop resolves the device there).
+with the same message (sweeper.train.loop resolves the device there).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from typing import Any, Mapping
 
-from train.config import ConfigError, RunConfig
+from sweeper.train.config import ConfigError, RunConfig
 
 
 def split_sizes(n_tokens: int, val_fraction: float) -> tuple[int, int]:

@@ -1,7 +1,7 @@
 """Typed run configuration of the built-in trainer: a run's resolved config (run.config), validated.
 
     cfg = RunConfig.from_dict(run.config_dict)   # inside main(run); ConfigError names the key and the fix
-    validate(config)                             # the `train.config:validate` hook (conf/task/train.yaml)
+    validate(config)                             # the `sweeper.train.config:validate` hook (conf/task/train.yaml)
     register_schemas(ConfigStore.instance())     # model/ data/ train/ health/ groups (entry point sweeper.schemas)
 
 Each group's dataclass (ModelConfig, StdlibData/TextData, TrainConfig, HealthConfig) is the one place for its
@@ -68,7 +68,7 @@ class StdlibData:
     val_fraction: float = 0.1      # the last 10% of characters are the validation split
 
     def check(self, prefix: str = "data") -> None:
-        """The accepted ranges of data.* (the corpus itself is checked by train.checks)."""
+        """The accepted ranges of data.* (the corpus itself is checked by sweeper.train.checks)."""
         _check_data(self, prefix)
         if self.kind == "stdlib" and self.n_files <= 0:
             raise ConfigError(f"{prefix}.n_files={self.n_files}: must be a positive integer")
@@ -82,7 +82,7 @@ class TextData:
     val_fraction: float = 0.1      # the last 10% of characters are the validation split
 
     def check(self, prefix: str = "data") -> None:
-        """The accepted ranges of data.* (the file itself is checked by train.checks)."""
+        """The accepted ranges of data.* (the file itself is checked by sweeper.train.checks)."""
         _check_data(self, prefix)
 
 
@@ -196,13 +196,13 @@ class RunConfig:
 
 
 def validate(config: Mapping[str, Any], launcher: Mapping[str, Any] | None = None) -> None:
-    """The plan-time hook (`train.config:validate`), called with each planned run's resolved config (and the
+    """The plan-time hook (`sweeper.train.config:validate`), called with each planned run's resolved config (and the
     sweep's launcher config): a bad value, an unusable corpus (missing, empty, not text, too short for the model's
     context and batch) or train.device=cuda where the local launcher has no GPU raises ConfigError with a
-    one-line message (train.checks). Each distinct corpus is read once per process (a text file again only when
+    one-line message (sweeper.train.checks). Each distinct corpus is read once per process (a text file again only when
     it changed on disk)."""
-    from train.checks import check_corpus_fits, check_device
-    from train.corpus import corpus_text
+    from sweeper.train.checks import check_corpus_fits, check_device
+    from sweeper.train.corpus import corpus_text
 
     cfg = RunConfig.from_dict(config)
     data = cfg.data

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from train.config import ConfigError, DataConfig
+from sweeper.train.config import ConfigError, DataConfig
 
 MIN_CHARS = 1000  # below this a train/validation split is meaningless
 

@@ -1,6 +1,6 @@
 """The built-in trainer's loop, a plain client of the run API (sweeper.run): build, resume, train, evaluate, end.
 
-    python -m sweeper.run train:main RUN_DIR    # what a sweep with task=train launches (python -m train RUN_DIR too)
+    python -m sweeper.run sweeper.train:main RUN_DIR    # what a sweep with task=train launches (python -m sweeper.train RUN_DIR too)
     summary = train.run(cfg, run_dir)           # the same, in-process
 
 Everything that touches the run dir or the process goes through the Run: the config (run.config), the seed
@@ -23,14 +23,14 @@ import torch
 from sweeper.health.thresholds import Thresholds
 from sweeper.run.envinfo import versions
 from sweeper.run.streams import SeedStreams, dropped_states
-from train.batches import EpochSampler, eval_starts, tensor_hash, windows
-from train.config import RunConfig
-from train.corpus import load_corpus
-from train.determinism import set_determinism
-from train.model import Transformer
-from train.optim import device_name, make_optimizer, make_scheduler, pick_device
-from train.preflight import preflight_model
-from train.trail import hooks_from_env
+from sweeper.train.batches import EpochSampler, eval_starts, tensor_hash, windows
+from sweeper.train.config import RunConfig
+from sweeper.train.corpus import load_corpus
+from sweeper.train.determinism import set_determinism
+from sweeper.train.model import Transformer
+from sweeper.train.optim import device_name, make_optimizer, make_scheduler, pick_device
+from sweeper.train.preflight import preflight_model
+from sweeper.train.trail import hooks_from_env
 
 OnStep = Callable[["Trainer", int, Any], None]    # on_step(trainer, step, run) after every optimizer step
 

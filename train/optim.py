@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from train.config import RunConfig
+from sweeper.train.config import RunConfig
 
 
 def pick_device(cfg: RunConfig) -> torch.device:

@@ -1,7 +1,7 @@
 """Health preflight of the built-in trainer: the model, batch, optimizer, step and RoPE reference toggle of a run.
 
-    from train.preflight import preflight_config
-    report = preflight_config(run.config_dict)     # the `train.preflight:preflight_config` hook
+    from sweeper.train.preflight import preflight_config
+    report = preflight_config(run.config_dict)     # the `sweeper.train.preflight:preflight_config` hook
     report["gradient_flow"].message   # "... blocks.0.attn.q_proj.weight: gradient exactly zero ..."
 
 `preflight_config` is what a sweep with sweeper.preflight=warn|stop calls once per variant before its seeds
@@ -19,11 +19,11 @@ from sweeper.health.result import HealthReport
 from sweeper.health.runner import preflight
 from sweeper.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from sweeper.run.streams import SeedStreams
-from train.batches import windows
-from train.config import RunConfig
-from train.corpus import load_corpus
-from train.model import Transformer
-from train.optim import lr_at, make_optimizer, pick_device
+from sweeper.train.batches import windows
+from sweeper.train.config import RunConfig
+from sweeper.train.corpus import load_corpus
+from sweeper.train.model import Transformer
+from sweeper.train.optim import lr_at, make_optimizer, pick_device
 
 
 def preflight_config(config: Mapping[str, Any] | RunConfig, thresholds: Thresholds | None = None,

@@ -1,6 +1,6 @@
 """The state trail of a run: per-step hashes of everything a resume must restore, for the resume audit.
 
-    SWEEPER_AUDIT_TRAIL=/tmp/a/trail.jsonl python -m train RUN_DIR    # one line per step
+    SWEEPER_AUDIT_TRAIL=/tmp/a/trail.jsonl python -m sweeper.train RUN_DIR    # one line per step
     hashes = state_hashes(trainer)   # {"data/batch": ..., "rng/torch": ..., "param/tok_emb.weight": ..., ...}
 
 Each trail line is {"step", "pid", "hashes": {name: sha256[:16]}} with names in a fixed order: the step's

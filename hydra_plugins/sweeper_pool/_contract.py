@@ -51,7 +51,7 @@ def plain_params(params: dict) -> dict:
 def split_params(params: dict) -> tuple[Options, dict]:
     """(the decision-table options, the pool's options with n_jobs folded into max_parallel), checked."""
     from hydra_plugins.sweeper_pool.sweeper_pool_launcher import option_keys
-    from sweeper.schema import unknown_key
+    from sweeper.config.schema import unknown_key
 
     plain = plain_params(params)
     unknown = sorted(set(plain) - set(option_keys()))

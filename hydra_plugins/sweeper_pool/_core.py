@@ -33,7 +33,7 @@ WORK = ".sweeper_pool"      # job and result pickles, under hydra.sweep.dir
 def pool_config(params: dict):
     """The pool's options typed and checked by the local launcher's schema, errors naming hydra.launcher.KEY."""
     from sweeper.errors import UsageError
-    from sweeper.slots import LauncherConfig
+    from sweeper.backends.local.slots import LauncherConfig
 
     try:
         return LauncherConfig.from_dict({**params, "name": "local"}, prefix="hydra.launcher")
@@ -58,7 +58,7 @@ class HydraJobAdapter:
         self.returns: dict[str, JobReturn] = {}
 
     def settle(self, job, returncode: int, interrupted: bool, attempt: int):
-        from sweeper.failures import classify
+        from sweeper.backends.failures import classify
         from sweeper.run.atomic import read_tail
 
         rd = self.jobs[job.key].rundir
@@ -111,8 +111,8 @@ def _failed_return(hjob: contract.HydraJob, sweep_config, label: str, log_path: 
 
 
 def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
-    from sweeper.pool import Job
-    from sweeper.progress import Progress
+    from sweeper.backends.local.pool import Job
+    from sweeper.report.live import Progress
 
     setup_globals()
     config, hydra_context = launcher.config, launcher.hydra_context
@@ -181,8 +181,8 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
 
 def _run(jobs, cfg, adapter: HydraJobAdapter, progress, returns: dict) -> dict:
     from sweeper.errors import UsageError
-    from sweeper.pool import run_pool
-    from sweeper.slots import make_slots
+    from sweeper.backends.local.pool import run_pool
+    from sweeper.backends.local.slots import make_slots
 
     try:
         slots = make_slots(cfg, len(jobs))

@@ -3,7 +3,7 @@
     python my_app.py -m seed=0,1,2 lr=0.01,0.001 hydra/launcher=sweeper_pool 'hydra.launcher.baseline="lr=0.01"'
     python -m sweeper.report multirun/2024-05-01/12-00-00        # the decision table of that multirun
 
-Pool options (`hydra.launcher.KEY=VALUE`): every key of sweeper's `launcher=local` (sweeper.launcher_schema.PoolConf:
+Pool options (`hydra.launcher.KEY=VALUE`): every key of sweeper's `launcher=local` (sweeper.config.launcher_schema.PoolConf:
 devices, runs_per_device, cpu_only, max_parallel, threads_per_run, cores, max_retries, retry_backoff_s,
 crash_loop_after, grace_s; the same types, ranges and comments), with two defaults of its own (max_retries: 0,
 a retry restarts the job; crash_loop_after: 0, off) and
@@ -28,7 +28,7 @@ from typing import Any, Sequence
 from hydra.core.config_store import ConfigStore
 from hydra.plugins.launcher import Launcher
 
-from sweeper.launcher_schema import PoolConf
+from sweeper.config.launcher_schema import PoolConf
 
 TARGET = "hydra_plugins.sweeper_pool.sweeper_pool_launcher.SweeperPoolLauncher"
 DEFAULTS = {"max_retries": 0,           # a retry restarts the job (a Hydra job has no checkpoint of ours)

@@ -1,6 +1,6 @@
 """`python -m sweeper.run MODULE:FUNCTION RUN_DIR`: one run of an entry point, FUNCTION(run), in this process.
 
-    python -m sweeper.run train:main sweeps/rope-1a2b/runs/rope/seed_0     # what task.entry launches
+    python -m sweeper.run sweeper.train:main sweeps/rope-1a2b/runs/rope/seed_0     # what task.entry launches
     python -m sweeper.run my_pkg.train:main runs/debug                     # by hand (RUN_DIR/config.yaml)
 
 FUNCTION gets the `sweeper.run.Run`; it ends the run with run.finish(...) (or returns a mapping of final

@@ -480,14 +480,14 @@ class Manifest:
     variants_hash: str = ""
     overrides: list[str] = field(default_factory=list)
     launcher: dict = field(default_factory=dict)
-    task: dict = field(default_factory=dict)          # sweeper.task.TaskSpec.to_dict()
+    task: dict = field(default_factory=dict)          # sweeper.config.task.TaskSpec.to_dict()
     source: str = "sweeper"                           # or "hydra" (written by hydra/launcher=sweeper_pool)
     created: float = field(default_factory=time.time)
     argv: list[str] = field(default_factory=list)
     launch: Launch = field(default_factory=Launch)    # settings that change numbers, fixed by the plan
     variant_seeds: dict[str, list[int]] = field(default_factory=dict)   # variants whose seeds differ from `seeds`
     changes: dict[str, list[dict]] = field(default_factory=dict)   # variant -> its declared changes vs the baseline
-    extra: dict = field(default_factory=dict)                      # ([{override, keys}], sweeper.ablation)
+    extra: dict = field(default_factory=dict)                      # ([{override, keys}], sweeper.config.ablation)
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra",)}

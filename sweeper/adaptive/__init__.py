@@ -1,0 +1,1 @@
+"""Adaptive seeds: the group-sequential design and the driver that runs a sweep look by look."""

@@ -1,0 +1,217 @@
+"""`python -m sweeper +experiment=NAME seeds=adaptive [sweeper.adaptive.start=3 .batch=2 .max_seeds=9]`: the
+adaptive driver. Each look plans the seeds still needed, launches them through the sweep's backend, waits,
+analyses and decides (sweeper.adaptive); the looks are recorded in the sweep dir (sweeper.plan.looks).
+
+    python -m sweeper +experiment=rope seeds=adaptive experiment.min_effect=0.02 sweeper.adaptive.max_seeds=8
+    python -m sweeper +experiment=rope seeds=adaptive ... launcher=slurm     # each look: a new job array
+
+Look k runs seeds 0..n_k-1 of every comparison still open and of the baseline (while any comparison is open):
+pairing by seed is kept, a decided or stopped variant keeps the seeds it ran. The local pool starts runs as its
+slots free; a look waits only for its own runs. Failed and diverged runs count against their arm (the fixed
+design's tests); a health-failed variant is stopped as "invalid" at its first look. Ctrl-C: every finished run
+and every recorded look is kept; the same command resumes at the look it was in. experiment.min_effect is
+required (futility needs the smallest effect that matters); launcher=slurm needs launcher.wait=true.
+"""
+from __future__ import annotations
+
+import sys
+
+from sweeper.adaptive import design as adaptive
+from sweeper.errors import UsageError
+from sweeper.plan.looks import read_looks, write_looks
+from sweeper.run.rundir import UnreadableFile
+
+
+def design_of(sweep) -> adaptive.Design:
+    """The Design from sweeper.adaptive.design.* and the experiment; UsageError (one line) for what it refuses."""
+    from sweeper.config.schema import AdaptiveConf, build
+
+    conf = build(AdaptiveConf, dict(sweep.sweeper.get("adaptive") or {}), "sweeper.adaptive")
+    exp = sweep.experiment
+    if exp.min_effect is None:
+        raise UsageError("seeds=adaptive needs experiment.min_effect (the smallest difference that matters, in "
+                         f"{exp.metric} units, > 0): futility stops are judged against it; add e.g. "
+                         "experiment.min_effect=0.01")
+    if len(exp.variants) < 2 or not exp.baseline:
+        raise UsageError("seeds=adaptive needs a baseline and at least one other variant to compare with it")
+    own = [v for v, s in sweep.variant_seeds.items() if s is not None]
+    if own:
+        raise UsageError(f"seeds=adaptive: variant {own[0]} sets its own seeds=; adaptive looks choose the seeds "
+                         f"of every variant (remove its seeds= override)")
+    return adaptive.Design(alpha=0.05, start=conf.start, batch=conf.batch, max_seeds=conf.max_seeds,
+                           min_effect=float(exp.min_effect), spending=conf.spending,
+                           lower_is_better=bool(exp.lower_is_better))
+
+
+class AdaptiveSweep:
+    """What cli.prepare returns for seeds=adaptive; cli._main calls run()."""
+    adaptive = True
+
+    def __init__(self, sweep, design: adaptive.Design):
+        self.sweep, self.design = sweep, design
+        self.variants = [v for v in sweep.experiment.variants if v != sweep.experiment.baseline]
+
+    def plan_for(self, seeds: dict[str, int]):
+        """The plan with seeds 0..n-1 per variant (n from `seeds`), merged with what the sweep dir records."""
+        from sweeper.plan.make import make_plan, reconcile
+
+        base = seeds[self.sweep.experiment.baseline]
+        plan = make_plan(self.sweep, list(range(base)),
+                         {v: list(range(n)) for v, n in seeds.items() if n != base})
+        return reconcile(plan, extend=True)
+
+    def run(self, backend, launcher_cfg, argv: list[str], state: dict) -> int:
+        try:
+            return self._run(backend, launcher_cfg, argv, state)
+        except UsageError as e:
+            from sweeper.cli.sweep import refuse
+
+            return refuse(e)
+
+    def _run(self, backend, launcher_cfg, argv, state) -> int:
+        from sweeper.cli.sweep import fix_launch
+        from sweeper.plan.lock import SweepLocked, sweep_lock
+        from sweeper.plan.make import repair_stale, write_plan
+        from sweeper.execute.preflight import run_preflights
+        from sweeper.report.live import Progress
+
+        if getattr(launcher_cfg, "wait", True) is False:
+            raise UsageError("seeds=adaptive with launcher.wait=false: each look needs its runs' results before "
+                             "the next one is planned; use launcher.wait=true")
+        for w in self.sweep.warnings:
+            print(f"sweeper: warning: {w}", file=sys.stderr)
+        d = self.design
+        first = self.plan_for({v: d.start for v in [self.sweep.experiment.baseline, *self.variants]})
+        if self.sweep.sweeper.get("dry_run"):
+            print(f"adaptive sweep dir: {first.sweep_dir}\nlooks at {d.schedule()} seeds per arm (batch {d.batch}, "
+                  f"max_seeds {d.max_seeds}), alpha {d.alpha} over {len(self.variants)} comparison(s), "
+                  f"{d.spending} spending, min_effect {d.min_effect}\ndry run: nothing launched")
+            return 0
+        sweep_dir = first.sweep_dir
+        try:
+            with sweep_lock(sweep_dir):
+                record, states = self._load(sweep_dir)
+                progress = Progress(total=len(first.runs))
+                looked = len(record["looks"])
+                while adaptive.still_open(states):
+                    seeds = self.seeds_next(states)
+                    plan = self.plan_for(seeds)
+                    fix_launch(plan, backend, launcher_cfg)
+                    write_plan(plan, argv)
+                    state["sweep_dir"] = sweep_dir
+                    progress = Progress(total=len(plan.runs))
+                    progress.log(f"adaptive look {looked + 1}: {self._seeds_line(seeds)} "
+                                 f"({len(plan.runs)} runs planned so far)")
+                    repair_stale(plan)
+                    launch_plan, refusal = run_preflights(plan, progress) if looked == 0 else (plan, None)
+                    if refusal:
+                        print(f"sweeper: error: {refusal}", file=sys.stderr)
+                        return 1
+                    backend.launch(launch_plan, launcher_cfg, progress)
+                    self.look(sweep_dir, states, seeds)
+                    looked += 1
+                    record = self.record(states, record, seeds)
+                    write_looks(sweep_dir, record)
+                    for v in self.variants:
+                        progress.log(f"  {v} vs {self.sweep.experiment.baseline}: {states[v].status}"
+                                     + (f" ({states[v].reason})" if states[v].reason else ""))
+        except SweepLocked as e:
+            print(f"sweeper: error: {e}", file=sys.stderr)
+            return 2
+        if self.sweep.sweeper.get("report", True):
+            from sweeper.report.build import report_sweep
+
+            print(report_sweep(sweep_dir, plots=True, journal=self.sweep.sweeper.get("journal")))
+        print(f"sweep dir: {sweep_dir}")
+        return 0
+
+    def _load(self, sweep_dir):
+        d = self.design
+        try:
+            record = read_looks(sweep_dir)
+        except UnreadableFile as e:
+            raise UsageError(str(e)) from None
+        if record is None:
+            return {"design": d.to_dict(), "baseline": self.sweep.experiment.baseline, "looks": [], "states": {}}, \
+                adaptive.start_states(d, self.variants)
+        if record["design"] != d.to_dict():
+            changed = [f"{k} {record['design'].get(k)} -> {v}" for k, v in d.to_dict().items()
+                       if record["design"].get(k) != v]
+            raise UsageError(f"{sweep_dir} holds adaptive looks made with another design ({', '.join(changed)}); "
+                             f"repeat the recorded settings to resume, or use another sweeper.dir")
+        states = {}
+        for v in self.variants:
+            s = record["states"].get(v)
+            if s is None:
+                raise UsageError(f"{sweep_dir}: its looks record has no comparison {v}; use another sweeper.dir")
+            states[v] = adaptive.State(v, s["alpha"], s["status"], s["reason"], list(s["looks"]))
+        return record, states
+
+    def seeds_next(self, states) -> dict[str, int]:
+        """Seeds per arm for the next look: open comparisons advance by batch (start at the first look)."""
+        d = self.design
+        seeds = {}
+        for v, s in states.items():
+            seeds[v] = (d.next_n(s.n) if s.looks else d.start) if s.status == adaptive.OPEN else s.n
+        base = self.sweep.experiment.baseline
+        seeds[base] = max([seeds[v] for v, s in states.items() if s.status == adaptive.OPEN] + [0])
+        seeds[base] = max(seeds[base], max(seeds.values()))
+        return seeds
+
+    def _seeds_line(self, seeds) -> str:
+        return ", ".join(f"{v} {n}" for v, n in seeds.items())
+
+    def look(self, sweep_dir, states, seeds) -> None:
+        """Analyse this look's runs and decide every open comparison (states updated in place)."""
+        import sweeper.analysis.verdict as verdict
+        from sweeper.analysis.results import load_runs
+
+        exp = self.sweep.experiment
+        live = adaptive.still_open(states)
+        try:
+            runs = load_runs(sweep_dir)
+        except UnreadableFile as e:
+            raise UsageError(str(e)) from None
+        runs = runs[runs["variant"].isin(live + [exp.baseline]) & (runs["seed"] < seeds[exp.baseline])]
+        an = verdict.analyze(runs, exp.metric, exp.lower_is_better, [(v, exp.baseline) for v in live],
+                             min_seeds=2, n_resamples=200)
+        looks, invalid = {}, {}
+        base = an.arms[exp.baseline]
+        for c in an.comparisons:
+            va = an.arms[c.variant]
+            if base.health_failed or va.health_failed:
+                invalid[c.variant] = ", ".join(base.health_failed or va.health_failed)
+            if va.ended < 2 or base.ended < 2:
+                looks[c.variant] = adaptive.LookStat(min(va.ended, base.ended), "insufficient", 1.0, float("nan"))
+                continue
+            if c.design == "paired":
+                common = sorted(set(va.seeds.tolist()) & set(base.seeds.tolist()))
+                a = va.values[[va.seeds.tolist().index(s) for s in common]]
+                b = base.values[[base.seeds.tolist().index(s) for s in common]]
+                looks[c.variant] = adaptive.look_stat("paired", a, b)
+            else:
+                looks[c.variant] = adaptive.look_stat("independent", va.values, base.values, va.lost, base.lost,
+                                                      exp.lower_is_better)
+        adaptive.decide_look(self.design, states, looks, invalid,
+                             last=seeds[exp.baseline] >= self.design.max_seeds)
+
+    def record(self, states, record, seeds) -> dict:
+        record = dict(record)
+        record["looks"] = list(record["looks"]) + [{"look": len(record["looks"]) + 1, "seeds": dict(seeds)}]
+        record["states"] = {v: {"alpha": s.alpha, "status": s.status, "reason": s.reason, "looks": s.looks}
+                            for v, s in states.items()}
+        record["fixed_runs"] = adaptive.fixed_design_runs(self.design, len(self.variants))
+        return record
+
+
+def prepare_adaptive(sweep):
+    """cli.prepare for seeds=adaptive: (AdaptiveSweep, backend, launcher config), every check done."""
+    from sweeper.cli.sweep import validate_launcher
+    from sweeper.plan.make import check_size
+    from sweeper.execute.preflight import check_preflight_options
+
+    design = design_of(sweep)
+    check_size(sweep, {v: design.max_seeds for v in sweep.variant_configs})
+    backend, launcher_cfg = validate_launcher(sweep.launcher)
+    check_preflight_options(sweep)
+    return AdaptiveSweep(sweep, design), backend, launcher_cfg

@@ -1,0 +1,122 @@
+"""The local pool backend: every unfinished run of a plan as a pinned child process, retried per policy.
+
+    statuses = launch(plan, LauncherConfig(), Progress(total=len(plan.runs)))   # run_id -> final status
+
+What runs: each run's task (plan.argv(run), in plan.task.cwd, with plan.run_env(run) and the task's cwd on
+PYTHONPATH). Finished runs are skipped (RunDir.outcome: a summary that says finished counts even when the
+status is damaged), diverged ones kept (an outcome: rerunning would diverge again), every other run (pending,
+interrupted, failed, or running left by a killed sweeper) is queued, seed-major (seed 0 of every variant first,
+so a partial sweep compares variants on equal seeds). Every run gets the thread count the plan fixed
+(plan.launch, launch_settings: from the launcher config and the whole plan, whatever is left to run); a run that
+already ran keeps the count it recorded (its env record; its checkpoints were written with it). Failures are classified (sweeper.backends.failures): transient
+ones (killed by a signal, CUDA out of memory) are retried up to launcher.max_retries times after
+launcher.retry_backoff_s, 2x, 4x ...; deterministic ones (exit 2, health check, an exception, exit 0 without
+run.finish()) are not; when launcher.crash_loop_after runs of a variant fail with the same error, its queued
+runs are not started. Process handling (slots, process groups, Ctrl-C, orphans) is sweeper.backends.local.pool; a task.entry
+run is forked by its slot's warm launcher (sweeper.backends.local.warm: the torch import paid once per slot, not per run).
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+from sweeper.backends.failures import Failure, attempt_outcome
+from sweeper.backends.local.pool import Job, run_pool
+from sweeper.report.live import Progress
+from sweeper.run.rundir import KEEP, Launch, RunDir, Status, UnreadableFile
+from sweeper.backends.local.slots import PROJECT_ROOT, LauncherConfig, make_slots
+from sweeper.config.task import python_path
+from sweeper.backends.local.warm import WarmStarts
+
+
+def launch_settings(cfg: LauncherConfig, n_runs: int) -> Launch:
+    """What the plan fixes for every run of a sweep of n_runs runs (all of them, not the runs left): the thread
+    count its slots would give with every run queued (launcher.threads_per_run, else the cores split evenly)."""
+    return Launch(threads_per_run=make_slots(cfg, n_runs)[0].threads)
+
+
+def recorded_threads(rd: RunDir) -> int | None:
+    """The thread count a run that already ran recorded (its env record), None when it has none: a run with
+    checkpoints must resume with it (the fingerprint check), one without keeps it too."""
+    try:
+        threads = rd.read_env().get("torch_num_threads")
+    except UnreadableFile:
+        return None
+    return threads if isinstance(threads, int) and not isinstance(threads, bool) and threads > 0 else None
+
+
+class RunAdapter:
+    """Between the pool and a run dir: the run's status is the child's; the parent completes it when it cannot."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.runs = {r.run_id: r for r in plan.runs}
+
+    def job(self, run) -> Job:
+        rd = run.rundir
+        return Job(key=run.run_id, label=run.label, group=run.variant, argv=self.plan.argv(run),
+                   log_path=rd.log_path, marker=str(rd.path), cwd=Path(self.plan.task.cwd), run_dir=rd.path,
+                   total_steps=run.total_steps, threads=recorded_threads(rd) or self.plan.launch.threads_per_run,
+                   extra_env=dict(self.plan.run_env(run)),
+                   pythonpath=python_path(self.plan.task, str(PROJECT_ROOT)))
+
+    def _ids(self, run, attempt: int | None = None) -> dict:
+        ids = {"run_id": run.run_id, "variant": run.variant, "seed": run.seed}
+        return ids if attempt is None else {**ids, "attempts": attempt}
+
+    def settle(self, job: Job, returncode: int, interrupted: bool, attempt: int) -> tuple[dict, Failure | None]:
+        run = self.runs[job.key]
+        rd = run.rundir
+        state, failure = attempt_outcome(rd, returncode)
+        if failure is None:                              # finished or diverged: the child's record stands
+            return rd.update_status(**self._ids(run, attempt)).to_dict(), None
+        if interrupted:                                  # the sweeper stopped it: not a failure of the run
+            if state is not Status.INTERRUPTED:          # the child could not record it itself
+                rd.update_status(Status.INTERRUPTED, error="stopped by the sweeper (Ctrl-C / SIGTERM) before it "
+                                 "could checkpoint; resumes from its last checkpoint", exit_code=returncode,
+                                 ended=time.time())
+            return rd.update_status(**self._ids(run, attempt)).to_dict(), None
+        record = rd.update_status(state, error=failure.message, exit_code=returncode, ended=time.time(),
+                                  **failure.to_dict(), **self._ids(run, attempt))
+        return record.to_dict(), failure
+
+    def not_started(self, job: Job, reason: str) -> dict:
+        run = self.runs[job.key]
+        return run.rundir.update_status(Status.PENDING, error=f"not started: {reason}", **self._ids(run)).to_dict()
+
+
+def launch(plan, launcher_cfg: LauncherConfig | dict, progress: Progress | None = None) -> dict[str, str]:
+    """Run every run of the plan that is not finished or diverged; returns run_id -> final status."""
+    cfg = launcher_cfg if isinstance(launcher_cfg, LauncherConfig) else LauncherConfig.from_dict(launcher_cfg)
+    progress = progress or Progress(total=len(plan.runs))
+    results, todo = {}, []
+    for run in plan.runs:
+        state = run.rundir.outcome()
+        if state in KEEP:
+            results[run.run_id] = state.value
+            progress.skipped(run, state.value)
+        else:
+            todo.append(run)
+    variant_order = {v: i for i, v in enumerate(plan.experiment.variants)}
+    todo.sort(key=lambda r: (plan.seeds.index(r.seed) if r.seed in plan.seeds else r.seed, variant_order[r.variant]))
+    resumable = [r.label for r in todo if r.rundir.has_checkpoint()]
+    if resumable:
+        progress.log(f"resume {len(resumable)} run(s) from their checkpoints: {', '.join(resumable)}")
+    if not todo:
+        return results
+    if plan.launch.threads_per_run is not None:     # slots sized for the plan's threads, not for the runs left
+        cfg = dataclasses.replace(cfg, threads_per_run=plan.launch.threads_per_run)
+    slots = make_slots(cfg, len(todo))
+    adapter = RunAdapter(plan)
+    outcomes = run_pool([adapter.job(r) for r in todo], slots, adapter, cfg.retry_policy(), progress,
+                        grace_s=float(cfg.grace_s), warm=WarmStarts(plan.task.entry, str(plan.task.cwd),
+                                                                          plan.task.preload))
+    results.update({key: str(status.get("status", Status.FAILED.value)) for key, status in outcomes.items()})
+    return results
+
+
+def parse_launcher_config(launcher: dict) -> LauncherConfig:
+    cfg = LauncherConfig.from_dict(launcher)
+    make_slots(cfg, 1)    # device and core selections are checked before anything starts
+    return cfg

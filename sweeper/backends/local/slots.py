@@ -1,0 +1,148 @@
+"""Slots of the local pool: which GPU and which CPU cores each concurrent run gets.
+
+    slots = make_slots(LauncherConfig(), n_runs=12)
+    env = slots[0].child_env(os.environ)      # CUDA_VISIBLE_DEVICES, OMP/MKL threads, set BEFORE the child starts
+
+GPUs are found without initialising CUDA in the parent (sweeper.backends.local.gpu_topology): `nvidia-smi -L` lists the GPUs
+and their MIG instances (each MIG instance is a slot of its own, addressed by its MIG UUID), `nvidia-smi topo -m`
+gives each GPU's near CPU set ("CPU Affinity"). An existing CUDA_VISIBLE_DEVICES is honoured: indices, GPU UUIDs
+(or unique prefixes) and MIG UUIDs; ids nvidia-smi does not know are passed on as they are. With no GPU (or
+launcher.cpu_only=true) the pool runs CPU slots. A GPU slot's cores come from its GPU's near CPU set (the usable
+cores of each set split among the slots near it); without topology, or when a slot's set has no usable core,
+the cores of this process's affinity set are split contiguously. Either way the sets are disjoint, one per slot
+(shared round-robin only when there are more slots than cores), and every run gets the same number
+of threads: the size of the smallest set (idle OpenMP threads spin and steal cores from neighbours otherwise;
+equal thread counts keep every run of a sweep bitwise reproducible, and a run resumed in another slot passes
+the checkpoint's thread-count check). With runs_per_device > 1 the slots alternate devices (gpu0, gpu1, gpu0,
+gpu1, ...), so max_parallel spreads runs over devices before it doubles them up.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from sweeper.errors import UsageError
+from sweeper.backends.local.gpu_topology import Device, discover_devices, resolve_visible
+from sweeper.config.launcher_schema import LocalLauncherConf
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def run_env(base: dict, threads: int, pythonpath: str | Path = PROJECT_ROOT) -> dict:
+    """A run's environment, complete before it starts (torch reads thread counts at import); Slurm tasks too.
+
+    pythonpath: what goes on PYTHONPATH before the inherited entries: sweeper's own root by default, for a
+    run of a task `sweeper.config.task.python_path(task, str(PROJECT_ROOT))` (the task's cwd first, then ours)."""
+    env = dict(base)
+    for var in THREAD_VARS:
+        env[var] = str(threads)
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")     # spinning OpenMP workers steal cores from neighbours
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(pythonpath), base.get("PYTHONPATH")) if p)
+    return env
+
+
+# The `launcher=local` schema is the pool's config type (keys, defaults and ranges: sweeper.config.launcher_schema).
+LauncherConfig = LocalLauncherConf
+
+
+@dataclass(frozen=True)
+class Slot:
+    index: int
+    gpu: str | None             # the id put in CUDA_VISIBLE_DEVICES; None = a CPU slot
+    cores: tuple[int, ...]      # CPU affinity of the run
+    threads: int                # OMP_NUM_THREADS / MKL_NUM_THREADS / torch threads
+
+    @property
+    def name(self) -> str:
+        return f"gpu{self.gpu}" if self.gpu is not None else f"cpu{self.index}"
+
+    def child_env(self, base: dict, threads: int | None = None, pythonpath: str | Path = PROJECT_ROOT) -> dict:
+        """threads: a count to keep instead of the slot's (a resumed checkpoint's); pythonpath: see run_env."""
+        env = run_env(base, threads or self.threads, pythonpath)
+        env["CUDA_VISIBLE_DEVICES"] = self.gpu if self.gpu is not None else ""
+        if self.gpu is not None:
+            env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"   # an index means what nvidia-smi calls it
+        env["SWEEPER_SLOT"] = str(self.index)
+        return env
+
+
+def available_cores(cfg: LauncherConfig) -> list[int]:
+    mine = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    if cfg.cores is None:
+        return mine
+    bad = [c for c in cfg.cores if c not in mine]
+    if bad:
+        raise UsageError(f"launcher.cores={list(cfg.cores)}: core(s) {bad} are not available to this process "
+                         f"(available: {mine})")
+    return sorted(cfg.cores)
+
+
+def visible_devices(cfg: LauncherConfig, environ: dict | None = None) -> list[Device]:
+    """The GPU devices (whole GPUs or MIG instances) a child may be given, without initialising CUDA here."""
+    environ = os.environ if environ is None else environ
+    if cfg.cpu_only:
+        return []
+    known = discover_devices()
+    if "CUDA_VISIBLE_DEVICES" in environ:
+        visible = resolve_visible(environ["CUDA_VISIBLE_DEVICES"], known)
+    else:
+        visible = known
+    if cfg.devices is None:
+        return visible
+    chosen, missing = [], []
+    for want in (str(d) for d in cfg.devices):
+        match = [d for d in visible if want == d.id or want in d.aliases]
+        (chosen.append(match[0]) if match else missing.append(want))
+    if missing:
+        raise UsageError(f"launcher.devices={[str(d) for d in cfg.devices]}: device(s) {missing} are not visible "
+                         f"(visible: {[d.id for d in visible] or 'none'}; CUDA_VISIBLE_DEVICES is honoured)")
+    return chosen
+
+
+def visible_gpus(cfg: LauncherConfig, environ: dict | None = None) -> list[str]:
+    """The ids (as put in a child's CUDA_VISIBLE_DEVICES) of visible_devices."""
+    return [d.id for d in visible_devices(cfg, environ)]
+
+
+def _split(cores: list[int], n: int) -> list[tuple[int, ...]]:
+    """n disjoint, contiguous, near-even sets of cores; round-robin single cores when n > len(cores)."""
+    if n <= len(cores):
+        return [tuple(cores[i * len(cores) // n:(i + 1) * len(cores) // n]) for i in range(n)]
+    return [(cores[i % len(cores)],) for i in range(n)]
+
+
+def _core_sets(owners: list[Device | None], cores: list[int]) -> list[tuple[int, ...]]:
+    """Each slot's cores: from its GPU's near CPU set when every slot has usable near cores and the near sets
+    are disjoint or equal (one socket, one set); otherwise a contiguous split of all usable cores."""
+    usable = set(cores)
+    near = [frozenset(d.cpus) & usable if d is not None and d.cpus else frozenset() for d in owners]
+    groups = sorted(set(near), key=min if all(near) else len)
+    if owners and all(near) and all(not (a & b) for a in groups for b in groups if a != b):
+        sets: list[tuple[int, ...]] = [()] * len(owners)
+        for g in groups:
+            members = [i for i, n in enumerate(near) if n == g]
+            for i, part in zip(members, _split(sorted(g), len(members))):
+                sets[i] = part
+        return sets
+    return _split(cores, len(owners))
+
+
+def make_slots(cfg: LauncherConfig, n_runs: int, environ: dict | None = None,
+               cores: list[int] | None = None) -> list[Slot]:
+    """The pool's slots for n_runs runs (cores: the usable cores, default launcher.cores or this process's)."""
+    devices = visible_devices(cfg, environ)
+    cores = available_cores(cfg) if cores is None else sorted(cores)
+    if devices:
+        owners: list[Device | None] = [d for _ in range(cfg.runs_per_device) for d in devices]
+    else:
+        per_run = cfg.threads_per_run or 1
+        owners = [None] * max(1, len(cores) // per_run)
+    n = min(len(owners), cfg.max_parallel or len(owners), max(1, n_runs))
+    owners = owners[:n]
+    sets = _core_sets(owners, cores) if devices else _split(cores, n)
+    threads = cfg.threads_per_run or min(len(s) for s in sets)
+    return [Slot(index=i, gpu=d.id if d is not None else None, cores=sets[i], threads=threads)
+            for i, d in enumerate(owners)]

@@ -1,0 +1,1 @@
+"""The commands: one thin module per `python -m` command, each through one error boundary."""

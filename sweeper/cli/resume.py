@@ -1,0 +1,123 @@
+"""`python -m sweeper.resume SWEEP_DIR [launcher.KEY=VALUE ...] [sweeper.report=false]`: finish a sweep.
+
+    python -m sweeper.resume sweeps/rope-1a2b3c4d                          # same launcher settings as before
+    python -m sweeper.resume sweeps/rope-1a2b3c4d launcher.max_parallel=1  # other launcher settings
+
+The plan is read from the sweep dir alone (its manifest: experiment, seeds, task, launcher; and each run's frozen
+config.yaml), not recomposed from the config dirs, so edits to the configs since the sweep started cannot change
+it; nor can launcher overrides change the launch settings the plan recorded (the threads of every run). Finished runs are skipped, diverged ones kept, interrupted ones resume from their checkpoints, failed and
+pending ones run again (with the retry policy and crash-loop stop of the launcher). A run whose config.yaml no
+longer matches the hash recorded in the manifest is refused (exit 2): that would be a different plan. Exit
+status as `python -m sweeper`.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import yaml
+
+from sweeper.config.compose import Sweep
+from sweeper.config.config_diff import Declared
+from sweeper.errors import UsageError
+from sweeper.plan.make import Plan, RunSpec, recorded
+from sweeper.run.rundir import MANIFEST, UnreadableFile, stable_hash
+from sweeper.config.task import TaskSpec
+
+USAGE = "usage: python -m sweeper.resume SWEEP_DIR [launcher.KEY=VALUE ...] [sweeper.report=true|false]"
+
+
+def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
+    """The recorded plan (and recorded argv) of a sweep dir, with launcher/report overrides applied."""
+    sweep_dir = Path(sweep_dir).expanduser().resolve()
+    manifest = recorded(sweep_dir)
+    if manifest is None and (sweep_dir / "runs").is_dir():
+        raise UsageError(f"{sweep_dir}: no {MANIFEST} yet: the sweeper that planned it was stopped while it wrote the "
+                         f"plan; run the command that started it again (it completes the plan, then the sweep)")
+    if manifest is None:
+        raise UsageError(f"{sweep_dir}: no readable {MANIFEST}; give the directory a sweep was started in "
+                         f"(it holds {MANIFEST} and runs/)")
+    if manifest.source != "sweeper":
+        raise UsageError(f"{sweep_dir / MANIFEST} was written by {manifest.source} (source={manifest.source!r}); "
+                         f"re-run that multirun to finish it (finished jobs are skipped)")
+    if not manifest.task:
+        raise UsageError(f"{sweep_dir / MANIFEST} records no task (a sweep from an older sweeper); re-run the "
+                         f"recorded command `python -m sweeper {' '.join(manifest.argv)}` to finish it")
+    task = TaskSpec.from_dict(manifest.task)
+    launcher = dict(manifest.launcher or {"name": "local"})
+    sweeper_cfg = {"dir": str(sweep_dir), "report": True, "extend": False, "dry_run": False,
+                   "tensorboard": bool(manifest.extra.get("tensorboard"))}
+    for item in overrides:
+        key, eq, raw = item.partition("=")
+        if not eq or not (key.startswith("launcher.") or key == "sweeper.report") or key == "launcher.name":
+            raise UsageError(f"{item!r}: accepted arguments after SWEEP_DIR are launcher.KEY=VALUE and "
+                             f"sweeper.report=true|false (the plan itself is fixed by {MANIFEST})")
+        value = yaml.safe_load(raw) if raw else None
+        if key == "sweeper.report" and raw.strip().lower() not in ("true", "false"):
+            raise UsageError(f"sweeper.report={raw!r}: expected a boolean (true or false)")
+        (sweeper_cfg if key == "sweeper.report" else launcher)[key.split(".", 1)[1]] = value
+    runs, variant_configs = [], {}
+    for entry in manifest.runs:
+        rd = manifest.run_dir(sweep_dir, entry)
+        try:
+            config = rd.read_config()
+        except UnreadableFile as e:
+            raise UsageError(f"{e}; this sweep dir is incomplete") from None
+        if stable_hash(config) != entry.config_hash:
+            raise UsageError(f"{rd.config_path} differs from the plan recorded in {MANIFEST} (config hash "
+                             f"{stable_hash(config)} != {entry.config_hash}); restore it, or start a new sweep "
+                             f"in another sweeper.dir")
+        variant_configs.setdefault(entry.variant, {**config, "seed": 0})
+        runs.append(RunSpec(run_id=entry.run_id, variant=entry.variant, seed=entry.seed, run_dir=rd.path,
+                            config=config, config_hash=entry.config_hash))
+    sweep = Sweep(overrides=list(manifest.overrides),
+                  cfg={"seeds": list(manifest.seeds), "sweeper": sweeper_cfg, "launcher": launcher},
+                  experiment=manifest.experiment, task=task, variant_configs=variant_configs,
+                  changes={v: [Declared.from_dict(c) for c in cs] for v, cs in manifest.changes.items()})
+    plan = Plan(sweep_dir=sweep_dir, experiment=manifest.experiment, seeds=list(manifest.seeds), runs=runs,
+                variants_hash=manifest.variants_hash, sweep=sweep, task=task,
+                tensorboard=sweeper_cfg["tensorboard"], variant_seeds=dict(manifest.variant_seeds),
+                launch=manifest.launch)
+    return plan, list(manifest.argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from sweeper import interrupts
+
+    interrupts.install()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    state: dict = {}
+    try:
+        return _main(argv, state)
+    except KeyboardInterrupt:
+        from sweeper.cli.sweep import interrupted
+
+        return interrupted("sweeper.cli.resume", state.get("sweep_dir"))
+    except Exception:
+        if interrupts.fired():                     # a library turned our KeyboardInterrupt into another error
+            from sweeper.cli.sweep import interrupted
+
+            return interrupted("sweeper.cli.resume", state.get("sweep_dir"))
+        raise
+
+
+def _main(argv: list[str], state: dict) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE + "\n\n" + __doc__.split("\n\n")[2], file=sys.stderr if not argv else sys.stdout)
+        return 2 if not argv else 0
+    from sweeper.cli.sweep import execute, fix_launch, validate_launcher
+
+    try:
+        plan, recorded_argv = load_plan(Path(argv[0]), argv[1:])
+        backend, launcher_cfg = validate_launcher(plan.sweep.launcher)
+        fix_launch(plan, backend, launcher_cfg)      # the recorded launch settings, whatever the overrides say
+    except UsageError as e:
+        print(f"sweeper.cli.resume: error: {e}", file=sys.stderr)
+        return 2
+    return execute(plan, backend, launcher_cfg, recorded_argv, state)
+
+
+if __name__ == "__main__":
+    from sweeper import interrupts
+
+    interrupts.exit_with(main())

@@ -1,0 +1,1 @@
+"""Configuration: Hydra composition, the typed schemas, seeds, the task, ablation rules, config diffs."""

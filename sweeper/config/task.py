@@ -1,0 +1,178 @@
+"""What a sweep runs: the task of an experiment, `task.entry` (a Python function) or `task.command` (a program).
+
+    spec = parse_task(cfg["task"])          # the composed `task:` block -> TaskSpec (UsageError on bad values)
+    check_task(spec)                        # before anything starts: the entry imports, the command exists
+    spec.argv(run_dir)                      # what a backend starts for one run, in spec.cwd
+
+    task:                                   # conf/task/train.yaml: the built-in trainer (the default)
+      entry: sweeper.train:main                     #   called as main(run) by `python -m sweeper.run sweeper.train:main RUN_DIR`
+      validate: sweeper.train.config:validate       #   called with each run's config at plan time (ValueError -> exit 2)
+      preflight: sweeper.train.preflight:preflight_config   # config -> HealthReport, for sweeper.preflight=warn|stop
+    task:                                   # your own code: `defaults: [override /task: custom]` in an experiment
+      command: [python, train_mlp.py]       #   any program; it calls sweeper.init() (SWEEPER_RUN_DIR is set)
+      cwd: null                             #   where it runs; default: the directory the sweep was started in
+
+`python` as the first word of a command is this interpreter (sys.executable), so the run sees the environment
+sweeper is installed in. `{run_dir}` in a command's words is replaced by the run's directory. A run's
+process also finds modules in the task's cwd (it is put on PYTHONPATH).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from sweeper.errors import UsageError
+from sweeper.config.schema import TaskConf, build, keys_of
+
+KEYS = tuple(keys_of(TaskConf))
+PYTHONS = ("python", "python3")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    entry: str | None = None                   # "package.module:function", called with the Run
+    command: tuple[str, ...] | None = None     # argv of a program that calls sweeper.init()
+    cwd: str = ""                              # absolute working directory of every run
+    validate: str | None = None                # "module:function"(config) at plan time
+    preflight: str | None = None               # "module:function"(config) -> HealthReport
+    preload: tuple[str, ...] = ()              # modules a slot's warm launcher imports before forking runs
+
+    @property
+    def name(self) -> str:
+        return self.entry or " ".join(self.command or ())
+
+    def argv(self, run_dir: str | Path) -> list[str]:
+        if self.entry:
+            return [sys.executable, "-m", "sweeper.run", self.entry, str(run_dir)]
+        words = [w.replace("{run_dir}", str(run_dir)) for w in self.command or ()]
+        if words and words[0] in PYTHONS:
+            words[0] = sys.executable
+        return words
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["command"] = list(self.command) if self.command else None
+        out["preload"] = list(self.preload)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TaskSpec":
+        return parse_task(d, cwd=d.get("cwd") or os.getcwd())
+
+
+def parse_task(block: dict | None, cwd: str | Path | None = None) -> TaskSpec:
+    """The `task:` config block, typed and checked by its schema (sweeper.config.schema.TaskConf; no imports, no
+    processes: see check_task); a relative task.cwd is relative to `cwd`."""
+    conf = build(TaskConf, dict(block or {}), "task")
+    base = Path(conf.cwd or cwd or os.getcwd()).expanduser()
+    if not base.is_absolute():
+        base = Path(cwd or os.getcwd()) / base
+    if not base.is_dir():
+        raise UsageError(f"task.cwd={str(base)!r}: no such directory")
+    return TaskSpec(entry=conf.entry or None, command=tuple(conf.command) if conf.command else None,
+                    cwd=str(base.resolve()), validate=conf.validate, preflight=conf.preflight,
+                    preload=tuple(conf.preload))
+
+
+def python_path(spec: TaskSpec, inherited: str | None = None) -> str:
+    """PYTHONPATH of a run: the task's cwd first (the user's modules), then what the sweeper had."""
+    return os.pathsep.join(p for p in (spec.cwd, inherited) if p)
+
+
+def check_task(spec: TaskSpec, timeout_s: float = 120.0, preflight: bool = True) -> None:
+    """Fail before launch when the task cannot start: an entry point (or hook) that does not import in a
+    fresh interpreter in the task's cwd, a program that is not found, a Python script that does not exist.
+    preflight=False leaves the preflight hook unchecked (a sweep with sweeper.preflight=off never calls it)."""
+    with TaskCheck(spec, timeout_s, preflight) as check:
+        check.wait()
+
+
+class TaskCheck:
+    """check_task started in the background, so the import probe (a fresh interpreter importing the task:
+    torch, for the built-in trainer, ~1.5 s) runs while the sweep composes its variants.
+
+        with TaskCheck(spec) as check:       # the probe starts here
+            ...                              # compose, plan nothing to disk
+            check.wait()                     # UsageError as check_task; leaving the block kills a probe left running
+    """
+
+    def __init__(self, spec: TaskSpec, timeout_s: float = 120.0, preflight: bool = True):
+        keys = ("entry", "validate", "preflight") if preflight else ("entry", "validate")
+        self.spec, self.timeout_s = spec, timeout_s
+        self.hooks = [(key, getattr(spec, key)) for key in keys if getattr(spec, key)]
+        self.proc: subprocess.Popen | None = None
+        if self.hooks:
+            env = {**os.environ, "PYTHONPATH": python_path(spec, os.environ.get("PYTHONPATH"))}
+            probe = _PROBE.format(hooks=self.hooks, preload=list(spec.preload))
+            self.proc = subprocess.Popen([sys.executable, "-c", probe], cwd=spec.cwd,
+                                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                         stdin=subprocess.DEVNULL)
+
+    def __enter__(self) -> "TaskCheck":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop a probe still running (an error or Ctrl-C elsewhere); idempotent."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+    def wait(self) -> None:
+        """The probe's verdict and the command's checks: UsageError naming what cannot start."""
+        if self.proc is not None:
+            try:
+                out, err = self.proc.communicate(timeout=self.timeout_s)
+            except subprocess.TimeoutExpired:
+                self.close()
+                raise UsageError(f"task: importing {', '.join(e for _, e in self.hooks)} took over "
+                                 f"{self.timeout_s:.0f}s") from None
+            if self.proc.returncode == 3:
+                raise UsageError(out.strip().splitlines()[-1])
+            if self.proc.returncode != 0:
+                tail = (err.strip().splitlines() or [f"exit status {self.proc.returncode}"])[-1]
+                raise UsageError(f"task: importing {', '.join(e for _, e in self.hooks)} failed: {tail}")
+        spec = self.spec
+        if spec.command:
+            program = spec.command[0]
+            if program not in PYTHONS and shutil.which(program, path=_path_with(spec.cwd)) is None \
+                    and not (Path(spec.cwd) / program).is_file():
+                raise UsageError(f"task.command: program {program!r} not found (on PATH or in {spec.cwd})")
+            if program in PYTHONS and len(spec.command) > 1 and spec.command[1].endswith(".py"):
+                script = Path(spec.cwd) / spec.command[1]
+                if not script.is_file():
+                    raise UsageError(f"task.command: script {spec.command[1]!r} not found in {spec.cwd} "
+                                     f"(task.cwd; default: the directory the sweep was started in)")
+
+
+def _path_with(cwd: str) -> str:
+    return os.pathsep.join([os.environ.get("PATH", ""), cwd])
+
+
+_PROBE = """
+import importlib, importlib.util, sys
+for key, entry in {hooks!r}:
+    module, _, attr = entry.partition(":")
+    try:
+        mod = importlib.import_module(module)
+    except BaseException as e:
+        print(f"task.{{key}}={{entry!r}}: module {{module}} does not import ({{type(e).__name__}}: {{e}})")
+        sys.exit(3)
+    if not callable(getattr(mod, attr, None)):
+        print(f"task.{{key}}={{entry!r}}: module {{module}} has no function {{attr}}")
+        sys.exit(3)
+for module in {preload!r}:       # found, not imported (the warm launchers import them; a failure there starts runs cold)
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except BaseException:
+        found = False
+    if not found:
+        print(f"task.preload: no module named {{module!r}} (in {preload!r}); list modules that task.entry imports")
+        sys.exit(3)
+"""

@@ -1,0 +1,1 @@
+"""Executing a plan: lock -> write -> repair -> preflight -> launch (fixed sweeps and adaptive looks)."""

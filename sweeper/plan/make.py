@@ -1,0 +1,311 @@
+"""The plan of a sweep: variants x seeds -> runs with stable identities, written into the sweep directory.
+
+    plan = make_plan(compose_sweep(argv), seeds=[0, 1, 2, 3])   # a variant's own seeds= override is honoured
+    keep_recorded_launch(plan, Launch(threads_per_run=1))        # launch settings fixed by the FIRST plan
+    write_plan(plan, argv)     # runs/<variant>/seed_<k>/config.yaml (frozen, resolved), pending; then the manifest
+    plan.argv(run)             # what a backend starts for one run (in plan.task.cwd) ...
+    plan.run_env(run)          # ... with these variables set (SWEEPER_RUN_DIR, SWEEPER_TENSORBOARD)
+
+Identity: the same task, run config and seed always give the same run id and run dir. The default sweep dir is
+sweeps/<experiment>-<hash of the task and variant configs>, so re-running the same command finds its own sweep
+(and resumes it) while a changed config gets a new directory. An explicit sweeper.dir that holds a different
+plan is refused; more seeds extend a sweep only with sweeper.extend=true.
+
+Launch settings that change a run's numbers (Launch: the thread count of every run) are computed once from the
+launcher config and the full plan, recorded in the manifest and kept by every later launch of the sweep (a
+resume with fewer runs left, another launcher.max_parallel): a run's result never depends on how it was
+launched. A plan above sweeper.max_runs runs (default 1000) is refused before anything is written. Writing the
+plan is idempotent (every file atomic, the manifest last; Ctrl-C waits until it is complete), so a write cut
+short by SIGKILL is completed by the same command.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sweeper.config.compose import Sweep
+from sweeper.errors import UsageError
+from sweeper.run import RUN_DIR_ENV, TENSORBOARD_ENV
+from sweeper.run.rundir import (Experiment, Launch, Manifest, RunDir, RunEntry, Status, UnreadableFile,
+                                read_manifest, stable_hash, write_manifest)
+from sweeper.config.seeds import format_seeds, parse_seeds
+from sweeper.config.task import TaskSpec
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    run_id: str
+    variant: str
+    seed: int
+    run_dir: Path           # absolute
+    config: dict            # the run's config (what the run sees as run.config)
+    config_hash: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.variant}/seed_{self.seed}"
+
+    @property
+    def rundir(self) -> RunDir:
+        return RunDir(self.run_dir)
+
+    @property
+    def total_steps(self) -> int | None:
+        """train.steps (the built-in trainer), else a top-level integer `steps`, else None (unknown)."""
+        train = self.config.get("train")
+        if isinstance(train, dict) and _is_int(train.get("steps")):
+            return train["steps"]
+        return self.config["steps"] if _is_int(self.config.get("steps")) else None
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass
+class Plan:
+    sweep_dir: Path
+    experiment: Experiment
+    seeds: list[int]
+    runs: list[RunSpec]
+    variants_hash: str      # identity of the task and the variant configs, seeds excluded
+    sweep: Sweep
+    task: TaskSpec
+    tensorboard: bool = False
+    variant_seeds: dict[str, list[int]] = field(default_factory=dict)   # variants whose seeds differ from seeds
+    launch: Launch = field(default_factory=Launch)    # settings that change numbers (keep_recorded_launch)
+    notes: list[str] = field(default_factory=list)    # what the launch should tell the user (kept settings)
+
+    def seeds_of(self, variant: str) -> list[int]:
+        """The seeds `variant` runs: its own seeds= override, else the sweep's."""
+        return list(self.variant_seeds.get(variant, self.seeds))
+
+    def argv(self, run: RunSpec) -> list[str]:
+        """The command line of one run (started in self.task.cwd)."""
+        return self.task.argv(run.run_dir)
+
+    def run_env(self, run: RunSpec) -> dict[str, str]:
+        """Environment variables a run's process gets on top of the backend's own."""
+        env = {RUN_DIR_ENV: str(run.run_dir)}
+        if self.tensorboard:
+            env[TENSORBOARD_ENV] = "1"
+        return env
+
+    def manifest(self, argv: list[str], created: float | None = None) -> Manifest:
+        extra = {"tensorboard": True} if self.tensorboard else {}
+        journal = self.sweep.sweeper.get("journal")
+        if journal:                   # the journal this sweep's reports go to (sweeper.report, resume)
+            extra["journal"] = journal if journal.lower() == "off" else str(Path(journal).expanduser().resolve())
+        manifest = Manifest(
+            experiment=self.experiment, seeds=list(self.seeds), variants_hash=self.variants_hash,
+            overrides=list(self.sweep.overrides), launcher=dict(self.sweep.launcher), task=self.task.to_dict(),
+            runs=[RunEntry(run_id=r.run_id, variant=r.variant, seed=r.seed,
+                           run_dir=str(r.run_dir.relative_to(self.sweep_dir)), config_hash=r.config_hash)
+                  for r in self.runs],
+            argv=list(argv), launch=self.launch, variant_seeds={k: list(v) for k, v in self.variant_seeds.items()},
+            changes={v: [d.to_dict() for d in ds] for v, ds in self.sweep.changes.items()}, extra=extra)
+        if created is not None:
+            manifest.created = created
+        return manifest
+
+
+def task_identity(task: TaskSpec | dict) -> dict:
+    """What of the task shapes a run's numbers: the code it starts (not where from, nor its hooks)."""
+    d = task.to_dict() if isinstance(task, TaskSpec) else task
+    return {"entry": d.get("entry"), "command": list(d.get("command") or []) or None}
+
+
+def plan_hash(task: TaskSpec, variant_configs: dict[str, dict]) -> str:
+    return stable_hash({"task": task_identity(task), "variants": variant_configs})
+
+
+def default_sweep_dir(sweep: Sweep, variants_hash: str) -> Path:
+    return Path("sweeps") / f"{sweep.experiment.name}-{variants_hash[:8]}"
+
+
+DEFAULT_MAX_RUNS = 1000
+_RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
+
+
+def count_seeds(value) -> int:
+    """How many seeds `seeds=value` names, without expanding a range (seeds=0-10**12 is counted, not built)."""
+    m = _RANGE.match(value) if isinstance(value, str) else None
+    if m and int(m.group(1)) <= int(m.group(2)):
+        return int(m.group(2)) - int(m.group(1)) + 1
+    return len(parse_seeds(value))
+
+
+def max_runs(sweep: Sweep) -> int:
+    """sweeper.max_runs (default DEFAULT_MAX_RUNS), checked: a positive integer."""
+    limit = sweep.sweeper.get("max_runs", DEFAULT_MAX_RUNS)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise UsageError(f"sweeper.max_runs={limit!r}: must be a positive integer (the most runs one sweep may plan; "
+                         f"default {DEFAULT_MAX_RUNS})")
+    return limit
+
+
+def check_size(sweep: Sweep, per_variant: dict[str, int]) -> None:
+    """Refuse a plan of more than sweeper.max_runs runs (per_variant: variant -> its number of seeds)."""
+    limit, total = max_runs(sweep), sum(per_variant.values())
+    if total > limit:
+        counts = set(per_variant.values())
+        shape = (f"{len(per_variant)} variants x {counts.pop()} seeds" if len(counts) == 1
+                 else " + ".join(f"{v}: {n}" for v, n in per_variant.items()))
+        raise UsageError(f"the plan has {total} runs ({shape}), more than sweeper.max_runs={limit}; ask for fewer "
+                         f"seeds (e.g. seeds=0-3) or variants, or raise the limit with sweeper.max_runs={total}")
+
+
+def make_plan(sweep: Sweep, seeds: list[int], variant_seeds: dict[str, list[int]] | None = None) -> Plan:
+    """The plan: every variant x its seeds (variant_seeds, default the sweep's own `seeds=` overrides of its
+    variants, else `seeds`). Refused (UsageError) above sweeper.max_runs runs, before any run is built."""
+    if variant_seeds is None:
+        variant_seeds = {v: s for v, s in sweep.variant_seeds.items() if s is not None}
+    own = {v: list(variant_seeds[v]) for v in sweep.variant_configs if v in variant_seeds
+           and list(variant_seeds[v]) != list(seeds)}
+    check_size(sweep, {v: len(own.get(v, seeds)) for v in sweep.variant_configs})
+    variants_hash = plan_hash(sweep.task, sweep.variant_configs)
+    root = sweep.sweeper.get("dir") or default_sweep_dir(sweep, variants_hash)
+    sweep_dir = Path(root).expanduser().resolve()
+    runs = []
+    for variant, base in sweep.variant_configs.items():
+        for seed in own.get(variant, seeds):
+            config = {**base, "seed": seed}
+            h = stable_hash(config)
+            runs.append(RunSpec(run_id=f"{variant}-s{seed}-{h[:8]}", variant=variant, seed=seed,
+                                run_dir=sweep_dir / "runs" / variant / f"seed_{seed}", config=config, config_hash=h))
+    return Plan(sweep_dir=sweep_dir, experiment=sweep.experiment, seeds=list(seeds), runs=runs,
+                variants_hash=variants_hash, sweep=sweep, task=sweep.task,
+                tensorboard=bool(sweep.sweeper.get("tensorboard")), variant_seeds=own)
+
+
+def recorded(sweep_dir: Path) -> Manifest | None:
+    """The manifest in a sweep dir (None when there is none); a damaged one is a UsageError naming the file."""
+    try:
+        return read_manifest(sweep_dir)
+    except UnreadableFile as e:
+        raise UsageError(str(e)) from None
+
+
+def reconcile(plan: Plan, extend: bool) -> Plan:
+    """Check a new invocation against the plan recorded in its sweep dir; extend seeds only when asked."""
+    old = recorded(plan.sweep_dir)
+    if old is None:
+        return plan
+    if old.variants_hash != plan.variants_hash:
+        if set(old.experiment.variants) != set(plan.experiment.variants):
+            what = f"variants {sorted(old.experiment.variants)} -> {sorted(plan.experiment.variants)}"
+        elif old.task and task_identity(old.task) != task_identity(plan.task):
+            before = old.task.get("entry") or " ".join(old.task.get("command") or [])
+            what = f"the task ({before} -> {plan.task.name})"
+        else:
+            what = "the run configs"
+        raise UsageError(f"{plan.sweep_dir} holds a different plan ({what} differ; recorded overrides: "
+                         f"{' '.join(old.overrides) or 'none'}); use another sweeper.dir, or "
+                         f"repeat the recorded command to resume it")
+    added = {v: sorted(set(plan.seeds_of(v)) - set(old.seeds_of(v))) for v in plan.experiment.variants}
+    added = {v: a for v, a in added.items() if a}
+    if added and not extend:
+        if all(plan.seeds_of(v) == plan.seeds and old.seeds_of(v) == old.seeds for v in plan.experiment.variants):
+            ask, now = f"seeds={format_seeds(plan.seeds)}", format_seeds(sorted(set(plan.seeds) - set(old.seeds)))
+            raise UsageError(f"{plan.sweep_dir} was planned with seeds={format_seeds(old.seeds)}; this command asks "
+                             f"for {ask}. Add sweeper.extend=true to add seeds {now} (finished runs are kept)")
+        what = "; ".join(f"{v}: seeds {format_seeds(old.seeds_of(v))} -> +{format_seeds(a)}" for v, a in added.items())
+        raise UsageError(f"{plan.sweep_dir} was planned with fewer seeds ({what}). Add sweeper.extend=true to add "
+                         f"them (finished runs are kept)")
+    seeds = sorted(set(old.seeds) | set(plan.seeds))
+    own = {v: sorted(set(old.seeds_of(v)) | set(plan.seeds_of(v))) for v in plan.experiment.variants}
+    own = {v: s for v, s in own.items() if s != seeds}
+    if seeds == plan.seeds and own == plan.variant_seeds:
+        return plan
+    return make_plan(plan.sweep, seeds, own)
+
+
+def keep_recorded_launch(plan: Plan, computed: Launch) -> Plan:
+    """Fix plan.launch: the settings recorded in its sweep dir when it has them (a note says when this command
+    would have given others), else `computed` (from the launcher config and the full plan)."""
+    old = recorded(plan.sweep_dir)
+    kept = old.launch if old is not None and old.launch != Launch() else None
+    if kept is None:
+        plan.launch = computed
+        return plan
+    plan.launch = kept
+    changed = kept.differences(computed)
+    if changed:
+        plan.notes.append(f"kept the launch settings recorded in {plan.sweep_dir.name}: {', '.join(changed)}; a "
+                          f"run's numbers depend on them, so every run of a sweep gets the same (start a new "
+                          f"sweeper.dir for other settings)")
+    return plan
+
+
+def repair_stale(plan: Plan) -> list[str]:
+    """Runs recorded `running` whose process is gone (a killed sweeper) become interrupted (or finished, when
+    their summary says so): labels of the runs repaired. Call with the sweep lock held."""
+    repaired = []
+    for run in plan.runs:
+        if run.rundir.repair_stale() is not None:
+            repaired.append(run.label)
+    return repaired
+
+
+def write_plan(plan: Plan, argv: list[str]) -> None:
+    """Create the sweep dir: each run's frozen config and its pending status (existing runs are left as they
+    are), then the manifest. Idempotent: a write cut short is completed by the same call; SIGINT/SIGTERM wait
+    until it is done (then raise KeyboardInterrupt)."""
+    from sweeper.interrupts import deferred_interrupts
+
+    with deferred_interrupts():
+        old = recorded(plan.sweep_dir)
+        plan.sweep_dir.mkdir(parents=True, exist_ok=True)
+        for run in plan.runs:
+            rd = run.rundir
+            rd.path.mkdir(parents=True, exist_ok=True)
+            _write_config(rd, run, planned=old is not None)
+            if not rd.status_path.exists():
+                rd.update_status(Status.PENDING, run_id=run.run_id, experiment=plan.experiment.name,
+                                 variant=run.variant, seed=run.seed)
+        write_manifest(plan.sweep_dir, plan.manifest(argv, created=old.created if old else None))
+
+
+def _write_config(rd: RunDir, run: RunSpec, planned: bool) -> None:
+    """The run's frozen config; one already there stays when the sweep's plan was recorded. Without a recorded
+    plan (a write cut short), another config there is replaced when its run never started, else refused."""
+    if planned and rd.config_path.exists():
+        return
+    try:
+        current = stable_hash(rd.read_config()) if rd.config_path.exists() else None
+    except UnreadableFile:
+        current = "damaged"
+    if current == run.config_hash:
+        return
+    if current is not None and (rd.summary_path.exists() or rd.has_checkpoint() or rd.metrics_path.exists()):
+        raise UsageError(f"{rd.config_path} holds another run config than this plan's (config hash {current} != "
+                         f"{run.config_hash}); use another sweeper.dir, or repeat the command that started it")
+    rd.write_config(run.config)
+
+
+def format_plan(plan: Plan) -> str:
+    lines = [f"sweep dir: {plan.sweep_dir}",
+             f"task: {plan.task.name} (in {plan.task.cwd})",
+             f"experiment {plan.experiment.name}: {len(plan.experiment.variants)} variants x {len(plan.seeds)} seeds "
+             f"({format_seeds(plan.seeds)}) = {len(plan.runs)} runs; baseline {plan.experiment.baseline}, metric "
+             f"{plan.experiment.metric} ({'lower' if plan.experiment.lower_is_better else 'higher'} is better)"]
+    if plan.variant_seeds:
+        lines[-1] = lines[-1].replace(f" = {len(plan.runs)} runs", f", variants' own seeds below = {len(plan.runs)} runs")
+    if plan.launch.threads_per_run is not None:
+        lines.append(f"launch: {plan.launch.threads_per_run} thread(s) per run (fixed by the plan)")
+    if plan.experiment.hypothesis:
+        lines.append(f"hypothesis: {plan.experiment.hypothesis}")
+    from sweeper.config.config_diff import describe, diff_configs
+
+    configs, baseline = plan.sweep.variant_configs, plan.experiment.baseline
+    for variant, ovs in plan.experiment.variants.items():
+        own = f"  [seeds {format_seeds(plan.variant_seeds[variant])}]" if variant in plan.variant_seeds else ""
+        changed = ""
+        if variant != baseline and variant in configs and baseline in configs:
+            changed = "  -> " + describe(diff_configs(configs[baseline], configs[variant]),
+                                         plan.sweep.changes.get(variant, []))
+        lines.append(f"  {variant:<20} {' '.join(ovs) or '(baseline config)'}{own}{changed}")
+    lines.append("runs:")
+    lines += [f"  {r.run_id:<36} {r.run_dir.relative_to(plan.sweep_dir)}" for r in plan.runs]
+    return "\n".join(lines)

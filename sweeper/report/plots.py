@@ -1,0 +1,209 @@
+"""PNG plots of a sweep (matplotlib, Agg backend; imported only when plots are asked for).
+
+    from sweeper.report.plots import write_plots
+    paths = write_plots(sweep_dir / "plots", curves, analysis)   # {"metric_curve": Path, "final_metric": ...}
+
+metric_curve.png: the decision metric (as logged during training) against step, mean across seeds per variant
+with a +-1 sd band.
+final_metric.png: the decision metric of every seed (dots), the mean with its bootstrap CI (bar), lost seeds
+counted in the axis label. paired_difference.png: per comparison, each seed's variant-minus-baseline
+difference (seeds usable in both arms), with the decision interval of the verdict beside it and zero marked.
+grad_norm.png: gradient norm against step (log scale), geometric mean with a
+x/÷ geometric-sd band per variant (a band that stays positive).
+grad_flow.png: gradient flow per parameter group per variant: a heatmap of each layer's share of the squared
+gradient norm (the health/grad_share/LAYER metrics the live monitor logs) over steps, mean across seeds, log
+colour scale; a layer that gets exactly no gradient (rope_frozen_qk's q/k projections) is drawn black.
+Every file is always written; a plot without data says so instead of being skipped. File names are fixed
+(never made of variant names, which may hold '=', '/' or spaces); variant names only appear as labels.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+PLOTS = {"metric_curve": "metric_curve.png", "final_metric": "final_metric.png",
+         "paired_difference": "paired_difference.png", "grad_norm": "grad_norm.png", "grad_flow": "grad_flow.png"}
+GRAD_SHARE = "health/grad_share/"
+
+
+def _label(text: str) -> str:
+    return str(text).replace("$", r"\$")       # a '$' in a variant name is not matplotlib mathtext
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
+    tmp.replace(path)          # atomic: a reader never sees half a PNG
+    return path
+
+
+def _curve_plot(plt, curves: pd.DataFrame, metric: str, variants: list[str], title: str, log: bool, path: Path):
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    sub = curves[curves["metric"] == metric] if len(curves) else curves
+    drawn = 0
+    for i, variant in enumerate(variants):
+        rows = sub[sub["variant"] == variant]
+        if rows.empty:
+            continue
+        table = rows.pivot_table(index="step", columns="run_id", values="value", aggfunc="last")   # (steps, runs)
+        if log:                                  # geometric mean and sd: a band that stays positive
+            table = np.log(table.where(table > 0))
+        mean, sd = table.mean(axis=1), table.std(axis=1, ddof=1).fillna(0.0)
+        low, mid, high = mean - sd, mean, mean + sd
+        if log:
+            low, mid, high = np.exp(low), np.exp(mid), np.exp(high)
+        color = f"C{i % 10}"
+        ax.plot(mid.index, mid.to_numpy(), color=color, label=_label(f"{variant} (n={table.shape[1]})"))
+        ax.fill_between(mid.index, low.to_numpy(), high.to_numpy(), color=color, alpha=0.2, lw=0)
+        drawn += 1
+    if not drawn:
+        ax.text(0.5, 0.5, f"no {metric} logged yet", ha="center", va="center", transform=ax.transAxes)
+    else:
+        ax.legend(fontsize=8)
+    if log and drawn:
+        ax.set_yscale("log")
+    ax.set(xlabel="step", ylabel=metric, title=title)
+    ax.grid(alpha=0.3)
+    _save(fig, path)
+    plt.close(fig)
+
+
+def _final_plot(plt, analysis, path: Path):
+    arms = list(analysis.arms.values())
+    fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(arms) + 2), 4.2))
+    rng = np.random.default_rng(0)                        # fixed jitter: the same sweep gives the same picture
+    for i, arm in enumerate(arms):
+        x = i + rng.uniform(-0.12, 0.12, arm.usable)
+        ax.scatter(x, arm.values, s=18, color=f"C{i % 10}", alpha=0.8, zorder=3)
+        ci = arm.mean_ci
+        if np.isfinite(ci.low):
+            ax.errorbar(i + 0.3, ci.estimate, yerr=[[ci.estimate - ci.low], [ci.high - ci.estimate]], fmt="o",
+                        color="k", capsize=4, zorder=4)
+        elif arm.usable:
+            ax.plot(i + 0.3, ci.estimate, "o", color="k")
+    labels = [_label(f"{a.variant}\n{a.usable}/{a.planned} usable" + (f"\n{a.lost} lost" if a.lost else ""))
+              for a in arms]
+    ax.set_xticks(range(len(arms)), labels, fontsize=8)
+    if not any(a.usable for a in arms):
+        ax.text(0.5, 0.5, "no finished seeds yet", ha="center", va="center", transform=ax.transAxes)
+    arrow = "lower is better" if analysis.lower_is_better else "higher is better"
+    ax.set(ylabel=f"final {analysis.metric} ({arrow})",
+           title=f"final {analysis.metric} per seed; black: mean, {analysis.confidence:.0%} bootstrap CI")
+    ax.grid(alpha=0.3, axis="y")
+    _save(fig, path)
+    plt.close(fig)
+
+
+def paired_differences(analysis) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """comparison variant -> (seeds usable in both arms, variant - baseline per seed): what the plot draws."""
+    out = {}
+    for c in analysis.comparisons:
+        va, vb = analysis.arms[c.variant], analysis.arms[c.baseline]
+        seeds = np.intersect1d(va.seeds, vb.seeds)                                      # (k,)
+        a = va.values[np.searchsorted(va.seeds, seeds)]
+        b = vb.values[np.searchsorted(vb.seeds, seeds)]
+        out[c.variant] = (seeds, a - b)
+    return out
+
+
+def _paired_plot(plt, analysis, path: Path):
+    diffs = paired_differences(analysis)
+    fig, ax = plt.subplots(figsize=(max(5, 1.5 * len(diffs) + 2), 4.2))
+    ax.axhline(0.0, color="0.4", lw=1)
+    for i, c in enumerate(analysis.comparisons):
+        seeds, d = diffs[c.variant]
+        ax.scatter(np.full(d.size, i) + np.linspace(-0.12, 0.12, max(d.size, 1))[:d.size], d, s=18,
+                   color=f"C{(i + 1) % 10}", alpha=0.8, zorder=3)
+        ci = getattr(c, "decision_ci", None) or c.delta
+        if ci is not None and c.delta is not None:
+            low, high = (v if np.isfinite(v) else (d.min() if v < 0 else d.max()) if d.size else 0.0
+                         for v in (ci.low, ci.high))
+            ax.errorbar(i + 0.3, c.delta.estimate, yerr=[[max(0.0, c.delta.estimate - low)],
+                                                         [max(0.0, high - c.delta.estimate)]],
+                        fmt="o", color="k", capsize=4, zorder=4)
+    ax.set_xticks(range(len(analysis.comparisons)),
+                  [_label(f"{c.variant} - {c.baseline}\n{c.verdict}") for c in analysis.comparisons], fontsize=8)
+    if not analysis.comparisons or not any(diffs[c.variant][1].size for c in analysis.comparisons):
+        ax.text(0.5, 0.5, "no seed usable in both arms yet", ha="center", va="center", transform=ax.transAxes)
+    arrow = "below 0 is better" if analysis.lower_is_better else "above 0 is better"
+    ax.set(ylabel=f"{analysis.metric}: variant - baseline, per seed ({arrow})",
+           title="paired differences per seed; black: difference with the decision interval")
+    ax.grid(alpha=0.3, axis="y")
+    _save(fig, path)
+    plt.close(fig)
+
+
+def grad_flow_table(curves: pd.DataFrame, variant: str) -> pd.DataFrame:
+    """(layers, steps) mean share of the squared gradient norm across the variant's seeds; layers in the order
+    they were first logged (the model's order)."""
+    if not len(curves):
+        return pd.DataFrame()
+    rows = curves[(curves["variant"] == variant) & curves["metric"].astype(str).str.startswith(GRAD_SHARE)]
+    if rows.empty:
+        return pd.DataFrame()
+    layers = list(dict.fromkeys(rows["metric"].str[len(GRAD_SHARE):]))
+    table = rows.assign(layer=rows["metric"].str[len(GRAD_SHARE):]).pivot_table(
+        index="layer", columns="step", values="value", aggfunc="mean")           # (layers, steps)
+    return table.reindex(layers)
+
+
+def _grad_flow_plot(plt, curves: pd.DataFrame, variants: list[str], path: Path):
+    tables = [(v, grad_flow_table(curves, v)) for v in variants]
+    tables = [(v, t) for v, t in tables if not t.empty] or [(None, pd.DataFrame())]
+    n_layers = max(len(t) for _, t in tables)
+    fig, axes = plt.subplots(1, len(tables), figsize=(max(6, 4.5 * len(tables)), max(3, 0.22 * n_layers + 1.5)),
+                             squeeze=False)
+    import matplotlib.colors as mcolors
+
+    cmap = plt.get_cmap("viridis").copy()
+    cmap.set_bad("black")                      # exactly zero gradient (or not logged): a dead layer stands out
+    image = None
+    for ax, (variant, table) in zip(axes[0], tables):
+        if table.empty:
+            ax.text(0.5, 0.5, "no health/grad_share metrics logged (LiveMonitor per_layer)", ha="center",
+                    va="center", transform=ax.transAxes)
+            ax.set_axis_off()
+            continue
+        values = table.to_numpy(dtype=float)                                      # (layers, steps)
+        masked = np.ma.masked_where(~(values > 0), values)
+        image = ax.imshow(masked, aspect="auto", interpolation="nearest", cmap=cmap,
+                          norm=mcolors.LogNorm(vmin=1e-6, vmax=1.0))
+        steps = table.columns.to_numpy()
+        ticks = np.unique(np.linspace(0, len(steps) - 1, min(6, len(steps))).astype(int))
+        ax.set_xticks(ticks, [str(steps[i]) for i in ticks], fontsize=7)
+        ax.set_yticks(range(len(table)), [_label(x) for x in table.index], fontsize=6)
+        ax.set(xlabel="step", title=_label(str(variant)))
+    if image is not None:
+        fig.colorbar(image, ax=list(axes[0]), label="share of squared grad norm (black: zero)")
+    fig.suptitle("gradient flow per layer (mean across seeds)")
+    _save(fig, path)
+    plt.close(fig)
+
+
+def write_plots(out_dir: str | Path, curves: pd.DataFrame, analysis, metric: str | None = None) -> dict[str, Path]:
+    """metric: the curve to draw in metric_curve.png (default: the analysis' decision metric)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plt = _pyplot()
+    variants = list(analysis.arms)
+    metric = metric or analysis.metric
+    paths = {name: out_dir / file for name, file in PLOTS.items()}
+    _curve_plot(plt, curves, metric, variants, _label(f"{metric}: mean +- 1 sd across seeds"), False,
+                paths["metric_curve"])
+    _final_plot(plt, analysis, paths["final_metric"])
+    _paired_plot(plt, analysis, paths["paired_difference"])
+    _curve_plot(plt, curves, "grad_norm", variants, "gradient norm: geometric mean x/÷ geometric sd across seeds",
+                True, paths["grad_norm"])
+    _grad_flow_plot(plt, curves, variants, paths["grad_flow"])
+    return paths
