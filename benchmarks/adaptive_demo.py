@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sweeper.plan.looks import read_looks  # noqa: E402
-from sweeper.report.build import analyze_sweep  # noqa: E402
+from sweeper.analysis.analyze import analyze_sweep  # noqa: E402
 
 SWEEPS = {"fixed": ["seeds=0-3"], "adaptive": ["seeds=adaptive"]}
 

@@ -55,7 +55,7 @@ def clean_env() -> dict:
 
 
 def make_plan(sweep_dir: Path, runs: int, steps: int):
-    from sweeper.config.compose import compose_sweep
+    from sweeper.config.sweep import compose_sweep
     from sweeper.plan.make import make_plan as plan_of, write_plan
 
     variants = ["~experiment.variants.nope", "~experiment.variants.rope_frozen_qk"]
@@ -93,12 +93,12 @@ def shell(script: str, dirs: list[Path], entry: str, threads: int | None = None)
 def pool(plan) -> float:
     from sweeper.backends.local.backend import launch
     from sweeper.report.live import Progress
-    from sweeper.backends.local.slots import LauncherConfig
+    from sweeper.backends.local.schema import LocalLauncherConf
 
     saved = {k: os.environ.pop(k) for k in THREAD_VARS if k in os.environ}
     try:
         t0 = time.perf_counter()
-        launch(plan, LauncherConfig(), Progress(total=len(plan.runs), stream=open(os.devnull, "w"), live=False))
+        launch(plan, LocalLauncherConf(), Progress(total=len(plan.runs), stream=open(os.devnull, "w"), live=False))
         return time.perf_counter() - t0
     finally:
         os.environ.update(saved)

@@ -25,7 +25,6 @@ the .md says the load average seen.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -84,7 +83,7 @@ def sweep_args(sweep_dir: Path, seeds: int, steps: int) -> list[str]:
 
 def frozen_plan(work: Path, seeds: int, steps: int):
     """The plan (and its frozen config.yaml per run) every launcher trains from."""
-    from sweeper.config.compose import compose_sweep
+    from sweeper.config.sweep import compose_sweep
     from sweeper.plan.make import make_plan, write_plan
 
     args = sweep_args(work / "plan", seeds, steps)

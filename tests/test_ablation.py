@@ -8,7 +8,7 @@ import pytest
 from conftest import TINY, run_sweeper
 from local_helpers import run, user_project
 
-from sweeper.config.compose import compose_sweep
+from sweeper.config.sweep import compose_sweep
 from sweeper.config.config_diff import MISSING, Change, Declared, describe, diff_configs, flatten, group_changes
 from sweeper.errors import UsageError
 from sweeper.run.rundir import read_manifest

@@ -83,7 +83,7 @@ def test_cli_bad_input_is_one_line_exit_2_before_anything_runs(tmp_path, capsys,
 
 
 def test_sweep_preflight_audits_the_baseline(tmp_path):
-    from sweeper.config.compose import compose_sweep
+    from sweeper.config.sweep import compose_sweep
     from sweeper.plan.make import make_plan
 
     tiny_overrides = [o for o in TINY if not o.startswith(("train.steps=", "train.ckpt_interval="))]

@@ -5,7 +5,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run_sweeper
-from sweeper.config.compose import (CONF_DIR, compose_sweep, search_dirs, split_config_dirs, with_config_dirs)
+from sweeper.config.argv import split_config_dirs, with_config_dirs
+from sweeper.config.search import CONF_DIR, search_dirs
+from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
 
 EXPERIMENTS = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
@@ -18,7 +20,7 @@ def test_every_experiment_composes(name):
     exp = sweep.experiment
     assert exp.baseline in exp.variants
     assert set(sweep.variant_configs) == set(exp.variants)
-    assert sweep.task.entry == "sweeper.train:main" and sweep.task.validate == "sweeper.train.config:validate"
+    assert sweep.task.entry == "sweeper.train:main" and sweep.task.validate == "sweeper.train.checks:validate"
     for cfg in sweep.variant_configs.values():
         assert set(cfg) == TRAINER_KEYS and cfg["seed"] == 0      # no sweeper keys, no identity keys
 

@@ -101,7 +101,7 @@ def test_signal_kills_are_retried_with_backoff_and_resume_siblings_unaffected(sw
 
 
 def test_deterministic_failures_are_not_retried_and_crash_loops_stop_their_variant(sweep_dir):
-    from sweeper.config.compose import compose_sweep
+    from sweeper.config.sweep import compose_sweep
     from sweeper.plan.make import make_plan, write_plan
 
     args = sweep_args(sweep_dir, "launcher.max_parallel=1", "launcher.max_retries=3", steps=10, seeds="0-2")

@@ -179,7 +179,7 @@ def test_every_key_of_the_local_launcher_schema_is_a_plugin_option(sweep_dir):
     import dataclasses
 
     from hydra_plugins.sweeper_pool._core import pool_config
-    from sweeper.config.launcher_schema import LocalLauncherConf, PoolConf
+    from sweeper.backends.local.schema import LocalLauncherConf, PoolConf
 
     keys = [f.name for f in dataclasses.fields(PoolConf)]
     assert set(keys) == {f.name for f in dataclasses.fields(LocalLauncherConf)} - {"name"}

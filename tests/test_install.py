@@ -77,7 +77,7 @@ def test_the_wheel_holds_every_module_and_every_config(install):
 
 WHERE = """\
 import sys, sweeper, sweeper.conf, sweeper.train as train, sweeper.kernels as kernels
-from sweeper.config.compose import CONF_DIR
+from sweeper.config.search import CONF_DIR
 from hydra.core.plugins import Plugins
 from hydra.plugins.launcher import Launcher
 pool, = [p for p in Plugins.instance().discover(Launcher) if "sweeper_pool" in p.__module__]

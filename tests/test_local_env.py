@@ -13,7 +13,8 @@ from conftest import ROOT
 from local_helpers import child_env, run, run_dir, status, sweep_args, user_project
 from sweeper.errors import UsageError
 from sweeper.backends.local.pool import processes_with_arg
-from sweeper.backends.local.slots import LauncherConfig, make_slots
+from sweeper.backends.local.slots import make_slots
+from sweeper.backends.local.schema import LocalLauncherConf
 
 CORES = sorted(os.sched_getaffinity(0))
 
@@ -84,22 +85,22 @@ def test_max_parallel_one_and_cpu_only(tmp_path):
 
 def test_slots_alternate_devices_and_split_cores_evenly():
     env = {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}
-    cfg = LauncherConfig(devices=[1, 3], runs_per_device=2, cores=None)
+    cfg = LocalLauncherConf(devices=[1, 3], runs_per_device=2, cores=None)
     slots = make_slots(cfg, 10, env)
     assert [s.gpu for s in slots] == ["1", "3", "1", "3"]
-    assert [s.gpu for s in make_slots(LauncherConfig(devices=[1, 3], runs_per_device=2, max_parallel=2), 10, env)] \
+    assert [s.gpu for s in make_slots(LocalLauncherConf(devices=[1, 3], runs_per_device=2, max_parallel=2), 10, env)] \
         == ["1", "3"]
     assert len(make_slots(cfg, 1, env)) == 1                    # never more slots than runs
-    cpu = make_slots(LauncherConfig(cpu_only=True), 10, env)
+    cpu = make_slots(LocalLauncherConf(cpu_only=True), 10, env)
     assert all(s.gpu is None for s in cpu) and len(cpu) == len(CORES)
     assert cpu[0].child_env({})["CUDA_VISIBLE_DEVICES"] == ""
     if len(CORES) >= 2:
-        two = make_slots(LauncherConfig(cores=CORES[:2], threads_per_run=2), 10, environ={})
+        two = make_slots(LocalLauncherConf(cores=CORES[:2], threads_per_run=2), 10, environ={})
         assert len(two) == 1 and two[0].threads == 2 and two[0].cores == tuple(CORES[:2])
 
 
 def test_uneven_core_split_keeps_equal_threads():
-    two = make_slots(LauncherConfig(max_parallel=2), 10, environ={}, cores=[0, 1, 2, 3, 4])   # 5 cores, 2 slots
+    two = make_slots(LocalLauncherConf(max_parallel=2), 10, environ={}, cores=[0, 1, 2, 3, 4])   # 5 cores, 2 slots
     assert [s.cores for s in two] == [(0, 1), (2, 3, 4)] and [s.threads for s in two] == [2, 2]
 
 
@@ -117,9 +118,9 @@ def test_bad_launcher_settings_are_one_line_errors(tmp_path, override, message):
 
 
 def test_launcher_config_accepts_a_comma_list():
-    assert LauncherConfig.from_dict({"devices": "3,5"}).devices == ["3", "5"]
+    assert LocalLauncherConf.from_dict({"devices": "3,5"}).devices == ["3", "5"]
     with pytest.raises(UsageError, match="unknown config key 'launcher.gpus'"):
-        LauncherConfig.from_dict({"gpus": 2})
+        LocalLauncherConf.from_dict({"gpus": 2})
 
 
 SEEN_TASK = """

@@ -19,7 +19,7 @@ from sweeper.report.live import Progress, fmt_s
 
 
 def test_live_view_on_a_terminal_and_failures_as_they_happen(tmp_path):
-    from sweeper.config.compose import compose_sweep
+    from sweeper.config.sweep import compose_sweep
     from sweeper.plan.make import make_plan, write_plan
 
     d = tmp_path / "sweep"

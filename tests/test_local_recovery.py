@@ -2,14 +2,13 @@
 fewer runs left than slots keep the plan's thread count (bitwise equal results), a finished summary beside a
 missing/garbage/interrupted status is a finished run everywhere, Ctrl-C / SIGTERM at any moment is one line and
 exit 130 with the sweep dir resumable, and runs left `running` by a SIGKILLed sweeper are repaired."""
-import json
 import os
 import signal
 import time
 
 import pytest
 
-from local_helpers import (child_env, processes_mentioning, run, run_dir, start, starts, status, sweep_args,
+from local_helpers import (processes_mentioning, run, run_dir, start, starts, status, sweep_args,
                            wait_for)
 from sweeper.run.rundir import STALE, RunDir, Status, read_manifest
 
@@ -45,9 +44,9 @@ def test_fewer_runs_left_than_slots_keep_the_plans_threads_and_numbers(tmp_path)
     env = RunDir(run_dir(d, "nope")).read_env()
     assert env["torch_num_threads"] == 1 and env["env"]["OMP_NUM_THREADS"] == "1"
     assert final(d, "nope") == final(ref, "nope") and final(d, "rope") == final(ref, "rope")
-    # sweeper.cli.resume with other launcher settings: the recorded thread count stays, and it says so.
+    # sweeper.resume with other launcher settings: the recorded thread count stays, and it says so.
     forget(d, "rope")
-    resumed = run([str(d), "sweeper.report=false", "launcher.threads_per_run=2"], module="sweeper.cli.resume")
+    resumed = run([str(d), "sweeper.report=false", "launcher.threads_per_run=2"], module="sweeper.resume")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "note: kept the launch settings recorded in sweep: threads_per_run=1 (this command: 2)" in resumed.stdout
     assert RunDir(run_dir(d, "rope")).read_env()["torch_num_threads"] == 1

@@ -27,7 +27,7 @@ def test_ctrl_c_stops_everything_and_the_sweep_resumes(sweep_dir, tmp_path):
     assert time.time() - t0 < 30
     assert processes_mentioning(str(sweep_dir)) == [], "processes left behind after Ctrl-C"
     out = log.read_text()
-    assert "interrupted: stopping 2 running run(s)" in out and "sweeper.cli.resume" in out
+    assert "interrupted: stopping 2 running run(s)" in out and "sweeper.resume" in out
     steps_at_stop = {}
     for v in ("rope", "nope"):
         st = status(sweep_dir, v)
@@ -35,7 +35,7 @@ def test_ctrl_c_stops_everything_and_the_sweep_resumes(sweep_dir, tmp_path):
         steps_at_stop[v] = checkpoints(run_dir(sweep_dir, v))[-1]
         assert 0 < steps_at_stop[v] < 300
 
-    resumed = run([str(sweep_dir), "sweeper.report=false"], module="sweeper.cli.resume")
+    resumed = run([str(sweep_dir), "sweeper.report=false"], module="sweeper.resume")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     for v in ("rope", "nope"):
         rd = run_dir(sweep_dir, v)

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import run_sweeper
-from sweeper.config.compose import compose_sweep
+from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
 from sweeper.plan.make import make_plan, reconcile, write_plan
 from sweeper.cli.resume import load_plan
@@ -221,13 +221,13 @@ def test_launch_settings_are_recorded_once_and_kept(tmp_path):
 
 def test_local_launch_settings_come_from_the_full_plan():
     from sweeper.backends.local.backend import launch_settings
-    from sweeper.backends.local.slots import LauncherConfig
+    from sweeper.backends.local.schema import LocalLauncherConf
 
-    cfg = LauncherConfig.from_dict({"cpu_only": True, "cores": [0, 1]}) if len(__import__("os").sched_getaffinity(0)) > 1 \
+    cfg = LocalLauncherConf.from_dict({"cpu_only": True, "cores": [0, 1]}) if len(__import__("os").sched_getaffinity(0)) > 1 \
         else pytest.skip("needs 2 cores")
     assert launch_settings(cfg, 12).threads_per_run == 1         # 2 slots of 1 core
     assert launch_settings(cfg, 1).threads_per_run == 2          # a 1-run plan: one slot of both cores
-    pinned = LauncherConfig.from_dict({"cpu_only": True, "threads_per_run": 3})
+    pinned = LocalLauncherConf.from_dict({"cpu_only": True, "threads_per_run": 3})
     assert launch_settings(pinned, 1).threads_per_run == 3
 
 

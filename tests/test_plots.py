@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from sweeper.report.plots import paired_differences, write_plots
-from sweeper.report.build import analyze_sweep
+from sweeper.analysis.analyze import analyze_sweep
 from synthetic_sweep import write_sweep
 
 

@@ -13,7 +13,10 @@ from scipy import stats as sps
 
 from conftest import run_sweeper
 from sweeper.errors import UsageError
-from sweeper.report.build import SECTIONS, analyze_sweep, headline, report_sweep
+from sweeper.analysis.analyze import analyze_sweep
+from sweeper.report.markdown import SECTIONS
+from sweeper.report.tables import headline
+from sweeper.report.write import report_sweep
 from synthetic_sweep import write_sweep
 
 ROPE = {"rope": [3.00, 3.02, 2.99, 3.01], "nope": [3.45, 3.48, 3.44, 3.47], "frozen": [3.40, 3.43, 3.39, 3.44]}
@@ -299,7 +302,7 @@ def test_failed_runs_show_their_error_and_the_log_tail_when_the_error_says_littl
 
 def test_a_slurm_sweep_with_open_runs_says_how_to_settle_them(tmp_path):
     root = write_sweep(tmp_path / "s", ROPE, status={("nope", 3): "running", ("frozen", 3): "pending"})
-    assert "sweeper.backends.slurm.backend status" not in report_sweep(root, plots=False, **FAST)
+    assert "sweeper.slurm status" not in report_sweep(root, plots=False, **FAST)
     (root / "slurm.json").write_text("{}")
     text = report_sweep(root, plots=False, **FAST)
     assert text.splitlines()[-1] == (f"note: 2 run(s) still show running/pending; if their Slurm jobs have ended, "

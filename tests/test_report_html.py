@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sweeper.report.build import report_sweep
+from sweeper.report.write import report_sweep
 from sweeper.report.html import render
 from tests.synthetic_sweep import write_sweep
 

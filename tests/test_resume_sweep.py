@@ -96,7 +96,7 @@ def test_extend_seeds_keeps_old_runs_and_resume_module(sweep_dir, tmp_path):
     failed.summary_path.unlink()
     for ck in failed.ckpt_dir.iterdir():
         ck.unlink()
-    resumed = run([str(sweep_dir), "sweeper.report=false", "launcher.max_parallel=1"], module="sweeper.cli.resume")
+    resumed = run([str(sweep_dir), "sweeper.report=false", "launcher.max_parallel=1"], module="sweeper.resume")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "skip   rope/seed_0" in resumed.stdout and "start  rope/seed_1" in resumed.stdout
     assert snapshot(sweep_dir, "rope", 0) == old
@@ -107,15 +107,15 @@ def test_extend_seeds_keeps_old_runs_and_resume_module(sweep_dir, tmp_path):
     cfg = edited.read_config()
     cfg["train"]["lr"] = 0.5
     edited.write_config(cfg)
-    refused = run([str(sweep_dir)], module="sweeper.cli.resume")
+    refused = run([str(sweep_dir)], module="sweeper.resume")
     assert refused.returncode == 2 and f"differs from the plan recorded in {MANIFEST}" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
-    bad = run([str(tmp_path / "nowhere")], module="sweeper.cli.resume")
+    bad = run([str(tmp_path / "nowhere")], module="sweeper.resume")
     assert bad.returncode == 2 and f"no readable {MANIFEST}" in bad.stderr
-    bad_arg = run([str(sweep_dir), "train.steps=5"], module="sweeper.cli.resume")
+    bad_arg = run([str(sweep_dir), "train.steps=5"], module="sweeper.resume")
     assert bad_arg.returncode == 2 and "launcher.KEY=VALUE" in bad_arg.stderr
     (sweep_dir / MANIFEST).write_text("{not json")
-    damaged = run([str(sweep_dir)], module="sweeper.cli.resume")
+    damaged = run([str(sweep_dir)], module="sweeper.resume")
     assert damaged.returncode == 2 and len(damaged.stderr.strip().splitlines()) == 1
     assert f"{sweep_dir / MANIFEST}: the sweep manifest is not valid JSON" in damaged.stderr
 

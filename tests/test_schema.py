@@ -18,8 +18,10 @@ import yaml
 from conftest import ROOT, run_sweeper
 from sweeper.cli.sweep import prepare
 from sweeper.errors import UsageError
-from sweeper.config.launcher_schema import LocalLauncherConf, PoolConf, SlurmLauncherConf
-from sweeper.config.schema import ExperimentConf, SweeperConf, TaskConf, build
+from sweeper.backends.local.schema import LocalLauncherConf, PoolConf
+from sweeper.backends.slurm.schema import SlurmLauncherConf
+from sweeper.config.fields import build
+from sweeper.config.schema import ExperimentConf, SweeperConf, TaskConf
 from sweeper.train.config import HealthConfig, ModelConfig, StdlibData, TextData, TrainConfig
 
 BASE = ["+experiment=rope"]
@@ -230,7 +232,7 @@ def test_cfg_prints_every_key_of_every_schema_with_its_default():
             continue
         defaults = dataclasses.asdict(cls())
         if prefix == "task":                              # the built-in trainer's task sets its hooks
-            defaults.update(entry="sweeper.train:main", validate="sweeper.train.config:validate",
+            defaults.update(entry="sweeper.train:main", validate="sweeper.train.checks:validate",
                             preflight="sweeper.train.preflight:preflight_config")
         if prefix == "sweeper":                           # rope.yaml's own first look (seeds=adaptive)
             defaults["adaptive"]["start"] = 3
@@ -264,7 +266,7 @@ def test_from_dict_validates_an_old_manifests_launcher_as_composition_does():
     (["launcher.cores=null"], "cores", None),
 ])
 def test_the_command_line_takes_the_list_forms_from_dict_takes(args, key, value):
-    from sweeper.config.compose import compose_sweep
+    from sweeper.config.sweep import compose_sweep
 
     assert compose_sweep(BASE + args).launcher[key] == value
     written = args[0].split("=", 1)[1].strip("'\"")

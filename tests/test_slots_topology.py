@@ -14,7 +14,8 @@ from conftest import ROOT
 from local_helpers import child_env, run, run_dir, sweep_args
 from sweeper.errors import UsageError
 from sweeper.backends.local.gpu_topology import parse_cpu_list
-from sweeper.backends.local.slots import LauncherConfig, make_slots
+from sweeper.backends.local.slots import make_slots
+from sweeper.backends.local.schema import LocalLauncherConf
 
 FIXTURES = ROOT / "tests" / "fixtures" / "nvidia_smi"
 H100_SOCKETS = (set(parse_cpu_list("0-55,112-167")), set(parse_cpu_list("56-111,168-223")))
@@ -61,7 +62,7 @@ def test_eight_gpus_two_sockets_cores_come_from_each_gpus_socket(node):
     """A contiguous split of 224 cores gives GPU3 cores 84-111: socket 1's, across the interconnect."""
     node("dgx_h100")
     for per_device in (1, 2):
-        slots = make_slots(LauncherConfig(runs_per_device=per_device), 64, environ=os.environ, cores=list(range(224)))
+        slots = make_slots(LocalLauncherConf(runs_per_device=per_device), 64, environ=os.environ, cores=list(range(224)))
         assert [s.gpu for s in slots] == [str(i) for i in range(8)] * per_device
         for s in slots:
             near = H100_SOCKETS[0] if int(s.gpu) < 4 else H100_SOCKETS[1]
@@ -69,7 +70,7 @@ def test_eight_gpus_two_sockets_cores_come_from_each_gpus_socket(node):
             assert len(s.cores) == 112 // (4 * per_device)
         assert_disjoint_equal_threads(slots)
     # launcher.cores restricts to one socket: GPUs 4-7 have no usable near core -> contiguous split, still disjoint
-    slots = make_slots(LauncherConfig(), 8, environ=os.environ, cores=list(range(56)))
+    slots = make_slots(LocalLauncherConf(), 8, environ=os.environ, cores=list(range(56)))
     assert [s.cores for s in slots] == [tuple(range(i * 7, i * 7 + 7)) for i in range(8)]
 
 
@@ -77,7 +78,7 @@ def test_mig_instances_are_slots_of_their_own(node):
     node("dgx_a100_mig")
     migs = uuids("dgx_a100_mig", "MIG-")
     assert len(migs) == 11
-    slots = make_slots(LauncherConfig(), 100, environ=os.environ, cores=list(range(256)))
+    slots = make_slots(LocalLauncherConf(), 100, environ=os.environ, cores=list(range(256)))
     ids = [s.gpu for s in slots]
     assert ids == migs + ["2", "3", "4", "5", "6", "7"]      # GPU 0 and 1 are only their MIG instances
     for s in slots:
@@ -94,24 +95,24 @@ def test_cuda_visible_devices_by_uuid_prefix_and_mig_uuid(node):
     node("dgx_h100")
     gpu = uuids("dgx_h100", "GPU-")
     env = {"CUDA_VISIBLE_DEVICES": f"{gpu[7]},{gpu[0][:12]}"}             # a full UUID, then a unique prefix
-    slots = make_slots(LauncherConfig(), 8, environ=env, cores=list(range(224)))
+    slots = make_slots(LocalLauncherConf(), 8, environ=env, cores=list(range(224)))
     assert [s.gpu for s in slots] == ["7", "0"]
     assert set(slots[0].cores) <= H100_SOCKETS[1] and set(slots[1].cores) <= H100_SOCKETS[0]
     # CUDA stops at the first entry it cannot resolve; so do we
-    assert [s.gpu for s in make_slots(LauncherConfig(), 8, environ={"CUDA_VISIBLE_DEVICES": "2,GPU-ffff,3"},
+    assert [s.gpu for s in make_slots(LocalLauncherConf(), 8, environ={"CUDA_VISIBLE_DEVICES": "2,GPU-ffff,3"},
                                       cores=list(range(224)))] == ["2"]
-    assert make_slots(LauncherConfig(), 8, environ={"CUDA_VISIBLE_DEVICES": ""}, cores=[0])[0].gpu is None
+    assert make_slots(LocalLauncherConf(), 8, environ={"CUDA_VISIBLE_DEVICES": ""}, cores=[0])[0].gpu is None
     # launcher.devices may name a device by any of its spellings
-    slots = make_slots(LauncherConfig(devices=[gpu[5], "1"]), 8, environ={}, cores=list(range(224)))
+    slots = make_slots(LocalLauncherConf(devices=[gpu[5], "1"]), 8, environ={}, cores=list(range(224)))
     assert [s.gpu for s in slots] == ["5", "1"]
     node("dgx_a100_mig")
     mig = uuids("dgx_a100_mig", "MIG-")
-    slots = make_slots(LauncherConfig(), 8, environ={"CUDA_VISIBLE_DEVICES": f"{mig[5]},3"}, cores=list(range(256)))
+    slots = make_slots(LocalLauncherConf(), 8, environ={"CUDA_VISIBLE_DEVICES": f"{mig[5]},3"}, cores=list(range(256)))
     assert [s.gpu for s in slots] == [mig[5], "3"]
     assert set(slots[0].cores) <= set(parse_cpu_list(A100_NEAR[1]))
     with pytest.raises(UsageError, match=r"launcher.devices=\['MIG-nope'\]: device\(s\) \['MIG-nope'\] are not "
                                          r"visible"):
-        make_slots(LauncherConfig(devices=["MIG-nope"]), 8, environ={}, cores=[0])
+        make_slots(LocalLauncherConf(devices=["MIG-nope"]), 8, environ={}, cores=[0])
 
 
 def test_a_sweep_on_a_two_socket_node_runs_each_gpu_on_its_own_socket(tmp_path):

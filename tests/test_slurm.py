@@ -198,11 +198,11 @@ def test_submit_and_exit_then_adopt_then_skip_from_the_sweep_dir(tmp_path, tiny)
     report = run_sweeper(str(sweep_dir), "--no-plots", module="sweeper.report")   # from the sweep dir alone
     assert report.returncode == 0 and (sweep_dir / "report.md").exists(), report.stdout + report.stderr
 
-    third = run_sweeper(str(sweep_dir), "sweeper.report=false", module="sweeper.cli.resume")   # nothing to do
+    third = run_sweeper(str(sweep_dir), "sweeper.report=false", module="sweeper.resume")   # nothing to do
     assert third.returncode == 0 and third.stdout.count("skip") == 3, third.stdout + third.stderr
     assert len(json.loads((sweep_dir / "slurm.json").read_text())["arrays"]) == 1
 
-    shown = run_sweeper("status", str(sweep_dir), module="sweeper.backends.slurm.backend")
+    shown = run_sweeper("status", str(sweep_dir), module="sweeper.slurm")
     assert shown.returncode == 0 and shown.stdout.count("COMPLETED") == 3 and shown.stdout.count("finished") == 3
 
 
@@ -229,7 +229,7 @@ def test_cancel_interrupts_one_run_and_the_next_launch_resumes_only_it(tmp_path,
     assert status(sibling)["ended"] == sibling_ended
     summary = victim.rundir.read_summary()
     assert summary.extra["resumed_from"] and summary.steps == 300
-    nothing = run_sweeper("cancel", str(plan.sweep_dir), module="sweeper.backends.slurm.backend")
+    nothing = run_sweeper("cancel", str(plan.sweep_dir), module="sweeper.slurm")
     assert nothing.returncode == 0 and "no live job" in nothing.stdout
 
 

@@ -137,15 +137,15 @@ def test_a_sweep_larger_than_max_array_size_is_split_recorded_adopted_and_cancel
         assert again.stdout.count("adopt ") == 1198 and again.stdout.count("skip") == 2, again.stdout[-2000:]
         assert len(json.loads((d / "slurm.json").read_text())["arrays"]) == 2
 
-        shown = run(["status", str(d)], module="sweeper.backends.slurm.backend", timeout=300)
+        shown = run(["status", str(d)], module="sweeper.slurm", timeout=300)
         lines = shown.stdout.splitlines()
         assert shown.returncode == 0 and len(lines) == 1200 and sum("finished" in x for x in lines) == 2, shown.stderr
 
-        cancelled = run(["cancel", str(d)], module="sweeper.backends.slurm.backend", timeout=300)
+        cancelled = run(["cancel", str(d)], module="sweeper.slurm", timeout=300)
         assert cancelled.returncode == 0 and cancelled.stdout.startswith("cancelled 1198 job(s)"), cancelled.stderr
         wait_for(lambda: not subprocess.run(["squeue", "-h", "-j", ",".join(arrays), "-t", "PD,R"],
                                             capture_output=True, text=True).stdout.strip(), 120, "the arrays to end")
-        shown = run(["status", str(d)], module="sweeper.backends.slurm.backend", timeout=300)
+        shown = run(["status", str(d)], module="sweeper.slurm", timeout=300)
         after = shown.stdout.splitlines()
         assert sum("interrupted" in x for x in after) == 1198 and sum("finished" in x for x in after) == 2, \
             shown.stdout[:1500] + shown.stderr[-1500:]

@@ -18,14 +18,15 @@ import pytest
 from conftest import ROOT, run_sweeper
 from sweeper.errors import UsageError
 from sweeper.run.rundir import RunDir, UnreadableFile
-from sweeper.backends.slurm.backend import SlurmConfig, sbatch_options
+from sweeper.backends.slurm.backend import sbatch_options
+from sweeper.backends.slurm.schema import SlurmLauncherConf
 from sweeper.backends.slurm.task import task_cpus, task_env
 
-DEFAULTS = dataclasses.asdict(SlurmConfig())      # the schema (sweeper.config.launcher_schema) is the one definition
+DEFAULTS = dataclasses.asdict(SlurmLauncherConf())      # the schema (sweeper.backends.slurm.schema) is the one definition
 
 
 def test_the_schema_defaults_are_valid():
-    cfg = SlurmConfig.from_dict(DEFAULTS)
+    cfg = SlurmLauncherConf.from_dict(DEFAULTS)
     assert (cfg.timeout_min, cfg.cpus_per_task, cfg.gpus_per_node, cfg.wait) == (60, 4, 1, True)
 
 
@@ -42,7 +43,7 @@ def test_the_schema_defaults_are_valid():
 ])
 def test_bad_launcher_values_are_one_line_errors_naming_the_key(key, value, says):
     with pytest.raises(UsageError) as e:
-        SlurmConfig.from_dict({**DEFAULTS, key: value})
+        SlurmLauncherConf.from_dict({**DEFAULTS, key: value})
     assert says in str(e.value) and "\n" not in str(e.value)
 
 
@@ -55,14 +56,14 @@ def test_cli_refuses_a_bad_slurm_value_before_anything_is_written(tmp_path):
 
 
 def test_sbatch_options_follow_hydra_submitit_names():
-    cfg = SlurmConfig.from_dict({**DEFAULTS, "partition": "gpu", "account": "lab", "qos": "high", "mem_gb": 1.5,
+    cfg = SlurmLauncherConf.from_dict({**DEFAULTS, "partition": "gpu", "account": "lab", "qos": "high", "mem_gb": 1.5,
                                  "gpus_per_node": 0, "gres": "gpu:a100:1", "timeout_min": 90,
                                  "additional_parameters": {"mail_type": "END", "requeue": True}})
     assert sbatch_options(cfg) == {"partition": "gpu", "account": "lab", "qos": "high", "time": 90,
                                    "cpus-per-task": 4, "gres": "gpu:a100:1", "mem": "1536M",
                                    "mail-type": "END", "requeue": True}
     assert cfg.use_gpus
-    assert not SlurmConfig.from_dict({**DEFAULTS, "gpus_per_node": 0}).use_gpus
+    assert not SlurmLauncherConf.from_dict({**DEFAULTS, "gpus_per_node": 0}).use_gpus
 
 
 def test_task_threads_come_from_the_slurm_cpu_allocation():
@@ -277,9 +278,11 @@ def test_a_killed_run_with_no_retries_left_fails_its_task_naming_why(tmp_path, t
 def test_what_was_submitted_names_a_plain_job_or_an_array():
     from types import SimpleNamespace
 
-    from sweeper.backends.slurm.backend import SlurmConfig, _what_was_submitted
+    from sweeper.backends.slurm.backend import _what_was_submitted
 
-    cfg = SlurmConfig.from_dict({"array_parallelism": 8})
+    from sweeper.backends.slurm.schema import SlurmLauncherConf
+
+    cfg = SlurmLauncherConf.from_dict({"array_parallelism": 8})
     job = lambda i: SimpleNamespace(job_id=i)  # noqa: E731
     assert _what_was_submitted([job("41")], cfg) == "1 run as Slurm job 41"
     assert _what_was_submitted([job("42_0"), job("42_1")], cfg) == \

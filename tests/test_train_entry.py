@@ -3,7 +3,7 @@
     python -m pytest -q tests/test_train_entry.py
 
 `sweeper.train:main` is a plain client of the run API, so the run's experiment and variant come from its status (what
-the plan writes), not from its config; `train.config.validate` is what the sweeper parent calls on every
+the plan writes), not from its config; `sweeper.train.checks.validate` is what the sweeper parent calls on every
 planned run, torch-free, reading each distinct corpus once.
 """
 from __future__ import annotations
@@ -19,7 +19,8 @@ from sweeper.run.rundir import RunDir, Status
 from tests.conftest import ROOT
 from tests.train_runs import log_text, make_run_dir, small_corpus, tiny_config
 from tests.train_runs import train as train_process
-from sweeper.train.config import ConfigError, RunConfig, validate
+from sweeper.train.checks import validate
+from sweeper.train.config import ConfigError, RunConfig
 
 SHORT = {"train.steps": 6, "train.ckpt_interval": 3, "train.eval_interval": 3, "train.log_interval": 3}
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -74,7 +75,7 @@ def test_validate_hook_one_line_errors_and_a_corpus_read_once_per_change(tmp_pat
 
 
 def test_validate_is_torch_free():
-    code = ("import sys, train, train.config; train.config.validate({'seed': 0, 'data': {'n_files': 2}}); "
+    code = ("import sys; from sweeper.train.checks import validate; validate({'seed': 0, 'data': {'n_files': 2}}); "
             "print('torch' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "False", proc.stderr

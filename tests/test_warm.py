@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from local_helpers import child_env, run, sweep_args, user_project, wait_for
 from sweeper.backends.local.pool import Job, processes_with_arg
 from sweeper.run.rundir import RunDir
 from sweeper.backends.local.slots import Slot
-from sweeper.backends.local.warm import Server, WarmProc, WarmStarts
+from sweeper.backends.local.warm import Server, WarmStarts
 
 TWO_CORES = len(os.sched_getaffinity(0)) >= 2
 SLOW_TASK = """import time

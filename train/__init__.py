@@ -12,11 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
+from sweeper.run import ConfigError, FingerprintMismatch, init
+from sweeper.train.config import RunConfig
+
 
 def main(run, on_step=None) -> dict:
     """The entry point `sweeper.train:main`: train `run` (a sweeper.run.Run) and end it with run.finish, run.diverged
     or run.interrupt; returns the run's summary."""
-    from sweeper.train.loop import main as train_main
+    from sweeper.train.loop import main as train_main   # deferred: torch (about 2 s); the plan-time hooks
+    #                                                     (sweeper.train.checks) import this package without it
 
     return train_main(run, on_step)
 
@@ -25,9 +29,6 @@ def run(cfg: Mapping[str, Any], run_dir: str | Path, on_step=None) -> dict:
     """Train one run in `run_dir` in this process (resuming from its checkpoints); returns its summary.
     A bad config raises train.config.ConfigError before the run dir is touched; a crash is recorded as the
     run's failure and raised."""
-    from sweeper.run import ConfigError, FingerprintMismatch, init
-    from sweeper.train.config import RunConfig
-
     config = cfg.to_dict() if isinstance(cfg, RunConfig) else dict(cfg)
     RunConfig.from_dict(config)
     r = init(run_dir, config=config, record_crashes=False)

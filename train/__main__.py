@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import sys
 
+from sweeper.run.entry import run_entry
+
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or argv[0] in ("-h", "--help"):
         print("usage: python -m sweeper.train RUN_DIR   (RUN_DIR/config.yaml describes the run)", file=sys.stderr)
         return 2
-    from sweeper.run.entry import run_entry
-
     return run_entry("sweeper.train:main", argv[0])
 
 

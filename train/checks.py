@@ -3,7 +3,7 @@
     check_corpus_fits(cfg, n_chars)          # the splits hold a validation window and a batch of training windows
     check_device(cfg, launcher={"name": "local", "cpu_only": False})   # train.device=cuda has a GPU to run on
 
-Both raise ConfigError with one line naming the keys and the fix; train.config.validate calls them for every
+Both raise ConfigError with one line naming the keys and the fix; validate (the task's validate hook) calls them for every
 planned run, so a sweep that every run would fail at start is refused before anything starts. Pure Python
 (no torch, no numpy), and CUDA is never initialised here (GPUs are counted as sweeper.backends.local.slots counts them:
 CUDA_VISIBLE_DEVICES if set, else `nvidia-smi -L`). The device check applies to the local launcher only: on
@@ -12,12 +12,15 @@ with the same message (sweeper.train.loop resolves the device there).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
 from typing import Any, Mapping
 
+from sweeper.run.rundir import stable_hash
 from sweeper.train.config import ConfigError, RunConfig
+from sweeper.train.corpus import corpus_text
 
 
 def split_sizes(n_tokens: int, val_fraction: float) -> tuple[int, int]:
@@ -66,3 +69,29 @@ def check_device(cfg: RunConfig, launcher: Mapping[str, Any] | None,
     if visible_gpu_count(environ) == 0:
         raise ConfigError("train.device=cuda, but this machine shows no GPU (CUDA_VISIBLE_DEVICES / nvidia-smi): "
                           "every run would fail at its start; use train.device=auto (cpu here) or launcher=slurm")
+
+
+def validate(config: Mapping[str, Any], launcher: Mapping[str, Any] | None = None) -> None:
+    """The plan-time hook (`sweeper.train.checks:validate`), called with each planned run's resolved config (and the
+    sweep's launcher config): a bad value, an unusable corpus (missing, empty, not text, too short for the model's
+    context and batch) or train.device=cuda where the local launcher has no GPU raises ConfigError with a
+    one-line message (check_corpus_fits, check_device). Each distinct corpus is read once per process (a text file again only when
+    it changed on disk)."""
+    cfg = RunConfig.from_dict(config)
+    data = cfg.data
+    key = stable_hash([dataclasses.asdict(data), _file_stamp(data.path) if data.kind == "text" else None])
+    if key not in _CORPUS_LENGTHS:
+        _CORPUS_LENGTHS[key] = len(corpus_text(data)[0])    # characters = tokens of the character-level corpus
+    check_corpus_fits(cfg, _CORPUS_LENGTHS[key])
+    check_device(cfg, launcher)
+
+
+_CORPUS_LENGTHS: dict[str, int] = {}
+
+
+def _file_stamp(path: str | None) -> list | None:
+    try:
+        st = os.stat(os.path.expanduser(path)) if path else None
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size] if st else None

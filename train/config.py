@@ -1,7 +1,7 @@
 """Typed run configuration of the built-in trainer: a run's resolved config (run.config), validated.
 
     cfg = RunConfig.from_dict(run.config_dict)   # inside main(run); ConfigError names the key and the fix
-    validate(config)                             # the `sweeper.train.config:validate` hook (conf/task/train.yaml)
+    validate(config)                             # the `sweeper.train.checks:validate` hook (conf/task/train.yaml)
     register_schemas(ConfigStore.instance())     # model/ data/ train/ health/ groups (entry point sweeper.schemas)
 
 Each group's dataclass (ModelConfig, StdlibData/TextData, TrainConfig, HealthConfig) is the one place for its
@@ -12,12 +12,11 @@ A run's identity (experiment, variant) is not part of its config: it is run.expe
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping
 
 from sweeper.run import ConfigError as _RunConfigError
-from sweeper.run.rundir import stable_hash
+from sweeper.health.thresholds import Thresholds
 
 POS_ENCODINGS = ("rope", "none")
 ROPE_IMPLS = ("auto", "torch", "triton", "reference", "fault_no_qk_grad")
@@ -139,7 +138,6 @@ class HealthConfig:
     def check(self, prefix: str = "health") -> None:
         """The accepted ranges of health.*."""
         _positive(self, prefix, "interval")
-        from sweeper.health.thresholds import Thresholds
 
         try:
             Thresholds.from_dict(self.thresholds, f"{prefix}.thresholds")
@@ -193,35 +191,6 @@ class RunConfig:
             raise ConfigError(f"seed={self.seed!r}: a seed is a non-negative integer")
         for name in ("model", "data", "train", "health"):
             getattr(self, name).check(name)
-
-
-def validate(config: Mapping[str, Any], launcher: Mapping[str, Any] | None = None) -> None:
-    """The plan-time hook (`sweeper.train.config:validate`), called with each planned run's resolved config (and the
-    sweep's launcher config): a bad value, an unusable corpus (missing, empty, not text, too short for the model's
-    context and batch) or train.device=cuda where the local launcher has no GPU raises ConfigError with a
-    one-line message (sweeper.train.checks). Each distinct corpus is read once per process (a text file again only when
-    it changed on disk)."""
-    from sweeper.train.checks import check_corpus_fits, check_device
-    from sweeper.train.corpus import corpus_text
-
-    cfg = RunConfig.from_dict(config)
-    data = cfg.data
-    key = stable_hash([dataclasses.asdict(data), _file_stamp(data.path) if data.kind == "text" else None])
-    if key not in _CORPUS_LENGTHS:
-        _CORPUS_LENGTHS[key] = len(corpus_text(data)[0])    # characters = tokens of the character-level corpus
-    check_corpus_fits(cfg, _CORPUS_LENGTHS[key])
-    check_device(cfg, launcher)
-
-
-_CORPUS_LENGTHS: dict[str, int] = {}
-
-
-def _file_stamp(path: str | None) -> list | None:
-    try:
-        st = os.stat(os.path.expanduser(path)) if path else None
-    except OSError:
-        return None
-    return [st.st_mtime_ns, st.st_size] if st else None
 
 
 def _build(sub_cls: type, values: Mapping[str, Any], prefix: str):

@@ -15,6 +15,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from sweeper.train.config import ModelConfig
+from sweeper.kernels import apply_rope
+from sweeper.kernels import rope_cache
 
 
 class CausalSelfAttention(nn.Module):
@@ -34,8 +36,6 @@ class CausalSelfAttention(nn.Module):
         k = self.k_proj(x).view(B, T, self.n_heads, self.head_dim)  # (B, T, H, D)
         v = self.v_proj(x).view(B, T, self.n_heads, self.head_dim)  # (B, T, H, D)
         if self.use_rope:
-            from sweeper.kernels import apply_rope
-
             q, k = apply_rope(q, k, cos, sin, layout="half", format="bthd", impl=self.rope_impl)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))            # (B, H, T, D)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
@@ -75,8 +75,6 @@ class Transformer(nn.Module):
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, vocab_size, bias=False)
         if cfg.pos_encoding == "rope":
-            from sweeper.kernels import rope_cache
-
             cos, sin = rope_cache(cfg.context, cfg.d_model // cfg.n_heads, base=cfg.rope_base)  # (T, D/2) each
             self.register_buffer("rope_cos", cos, persistent=False)
             self.register_buffer("rope_sin", sin, persistent=False)

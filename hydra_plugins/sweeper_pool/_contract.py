@@ -25,8 +25,11 @@ from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from hydra.errors import CompactHydraException
 from omegaconf import OmegaConf
 
+from hydra_plugins.sweeper_pool._options import option_keys
+from sweeper.config.fields import unknown_key
 from sweeper.run.rundir import (KEEP, Experiment, Manifest, RunDir, RunEntry, Status, Summary, UnreadableFile,
                                 stable_hash, write_manifest)
+import yaml
 
 log = logging.getLogger(__name__)
 DEFAULT_VARIANT = "default"
@@ -50,9 +53,6 @@ def plain_params(params: dict) -> dict:
 
 def split_params(params: dict) -> tuple[Options, dict]:
     """(the decision-table options, the pool's options with n_jobs folded into max_parallel), checked."""
-    from hydra_plugins.sweeper_pool.sweeper_pool_launcher import option_keys
-    from sweeper.config.schema import unknown_key
-
     plain = plain_params(params)
     unknown = sorted(set(plain) - set(option_keys()))
     if unknown:
@@ -81,7 +81,7 @@ def split_params(params: dict) -> tuple[Options, dict]:
 
 def canonical_variant(name: str | None) -> str | None:
     """A variant name as Hydra writes a job's overrides ("use_run=true lr=1e-3" -> "use_run=True lr=0.001")."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.overrides_parser import OverridesParser   # deferred: hydra (0.2 s), only when this runs
 
     if not name or name == DEFAULT_VARIANT:
         return name
@@ -137,8 +137,6 @@ def task_config(sweep_config) -> dict:
 
 def config_hash(config: dict) -> str:
     """The hash sweeper.init() computes from config.yaml (the YAML round trip included)."""
-    import yaml
-
     return stable_hash(yaml.safe_load(yaml.safe_dump(config, sort_keys=False, default_flow_style=False)))
 
 

@@ -25,6 +25,14 @@ from omegaconf import OmegaConf, open_dict
 
 from hydra_plugins.sweeper_pool import _contract as contract
 from sweeper.run.rundir import EXIT_INTERRUPTED, Status, UnreadableFile, read_manifest
+from sweeper.errors import UsageError
+from sweeper.backends.local.schema import LocalLauncherConf
+from sweeper.backends.local.pool import Job
+from sweeper.report.live import Progress
+from sweeper.backends.local.pool import run_pool
+from sweeper.backends.local.slots import make_slots
+from sweeper.backends.failures import classify
+from sweeper.run.atomic import read_tail
 
 log = logging.getLogger(__name__)
 WORK = ".sweeper_pool"      # job and result pickles, under hydra.sweep.dir
@@ -32,11 +40,8 @@ WORK = ".sweeper_pool"      # job and result pickles, under hydra.sweep.dir
 
 def pool_config(params: dict):
     """The pool's options typed and checked by the local launcher's schema, errors naming hydra.launcher.KEY."""
-    from sweeper.errors import UsageError
-    from sweeper.backends.local.slots import LauncherConfig
-
     try:
-        return LauncherConfig.from_dict({**params, "name": "local"}, prefix="hydra.launcher")
+        return LocalLauncherConf.from_dict({**params, "name": "local"}, prefix="hydra.launcher")
     except UsageError as e:
         raise contract.LaunchError(str(e)) from None
 
@@ -58,9 +63,6 @@ class HydraJobAdapter:
         self.returns: dict[str, JobReturn] = {}
 
     def settle(self, job, returncode: int, interrupted: bool, attempt: int):
-        from sweeper.backends.failures import classify
-        from sweeper.run.atomic import read_tail
-
         rd = self.jobs[job.key].rundir
         ret = load_return(self.results[job.key])
         if ret is not None:
@@ -111,9 +113,6 @@ def _failed_return(hjob: contract.HydraJob, sweep_config, label: str, log_path: 
 
 
 def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
-    from sweeper.backends.local.pool import Job
-    from sweeper.report.live import Progress
-
     setup_globals()
     config, hydra_context = launcher.config, launcher.hydra_context
     configure_log(config.hydra.hydra_logging, config.hydra.verbose)
@@ -180,10 +179,6 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
 
 
 def _run(jobs, cfg, adapter: HydraJobAdapter, progress, returns: dict) -> dict:
-    from sweeper.errors import UsageError
-    from sweeper.backends.local.pool import run_pool
-    from sweeper.backends.local.slots import make_slots
-
     try:
         slots = make_slots(cfg, len(jobs))
     except UsageError as e:
@@ -198,7 +193,7 @@ def _run(jobs, cfg, adapter: HydraJobAdapter, progress, returns: dict) -> dict:
 
 def _write_job(job_file: Path, result: Path, hydra_context, sweep_config, task_function, singleton_state,
                hjob: contract.HydraJob, experiment: str, metric: str) -> None:
-    import cloudpickle
+    import cloudpickle   # deferred: cloudpickle (at launch only), only when this runs
 
     job_file.parent.mkdir(parents=True, exist_ok=True)
     result.unlink(missing_ok=True)

@@ -21,6 +21,10 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
+from sweeper.run import RUN_DIR_ENV
+from sweeper.run.envinfo import environment_record
+from sweeper.run.rundir import RunDir, Status
+
 
 def _number(value: Any) -> float | int | None:
     if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", None) == 0:
@@ -45,7 +49,7 @@ def final_metrics(value: Any, metric: str) -> tuple[dict, str | None]:
 
 
 def record_outcome(run: dict, ret, started: float, env: dict) -> None:
-    from hydra.core.utils import JobStatus
+    from hydra.core.utils import JobStatus   # deferred: hydra (0.2 s), only when this runs
 
     from sweeper.run.rundir import RunDir, Status, Summary, UnreadableFile
 
@@ -77,13 +81,9 @@ def main(job_file: str, result_file: str) -> int:
             if path not in sys.path:
                 sys.path.insert(1, path)
         job = pickle.load(f)
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.core.singleton import Singleton
-    from hydra.core.utils import JobStatus, run_job, setup_globals
-
-    from sweeper.run import RUN_DIR_ENV
-    from sweeper.run.envinfo import environment_record
-    from sweeper.run.rundir import RunDir, Status
+    from hydra.core.hydra_config import HydraConfig   # deferred: hydra (0.2 s), only when this runs
+    from hydra.core.singleton import Singleton   # deferred: hydra (0.2 s), only when this runs
+    from hydra.core.utils import JobStatus, run_job, setup_globals   # deferred: hydra (0.2 s), only when this runs
 
     run = job["run"]
     rd, started = RunDir(run["run_dir"]), time.time()
@@ -100,7 +100,7 @@ def main(job_file: str, result_file: str) -> int:
         err = ret._return_value
         traceback.print_exception(type(err), err, err.__traceback__)
     record_outcome(run, ret, started, env)
-    import cloudpickle
+    import cloudpickle   # deferred: cloudpickle (at launch only), only when this runs
 
     from sweeper.run.atomic import atomic_write_bytes
 

@@ -3,7 +3,7 @@
     python my_app.py -m seed=0,1,2 lr=0.01,0.001 hydra/launcher=sweeper_pool 'hydra.launcher.baseline="lr=0.01"'
     python -m sweeper.report multirun/2024-05-01/12-00-00        # the decision table of that multirun
 
-Pool options (`hydra.launcher.KEY=VALUE`): every key of sweeper's `launcher=local` (sweeper.config.launcher_schema.PoolConf:
+Pool options (`hydra.launcher.KEY=VALUE`): every key of sweeper's `launcher=local` (sweeper.backends.local.schema.PoolConf:
 devices, runs_per_device, cpu_only, max_parallel, threads_per_run, cores, max_retries, retry_backoff_s,
 crash_loop_after, grace_s; the same types, ranges and comments), with two defaults of its own (max_retries: 0,
 a retry restarts the job; crash_loop_after: 0, off) and
@@ -22,46 +22,19 @@ return value or finish() metrics) and stdout.log (the job's stdout and stderr). 
 (same hydra.sweep.dir) skips the jobs that already finished with the same config and returns their results.
 """
 
-from dataclasses import MISSING, field, fields, make_dataclass
 from typing import Any, Sequence
 
 from hydra.core.config_store import ConfigStore
 from hydra.plugins.launcher import Launcher
+from omegaconf import OmegaConf
 
-from sweeper.config.launcher_schema import PoolConf
-
-TARGET = "hydra_plugins.sweeper_pool.sweeper_pool_launcher.SweeperPoolLauncher"
-DEFAULTS = {"max_retries": 0,           # a retry restarts the job (a Hydra job has no checkpoint of ours)
-            "crash_loop_after": 0}      # off
-OWN = {"n_jobs": None, "baseline": None, "metric": "objective", "lower_is_better": True, "seed_key": "seed"}
-
-
-def _default(f) -> Any:
-    if f.name in DEFAULTS:
-        return field(default=DEFAULTS[f.name])
-    return field(default_factory=f.default_factory) if f.default is MISSING else field(default=f.default)
-
-
-# PoolConf's keys and defaults (the local launcher's schema, the one definition), typed Any here and stored as
-# an open node (_open_node): Hydra takes any key and value, and the launch checks the options against the schema
-# before anything is written, so a bad one (unknown key, wrong type, out of range) is one line naming it
-# (_contract.split_params, _core.pool_config) instead of Hydra's multi-line type or key error.
-SweeperPoolLauncherConf = make_dataclass(
-    "SweeperPoolLauncherConf",
-    [("_target_", str, field(default=TARGET))] + [(f.name, Any, _default(f)) for f in fields(PoolConf)]
-    + [(k, Any, field(default=v)) for k, v in OWN.items()])
-
-
-def option_keys() -> list[str]:
-    """Every `hydra.launcher.KEY` the plugin accepts."""
-    return [f.name for f in fields(SweeperPoolLauncherConf) if f.name != "_target_"]
+from hydra_plugins.sweeper_pool._options import SweeperPoolLauncherConf
+from hydra_plugins.sweeper_pool._core import launch
 
 
 def _open_node():
     """The options as a config node that takes any key (not struct): an unknown `hydra.launcher.KEY` reaches the
     launch, where the schema names it and the accepted keys in one line (Hydra's own refusal is several lines)."""
-    from omegaconf import OmegaConf
-
     node = OmegaConf.structured(SweeperPoolLauncherConf)
     OmegaConf.set_struct(node, False)
     return node
@@ -83,6 +56,6 @@ class SweeperPoolLauncher(Launcher):
         self.task_function = task_function
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int):
-        from hydra_plugins.sweeper_pool._core import launch   # lazy: sweeper, cloudpickle, the pool
+        #                                                       (Hydra's plugin scan imports this module)
 
         return launch(self, job_overrides, initial_job_idx)

@@ -18,15 +18,19 @@ import sys
 
 from sweeper.adaptive import design as adaptive
 from sweeper.errors import UsageError
+from sweeper.execute.launch import PreflightRefused, finish, fix_launch, launch_plan
+from sweeper.plan.lock import sweep_lock
 from sweeper.plan.looks import read_looks, write_looks
+from sweeper.plan.make import check_size, make_plan, reconcile
+from sweeper.report.live import Progress
 from sweeper.run.rundir import UnreadableFile
+import sweeper.analysis.verdict as verdict       # deferred: pandas and scipy (about 1 s), at the first look
+from sweeper.analysis.results import load_runs
 
 
 def design_of(sweep) -> adaptive.Design:
-    """The Design from sweeper.adaptive.design.* and the experiment; UsageError (one line) for what it refuses."""
-    from sweeper.config.schema import AdaptiveConf, build
-
-    conf = build(AdaptiveConf, dict(sweep.sweeper.get("adaptive") or {}), "sweeper.adaptive")
+    """The Design from sweeper.adaptive.* and the experiment; UsageError (one line) for what it refuses."""
+    conf = sweep.sweeper.adaptive
     exp = sweep.experiment
     if exp.min_effect is None:
         raise UsageError("seeds=adaptive needs experiment.min_effect (the smallest difference that matters, in "
@@ -44,8 +48,7 @@ def design_of(sweep) -> adaptive.Design:
 
 
 class AdaptiveSweep:
-    """What cli.prepare returns for seeds=adaptive; cli._main calls run()."""
-    adaptive = True
+    """What sweeper.cli.sweep.prepare returns for seeds=adaptive; its run() is the sweep."""
 
     def __init__(self, sweep, design: adaptive.Design):
         self.sweep, self.design = sweep, design
@@ -53,77 +56,49 @@ class AdaptiveSweep:
 
     def plan_for(self, seeds: dict[str, int]):
         """The plan with seeds 0..n-1 per variant (n from `seeds`), merged with what the sweep dir records."""
-        from sweeper.plan.make import make_plan, reconcile
-
         base = seeds[self.sweep.experiment.baseline]
         plan = make_plan(self.sweep, list(range(base)),
                          {v: list(range(n)) for v, n in seeds.items() if n != base})
         return reconcile(plan, extend=True)
 
-    def run(self, backend, launcher_cfg, argv: list[str], state: dict) -> int:
-        try:
-            return self._run(backend, launcher_cfg, argv, state)
-        except UsageError as e:
-            from sweeper.cli.sweep import refuse
-
-            return refuse(e)
-
-    def _run(self, backend, launcher_cfg, argv, state) -> int:
-        from sweeper.cli.sweep import fix_launch
-        from sweeper.plan.lock import SweepLocked, sweep_lock
-        from sweeper.plan.make import repair_stale, write_plan
-        from sweeper.execute.preflight import run_preflights
-        from sweeper.report.live import Progress
-
-        if getattr(launcher_cfg, "wait", True) is False:
+    def run(self, backend, conf, argv: list[str], state: dict) -> int:
+        """Look after look until every comparison is decided: each look is one launch of the plan so far
+        (sweeper.execute.launch, the path of every sweep), then the report; the exit status of any sweep."""
+        if not backend.waits(conf):
             raise UsageError("seeds=adaptive with launcher.wait=false: each look needs its runs' results before "
                              "the next one is planned; use launcher.wait=true")
         for w in self.sweep.warnings:
             print(f"sweeper: warning: {w}", file=sys.stderr)
         d = self.design
         first = self.plan_for({v: d.start for v in [self.sweep.experiment.baseline, *self.variants]})
-        if self.sweep.sweeper.get("dry_run"):
+        if self.sweep.sweeper.dry_run:
             print(f"adaptive sweep dir: {first.sweep_dir}\nlooks at {d.schedule()} seeds per arm (batch {d.batch}, "
                   f"max_seeds {d.max_seeds}), alpha {d.alpha} over {len(self.variants)} comparison(s), "
                   f"{d.spending} spending, min_effect {d.min_effect}\ndry run: nothing launched")
             return 0
-        sweep_dir = first.sweep_dir
-        try:
-            with sweep_lock(sweep_dir):
-                record, states = self._load(sweep_dir)
-                progress = Progress(total=len(first.runs))
-                looked = len(record["looks"])
-                while adaptive.still_open(states):
-                    seeds = self.seeds_next(states)
-                    plan = self.plan_for(seeds)
-                    fix_launch(plan, backend, launcher_cfg)
-                    write_plan(plan, argv)
-                    state["sweep_dir"] = sweep_dir
-                    progress = Progress(total=len(plan.runs))
-                    progress.log(f"adaptive look {looked + 1}: {self._seeds_line(seeds)} "
-                                 f"({len(plan.runs)} runs planned so far)")
-                    repair_stale(plan)
-                    launch_plan, refusal = run_preflights(plan, progress) if looked == 0 else (plan, None)
-                    if refusal:
-                        print(f"sweeper: error: {refusal}", file=sys.stderr)
-                        return 1
-                    backend.launch(launch_plan, launcher_cfg, progress)
-                    self.look(sweep_dir, states, seeds)
-                    looked += 1
-                    record = self.record(states, record, seeds)
-                    write_looks(sweep_dir, record)
-                    for v in self.variants:
-                        progress.log(f"  {v} vs {self.sweep.experiment.baseline}: {states[v].status}"
-                                     + (f" ({states[v].reason})" if states[v].reason else ""))
-        except SweepLocked as e:
-            print(f"sweeper: error: {e}", file=sys.stderr)
-            return 2
-        if self.sweep.sweeper.get("report", True):
-            from sweeper.report.build import report_sweep
-
-            print(report_sweep(sweep_dir, plots=True, journal=self.sweep.sweeper.get("journal")))
-        print(f"sweep dir: {sweep_dir}")
-        return 0
+        sweep_dir, statuses = first.sweep_dir, {}
+        with sweep_lock(sweep_dir):
+            record, states = self._load(sweep_dir)
+            looked = len(record["looks"])
+            while adaptive.still_open(states):
+                seeds = self.seeds_next(states)
+                plan = fix_launch(self.plan_for(seeds), backend, conf)
+                progress = Progress(total=len(plan.runs))
+                progress.log(f"adaptive look {looked + 1}: {self._seeds_line(seeds)} "
+                             f"({len(plan.runs)} runs planned so far)")
+                try:
+                    statuses = launch_plan(plan, backend, conf, argv, progress, state, preflight=looked == 0)
+                except PreflightRefused as e:
+                    print(f"sweeper: error: {e}", file=sys.stderr)
+                    return 1
+                self.look(sweep_dir, states, seeds)
+                looked += 1
+                record = self.record(states, record, seeds)
+                write_looks(sweep_dir, record)
+                for v in self.variants:
+                    progress.log(f"  {v} vs {self.sweep.experiment.baseline}: {states[v].status}"
+                                 + (f" ({states[v].reason})" if states[v].reason else ""))
+        return finish(sweep_dir, self.sweep.sweeper, statuses or {})
 
     def _load(self, sweep_dir):
         d = self.design
@@ -163,9 +138,6 @@ class AdaptiveSweep:
 
     def look(self, sweep_dir, states, seeds) -> None:
         """Analyse this look's runs and decide every open comparison (states updated in place)."""
-        import sweeper.analysis.verdict as verdict
-        from sweeper.analysis.results import load_runs
-
         exp = self.sweep.experiment
         live = adaptive.still_open(states)
         try:
@@ -204,14 +176,10 @@ class AdaptiveSweep:
         return record
 
 
-def prepare_adaptive(sweep):
-    """cli.prepare for seeds=adaptive: (AdaptiveSweep, backend, launcher config), every check done."""
-    from sweeper.cli.sweep import validate_launcher
-    from sweeper.plan.make import check_size
-    from sweeper.execute.preflight import check_preflight_options
-
+def prepare_adaptive(sweep, backend_for):
+    """sweeper.cli.sweep.prepare for seeds=adaptive: (AdaptiveSweep, backend, launcher config), every check
+    done; backend_for(sweep) gives the backend and its checked config."""
     design = design_of(sweep)
     check_size(sweep, {v: design.max_seeds for v in sweep.variant_configs})
-    backend, launcher_cfg = validate_launcher(sweep.launcher)
-    check_preflight_options(sweep)
-    return AdaptiveSweep(sweep, design), backend, launcher_cfg
+    backend, conf = backend_for(sweep)
+    return AdaptiveSweep(sweep, design), backend, conf

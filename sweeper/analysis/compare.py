@@ -17,7 +17,7 @@ import pandas as pd
 
 import sweeper.analysis.verdict as verdict
 from sweeper.errors import UsageError
-from sweeper.report.build import ReportInput, read_sweep, write_report
+from sweeper.analysis.analyze import ReportInput, read_sweep
 
 
 def _labelled(sweep_dir: Path, label: str, metric: str | None, lower_is_better: bool | None):
@@ -75,11 +75,3 @@ def analyze_pair(new_dir: str | Path, old_dir: str | Path, alpha: float = 0.05, 
                        problems, damaged)
 
 
-def compare_sweeps(new_dir: str | Path, old_dir: str | Path, plots: bool = True, alpha: float = 0.05,
-                   min_seeds: int = 3, n_resamples: int = 10_000, seed: int = 0, metric: str | None = None,
-                   lower_is_better: bool | None = None) -> str:
-    """Write report.md, summary.csv and plots into NEW/compare_vs_<old name>/; return the decision table text."""
-    inp = analyze_pair(new_dir, old_dir, alpha, min_seeds, n_resamples, seed, metric, lower_is_better)
-    out_dir = Path(new_dir) / f"compare_vs_{Path(old_dir).resolve().name}"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return write_report(inp, out_dir, plots)

@@ -35,6 +35,10 @@ import pandas as pd
 from sweeper.run.atomic import read_tail
 from sweeper.run.rundir import (KEEP, MANIFEST, STALE, Experiment, Manifest, RunDir, RunEntry, Status,
                                 UnreadableFile, read_manifest, stale_hint)
+from sweeper.config.config_diff import diff_configs
+from sweeper.config.config_diff import Declared
+from sweeper.run.envinfo import git_state
+from sweeper.health.result import HealthReport
 
 MISSING, UNKNOWN = "missing", "unknown"          # row states beyond a run's own status (see the docstring)
 STATES = tuple(s.value for s in Status) + (MISSING, UNKNOWN, STALE)
@@ -169,8 +173,6 @@ def _run_row(sweep_dir: Path, entry: RunEntry) -> tuple[dict, list[str]]:
     elif row["status"] == Status.FINISHED and not damaged:
         problems.append(f"{rd.path}: finished, but it has no summary (no final metrics)")
     if rd.health_path.exists():
-        from sweeper.health.result import HealthReport
-
         try:
             health = HealthReport.read(rd.health_path)
             row["health"] = health.verdict
@@ -269,8 +271,6 @@ def load_variant_changes(sweep_dir: str | Path, baseline: str) -> tuple[dict[str
     """Per variant, its config_diff.Change list against `baseline`, from the runs' frozen config.yaml (each
     variant's first readable one), and problems (an unreadable config is named, its variant left out). The
     manifest's declared changes group the keys (sweeper.config.ablation recorded them at plan time)."""
-    from sweeper.config.config_diff import diff_configs
-
     sweep_dir = Path(sweep_dir)
     manifest = load_manifest(sweep_dir)
     configs, problems = {}, []
@@ -288,8 +288,6 @@ def load_variant_changes(sweep_dir: str | Path, baseline: str) -> tuple[dict[str
 
 def declared_changes(sweep_dir: str | Path) -> dict[str, list]:
     """The manifest's declared changes per variant ([config_diff.Declared]); {} without a manifest."""
-    from sweeper.config.config_diff import Declared
-
     manifest = load_manifest(sweep_dir)
     return {v: [Declared.from_dict(c) for c in cs] for v, cs in manifest.changes.items()} if manifest else {}
 
@@ -297,8 +295,6 @@ def declared_changes(sweep_dir: str | Path) -> dict[str, list]:
 def load_code_state(sweep_dir: str | Path) -> dict:
     """The code the runs ran: {commit, dirty} from their env records (a mix lists every commit); without any,
     the git state of the task's folder now (source: 'now'); `unreadable` names damaged env records."""
-    from sweeper.run.envinfo import git_state
-
     sweep_dir = Path(sweep_dir)
     manifest = load_manifest(sweep_dir)
     commits, dirty, unreadable = [], False, []

@@ -67,7 +67,7 @@ def _check_alternative(alternative: str) -> None:
 
 
 def _brentq(f, a, b, **kw) -> float:
-    from scipy.optimize import brentq
+    from scipy.optimize import brentq   # deferred: scipy, only when this runs
 
     return brentq(f, a, b, **kw)
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from sweeper.run.atomic import read_tail
 from sweeper.run.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, RunDir, Status, UnreadableFile
+from sweeper.health.result import HealthReport
 
 SIGNAL, OOM, LOST_NODE = "signal", "out_of_memory", "lost_node"
 CONFIG, HEALTH, EXCEPTION = "config_error", "health_check", "exception"
@@ -110,7 +111,6 @@ def health_verdict(rd: RunDir) -> str | None:
     """The run's health verdict (pass/warn/fail), None when it has none or it cannot be read."""
     if not rd.health_path.exists():
         return None
-    from sweeper.health.result import HealthReport
 
     try:
         return HealthReport.read(rd.health_path).verdict

@@ -22,24 +22,21 @@ with the first seed in SWEEP_DIR/audit before any run starts and says why the sw
 """
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 import tempfile
-from pathlib import Path
 
+from sweeper.cli.boundary import ArgumentParser, run_command
+from sweeper.config.argv import split_config_dirs, with_config_dirs
+from sweeper.config.sweep import compose_sweep
+from sweeper.config.seeds import parse_seeds
 from sweeper.errors import UsageError
-
-PREFLIGHT_MAX_STEPS = 100   # the preflight audits the first steps of the baseline run only
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):          # one line and exit 2, like every sweeper error
-        raise UsageError(message)
+from sweeper.execute.audit import AUDITED_ENTRY, audit_run_config
+from sweeper.train.audit import AuditError     # deferred: torch (about 2 s), after the command line is checked
 
 
-def _parser() -> _Parser:
-    p = _Parser(prog="python -m sweeper.audit", add_help=False)
+def _parser() -> ArgumentParser:
+    p = ArgumentParser(prog="python -m sweeper.audit", add_help=False)
     p.add_argument("--variant")
     p.add_argument("--seed", type=int)
     p.add_argument("--steps", type=int)
@@ -50,51 +47,7 @@ def _parser() -> _Parser:
     return p
 
 
-def audit_run_config(run_cfg: dict, work_dir: str | Path, *, steps: int | None = None, stop_at: int | None = None,
-                     mode: str = "stop", threads: int | None = 1, experiment: str | None = None,
-                     variant: str | None = None):
-    """Audit one resolved run config (what config.yaml holds) in work_dir; returns train.audit.AuditReport
-    (experiment/variant name the run in it). Bad audit options raise UsageError; a crashed audit process raises
-    train.audit.AuditError."""
-    from sweeper.train.audit import audit_resume
-
-    try:
-        return audit_resume(run_cfg, work_dir, steps=steps, stop_at=stop_at, mode=mode, threads=threads,
-                            experiment=experiment, variant=variant)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-
-
-def preflight_audit(plan, log=print):
-    """The sweep preflight (`sweeper.audit=true`): audit the baseline variant's first-seed run in
-    SWEEP_DIR/audit over its first min(train.steps, 100) steps; logs the report and returns it. The caller
-    refuses to launch when `report.identical` is False."""
-    run = next(r for r in plan.runs if r.variant == plan.experiment.baseline)
-    steps = min(run.total_steps or PREFLIGHT_MAX_STEPS, PREFLIGHT_MAX_STEPS)
-    log(f"resume audit of {run.label} over {steps} steps (sweeper.audit=true) ...")
-    report = audit_run_config(run.config, plan.sweep_dir / "audit", steps=steps, experiment=plan.experiment.name,
-                              variant=run.variant)
-    log(report.format())
-    return report
-
-
-def sweep_audit(plan, log=print) -> str | None:
-    """preflight_audit for a sweep: None when the resume is bitwise identical, else why not to launch."""
-    from sweeper.train.audit import AuditError
-
-    try:
-        report = preflight_audit(plan, log=log)
-    except AuditError as e:
-        return f"resume audit failed: {e}"
-    if not report.identical:
-        return f"resume audit diverged; not launching (audit runs kept in {plan.sweep_dir / 'audit'})"
-    return None
-
-
 def _select(sweep, variant: str | None, seed: int | None) -> dict:
-    from sweeper.execute.preflight import AUDITED_ENTRY
-    from sweeper.config.seeds import parse_seeds
-
     if sweep.task.entry != AUDITED_ENTRY:
         raise UsageError(f"the audit knows the built-in trainer only (task.entry={AUDITED_ENTRY}); this experiment "
                          f"runs {sweep.task.name}")
@@ -110,35 +63,33 @@ def _select(sweep, variant: str | None, seed: int | None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    return run_command("sweeper.audit", _main, argv)
+
+
+def _main(argv: list[str], state: dict) -> int:
     if any(a in ("-h", "--help") for a in argv):
         print(__doc__)
         return 0
-    from sweeper.train.audit import AuditError
+    config_dirs, argv = split_config_dirs(argv)
+    args, overrides = _parser().parse_known_args(argv)
+    bad = next((o for o in overrides if o.startswith("-")), None)
+    if bad:
+        raise UsageError(f"unknown option {bad}: accepted are --config-dir, --variant, --seed, --steps, "
+                         "--stop-at, --mode, --threads, --dir (and key=value config overrides)")
+    if args.threads is not None and args.threads < 1:
+        raise UsageError(f"--threads {args.threads}: must be a positive integer")
+    sweep = compose_sweep(with_config_dirs(overrides, config_dirs))
+    run_cfg = _select(sweep, args.variant, args.seed)
 
-    temp = None
+    temp = None if args.work_dir else tempfile.mkdtemp(prefix="sweeper-audit-")
     try:
-        from sweeper.config.compose import compose_sweep, split_config_dirs, with_config_dirs
-
-        config_dirs, argv = split_config_dirs(argv)
-        args, overrides = _parser().parse_known_args(argv)
-        bad = next((o for o in overrides if o.startswith("-")), None)
-        if bad:
-            raise UsageError(f"unknown option {bad}: accepted are --config-dir, --variant, --seed, --steps, "
-                             "--stop-at, --mode, --threads, --dir (and key=value config overrides)")
-        if args.threads is not None and args.threads < 1:
-            raise UsageError(f"--threads {args.threads}: must be a positive integer")
-        sweep = compose_sweep(with_config_dirs(overrides, config_dirs))
-        run_cfg = _select(sweep, args.variant, args.seed)
-        work_dir = args.work_dir or (temp := tempfile.mkdtemp(prefix="sweeper-audit-"))
-        report = audit_run_config(run_cfg, work_dir, steps=args.steps, stop_at=args.stop_at, mode=args.mode,
-                                  threads=args.threads, experiment=sweep.experiment.name,
+        report = audit_run_config(run_cfg, args.work_dir or temp, steps=args.steps, stop_at=args.stop_at,
+                                  mode=args.mode, threads=args.threads, experiment=sweep.experiment.name,
                                   variant=args.variant or sweep.experiment.baseline)
-    except UsageError as e:
-        print(f"sweeper.audit: error: {e}", file=sys.stderr)
+    except UsageError:
         if temp:
             shutil.rmtree(temp, ignore_errors=True)
-        return 2
+        raise
     except AuditError as e:
         print(f"sweeper.audit: an audit run failed: {e}", file=sys.stderr)
         return 1
@@ -148,7 +99,3 @@ def main(argv: list[str] | None = None) -> int:
         text = text.replace(f"audit dir: {report.work_dir}", "audit dir: (temporary, removed)")
     print(text)
     return 0 if report.identical else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -17,12 +17,15 @@ from pathlib import Path
 
 import yaml
 
-from sweeper.config.compose import Sweep
+from sweeper.cli.boundary import run_command
 from sweeper.config.config_diff import Declared
+from sweeper.config.launchers import backend_of
+from sweeper.config.sweep import Sweep
+from sweeper.config.task import TaskSpec
 from sweeper.errors import UsageError
+from sweeper.execute.launch import execute_sweep, fix_launch
 from sweeper.plan.make import Plan, RunSpec, recorded
 from sweeper.run.rundir import MANIFEST, UnreadableFile, stable_hash
-from sweeper.config.task import TaskSpec
 
 USAGE = "usage: python -m sweeper.resume SWEEP_DIR [launcher.KEY=VALUE ...] [sweeper.report=true|false]"
 
@@ -82,42 +85,16 @@ def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from sweeper import interrupts
-
-    interrupts.install()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    state: dict = {}
-    try:
-        return _main(argv, state)
-    except KeyboardInterrupt:
-        from sweeper.cli.sweep import interrupted
-
-        return interrupted("sweeper.cli.resume", state.get("sweep_dir"))
-    except Exception:
-        if interrupts.fired():                     # a library turned our KeyboardInterrupt into another error
-            from sweeper.cli.sweep import interrupted
-
-            return interrupted("sweeper.cli.resume", state.get("sweep_dir"))
-        raise
+    return run_command("sweeper.resume", _main, argv)
 
 
 def _main(argv: list[str], state: dict) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE + "\n\n" + __doc__.split("\n\n")[2], file=sys.stderr if not argv else sys.stdout)
         return 2 if not argv else 0
-    from sweeper.cli.sweep import execute, fix_launch, validate_launcher
-
-    try:
-        plan, recorded_argv = load_plan(Path(argv[0]), argv[1:])
-        backend, launcher_cfg = validate_launcher(plan.sweep.launcher)
-        fix_launch(plan, backend, launcher_cfg)      # the recorded launch settings, whatever the overrides say
-    except UsageError as e:
-        print(f"sweeper.cli.resume: error: {e}", file=sys.stderr)
-        return 2
-    return execute(plan, backend, launcher_cfg, recorded_argv, state)
-
-
-if __name__ == "__main__":
-    from sweeper import interrupts
-
-    interrupts.exit_with(main())
+    plan, recorded_argv = load_plan(Path(argv[0]), argv[1:])
+    backend = backend_of(plan.sweep.launcher)()
+    conf = backend.config(plan.sweep.launcher)
+    backend.probe(conf)
+    plan = fix_launch(plan, backend, conf)      # the recorded launch settings, whatever the overrides say
+    return execute_sweep(plan, backend, conf, recorded_argv, state)

@@ -18,21 +18,16 @@ from __future__ import annotations
 
 from typing import Callable
 
+from sweeper.config.argv import key_of
 from sweeper.config.config_diff import Declared, diff_configs
+from sweeper.config.run_config import RESERVED, run_config
 from sweeper.errors import UsageError
-
-NOT_RUN_KEYS = ("seeds", "sweeper", "launcher", "experiment", "hydra", "task")
-ONE_CHANGE_MODES = ("warn", "error", "off")
-
-
-def _key(override: str) -> str:
-    """The key an override sets: `model.d=1` / `+a.b=1` / `~x` / `model=big` -> model.d, a.b, x, model."""
-    return override.split("=", 1)[0].lstrip("+~").strip()
+from sweeper.run.rundir import stable_hash
 
 
 def is_run_change(override: str) -> bool:
     """Whether an override can change the run config (not the sweep's own keys)."""
-    return _key(override).split(".")[0].split("@")[0] not in NOT_RUN_KEYS
+    return key_of(override).split(".")[0].split("@")[0] not in RESERVED
 
 
 def declared_overrides(variant: list[str], baseline: list[str]) -> list[str]:
@@ -45,8 +40,6 @@ def declared_overrides(variant: list[str], baseline: list[str]) -> list[str]:
 
 def attribute(sweep, variant: str, compose: Callable[[list[str]], dict]) -> list[Declared]:
     """Each declared change of `variant` with the run-config keys it changes against the baseline."""
-    from sweeper.config.compose import run_config
-
     exp = sweep.experiment
     base_ovs, var_ovs = exp.variants[exp.baseline], exp.variants[variant]
     base_cfg = sweep.variant_configs[exp.baseline]
@@ -74,7 +67,7 @@ def check_ablation(sweep, compose: Callable[[list[str]], dict]) -> tuple[dict[st
     """(variant -> its declared changes, warnings); UsageError for a variant that changes nothing, or is
     another variant's twin, unless declared an A/A control."""
     exp = sweep.experiment
-    mode = (sweep.sweeper.get("one_change") or "warn")
+    mode = (sweep.sweeper.one_change or "warn")
     controls, bundles = set(exp.controls), set(exp.bundles)
     for name in sorted((controls | bundles) - set(exp.variants)):
         key = "controls" if name in controls else "bundles"
@@ -113,8 +106,6 @@ def check_ablation(sweep, compose: Callable[[list[str]], dict]) -> tuple[dict[st
 def _refuse_twins(sweep, controls: set[str]) -> None:
     exp = sweep.experiment
     seen: dict[str, str] = {}
-    from sweeper.run.rundir import stable_hash
-
     for variant in [exp.baseline] + [v for v in exp.variants if v != exp.baseline]:
         config = {k: v for k, v in sweep.variant_configs[variant].items() if k != "seed"}
         h = stable_hash(config)

@@ -70,3 +70,11 @@ def _show(value: Any) -> str:
         return "[" + ",".join(str(v) for v in value) + "]"
     except TypeError:
         return repr(value)
+
+
+def count_seeds(value) -> int:
+    """How many seeds `seeds=value` names, without expanding a range (seeds=0-10**12 is counted, not built)."""
+    m = _RANGE.match(value) if isinstance(value, str) else None
+    if m and int(m.group(1)) <= int(m.group(2)):
+        return int(m.group(2)) - int(m.group(1)) + 1
+    return len(parse_seeds(value))

@@ -6,7 +6,7 @@
 
     task:                                   # conf/task/train.yaml: the built-in trainer (the default)
       entry: sweeper.train:main                     #   called as main(run) by `python -m sweeper.run sweeper.train:main RUN_DIR`
-      validate: sweeper.train.config:validate       #   called with each run's config at plan time (ValueError -> exit 2)
+      validate: sweeper.train.checks:validate       #   called with each run's config at plan time (ValueError -> exit 2)
       preflight: sweeper.train.preflight:preflight_config   # config -> HealthReport, for sweeper.preflight=warn|stop
     task:                                   # your own code: `defaults: [override /task: custom]` in an experiment
       command: [python, train_mlp.py]       #   any program; it calls sweeper.init() (SWEEPER_RUN_DIR is set)
@@ -26,10 +26,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sweeper.errors import UsageError
-from sweeper.config.schema import TaskConf, build, keys_of
+from sweeper.config.fields import build
+from sweeper.config.schema import TaskConf
 
-KEYS = tuple(keys_of(TaskConf))
 PYTHONS = ("python", "python3")
+# The built-in trainer as sweeps recorded it before it moved under the sweeper namespace (top-level `train`,
+# `kernels`): a recorded task with exactly these hooks is that trainer (a user's own train:main has other hooks).
+LEGACY_BUILTIN = {"entry": "train:main", "validate": "train.config:validate",
+                  "preflight": "train.preflight:preflight_config"}
+BUILTIN = {"entry": "sweeper.train:main", "validate": "sweeper.train.checks:validate",
+           "preflight": "sweeper.train.preflight:preflight_config",
+           "preload": ["sweeper.train.loop", "sweeper.kernels", "scipy.special"]}
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,9 @@ class TaskSpec:
 
     @classmethod
     def from_dict(cls, d: dict) -> "TaskSpec":
+        """A task recorded in a sweep's manifest (an older sweep's built-in trainer reads as today's)."""
+        if all(d.get(k) == v for k, v in LEGACY_BUILTIN.items()):
+            d = {**d, **BUILTIN}
         return parse_task(d, cwd=d.get("cwd") or os.getcwd())
 
 

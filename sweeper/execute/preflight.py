@@ -13,32 +13,22 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 
+from sweeper.config.sweep import load_hook
 from sweeper.errors import UsageError
+from sweeper.execute.audit import AUDITED_ENTRY, sweep_audit
 from sweeper.run.rundir import KEEP, Status
-
-PREFLIGHT_MODES = ("off", "warn", "stop")
-AUDITED_ENTRY = "sweeper.train:main"
-
-
-def check_preflight_mode(mode) -> None:
-    if mode not in PREFLIGHT_MODES and mode is not False:   # `sweeper.preflight=false` reads as off
-        raise UsageError(f"sweeper.preflight={mode!r}: accepted values are {', '.join(PREFLIGHT_MODES)}")
-
-
-def preflight_mode(sweeper_cfg: dict) -> str:
-    return sweeper_cfg.get("preflight") or "off"
 
 
 def check_preflight_options(sweep) -> None:
     """At plan time: sweeper.preflight and sweeper.audit are usable with this sweep's task."""
-    mode = sweep.sweeper.get("preflight")
-    check_preflight_mode(mode)
-    if preflight_mode(sweep.sweeper) != "off" and not sweep.task.preflight:
+    mode = sweep.sweeper.preflight
+    if mode != "off" and not sweep.task.preflight:
         raise UsageError(f"sweeper.preflight={mode} needs the task's preflight hook: set task.preflight="
                          f"module:function (a run config -> sweeper.health.HealthReport), or use sweeper.preflight=off")
-    if sweep.sweeper.get("audit") and sweep.task.entry != AUDITED_ENTRY:
+    if sweep.sweeper.audit and sweep.task.entry != AUDITED_ENTRY:
         raise UsageError(f"sweeper.audit=true audits the built-in trainer only (task.entry={AUDITED_ENTRY}); this "
                          f"sweep runs {sweep.task.name}: drop sweeper.audit, and check your own resume with "
                          f"an interrupted run instead")
@@ -70,7 +60,7 @@ def baseline_first(plan) -> bool:
     """Whether the baseline's preflight gates the sweep: sweeper.baseline_first, a preflight hook, a baseline,
     and runs of another variant left to launch (a finished sweep, or one variant alone, is not held up)."""
     exp = plan.experiment
-    if not plan.sweep.sweeper.get("baseline_first", True) or not plan.task.preflight or not exp.baseline:
+    if not plan.sweep.sweeper.baseline_first or not plan.task.preflight or not exp.baseline:
         return False
     if exp.baseline not in plan.sweep.variant_configs:
         return False
@@ -92,11 +82,7 @@ def health_preflight(plan, progress):
     warn|stop, every other variant (first seed); with `stop` a failing variant's runs are not launched: they are
     marked failed (they count against the variant in the report).
     """
-    import dataclasses
-
-    from sweeper.config.compose import load_hook
-
-    mode = preflight_mode(plan.sweep.sweeper)
+    mode = plan.sweep.sweeper.preflight
     hook = load_hook(plan.task, "preflight")
     variants = list(plan.sweep.variant_configs)
     if baseline_first(plan):
@@ -123,12 +109,10 @@ def health_preflight(plan, progress):
 
 def run_preflights(plan, progress):
     """The optional checks before any seed launches: (the plan left to launch, why the sweep must not start)."""
-    if plan.sweep.sweeper.get("audit"):
-        from sweeper.cli.audit import sweep_audit
-
+    if plan.sweep.sweeper.audit:
         refusal = sweep_audit(plan, log=progress.log)
         if refusal:
             return plan, refusal
-    if preflight_mode(plan.sweep.sweeper) != "off" or baseline_first(plan):
+    if plan.sweep.sweeper.preflight != "off" or baseline_first(plan):
         return health_preflight(plan, progress)
     return plan, None

@@ -6,13 +6,12 @@ from __future__ import annotations
 import doctest
 import sys
 from pathlib import Path
+from sweeper.health.result import HealthReport
+import sweeper.health as health
 
 
 def main(argv: list[str]) -> int:
-    from sweeper.health.result import HealthReport
-
     if not argv:
-        import sweeper.health as health
         result = doctest.testmod(health, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
         print(f"sweeper.health example: {result.attempted} statements, {result.failed} failed")
         return 1 if result.failed else 0

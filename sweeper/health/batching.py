@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 from torch import nn
+from fnmatch import fnmatch
 
 
 def split_batch(batch: Any) -> tuple[Any, Any]:
@@ -147,7 +148,6 @@ def grad_values(g: torch.Tensor) -> torch.Tensor:
 
 def trainable_named_parameters(model: nn.Module, ignore: tuple[str, ...] = ()) -> list[tuple[str, nn.Parameter]]:
     """Parameters with requires_grad, shared ones once, minus names matching any fnmatch pattern in `ignore`."""
-    from fnmatch import fnmatch
     return [(name, p) for name, p in model.named_parameters()
             if p.requires_grad and not any(fnmatch(name, pat) for pat in ignore)]
 

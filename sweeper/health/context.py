@@ -9,6 +9,7 @@ from torch import nn
 
 from .batching import batch_size, call_model, trainable_named_parameters
 from .thresholds import Thresholds
+import inspect
 
 OptimizerFactory = Callable[[Any], torch.optim.Optimizer]
 TrainStep = Callable[[nn.Module, Any, torch.optim.Optimizer], Any]    # train_step(model, batch, optimizer)
@@ -56,8 +57,6 @@ def default_optimizer_factory(params: Any) -> torch.optim.Optimizer:
 def normalize_train_step(fn: Callable) -> TrainStep:
     """fn in the common order train_step(model, batch, optimizer), or the older (model, optimizer, batch),
     recognised by its parameter names ("opt..." second) or annotations; returned in the common order."""
-    import inspect
-
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):

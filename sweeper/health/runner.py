@@ -28,6 +28,7 @@ from .context import (OptimizerFactory, PreflightContext, TrainStep, default_opt
                       normalize_train_step)
 from .result import CheckResult, HealthReport
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
+import traceback
 
 CHECKS = ("init_loss", "gradient_flow", "overfit_batch", "param_movement", "update_ratio", "stale_grad",
           "batch_independence", "causality", "target_shift", "kernel_agreement")
@@ -175,8 +176,6 @@ def _guard(results: dict[str, CheckResult], names: tuple[str, ...], run: Callabl
 
 
 def _where(e: BaseException) -> str:
-    import traceback
-
     frames = traceback.extract_tb(e.__traceback__)
     return f" (at {frames[-1].name}, {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno})" if frames else ""
 

@@ -12,8 +12,11 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
+from sweeper.errors import UsageError
 
-class SweepLocked(RuntimeError):
+
+class SweepLocked(UsageError):
+    """Another sweeper holds the sweep dir (exit 2: run again once it has finished)."""
     pass
 
 

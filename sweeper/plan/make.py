@@ -20,17 +20,18 @@ short by SIGKILL is completed by the same command.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweeper.config.compose import Sweep
+from sweeper.config.sweep import Sweep
 from sweeper.errors import UsageError
+from sweeper.interrupts import deferred_interrupts
 from sweeper.run import RUN_DIR_ENV, TENSORBOARD_ENV
 from sweeper.run.rundir import (Experiment, Launch, Manifest, RunDir, RunEntry, Status, UnreadableFile,
                                 read_manifest, stable_hash, write_manifest)
-from sweeper.config.seeds import format_seeds, parse_seeds
-from sweeper.config.task import TaskSpec
+from sweeper.config.seeds import format_seeds
+from sweeper.config.task import BUILTIN, LEGACY_BUILTIN, TaskSpec
+from sweeper.config.config_diff import describe, diff_configs
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ class Plan:
 
     def manifest(self, argv: list[str], created: float | None = None) -> Manifest:
         extra = {"tensorboard": True} if self.tensorboard else {}
-        journal = self.sweep.sweeper.get("journal")
+        journal = self.sweep.sweeper.journal
         if journal:                   # the journal this sweep's reports go to (sweeper.report, resume)
             extra["journal"] = journal if journal.lower() == "off" else str(Path(journal).expanduser().resolve())
         manifest = Manifest(
@@ -113,7 +114,8 @@ class Plan:
 def task_identity(task: TaskSpec | dict) -> dict:
     """What of the task shapes a run's numbers: the code it starts (not where from, nor its hooks)."""
     d = task.to_dict() if isinstance(task, TaskSpec) else task
-    return {"entry": d.get("entry"), "command": list(d.get("command") or []) or None}
+    entry = LEGACY_BUILTIN["entry"] if d.get("entry") == BUILTIN["entry"] else d.get("entry")   # same sweep dir
+    return {"entry": entry, "command": list(d.get("command") or []) or None}    # as before the package move
 
 
 def plan_hash(task: TaskSpec, variant_configs: dict[str, dict]) -> str:
@@ -124,30 +126,9 @@ def default_sweep_dir(sweep: Sweep, variants_hash: str) -> Path:
     return Path("sweeps") / f"{sweep.experiment.name}-{variants_hash[:8]}"
 
 
-DEFAULT_MAX_RUNS = 1000
-_RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
-
-
-def count_seeds(value) -> int:
-    """How many seeds `seeds=value` names, without expanding a range (seeds=0-10**12 is counted, not built)."""
-    m = _RANGE.match(value) if isinstance(value, str) else None
-    if m and int(m.group(1)) <= int(m.group(2)):
-        return int(m.group(2)) - int(m.group(1)) + 1
-    return len(parse_seeds(value))
-
-
-def max_runs(sweep: Sweep) -> int:
-    """sweeper.max_runs (default DEFAULT_MAX_RUNS), checked: a positive integer."""
-    limit = sweep.sweeper.get("max_runs", DEFAULT_MAX_RUNS)
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise UsageError(f"sweeper.max_runs={limit!r}: must be a positive integer (the most runs one sweep may plan; "
-                         f"default {DEFAULT_MAX_RUNS})")
-    return limit
-
-
 def check_size(sweep: Sweep, per_variant: dict[str, int]) -> None:
     """Refuse a plan of more than sweeper.max_runs runs (per_variant: variant -> its number of seeds)."""
-    limit, total = max_runs(sweep), sum(per_variant.values())
+    limit, total = sweep.sweeper.max_runs, sum(per_variant.values())
     if total > limit:
         counts = set(per_variant.values())
         shape = (f"{len(per_variant)} variants x {counts.pop()} seeds" if len(counts) == 1
@@ -165,7 +146,7 @@ def make_plan(sweep: Sweep, seeds: list[int], variant_seeds: dict[str, list[int]
            and list(variant_seeds[v]) != list(seeds)}
     check_size(sweep, {v: len(own.get(v, seeds)) for v in sweep.variant_configs})
     variants_hash = plan_hash(sweep.task, sweep.variant_configs)
-    root = sweep.sweeper.get("dir") or default_sweep_dir(sweep, variants_hash)
+    root = sweep.sweeper.dir or default_sweep_dir(sweep, variants_hash)
     sweep_dir = Path(root).expanduser().resolve()
     runs = []
     for variant, base in sweep.variant_configs.items():
@@ -176,7 +157,7 @@ def make_plan(sweep: Sweep, seeds: list[int], variant_seeds: dict[str, list[int]
                                 run_dir=sweep_dir / "runs" / variant / f"seed_{seed}", config=config, config_hash=h))
     return Plan(sweep_dir=sweep_dir, experiment=sweep.experiment, seeds=list(seeds), runs=runs,
                 variants_hash=variants_hash, sweep=sweep, task=sweep.task,
-                tensorboard=bool(sweep.sweeper.get("tensorboard")), variant_seeds=own)
+                tensorboard=bool(sweep.sweeper.tensorboard), variant_seeds=own)
 
 
 def recorded(sweep_dir: Path) -> Manifest | None:
@@ -252,8 +233,6 @@ def write_plan(plan: Plan, argv: list[str]) -> None:
     """Create the sweep dir: each run's frozen config and its pending status (existing runs are left as they
     are), then the manifest. Idempotent: a write cut short is completed by the same call; SIGINT/SIGTERM wait
     until it is done (then raise KeyboardInterrupt)."""
-    from sweeper.interrupts import deferred_interrupts
-
     with deferred_interrupts():
         old = recorded(plan.sweep_dir)
         plan.sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -296,7 +275,6 @@ def format_plan(plan: Plan) -> str:
         lines.append(f"launch: {plan.launch.threads_per_run} thread(s) per run (fixed by the plan)")
     if plan.experiment.hypothesis:
         lines.append(f"hypothesis: {plan.experiment.hypothesis}")
-    from sweeper.config.config_diff import describe, diff_configs
 
     configs, baseline = plan.sweep.variant_configs, plan.experiment.baseline
     for variant, ovs in plan.experiment.variants.items():

@@ -1,5 +1,5 @@
-"""`python -m sweeper.report SWEEP_DIR [options]`: the command's name; its code is sweeper.report.build."""
+"""`python -m sweeper.report SWEEP_DIR [options]`: the command's name; its code is sweeper.cli.report."""
+from sweeper.cli.report import main
 from sweeper.interrupts import exit_with
-from sweeper.report.build import main
 
 exit_with(main())

@@ -16,11 +16,9 @@ so concurrent sweeps never lose an entry. A damaged line is named (file and line
 """
 from __future__ import annotations
 
-import argparse
 import fcntl
 import json
 import os
-import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +26,8 @@ from pathlib import Path
 from sweeper.errors import UsageError
 from sweeper.run.atomic import atomic_write_text
 from sweeper.run.rundir import UnreadableFile, stable_hash
+from sweeper.config.config_diff import describe
+from sweeper.config.seeds import format_seeds
 
 RECORD, PAGE, LOCK = "journal.jsonl", "journal.md", ".journal.lock"
 
@@ -152,8 +152,6 @@ def _now() -> str:
 def entry_of(inp, sweep_dir: str | Path, code: dict, headline: str) -> dict:
     """A journal entry from a sweeper.report.ReportInput, the code state ({commit, dirty}) and the report's
     headline sentence."""
-    from sweeper.config.config_diff import describe
-
     an, exp = inp.analysis, inp.experiment
     by_variant = {c.variant: c for c in an.comparisons}
     notes = exp.notes if exp is not None else {}
@@ -223,8 +221,6 @@ def _g(x) -> str:
 
 
 def _seeds(seeds: list[int]) -> str:
-    from sweeper.config.seeds import format_seeds
-
     return format_seeds(seeds) if seeds else "none"
 
 
@@ -236,61 +232,3 @@ def summary_line(e: dict) -> str:
     verdicts = ", ".join(f"{v['variant']} {v['verdict']}" for v in e.get("variants", []) if v.get("verdict"))
     return (f"{str(e.get('created', ''))[:16]}  {e.get('sweep', ''):<28} {e.get('experiment', ''):<14} "
             f"{verdicts or '(no comparison)'}" + (f"  | {e['conclusion']}" if e.get("conclusion") else ""))
-
-
-# -- command line -------------------------------------------------------------------------------------------------
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sweeper.journal", description=__doc__.split("\n\n")[0])
-    p.add_argument("--journal", metavar="DIR", default="sweeps",
-                   help="the journal's folder (default: sweeps, where sweeps are written by default)")
-    sub = p.add_subparsers(dest="command", required=True)
-    ls = sub.add_parser("list", help="entries, newest last, optionally filtered")
-    ls.add_argument("--experiment"), ls.add_argument("--variant")
-    ls.add_argument("--since", metavar="YYYY-MM-DD"), ls.add_argument("--until", metavar="YYYY-MM-DD")
-    sub.add_parser("search", help="entries whose text contains TEXT").add_argument("text")
-    sub.add_parser("show", help="one entry as JSON").add_argument("ref", help="sweep name, entry id or sweep dir")
-    c = sub.add_parser("conclude", help="set the human conclusion of an entry")
-    c.add_argument("ref", help="sweep name, entry id or sweep dir")
-    c.add_argument("text")
-    return p
-
-
-def _check_date(name: str, value: str | None) -> None:
-    if value is not None:
-        try:
-            time.strptime(value[:10], "%Y-%m-%d")
-        except ValueError:
-            raise UsageError(f"--{name} {value!r}: expected a date YYYY-MM-DD, e.g. 2026-12-01") from None
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    folder = Path(args.journal).expanduser()
-    try:
-        if not (folder / RECORD).is_file() and args.command != "conclude":
-            print(f"no journal in {folder} yet (a sweep's report writes one; --journal DIR names another)")
-            return 0
-        entries = read_entries(folder)
-        if args.command == "list":
-            _check_date("since", args.since), _check_date("until", args.until)
-            for e in select(entries, args.experiment, args.variant, args.since, args.until):
-                print(summary_line(e))
-        elif args.command == "search":
-            for e in select(entries, text=args.text):
-                print(summary_line(e))
-        elif args.command == "show":
-            print(json.dumps(find(entries, args.ref), indent=2, default=str))
-        else:
-            if not (folder / RECORD).is_file():
-                raise UsageError(f"no journal in {folder}: pass --journal DIR (the folder holding {RECORD})")
-            e = conclude(folder, args.ref, args.text)
-            print(f"{e['sweep']}: conclusion recorded in {folder / PAGE}")
-    except (UsageError, UnreadableFile) as e:
-        print(f"sweeper.journal: error: {e}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -23,6 +23,7 @@ import sys
 import time
 
 from sweeper.run.rundir import RunDir, Status, UnreadableFile
+from sweeper.health.result import HealthReport
 
 SHOWN_FINALS = 3          # final metrics printed when a run ends
 PLAIN_ROWS = 20           # running runs named on one plain status line (then "... and N more running")
@@ -131,7 +132,6 @@ class Progress:
         if mtime is None or mtime == seen["mtime"]:
             return
         seen["mtime"] = mtime
-        from sweeper.health.result import HealthReport
 
         try:
             checks = HealthReport.read(path).checks

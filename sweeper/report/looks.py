@@ -10,6 +10,8 @@ from pathlib import Path
 
 from sweeper.plan.looks import read_looks
 from sweeper.run.rundir import UnreadableFile
+from sweeper.report.html import write_html
+from sweeper.run.atomic import atomic_write_text
 
 SECTION = "## Adaptive looks"
 
@@ -60,9 +62,6 @@ def add_looks(sweep_dir: str | Path, text: str) -> str:
     md, term = looks_lines(sweep_dir)
     if not md:
         return text
-    from sweeper.report.html import write_html
-    from sweeper.run.atomic import atomic_write_text
-
     path = Path(sweep_dir) / "report.md"
     report = path.read_text() if path.is_file() else ""
     marker = "## What each variant changes"

@@ -49,7 +49,7 @@ class Run:
     """One run of a sweep, seen from inside its process. Made by `init()`."""
 
     def __init__(self, rundir: RunDir, config: dict, *, keep_checkpoints: int = 2, tensorboard: bool = False):
-        from omegaconf import OmegaConf
+        from omegaconf import OmegaConf   # deferred: omegaconf (0.1 s), only when this runs
 
         self.dir = rundir
         self.config_dict = dict(config)
@@ -118,7 +118,7 @@ class Run:
 
     def manual_seed(self, stream: str) -> None:
         """Seed torch's global CPU (and CUDA) RNG from a stream: e.g. "init" before building the model."""
-        import torch
+        import torch   # deferred: torch (about 2 s to import), only when this runs
 
         seed = self.seed_for(stream)
         torch.manual_seed(seed)
@@ -142,7 +142,7 @@ class Run:
         self._last_step = int(step)
         if self._tb_enabled:
             if self._tb is None:
-                from sweeper.run.tensorboard import TensorBoardLog
+                from sweeper.run.tensorboard import TensorBoardLog   # deferred: tensorboardX (an optional extra)
 
                 self._tb = TensorBoardLog(self.dir.path / "tensorboard", self.experiment, self.variant, self.seed,
                                           purge_step=self.start_step or None)
@@ -154,7 +154,8 @@ class Run:
         """The live monitor on `model` (sweeper.health.LiveMonitor), writing health.json. `preflight`: a
         function returning a HealthReport, run once at the start of a fresh run (not on resume). `thresholds`:
         a sweeper.health.Thresholds for the monitor (default: its defaults)."""
-        from sweeper.run.health import RunHealth
+        from sweeper.run.health import RunHealth   # deferred: torch (about 2 s): a script that never asks for
+        #                                            the monitor imports the run API without torch
 
         extra = {} if thresholds is None else {"thresholds": thresholds}
         self._health = RunHealth(model, self.dir.health_path, interval=interval, num_classes=num_classes,
@@ -279,7 +280,7 @@ class Run:
 def _peak_rss_mb() -> float | None:
     """This process's peak resident memory in MiB (Linux reports KiB; macOS bytes); None where unknown."""
     try:
-        import resource
+        import resource   # optional: the stdlib has it on Unix only
     except ImportError:
         return None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -318,7 +319,7 @@ def init(run_dir: str | Path | None = None, config: Mapping | None = None, *, ke
 
 def _container(config: Mapping) -> dict:
     try:
-        from omegaconf import DictConfig, OmegaConf
+        from omegaconf import DictConfig, OmegaConf   # deferred: omegaconf (0.1 s), only when this runs
 
         if isinstance(config, DictConfig):
             return OmegaConf.to_container(config, resolve=True)

@@ -107,7 +107,7 @@ def decode(blob: bytes, path: Path | str = "<bytes>") -> dict:
         raise CorruptCheckpoint(f"{path}: checksum mismatch ({len(blob)} bytes; truncated or corrupted on disk)")
     if magic == MAGIC_PICKLE:
         return pickle.loads(payload)
-    import torch
+    import torch   # deferred: torch (about 2 s to import), only when this runs
 
     return torch.load(io.BytesIO(payload), map_location="cpu", weights_only=False)
 

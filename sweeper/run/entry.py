@@ -19,6 +19,9 @@ from typing import Callable
 
 ENTRY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
+from sweeper.run import ConfigError, FingerprintMismatch, init
+from sweeper.run.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, RunDir, Status, UnreadableFile
+
 
 def load_entry(entry: str) -> Callable:
     """The function an entry point "package.module:function" names; ImportError/ValueError say what is wrong."""
@@ -33,9 +36,6 @@ def load_entry(entry: str) -> Callable:
 
 
 def run_entry(entry: str, run_dir: str) -> int:
-    from sweeper.run import ConfigError, FingerprintMismatch, init
-    from sweeper.run.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, RunDir, Status, UnreadableFile
-
     try:
         fn = load_entry(entry)
     except Exception as e:  # noqa: BLE001 - whatever the import raised, the run fails with it named

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from sweeper.health.monitor import LiveMonitor
 from sweeper.health.result import CheckResult, HealthReport
 from sweeper.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from sweeper.health.runner import CHECKS
 
 
 class RunHealth:
@@ -32,7 +33,6 @@ class RunHealth:
         if saved:
             self.load_state_dict(saved)
         elif resumed and self.path.exists():       # resumed without saved health state: keep the old preflight
-            from sweeper.health.runner import CHECKS
 
             try:
                 self.preflight = [c for c in HealthReport.read(self.path).checks if c.name in CHECKS]

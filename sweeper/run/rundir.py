@@ -31,6 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.run.atomic import append_jsonl, atomic_write_json, atomic_write_text, rewrite_jsonl
+from sweeper.run.owner import alive
+from sweeper.run.atomic import read_tail
+import yaml
 
 MANIFEST, STATUS, SUMMARY, METRICS = "sweep.json", "status.json", "summary.json", "metrics.jsonl"
 CONFIG, HEALTH, ENV, LOG, CKPT = "config.yaml", "health.json", "env.json", "stdout.log", "ckpt"
@@ -270,8 +273,6 @@ class RunDir:
         """For a run recorded `running`: LIVE (its process runs), STALE (its process, on this host, is gone: a
         killed sweeper or a SIGKILLed run) or UNKNOWN (another host, or no owner recorded); None otherwise.
         A damaged status raises UnreadableFile."""
-        from sweeper.run.owner import alive
-
         record = self.read_status() if record is None else record
         if record.status is not Status.RUNNING:
             return None
@@ -329,8 +330,6 @@ class RunDir:
 
     def last_metrics(self, tail_bytes: int = 4096) -> dict:
         """The last complete metrics line (cheap: reads the file's tail only)."""
-        from sweeper.run.atomic import read_tail
-
         for line in reversed(read_tail(self.metrics_path, tail_bytes).splitlines()):
             try:
                 rec = json.loads(line)
@@ -350,8 +349,6 @@ class RunDir:
 
     # config.yaml, env.json (health.json belongs to sweeper.health.result)
     def read_config(self) -> dict:
-        import yaml
-
         try:
             cfg = yaml.safe_load(self.config_path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -365,8 +362,6 @@ class RunDir:
         return cfg
 
     def write_config(self, config: dict) -> None:
-        import yaml
-
         atomic_write_text(self.config_path, yaml.safe_dump(config, sort_keys=False, default_flow_style=False))
 
     def write_env(self, record: dict) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 class TensorBoardLog:
     def __init__(self, log_dir: Path, experiment: str, variant: str, seed: int, purge_step: int | None = None):
         try:
-            from tensorboardX import SummaryWriter
+            from tensorboardX import SummaryWriter   # deferred: tensorboardX, an optional extra, only when this runs
         except ImportError:
             raise RuntimeError("sweeper.tensorboard=true needs tensorboardX: pip install 'sweeper[tensorboard]'") from None
         self.writer = SummaryWriter(logdir=str(log_dir), purge_step=purge_step, flush_secs=10,

@@ -1,6 +1,6 @@
 """The local pool backend: every unfinished run of a plan as a pinned child process, retried per policy.
 
-    statuses = launch(plan, LauncherConfig(), Progress(total=len(plan.runs)))   # run_id -> final status
+    statuses = LocalBackend().launch(plan, LocalLauncherConf(), Progress(total=len(plan.runs)))  # run_id -> status
 
 What runs: each run's task (plan.argv(run), in plan.task.cwd, with plan.run_env(run) and the task's cwd on
 PYTHONPATH). Finished runs are skipped (RunDir.outcome: a summary that says finished counts even when the
@@ -21,16 +21,18 @@ import dataclasses
 import time
 from pathlib import Path
 
+from sweeper.backends.base import Backend
 from sweeper.backends.failures import Failure, attempt_outcome
 from sweeper.backends.local.pool import Job, run_pool
+from sweeper.backends.local.schema import LocalLauncherConf
+from sweeper.backends.local.slots import PROJECT_ROOT, make_slots
+from sweeper.backends.local.warm import WarmStarts
+from sweeper.config.task import python_path
 from sweeper.report.live import Progress
 from sweeper.run.rundir import KEEP, Launch, RunDir, Status, UnreadableFile
-from sweeper.backends.local.slots import PROJECT_ROOT, LauncherConfig, make_slots
-from sweeper.config.task import python_path
-from sweeper.backends.local.warm import WarmStarts
 
 
-def launch_settings(cfg: LauncherConfig, n_runs: int) -> Launch:
+def launch_settings(cfg: LocalLauncherConf, n_runs: int) -> Launch:
     """What the plan fixes for every run of a sweep of n_runs runs (all of them, not the runs left): the thread
     count its slots would give with every run queued (launcher.threads_per_run, else the cores split evenly)."""
     return Launch(threads_per_run=make_slots(cfg, n_runs)[0].threads)
@@ -86,9 +88,9 @@ class RunAdapter:
         return run.rundir.update_status(Status.PENDING, error=f"not started: {reason}", **self._ids(run)).to_dict()
 
 
-def launch(plan, launcher_cfg: LauncherConfig | dict, progress: Progress | None = None) -> dict[str, str]:
+def launch(plan, launcher_cfg: LocalLauncherConf | dict, progress: Progress | None = None) -> dict[str, str]:
     """Run every run of the plan that is not finished or diverged; returns run_id -> final status."""
-    cfg = launcher_cfg if isinstance(launcher_cfg, LauncherConfig) else LauncherConfig.from_dict(launcher_cfg)
+    cfg = launcher_cfg if isinstance(launcher_cfg, LocalLauncherConf) else LocalLauncherConf.from_dict(launcher_cfg)
     progress = progress or Progress(total=len(plan.runs))
     results, todo = {}, []
     for run in plan.runs:
@@ -116,7 +118,19 @@ def launch(plan, launcher_cfg: LauncherConfig | dict, progress: Progress | None 
     return results
 
 
-def parse_launcher_config(launcher: dict) -> LauncherConfig:
-    cfg = LauncherConfig.from_dict(launcher)
-    make_slots(cfg, 1)    # device and core selections are checked before anything starts
-    return cfg
+class LocalBackend(Backend):
+    """launcher=local: the pool on this machine's GPU or CPU-core slots."""
+    name = "local"
+    schema = LocalLauncherConf
+
+    def config(self, block: dict | None, prefix: str = "launcher") -> LocalLauncherConf:
+        return LocalLauncherConf.from_dict(block, prefix)
+
+    def probe(self, conf: LocalLauncherConf) -> None:
+        make_slots(conf, 1)    # device and core selections against this machine (nvidia-smi when GPUs are asked)
+
+    def launch_settings(self, conf: LocalLauncherConf, n_runs: int) -> Launch:
+        return launch_settings(conf, n_runs)
+
+    def launch(self, plan, conf: LocalLauncherConf, progress) -> dict[str, str]:
+        return launch(plan, conf, progress)

@@ -1,6 +1,6 @@
 """Slots of the local pool: which GPU and which CPU cores each concurrent run gets.
 
-    slots = make_slots(LauncherConfig(), n_runs=12)
+    slots = make_slots(LocalLauncherConf(), n_runs=12)
     env = slots[0].child_env(os.environ)      # CUDA_VISIBLE_DEVICES, OMP/MKL threads, set BEFORE the child starts
 
 GPUs are found without initialising CUDA in the parent (sweeper.backends.local.gpu_topology): `nvidia-smi -L` lists the GPUs
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from sweeper.errors import UsageError
 from sweeper.backends.local.gpu_topology import Device, discover_devices, resolve_visible
-from sweeper.config.launcher_schema import LocalLauncherConf
+from sweeper.backends.local.schema import LocalLauncherConf
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -44,8 +44,6 @@ def run_env(base: dict, threads: int, pythonpath: str | Path = PROJECT_ROOT) -> 
     return env
 
 
-# The `launcher=local` schema is the pool's config type (keys, defaults and ranges: sweeper.config.launcher_schema).
-LauncherConfig = LocalLauncherConf
 
 
 @dataclass(frozen=True)
@@ -69,7 +67,7 @@ class Slot:
         return env
 
 
-def available_cores(cfg: LauncherConfig) -> list[int]:
+def available_cores(cfg: LocalLauncherConf) -> list[int]:
     mine = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
     if cfg.cores is None:
         return mine
@@ -80,7 +78,7 @@ def available_cores(cfg: LauncherConfig) -> list[int]:
     return sorted(cfg.cores)
 
 
-def visible_devices(cfg: LauncherConfig, environ: dict | None = None) -> list[Device]:
+def visible_devices(cfg: LocalLauncherConf, environ: dict | None = None) -> list[Device]:
     """The GPU devices (whole GPUs or MIG instances) a child may be given, without initialising CUDA here."""
     environ = os.environ if environ is None else environ
     if cfg.cpu_only:
@@ -102,7 +100,7 @@ def visible_devices(cfg: LauncherConfig, environ: dict | None = None) -> list[De
     return chosen
 
 
-def visible_gpus(cfg: LauncherConfig, environ: dict | None = None) -> list[str]:
+def visible_gpus(cfg: LocalLauncherConf, environ: dict | None = None) -> list[str]:
     """The ids (as put in a child's CUDA_VISIBLE_DEVICES) of visible_devices."""
     return [d.id for d in visible_devices(cfg, environ)]
 
@@ -130,7 +128,7 @@ def _core_sets(owners: list[Device | None], cores: list[int]) -> list[tuple[int,
     return _split(cores, len(owners))
 
 
-def make_slots(cfg: LauncherConfig, n_runs: int, environ: dict | None = None,
+def make_slots(cfg: LocalLauncherConf, n_runs: int, environ: dict | None = None,
                cores: list[int] | None = None) -> list[Slot]:
     """The pool's slots for n_runs runs (cores: the usable cores, default launcher.cores or this process's)."""
     devices = visible_devices(cfg, environ)

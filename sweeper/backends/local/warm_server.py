@@ -27,10 +27,15 @@ import os
 import signal
 import sys
 import traceback
+import random
+import importlib
 
 PR_SET_PDEATHSIG = 1
 MARKER_ENV = "SWEEPER_JOB"
 WITH_TORCH = ("torch._dynamo",)     # imported lazily by torch itself in every run that builds an optimizer
+
+from sweeper.backends.local.slots import THREAD_VARS
+from sweeper.run.entry import load_entry
 
 
 def _mm_ranges() -> tuple[tuple[int, int], tuple[int, int]]:
@@ -102,7 +107,6 @@ def child(req: dict, entry: str, libc, parent: int) -> int:
     os.dup2(log, 1)
     os.dup2(log, 2)
     os.closerange(3, 1 << 16)          # also the ready pipe: the server now tells the sweeper our pid
-    import random
     random.seed()                      # a fresh interpreter's seeding, not the server's state
     import sweeper.run
     from sweeper.run.entry import run_entry
@@ -114,10 +118,6 @@ def preload(modules: list[str]) -> None:
     """Import the task's preload modules, then what torch would import lazily in every run (ImportError names
     the task.preload module that failed). Only in a one-thread slot: with more, numpy's OpenBLAS and torch's
     OpenMP start their thread pools at import, after which no fork is safe (the runs would all start cold)."""
-    import importlib
-
-    from sweeper.backends.local.slots import THREAD_VARS
-
     if any(os.environ.get(var) != "1" for var in THREAD_VARS):
         return
     for name in modules:
@@ -140,8 +140,6 @@ def serve(entry: str, fd: int, modules: list[str] = ()) -> int:
         (a0, a1), _ = _mm_ranges()
         with open("/proc/self/cmdline", "rb") as f:
             _rewrite(a0, a1, [w for w in f.read().split(b"\0") if w])      # /proc/self/mem writable here
-        from sweeper.run.entry import load_entry
-
         load_entry(entry)                  # ENTRY's module and everything it imports, once
         preload(list(modules))             # what the entry imports inside its function (torch), once
     except Exception as e:  # noqa: BLE001 - whatever fails, the caller starts its runs cold

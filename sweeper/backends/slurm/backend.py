@@ -9,7 +9,7 @@ Resources use the key names of hydra-submitit-launcher (partition, account, qos,
 cpus_per_task, gpus_per_node, gres, additional_parameters, array_parallelism, signal_delay_s, setup, ...);
 `job_name` is its `name` (here `name` selects the backend). Each task runs sweeper.backends.slurm.task.RunTask: the
 run's task (plan.argv(run) in plan.task.cwd with plan.run_env(run)). Run statuses go through RunDir.
-Job ids are recorded in SWEEP_DIR/slurm.json, so a later launch (the same command, or sweeper.cli.resume) adopts
+Job ids are recorded in SWEEP_DIR/slurm.json, so a later launch (the same command, or sweeper.resume) adopts
 runs whose jobs are still queued or running instead of submitting them twice, and skips finished runs.
 
 At scale (sweeper.backends.slurm.limits): a plan larger than the cluster's MaxArraySize goes in several arrays, all in
@@ -22,38 +22,27 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
-import json
 import logging
 import shutil
 import subprocess
-import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
-from sweeper.errors import UsageError
-from sweeper.config.launcher_schema import SlurmLauncherConf
-from sweeper.backends.failures import EXCEPTION, LOST_NODE, OOM, SIGNAL
-from sweeper.run.atomic import atomic_write_json
-from sweeper.run.rundir import KEEP, TERMINAL, RunDir, Status, UnreadableFile
+from sweeper.backends.base import Backend
 from sweeper.backends.local.slots import PROJECT_ROOT
+from sweeper.backends.slurm.jobs import ENDED, SlurmUnavailable, job_states, settle, sync_statuses
+from sweeper.backends.slurm.schema import SlurmLauncherConf
+from sweeper.errors import UsageError
+from sweeper.plan.slurm_record import RECORD, read_record, write_record
+from sweeper.run.rundir import KEEP, Launch, UnreadableFile
 from sweeper.config.task import python_path
-
-RECORD = "slurm.json"
-# Slurm job states after which a job will not run again (everything else: still queued, running or requeued)
-ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
-         "BOOT_FAIL", "DEADLINE", "UNKNOWN")
-RESUMABLE = ("CANCELLED", "PREEMPTED", "NODE_FAIL", "TIMEOUT")   # the run ends interrupted, not failed
-# The failure class (sweeper.backends.failures) of a job that ended failed before its run could record why
-JOB_END_CLASSES = {"OUT_OF_MEMORY": OOM, "NODE_FAIL": LOST_NODE, "BOOT_FAIL": LOST_NODE, "DEADLINE": SIGNAL,
-                   "FAILED": EXCEPTION, "UNKNOWN": EXCEPTION}
+from sweeper.report.live import Progress
+from sweeper.backends.slurm.limits import cluster_limits, jobs_in_controller, split_arrays
+from sweeper.backends.slurm.task import RunTask
+from sweeper.backends.slurm.limits import cluster_limits, jobs_in_controller, room
 
 
-# The `launcher=slurm` schema is the backend's config type (keys, defaults and ranges: sweeper.config.launcher_schema).
-SlurmConfig = SlurmLauncherConf
-
-
-def sbatch_options(cfg: SlurmConfig) -> dict:
+def sbatch_options(cfg: SlurmLauncherConf) -> dict:
     """The sbatch options of every task (what `sbatch --test-only` checks before anything is written)."""
     opts = {"partition": cfg.partition, "account": cfg.account, "qos": cfg.qos, "time": cfg.timeout_min,
             "cpus-per-task": cfg.cpus_per_task, "gpus-per-node": cfg.gpus_per_node or None, "gres": cfg.gres,
@@ -64,9 +53,8 @@ def sbatch_options(cfg: SlurmConfig) -> dict:
     return {k: v for k, v in opts.items() if v is not None}
 
 
-def parse_launcher_config(launcher: dict) -> SlurmConfig:
-    """Validate launcher=slurm before anything is written: keys, values, and the options against the cluster."""
-    cfg = SlurmConfig.from_dict(dict(launcher))
+def probe_cluster(cfg: SlurmLauncherConf) -> None:
+    """The options against the cluster (sbatch --test-only), before anything is written."""
     missing = [tool for tool in ("sbatch", "squeue", "srun") if shutil.which(tool) is None]
     if missing:
         raise UsageError(f"launcher=slurm: {', '.join(missing)} not found on PATH; run on a Slurm login node "
@@ -78,12 +66,11 @@ def parse_launcher_config(launcher: dict) -> SlurmConfig:
         why = " ".join(line.removeprefix("sbatch: error: ").strip() for line in test.stderr.splitlines()
                        if line.strip()) or f"exit status {test.returncode}"
         raise UsageError(f"launcher=slurm: Slurm refuses these job options ({' '.join(flags)}): {why}")
-    return cfg
 
 
-def make_executor(cfg: SlurmConfig, folder: Path, job_name: str):
+def make_executor(cfg: SlurmLauncherConf, folder: Path, job_name: str):
     """A submitit executor for the array, set up the way hydra-submitit-launcher sets up its own."""
-    import submitit
+    import submitit   # deferred: submitit (Slurm only), only when this runs
 
     executor = submitit.AutoExecutor(folder=folder, cluster="slurm", slurm_max_num_timeout=cfg.max_num_timeout)
     setup = [f"export PYTHONPATH={PROJECT_ROOT}${{PYTHONPATH:+:$PYTHONPATH}}", *(cfg.setup or [])]
@@ -99,139 +86,6 @@ def make_executor(cfg: SlurmConfig, folder: Path, job_name: str):
     return executor
 
 
-# -- job records and states ---------------------------------------------------------------------------------
-
-def read_record(sweep_dir: Path) -> dict:
-    """The sweep's Slurm record ({} when there is none); a damaged one raises UnreadableFile naming it (job ids
-    of live jobs are never guessed: a run whose job is unknown could be submitted twice)."""
-    path = Path(sweep_dir) / RECORD
-    fix = (f"check the jobs with squeue/sacct, cancel any still running (scancel), then move {path.name} aside "
-           f"and run the sweep again (finished runs are kept)")
-    if not path.exists():
-        return {}
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise UnreadableFile(path, f"not readable JSON ({type(e).__name__}: {e})".splitlines()[0], fix) from None
-    jobs = record.get("jobs", {}) if isinstance(record, dict) else None
-    if not isinstance(jobs, dict) or not all(isinstance(j, dict) and isinstance(j.get("job_id"), str)
-                                             and isinstance(j.get("run_dir"), str) for j in jobs.values()):
-        raise UnreadableFile(path, "not a Slurm record (a 'jobs' mapping of run id -> job_id, run_dir)", fix)
-    for j in jobs.values():
-        if Path(j["run_dir"]).is_absolute() or ".." in Path(j["run_dir"]).parts:
-            raise UnreadableFile(path, f"run_dir {j['run_dir']!r} leaves the sweep dir", fix)
-    if not isinstance(record.get("arrays", []), list):
-        raise UnreadableFile(path, "'arrays' is not a list", fix)
-    return record
-
-
-def _write_record(sweep_dir: Path, runs: list, jobs: list, cfg: SlurmConfig, folder: Path,
-                  throttle: int | None = None) -> None:
-    record = read_record(sweep_dir)
-    now = time.time()
-    record.setdefault("jobs", {}).update(
-        {run.run_id: {"job_id": job.job_id, "run_dir": str(run.run_dir.relative_to(sweep_dir)), "submitted": now}
-         for run, job in zip(runs, jobs)})
-    record.setdefault("arrays", []).append(
-        {"array_job_id": jobs[0].job_id.split("_")[0], "runs": len(jobs), "submitted": now,
-         "at_once": throttle or cfg.array_parallelism, "submitit_folder": str(folder), "launcher": asdict(cfg)})
-    atomic_write_json(Path(sweep_dir) / RECORD, record)
-
-
-class SlurmUnavailable(RuntimeError):
-    """squeue did not answer: job states are unknown (nothing is settled or resubmitted on a guess)."""
-
-
-def job_states(job_ids: set[str]) -> dict[str, str]:
-    """Slurm state of each job id ("12_3" or "12"): squeue (controller memory, no lag), else sacct."""
-    if not job_ids:
-        return {}
-    arrays = sorted({j.split("_")[0] for j in job_ids})
-    try:
-        q = subprocess.run(["squeue", "-h", "-r", "-t", "all", "-j", ",".join(arrays), "-o", "%i|%T"],
-                           capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError) as e:
-        raise SlurmUnavailable(f"squeue failed: {e}") from None
-    if q.returncode != 0 and "Invalid job id" not in q.stderr:   # ids unknown to the controller: ask sacct
-        raise SlurmUnavailable(f"squeue failed: {q.stderr.strip() or f'exit status {q.returncode}'}")
-    states = {}
-    for line in q.stdout.splitlines():
-        jid, _, state = line.strip().partition("|")
-        states[jid] = state
-    for jid in job_ids - set(states):   # tasks never split off their array (a queued array cancelled: "12" only)
-        array, _, task = jid.partition("_")
-        if task and array in states:
-            states[jid] = states[array]
-    missing = job_ids - set(states)
-    if missing:   # gone from the controller (MinJobAge): ask accounting
-        cmd = ["sacct", "-X", "-n", "-P", "-o", "JobID,State"]
-        for a in sorted({j.split("_")[0] for j in missing}):
-            cmd += ["-j", a]
-        try:
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
-        except (OSError, subprocess.SubprocessError):
-            out = ""
-        for line in out.splitlines():
-            jid, _, state = line.strip().partition("|")
-            for one in expand_task_ids(jid):   # "12_[0-999%214]": tasks of an array that never started
-                if one in missing:
-                    states[one] = state.split()[0] if state else "UNKNOWN"   # "CANCELLED by 0" -> "CANCELLED"
-    return {j: states.get(j, "UNKNOWN") for j in job_ids}
-
-
-def expand_task_ids(job_id: str) -> list[str]:
-    """Slurm's compact array ids as one id per task: "12_[0-2,5%4]" -> 12_0, 12_1, 12_2, 12_5; others as given."""
-    array, sep, rest = job_id.partition("_[")
-    if not sep or not rest.endswith("]"):
-        return [job_id]
-    out = []
-    for part in rest[:-1].split("%")[0].split(","):
-        lo, _, hi = part.partition("-")
-        if not lo.isdigit() or (hi and not hi.isdigit()):
-            return [job_id]
-        out += [f"{array}_{i}" for i in range(int(lo), int(hi or lo) + 1)]
-    return out
-
-
-def settle(run_dir: Path, job_id: str, state: str) -> dict:
-    """The final status of a run whose job ended: its own, or one written here when the task could not."""
-    rd = RunDir(run_dir)
-    if rd.outcome() in TERMINAL:
-        return rd.read_status().to_dict()
-    kind = Status.INTERRUPTED if state in RESUMABLE else Status.FAILED
-    error = f"Slurm job {job_id} ended {state} before the run did" + (
-        "; it resumes from its last checkpoint on the next launch" if kind is Status.INTERRUPTED
-        else f" (Slurm log: sacct -j {job_id}; run log: {rd.log_path})")
-    extra = {"failure_class": JOB_END_CLASSES.get(state, EXCEPTION)} if kind is Status.FAILED else {}
-    return rd.update_status(kind, ended=time.time(), error=error, slurm_state=state, **extra).to_dict()
-
-
-def status_line(run_dir: str, job_id: str, state: str | None, record: dict) -> str:
-    """One line of `python -m sweeper.slurm status`: where, which job, its Slurm state, the run's status and,
-    for a run that did not finish, why (the failure class and error its status records)."""
-    status = record.get("status", "?")
-    line = f"{run_dir:<32} {job_id:<12} {state or '?':<12} {status}"
-    if status not in (Status.FINISHED.value, Status.PENDING.value, Status.RUNNING.value) and record.get("error"):
-        kind = f"{record['failure_class']}: " if record.get("failure_class") else ""
-        line += f"  {kind}{record['error']}"
-    return line
-
-
-def sync_statuses(sweep_dir: Path) -> dict[str, tuple[str, str | None]]:
-    """run_id -> (run status, Slurm state of its job); ended jobs leave no run running or pending."""
-    sweep_dir = Path(sweep_dir)
-    jobs = read_record(sweep_dir).get("jobs", {})
-    states = job_states({j["job_id"] for j in jobs.values()})
-    out = {}
-    for run_id, j in jobs.items():
-        state = states.get(j["job_id"])
-        run_dir = sweep_dir / j["run_dir"]
-        if state in ENDED:
-            status = settle(run_dir, j["job_id"], state)["status"]
-        else:
-            status = RunDir(run_dir).outcome().value
-        out[run_id] = (status, state)
-    return out
 
 
 # -- launch -------------------------------------------------------------------------------------------------
@@ -243,13 +97,11 @@ class _JobSlot:
         self.name, self.cores, self.threads = f"Slurm job {job_id}", (), cpus or 1
 
 
-def launch(plan, launcher_cfg: SlurmConfig | dict, progress=None) -> dict[str, str] | None:
+def launch(plan, launcher_cfg: SlurmLauncherConf | dict, progress=None) -> dict[str, str] | None:
     """Submit every run that is not finished, diverged or still queued; wait unless launcher.wait=false.
 
     Returns run_id -> final status (None after submitting with wait=false)."""
-    from sweeper.report.live import Progress
-
-    cfg = launcher_cfg if isinstance(launcher_cfg, SlurmConfig) else SlurmConfig.from_dict(launcher_cfg)
+    cfg = launcher_cfg if isinstance(launcher_cfg, SlurmLauncherConf) else SlurmLauncherConf.from_dict(launcher_cfg)
     progress = progress or Progress(total=len(plan.runs))
     sweep_dir = Path(plan.sweep_dir)
     try:
@@ -292,17 +144,15 @@ def launch(plan, launcher_cfg: SlurmConfig | dict, progress=None) -> dict[str, s
             pending.update(more)
     except KeyboardInterrupt:
         progress.log(f"stopped waiting; the jobs keep running on Slurm. Cancel them with `python -m "
-                     f"sweeper.backends.slurm.backend cancel {sweep_dir}`")
+                     f"sweeper.slurm cancel {sweep_dir}`")
         raise
     return results
 
 
-def _submit_what_fits(plan, todo: list, cfg: SlurmConfig, progress, quiet: bool = False
+def _submit_what_fits(plan, todo: list, cfg: SlurmLauncherConf, progress, quiet: bool = False
                       ) -> tuple[dict[str, str], list]:
     """Submit as many of `todo` as the cluster holds now, in arrays that fit it, each recorded as soon as sbatch
     accepts it; (run_id -> job id of what was submitted, the runs left for later)."""
-    from sweeper.backends.slurm.limits import cluster_limits, jobs_in_controller, split_arrays
-
     if not todo:
         return {}, []
     limits, held = cluster_limits(), jobs_in_controller()
@@ -315,7 +165,6 @@ def _submit_what_fits(plan, todo: list, cfg: SlurmConfig, progress, quiet: bool 
     sweep_dir = Path(plan.sweep_dir)
     folder = Path(cfg.submitit_folder) if cfg.submitit_folder else sweep_dir / ".submitit" / "%j"
     job_name = cfg.job_name or f"sweeper-{plan.experiment.name}"
-    from sweeper.backends.slurm.task import RunTask
 
     pythonpath = python_path(plan.task, str(PROJECT_ROOT))
     jobs, start, parts = {}, 0, []
@@ -332,7 +181,7 @@ def _submit_what_fits(plan, todo: list, cfg: SlurmConfig, progress, quiet: bool 
                 else "; nothing was submitted"
             raise UsageError(f"launcher=slurm: sbatch refused an array of {len(runs)} run(s): "
                              f"{sbatch_refusal(e)}{done}. {refusal_fix(sbatch_refusal(e), limits)}") from None
-        _write_record(sweep_dir, runs, submitted, cfg, folder, throttle)
+        write_record(sweep_dir, runs, submitted, cfg, folder, throttle)
         jobs.update({run.run_id: job.job_id for run, job in zip(runs, submitted)})
         parts.append(_what_was_submitted(submitted, throttle))
         start += size
@@ -355,12 +204,10 @@ def _sbatch_quiet():
 
 
 def _room_now() -> int:
-    from sweeper.backends.slurm.limits import cluster_limits, jobs_in_controller, room
-
     return room(cluster_limits(), jobs_in_controller())
 
 
-def _await_room(cfg: SlurmConfig, progress) -> None:
+def _await_room(cfg: SlurmLauncherConf, progress) -> None:
     """Sleep until the controller can take a job again (ended jobs leave it after MinJobAge)."""
     if _room_now() > 0:
         return
@@ -389,9 +236,9 @@ def refusal_fix(reason: str, limits) -> str:
     return "Fix the job options (launcher.*) or the cluster, then run the same command again: submitted runs are kept"
 
 
-def _what_was_submitted(jobs: list, at_once: SlurmConfig | int) -> str:
+def _what_was_submitted(jobs: list, at_once: SlurmLauncherConf | int) -> str:
     """'1 run as Slurm job 12' or '4 runs as Slurm job array 13 (at most 256 at once)': what one sbatch made."""
-    at_once = at_once.array_parallelism if isinstance(at_once, SlurmConfig) else at_once
+    at_once = at_once.array_parallelism if isinstance(at_once, SlurmLauncherConf) else at_once
     arrays = sorted({j.job_id.split("_")[0] for j in jobs if "_" in j.job_id})
     plain = [j.job_id for j in jobs if "_" not in j.job_id]
     parts = [f"Slurm job array {a} (at most {at_once} at once)" for a in arrays]
@@ -399,7 +246,7 @@ def _what_was_submitted(jobs: list, at_once: SlurmConfig | int) -> str:
     return f"{len(jobs)} run{'s' if len(jobs) != 1 else ''} as {' and '.join(parts)}"
 
 
-def _wait(plan, pending: dict[str, str], cfg: SlurmConfig, progress, until_room: bool = False) -> dict[str, str]:
+def _wait(plan, pending: dict[str, str], cfg: SlurmLauncherConf, progress, until_room: bool = False) -> dict[str, str]:
     """Poll until every job has ended (or, with until_room, until the controller has room for more jobs after one
     of these ended); report starts and ends as they happen."""
     by_id = {run.run_id: run for run in plan.runs}
@@ -437,46 +284,22 @@ def _wait(plan, pending: dict[str, str], cfg: SlurmConfig, progress, until_room:
     return results
 
 
-def cancel(sweep_dir: Path) -> list[str]:
-    """scancel every live job of the sweep (each run checkpoints and ends interrupted)."""
-    known = sync_statuses(sweep_dir)
-    jobs = read_record(sweep_dir).get("jobs", {})
-    live = sorted(jobs[r]["job_id"] for r, (_, state) in known.items() if state is not None and state not in ENDED)
-    if live:
-        subprocess.run(["scancel", *live], check=True, timeout=60)
-    return live
+class SlurmBackend(Backend):
+    """launcher=slurm: one submitit job array per plan (or several, at the cluster's limits)."""
+    name = "slurm"
+    schema = SlurmLauncherConf
 
+    def config(self, block: dict | None, prefix: str = "launcher") -> SlurmLauncherConf:
+        return SlurmLauncherConf.from_dict(block, prefix)
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2 or argv[0] not in ("status", "cancel"):
-        print("usage: python -m sweeper.slurm status|cancel SWEEP_DIR", file=sys.stderr)
-        return 2
-    sweep_dir = Path(argv[1])
-    if not (sweep_dir / RECORD).exists():
-        print(f"sweeper.backends.slurm.backend: error: {sweep_dir / RECORD} not found: not a sweep submitted with launcher=slurm",
-              file=sys.stderr)
-        return 2
-    try:
-        if argv[0] == "cancel":
-            live = cancel(sweep_dir)
-            print(f"cancelled {len(live)} job(s): {' '.join(live)}" if live else "no live job to cancel")
-            return 0
-        jobs = read_record(sweep_dir).get("jobs", {})
-        for run_id, (status, state) in sorted(sync_statuses(sweep_dir).items()):
-            try:
-                record = RunDir(sweep_dir / jobs[run_id]["run_dir"]).read_status().to_dict()
-            except UnreadableFile as e:
-                record = {"status": status, "error": str(e)}
-            print(status_line(jobs[run_id]["run_dir"], jobs[run_id]["job_id"], state, {**record, "status": status}))
-    except UnreadableFile as e:
-        print(f"sweeper.backends.slurm.backend: error: {e}", file=sys.stderr)
-        return 2
-    except (SlurmUnavailable, subprocess.CalledProcessError) as e:
-        print(f"sweeper.backends.slurm.backend: error: {e}", file=sys.stderr)
-        return 1
-    return 0
+    def probe(self, conf: SlurmLauncherConf) -> None:
+        probe_cluster(conf)
 
+    def launch_settings(self, conf: SlurmLauncherConf, n_runs: int) -> Launch:
+        return Launch(threads_per_run=conf.cpus_per_task)
 
-if __name__ == "__main__":
-    sys.exit(main())
+    def waits(self, conf: SlurmLauncherConf) -> bool:
+        return conf.wait
+
+    def launch(self, plan, conf: SlurmLauncherConf, progress) -> dict[str, str] | None:
+        return launch(plan, conf, progress)

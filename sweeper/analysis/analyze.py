@@ -1,0 +1,129 @@
+"""Read and decide a sweep dir: the experiment, its runs and curves, and every verdict (files only, no torch).
+
+    inp = analyze_sweep(sweep_dir)          # ReportInput: runs, curves, verdicts, notes; what a report is made of
+    exp, notes, runs, curves = read_sweep(sweep_dir, baseline="rope", metric="val_loss")
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+import pandas as pd
+import sweeper.analysis.verdict as verdict
+from sweeper.errors import UsageError
+from sweeper.plan.slurm_record import has_record
+from sweeper.analysis.results import (declared_changes, load_curves, load_experiment, load_runs,
+                             load_code_state, load_variant_changes)
+from sweeper.run.rundir import STALE, Experiment, Status, UnreadableFile, stale_hint
+
+
+@dataclass
+class ReportInput:
+    """Everything a report is made of; sweeper.analysis.compare builds one for two sweeps."""
+    title: str
+    header: list[str]
+    runs: pd.DataFrame
+    curves: pd.DataFrame
+    analysis: verdict.Analysis
+    problems: list[str] = field(default_factory=list)
+    damaged: list[str] = field(default_factory=list)    # one per damaged file: a WARNING line on the terminal
+    notes: list[str] = field(default_factory=list)      # other lines for the terminal (e.g. settle Slurm jobs)
+    secondary: dict[str, verdict.Analysis] = field(default_factory=dict)   # metric -> its own Holm family
+    changes: dict[str, list] = field(default_factory=dict)   # variant -> [config_diff.Change] vs the baseline
+    declared: dict[str, list] = field(default_factory=dict)  # variant -> [config_diff.Declared] (the manifest's)
+    experiment: Experiment | None = None                     # hypothesis, notes (sweeper.journal reads them)
+    code: dict = field(default_factory=dict)                 # {commit, dirty} the runs ran (sweeper.journal)
+
+
+def resolve_experiment(exp: Experiment, sweep_dir: Path, runs: pd.DataFrame, baseline: str | None = None,
+                       metric: str | None = None, lower_is_better: bool | None = None) -> Experiment:
+    """The experiment the report decides on: the manifest's, with the command line's overrides; UsageError
+    when a baseline (more than one variant) or a metric is needed and neither says which."""
+    present = list(dict.fromkeys(runs["variant"]))
+    names = ", ".join(present)
+    baseline = exp.baseline if baseline is None else baseline
+    if baseline and baseline not in present:
+        raise UsageError(f"baseline {baseline!r} has no runs in {sweep_dir}; variants: {names}")
+    if not baseline and len(present) > 1:
+        raise UsageError(f"no baseline recorded for {sweep_dir}: pass --baseline VARIANT (variants: {names})")
+    metric = exp.metric if metric is None else metric
+    finals = sorted(c.removeprefix("final_") for c in runs.columns if c.startswith("final_"))
+    if not metric:
+        raise UsageError(f"no decision metric recorded for {sweep_dir}: pass --metric NAME (final metrics of its "
+                         f"runs: {', '.join(finals) or 'none yet'})")
+    if finals and f"final_{metric}" not in runs.columns:
+        raise UsageError(f"metric {metric!r}: no run of {sweep_dir} has a final {metric}; pass --metric NAME "
+                         f"(final metrics of its runs: {', '.join(finals)})")
+    lower = exp.lower_is_better if lower_is_better is None else lower_is_better
+    return dataclasses.replace(exp, baseline=baseline, metric=metric, lower_is_better=lower,
+                               variants=dict(exp.variants), secondary_metrics=dict(exp.secondary_metrics))
+
+
+def read_sweep(sweep_dir: Path, baseline: str | None = None, metric: str | None = None,
+               lower_is_better: bool | None = None, need_baseline: bool = True
+               ) -> tuple[Experiment, list[str], pd.DataFrame, pd.DataFrame]:
+    """(experiment with the overrides, notes, runs, curves) of a sweep dir; UsageError naming a damaged
+    manifest or a sweep that plans no runs. need_baseline=False: any variant will do (`--against` pairs
+    equal variants of two sweeps)."""
+    try:
+        exp, notes = load_experiment(sweep_dir)
+        runs = load_runs(sweep_dir)
+    except UnreadableFile as e:
+        raise UsageError(str(e)) from None
+    if runs.empty:
+        raise UsageError(f"sweep dir {sweep_dir} plans no runs (none in its manifest, no runs/<variant>/seed_<k>/)")
+    if not need_baseline and baseline is None:
+        baseline = str(runs["variant"].iloc[0])
+    exp = resolve_experiment(exp, sweep_dir, runs, baseline, metric, lower_is_better)
+    return exp, notes, runs, load_curves(sweep_dir, runs)
+
+
+def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3, n_resamples: int = 10_000,
+                  seed: int = 0, baseline: str | None = None, metric: str | None = None,
+                  lower_is_better: bool | None = None) -> ReportInput:
+    """Read the sweep and decide. baseline / metric / lower_is_better override the manifest's experiment."""
+    sweep_dir = Path(sweep_dir)
+    if not sweep_dir.is_dir():
+        raise UsageError(f"sweep dir {sweep_dir} does not exist: pass the folder holding the sweep's manifest "
+                         f"and runs/")
+    exp, notes, runs, curves = read_sweep(sweep_dir, baseline, metric, lower_is_better)
+    recorded, _ = load_experiment(sweep_dir)          # readable: read_sweep has read it
+    present = list(dict.fromkeys(runs["variant"]))
+    family = [(v, exp.baseline) for v in present if v != exp.baseline] if exp.baseline else []
+    secondary_exp = Experiment(exp.name, exp.baseline, exp.metric, exp.lower_is_better, dict(exp.variants),
+                               exp.min_effect, {m: d for m, d in exp.secondary_metrics.items()
+                                                if f"final_{m}" in runs.columns and m != exp.metric})
+    missing = sorted(m for m in exp.secondary_metrics if f"final_{m}" not in runs.columns)
+    an, secondary = verdict.analyze_all(runs, secondary_exp, family, alpha=alpha, min_seeds=min_seeds,
+                                        n_resamples=n_resamples, seed=seed)
+    counts = runs["status"].value_counts()
+    header = [f"sweep: {sweep_dir}", f"metric: final {exp.metric} ({'lower' if exp.lower_is_better else 'higher'} "
+              f"is better); baseline: {exp.baseline or 'none (one variant)'}; alpha {alpha}, Holm over "
+              f"{len(family)} comparison(s)",
+              "runs: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + f" (of {len(runs)} planned)",
+              f"written {time.strftime('%Y-%m-%d %H:%M:%S')}"]
+    problems = notes + [f"{r.run_dir}: {r.problems}" for r in runs.itertuples() if r.problems]
+    problems += [f"secondary metric {m}: no run has a final {m}" for m in missing]
+    damaged = runs.attrs.get("damaged", []) + curves.attrs.get("damaged", [])
+    stale = int((runs["status"] == STALE).sum())
+    terminal = [f"note: {stale} run(s) {stale_hint(sweep_dir)}"] if stale else []
+    changes, unreadable = load_variant_changes(sweep_dir, exp.baseline)
+    code = load_code_state(sweep_dir)
+    unreadable += code.pop("unreadable")
+    declared = declared_changes(sweep_dir) if exp.baseline == recorded.baseline else {}
+    if exp.hypothesis:
+        header.insert(1, f"hypothesis: {exp.hypothesis}")
+    return ReportInput(f"Sweep report: {exp.name}", header, runs, curves, an, problems + unreadable, damaged,
+                       terminal + slurm_notes(sweep_dir, runs), secondary, changes, declared, exp, code)
+
+
+def slurm_notes(sweep_dir: Path, runs: pd.DataFrame) -> list[str]:
+    """A sweep launched on Slurm with runs still running/pending: how to settle jobs that ended silently."""
+    if not has_record(sweep_dir):
+        return []
+    open_runs = int(runs["status"].isin([Status.RUNNING.value, Status.PENDING.value]).sum())
+    if not open_runs:
+        return []
+    return [f"note: {open_runs} run(s) still show running/pending; if their Slurm jobs have ended, run "
+            f"`python -m sweeper.slurm status {sweep_dir}` to settle them, then report again"]

@@ -1,0 +1,42 @@
+"""The one interface every backend implements: check a launcher config, fix launch settings, launch a plan.
+
+    backend = backend_of(cfg["launcher"])()        # sweeper.config.launchers: the registered class for the name
+    conf = backend.config(cfg["launcher"])         # typed and checked, no process started (UsageError)
+    backend.probe(conf)                            # checks that start a process (sbatch --test-only), after
+    #                                                every cheap check of the command line has passed
+    statuses = backend.launch(plan, conf, progress)   # run_id -> final status; None when it does not wait
+
+A new backend: a folder sweeper/backends/NAME/ with a schema dataclass (defaults only there; a
+`from_dict(block, prefix)` classmethod, see sweeper.config.fields.build) and a Backend subclass, and one line in
+pyproject.toml's [project.entry-points."sweeper.backends"]: `NAME = "sweeper.backends.NAME.backend:NameBackend"`.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from sweeper.run.rundir import Launch
+
+
+class Backend(ABC):
+    name: ClassVar[str]          # launcher=NAME
+    schema: ClassVar[type]       # the launcher=NAME dataclass: keys, defaults, types, ranges
+
+    def config(self, block: dict | None, prefix: str = "launcher") -> Any:
+        """The launcher block typed and checked; starts no process."""
+        return self.schema.from_dict(block, prefix)
+
+    def probe(self, conf: Any) -> None:
+        """Checks that need a process or the machine (a cluster's verdict on the job options); UsageError."""
+
+    def launch_settings(self, conf: Any, n_runs: int) -> Launch:
+        """What the plan fixes for every run of an n_runs sweep (recorded in the manifest)."""
+        return Launch(threads_per_run=getattr(conf, "threads_per_run", None))
+
+    def waits(self, conf: Any) -> bool:
+        """Whether launch() returns the runs' final statuses (an adaptive sweep needs them between looks)."""
+        return True
+
+    @abstractmethod
+    def launch(self, plan, conf: Any, progress) -> dict[str, str] | None:
+        """Run every run of the plan that is not finished: run_id -> final status (None: submitted only)."""

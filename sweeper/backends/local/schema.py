@@ -1,0 +1,54 @@
+"""The `launcher=local` schema (the default backend): the local pool's keys, defaults, types and ranges, once.
+
+    python -m sweeper +experiment=rope launcher.max_parallel=2 --cfg     # every launcher key with its default
+    cfg = LocalLauncherConf.from_dict(manifest.launcher)                 # checked as at compose (UsageError)
+
+PoolConf is also the Hydra plugin's `hydra/launcher=sweeper_pool` (hydra_plugins/sweeper_pool). Light: no torch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, List, Optional
+
+from sweeper.backends.failures import RetryPolicy
+from sweeper.config.fields import at_least_zero, build, one_of, positive, rule, seconds
+
+
+@dataclass
+class PoolConf:
+    """The local pool: one run per GPU slot (CUDA_VISIBLE_DEVICES), or CPU-core slots when no GPU is visible."""
+    devices: Optional[List[str]] = rule(None, must="must be a list of GPU ids, e.g. [0,2], or null",
+                                        ok=lambda v: True)   # null = every GPU visible (honours CUDA_VISIBLE_DEVICES);
+    #                                     an id is an index, a GPU UUID or a MIG UUID (each MIG instance is a slot)
+    runs_per_device: int = positive(1)      # runs sharing one GPU (small models)
+    cpu_only: bool = False                  # ignore GPUs, run CPU slots
+    max_parallel: Optional[int] = positive(None, null=True)     # cap on concurrent runs; null = one per slot
+    threads_per_run: Optional[int] = positive(None, null=True)  # CPU threads per run; null = the cores split evenly across the slots
+    cores: Optional[List[int]] = rule(None, must="must be a list of CPU core ids, e.g. [0,1,2,3], or null",
+                                      ok=lambda v: all(c >= 0 for c in v))   # null = this process's affinity set
+    max_retries: int = at_least_zero(2)     # retries after a transient failure (killed by a signal, CUDA out of memory, lost node)
+    retry_backoff_s: float = seconds(5.0)  # delay before the first retry, doubled each time (a retry resumes from the checkpoint)
+    crash_loop_after: int = at_least_zero(2)  # this many runs of a variant failing with the same error stop that variant (0 = off)
+    grace_s: float = seconds(20.0)         # Ctrl-C / SIGTERM: seconds from SIGTERM (runs checkpoint) to SIGKILL; Ctrl-C twice = now
+
+    COMMA_LISTS: ClassVar[tuple[str, ...]] = ("devices", "cores")   # also written 3,5 / '3,5' / 3 (one id)
+
+    @classmethod
+    def from_dict(cls, d: dict | None, prefix: str = "launcher"):
+        """A launcher mapping (composed, recorded in a manifest, or `launcher.devices=3,5` from sweeper.cli.resume)
+        typed and checked exactly as composition does (which reads `launcher.devices=3,5` the same way)."""
+        d = dict(d or {})
+        for key in cls.COMMA_LISTS:           # also accept "3,5" (a shell-friendly list)
+            if isinstance(d.get(key), (str, int)) and not isinstance(d.get(key), bool):
+                d[key] = [p.strip() for p in str(d[key]).split(",") if p.strip()]
+        return build(cls, d, prefix)
+
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(max_retries=self.max_retries, backoff_s=float(self.retry_backoff_s),
+                           crash_loop_after=self.crash_loop_after)
+
+
+@dataclass
+class LocalLauncherConf(PoolConf):
+    """`launcher=local` (the default): PoolConf's keys and the backend's name."""
+    name: str = one_of("local", ("local",))   # the backend; choose another with launcher=slurm

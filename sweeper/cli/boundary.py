@@ -1,0 +1,114 @@
+"""The one error boundary of every command: `sys.exit(run_command("sweeper.report", body, argv))`.
+
+    def body(argv: list[str], state: dict) -> int: ...      # raise UsageError for bad input; set
+    #                                                         state["sweep_dir"] once a sweep dir is in use
+    raise SystemExit(run_command("sweeper.resume", body))
+
+What the user sees, and the exit status, for whatever a command raises, printed once, on one line:
+    UsageError (bad input), UnreadableFile (a damaged file, named), YAML and
+    text-encoding errors of a file given                                       `PROG: error: ...`        2
+    Ctrl-C / SIGTERM (or a library's error raised in place of our interrupt)    `PROG: interrupted; ...`  130
+    OSError (a path we cannot read or write: permissions, disk full, ...)       `PROG: error: ...`        1
+    anything else (a bug of ours)                                               `PROG: internal error:`   1
+SWEEPER_DEBUG=1 (or --debug on the command line) re-raises, so the traceback shows.
+"""
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import sys
+from typing import Callable
+
+from sweeper import interrupts
+from sweeper.errors import UsageError
+from sweeper.run.rundir import UnreadableFile
+
+FIXES = {errno.EACCES: "check its permissions (or run from a folder you can write)",
+         errno.EPERM: "check its permissions (or run from a folder you can write)",
+         errno.EROFS: "the file system is read-only: run from a writable folder or set sweeper.dir",
+         errno.ENOSPC: "the disk is full: free some space, then run the same command again (finished work is kept)",
+         errno.EDQUOT: "the disk quota is used up: free some space, then run the same command again",
+         errno.ENAMETOOLONG: "a name in it is too long for the file system: use a shorter name",
+         errno.ENOENT: "it does not exist: check the path",
+         errno.ENOTDIR: "a part of it is a file, not a folder: check the path",
+         errno.EISDIR: "it is a folder, not a file: check the path"}
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose errors are one UsageError line (exit 2 through run_command), like every sweeper error."""
+
+    def error(self, message: str):
+        raise UsageError(message)
+
+
+def debugging(argv: list[str]) -> bool:
+    return os.environ.get("SWEEPER_DEBUG", "") not in ("", "0") or "--debug" in argv
+
+
+def interrupted(prog: str, sweep_dir=None) -> int:
+    """The one line after Ctrl-C / SIGTERM, and exit status 130."""
+    interrupts.quiet()
+    where = (f"finished runs are kept. Resume with the same command or `python -m sweeper.resume {sweep_dir}`"
+             if sweep_dir is not None else "nothing was started; run the same command again")
+    print(f"{prog}: interrupted; {where}", file=sys.stderr, flush=True)
+    return interrupts.INTERRUPTED
+
+
+def os_error_line(e: OSError) -> str:
+    """`sweeps/x/runs: Permission denied; check its permissions ...`"""
+    where = e.filename if e.filename is not None else ""
+    what = e.strerror or type(e).__name__
+    fix = FIXES.get(e.errno, "")
+    return f"{where + ': ' if where else ''}{what}" + (f"; {fix}" if fix else "")
+
+
+def _yaml_line(e: Exception) -> str | None:
+    """A YAML error as `FILE, line N: problem`, or None when e is none (yaml is imported only if loaded)."""
+    yaml = sys.modules.get("yaml")
+    if yaml is None or not isinstance(e, yaml.YAMLError):
+        return None
+    mark = getattr(e, "problem_mark", None)
+    where = f"{mark.name}, line {mark.line + 1}" if mark is not None else "a YAML file"
+    problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+    return f"{where}: not valid YAML ({problem})"
+
+
+def run_command(prog: str, body: Callable[[list[str], dict], int], argv: list[str] | None = None) -> int:
+    """Run body(argv, state) behind the boundary; the exit status."""
+    interrupts.install()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    state: dict = {}
+    debug = debugging(argv)
+    argv = [a for a in argv if a != "--debug"]
+    try:
+        return body(argv, state)
+    except KeyboardInterrupt:
+        return interrupted(prog, state.get("sweep_dir"))
+    except Exception as e:
+        if interrupts.fired():        # a library (OmegaConf, Hydra) turned our KeyboardInterrupt into its error
+            return interrupted(prog, state.get("sweep_dir"))
+        if debug:
+            raise
+        return report_error(prog, e)
+
+
+def report_error(prog: str, e: Exception) -> int:
+    """Print the one line for an error raised by a command; its exit status."""
+    if isinstance(e, (UsageError, UnreadableFile)):     # bad input, or a damaged file named with its fix
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return UsageError.exit_code
+    yaml_line = _yaml_line(e)
+    if yaml_line is not None:
+        print(f"{prog}: error: {yaml_line}", file=sys.stderr)
+        return UsageError.exit_code
+    if isinstance(e, UnicodeDecodeError):
+        print(f"{prog}: error: a file is not UTF-8 text ({e.reason} at byte {e.start}); "
+              f"check the file named above or restore it", file=sys.stderr)
+        return UsageError.exit_code
+    if isinstance(e, OSError):
+        print(f"{prog}: error: {os_error_line(e)}", file=sys.stderr)
+        return 1
+    print(f"{prog}: internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
+          f"(a bug in sweeper; SWEEPER_DEBUG=1 shows the traceback)", file=sys.stderr)
+    return 1

@@ -1,0 +1,65 @@
+"""`python -m sweeper.report SWEEP_DIR [options]`: the decision report of a sweep (any sweep dir, interrupted too).
+
+    python -m sweeper.report SWEEP_DIR                      # finished, partial or interrupted sweep
+    python -m sweeper.report NEW_SWEEP --against OLD_SWEEP  # same variants, new vs old (sweeper.analysis.compare)
+    python -m sweeper.report SWEEP_DIR --no-plots --alpha 0.05 --min-seeds 3 --resamples 10000 --seed 0
+    python -m sweeper.report MULTIRUN_DIR --baseline 'lr=0.001' --metric acc --higher-is-better
+
+Every variant is compared with the experiment's baseline, metric and direction as the manifest records them;
+--baseline / --metric / --higher-is-better / --lower-is-better override them (a Hydra multirun's manifest may
+record none: with more than one variant the report then asks for --baseline). Writing: sweeper.report.write.
+"""
+from __future__ import annotations
+
+
+from sweeper.cli.boundary import ArgumentParser, run_command
+from sweeper.errors import UsageError
+from sweeper.report.write import compare_sweeps, report_sweep
+
+
+def _parser() -> ArgumentParser:
+    p = ArgumentParser(prog="python -m sweeper.report", description=__doc__.split("\n\n")[0])
+    p.add_argument("sweep_dir", help="sweep directory (holds the sweep's manifest and runs/)")
+    p.add_argument("--against", metavar="OLD_SWEEP", help="compare every variant with the same variant of OLD_SWEEP")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots (faster)")
+    p.add_argument("--alpha", type=float, default=0.05, help="family-wise error rate (default 0.05)")
+    p.add_argument("--min-seeds", type=int, default=3, help="usable seeds per arm below which: insufficient")
+    p.add_argument("--resamples", type=int, default=10_000, help="bootstrap / Monte Carlo resamples (default 10000)")
+    p.add_argument("--seed", type=int, default=0, help="RNG seed of every resampling step (default 0)")
+    p.add_argument("--baseline", metavar="VARIANT", help="the variant every other is compared with "
+                   "(default: the manifest's experiment.baseline)")
+    p.add_argument("--metric", metavar="NAME", help="the final metric to decide on (default: the manifest's)")
+    p.add_argument("--journal", metavar="DIR", help="record the sweep's entry in DIR/journal.md + .jsonl (default: "
+                   "the folder holding the sweep dir; off: no journal entry)")
+    direction = p.add_mutually_exclusive_group()
+    direction.add_argument("--higher-is-better", dest="lower_is_better", action="store_false", default=None,
+                           help="the metric is better when higher (accuracy, reward)")
+    direction.add_argument("--lower-is-better", dest="lower_is_better", action="store_true", default=None,
+                           help="the metric is better when lower (loss; the default)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_command("sweeper.report", _main, argv)
+
+
+def _main(argv: list[str], state: dict) -> int:
+    args = _parser().parse_args(argv)
+    if not 0 < args.alpha < 1:
+        raise UsageError(f"--alpha {args.alpha}: accepted values are between 0 and 1, e.g. 0.05")
+    if args.min_seeds < 2:
+        raise UsageError(f"--min-seeds {args.min_seeds}: a t-test needs at least 2 seeds per arm")
+    if args.resamples < 100:
+        raise UsageError(f"--resamples {args.resamples}: use at least 100 (10000 is the default)")
+    options = dict(alpha=args.alpha, min_seeds=args.min_seeds, n_resamples=args.resamples, seed=args.seed,
+                   metric=args.metric, lower_is_better=args.lower_is_better)
+    if args.against:
+        if args.baseline is not None:
+            raise UsageError("--baseline does not apply with --against (each variant is compared with the "
+                             "same variant of the other sweep)")
+        text = compare_sweeps(args.sweep_dir, args.against, plots=not args.no_plots, **options)
+    else:
+        text = report_sweep(args.sweep_dir, plots=not args.no_plots, baseline=args.baseline,
+                            journal=args.journal, **options)
+    print(text)
+    return 0

@@ -1,0 +1,88 @@
+"""Hydra's and OmegaConf's errors as one line naming the override and what is accepted.
+
+    raise UsageError(explain_hydra_error(e, overrides, compose_raw))   # compose_raw: composes, raises as Hydra does
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from omegaconf.errors import ConfigKeyError, ConfigTypeError, ValidationError
+
+from sweeper.config.argv import key_of, override_value
+from sweeper.config.fields import explain_validation
+from sweeper.config.search import available, where_searched
+
+def explain_hydra_error(e: Exception, overrides: list[str], compose_raw: Callable[[list[str]], Any]) -> str:
+    """One line for an error Hydra raised composing `overrides` (compose_raw composes again, for the keys a
+    section has, when a key is unknown)."""
+    msg, name = str(e), type(e).__name__
+    m = re.match(r"Ambiguous value for argument '([^'=]+)=([^\n]*)'", msg)
+    if m:
+        key, value = m.groups()
+        return (f"{key}={value}: a comma-separated value is a Hydra sweep, which python -m sweeper does not run "
+                f"(variants go in the experiment); write a list as {key}=[{value}] or a string as {key}='{value}'")
+    cause = _omegaconf_cause(e)
+    if cause is not None:
+        line = explain_validation(cause, value_of=lambda key: override_value(key, overrides))
+        key = str(getattr(cause, "full_key", "") or "")
+        given = {key_of(o) for o in overrides}
+        refused, typed = getattr(cause, "value", None), override_value(key, overrides)
+        from_file = key in given and (type(refused) is not type(typed) or refused != typed)   # 1 == True
+        return f"{line} (set in a config file)" if from_file or re.sub(r"\[\d+\]$", "", key) not in given else line
+    m = re.search(r"Could not find '([^']+)/([^'/]+)'", msg)
+    if m:
+        group, option = m.groups()
+        group = group.strip("/")
+        listed = re.search(r"Available options in '[^']*':\n((?:\t.*\n?)*)", msg)
+        options = [o.strip() for o in listed.group(1).splitlines() if o.strip()] if listed \
+            else available(group, overrides)
+        what = "experiments" if group == "experiment" else f"{group} configs"
+        kind = "experiment" if group == "experiment" else group
+        return (f"unknown {kind} '{option}': available {what} are {', '.join(options) or 'none'} "
+                f"({where_searched(overrides)})")
+    m = re.search(r"Could not override '([^']+)'", msg)
+    if m:
+        key = m.group(1)
+        if key == "experiment":
+            return (f"experiment is added with a plus: +experiment=NAME (available: "
+                    f"{', '.join(available('experiment', overrides))})")
+        parent = key.rsplit(".", 1)[0] if "." in key else None
+        keys = _keys_at(parent, [o for o in overrides if key_of(o) != key], compose_raw)
+        where = f"keys of {parent}" if parent else "top-level keys"
+        return f"unknown config key '{key}'; {where} are: {', '.join(keys)}" if keys else f"unknown config key '{key}'"
+    if name == "OverrideParseException":
+        bad = next((o for o in overrides if o.split("=")[0].strip() and o in msg), None)
+        bad = bad or re.search(r"override '([^']*)'", msg)
+        bad = bad.group(1) if isinstance(bad, re.Match) else bad
+        return f"malformed override {bad!r}: expected key=value (e.g. train.steps=100, seeds=[0,2,5])" if bad \
+            else f"malformed override: expected key=value; {msg.splitlines()[0]}"
+    if "mandatory value" in msg.lower() or "MissingMandatoryValue" in name:
+        m = re.search(r"full_key: (\S+)", msg)
+        return missing_message(m.group(1) if m else "a required key")
+    return msg.strip().splitlines()[0] if msg.strip() else name
+
+
+def _omegaconf_cause(e: BaseException):
+    """The OmegaConf type or key error behind a Hydra error (a value merged into a structured config), if any."""
+    seen = 0
+    while e is not None and seen < 8:
+        if isinstance(e, (ValidationError, ConfigKeyError, ConfigTypeError)) and getattr(e, "full_key", None):
+            return e
+        e, seen = e.__cause__ or e.__context__, seen + 1
+    return None
+
+
+def _keys_at(section: str | None, overrides: list[str], compose_raw: Callable[[list[str]], Any]) -> list[str]:
+    """The keys a config section has once composed without the offending override ([] if that fails too)."""
+    try:
+        node: Any = compose_raw(overrides)
+    except Exception:  # noqa: BLE001 - only a hint for an error message
+        return []
+    for part in section.split(".") if section else []:
+        node = node.get(part) if isinstance(node, dict) else None
+    return sorted(k for k in node if not (section is None and k == "hydra")) if isinstance(node, dict) else []
+
+
+def missing_message(key: str) -> str:
+    return f"{key} is required (it is ??? in the config): set it on the command line, e.g. {key}=VALUE"

@@ -1,0 +1,69 @@
+"""Where configs are found: the package's own (sweeper.conf, the repo's conf/) and every --config-dir.
+
+    search_dirs(["hydra.searchpath=[file:///home/me/conf]"])   # [<sweeper/conf>, /home/me/conf]
+    available("experiment", overrides)                          # ["rope", "mine"]: options of a group
+"""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from hydra.core.config_store import ConfigStore
+
+from sweeper.config.argv import key_of, searchpath_value
+from sweeper.config.schema import register
+from sweeper.errors import UsageError
+
+def _package_conf_dir() -> Path:
+    """The configs shipped as the package `sweeper.conf` (the repo's conf/, mapped by pyproject.toml)."""
+    spec = importlib.util.find_spec("sweeper.conf")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0]).resolve()
+    # A source checkout put on PYTHONPATH without installing it: its conf/ sits beside the package.
+    return Path(importlib.util.find_spec("sweeper").origin).resolve().parent.parent / "conf"
+
+
+CONF_DIR = _package_conf_dir()
+
+
+def search_dirs(overrides: list[str] = ()) -> list[Path]:
+    """Every config directory composition searches: the package's, then each hydra.searchpath entry."""
+    dirs = [CONF_DIR]
+    for override in overrides:
+        if key_of(override) != "hydra.searchpath":
+            continue
+        for entry in searchpath_value(override):
+            scheme, sep, rest = entry.partition("://")
+            if not sep:
+                dirs.append(Path(entry).expanduser().resolve())
+            elif scheme == "file":
+                dirs.append(Path(rest).expanduser().resolve())
+            elif scheme == "pkg":
+                spec = importlib.util.find_spec(rest) if _importable(rest) else None
+                if spec is not None and spec.submodule_search_locations:
+                    dirs.append(Path(list(spec.submodule_search_locations)[0]))
+    return dirs
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def available(group: str, overrides: list[str] = ()) -> list[str]:
+    """The options of a config group over every config dir and the ConfigStore (the typed groups)."""
+    try:
+        register()
+        stored = {name.removesuffix(".yaml") for name in ConfigStore.instance().list(group)}
+    except (UsageError, OSError, ValueError):   # ValueError-like: no such group in the store
+        stored = set()
+    return sorted(stored | {p.stem for d in search_dirs(overrides) for p in (d / group).glob("*.yaml")})
+
+
+def where_searched(overrides: list[str]) -> str:
+    dirs = search_dirs(overrides)
+    if len(dirs) == 1:
+        return f"searched {dirs[0]}; add your own with --config-dir DIR"
+    return "searched " + ", ".join(map(str, dirs))

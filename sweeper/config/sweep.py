@@ -1,0 +1,216 @@
+"""The sweep a command line describes: its experiment, its task, one validated run config per variant.
+
+    sweep = compose_sweep(["+experiment=rope", "seeds=0-3", "train.steps=100"])
+    sweep.experiment.variants      # {"rope": [], "nope": ["model.pos_encoding=none"], ...}
+    sweep.task                     # TaskSpec: what every run starts (conf/task/*.yaml or the experiment's task:)
+    sweep.variant_configs["nope"]  # the run config (seed 0; the plan sets each run's seed)
+    sweep.variant_seeds["nope"]    # that variant's own `seeds=` override parsed, or None (the sweep's seeds)
+    sweep.sweeper                  # the typed sweeper: block (SweeperConf)
+
+A run's config is every top-level key of the composed config except the sweeper's own (run_config.RESERVED),
+plus `seed`. Command-line overrides apply to every variant; a variant's own overrides are applied after them.
+Every bad task, or value the task's validate hook refuses, is a one-line UsageError before anything starts.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import re
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from sweeper.config.ablation import check_ablation
+from sweeper.config.argv import key_of
+from sweeper.config.compose import compose, missing_keys
+from sweeper.config.fields import build
+from sweeper.config.hydra_errors import missing_message
+from sweeper.config.launchers import launcher_conf
+from sweeper.config.run_config import run_config
+from sweeper.config.schema import ExperimentConf, SweeperConf
+from sweeper.config.search import available, search_dirs, where_searched
+from sweeper.config.seeds import count_seeds, parse_seeds
+from sweeper.config.task import TaskCheck, TaskSpec, parse_task
+from sweeper.errors import UsageError
+from sweeper.run.entry import load_entry
+from sweeper.run.rundir import Experiment
+
+@dataclass
+class Sweep:
+    overrides: list[str]
+    cfg: dict                               # the composed config (command-line overrides, no variant)
+    experiment: Experiment
+    task: TaskSpec
+    variant_configs: dict[str, dict] = field(default_factory=dict)   # variant -> run config (seed 0)
+    variant_seeds: dict[str, list[int] | None] = field(default_factory=dict)  # variant -> its own seeds= or None
+    changes: dict[str, list] = field(default_factory=dict)    # variant -> [config_diff.Declared] vs the baseline
+    warnings: list[str] = field(default_factory=list)         # what the user should hear before launch
+
+    @functools.cached_property
+    def sweeper(self) -> SweeperConf:
+        """The typed `sweeper:` block (its defaults live in SweeperConf only)."""
+        return build(SweeperConf, dict(self.cfg["sweeper"]), "sweeper")
+
+    @property
+    def launcher(self) -> dict:
+        return self.cfg["launcher"]
+
+
+def _experiment_file(overrides: list[str]) -> str:
+    name = next((o.split("=", 1)[1] for o in reversed(overrides) if key_of(o) == "experiment" and "=" in o), None)
+    for d in search_dirs(overrides) if name else []:
+        if (d / "experiment" / f"{name}.yaml").is_file():
+            return str(d / "experiment" / f"{name}.yaml")
+    return f"experiment/{name}.yaml"
+
+
+def read_experiment(cfg: dict, overrides: list[str] = ()) -> Experiment:
+    """The composed experiment.* typed by its schema (sweeper.config.schema.ExperimentConf); errors name the file."""
+    exp = cfg.get("experiment")
+    if not exp:
+        raise UsageError("no experiment given: add +experiment=NAME (available: "
+                         + ", ".join(available("experiment", overrides)) + f"; {where_searched(overrides)})")
+    where = _experiment_file(overrides)
+    if not isinstance(exp, dict):
+        raise UsageError(f"experiment={exp!r}: an experiment is a mapping (name, baseline, metric, "
+                         f"lower_is_better, variants) in {where}")
+    for key in ("name", "baseline", "metric", "lower_is_better", "variants"):
+        if key not in exp:
+            raise UsageError(f"experiment.{key} is missing in {where}")
+    variants = exp["variants"] or {}
+    if not isinstance(variants, dict) or not variants:
+        raise UsageError("experiment.variants must map variant names to lists of overrides")
+    for vname, ovs in variants.items():
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", str(vname)):
+            raise UsageError(f"variant name {vname!r}: use letters, digits, '_', '-' and '.' only")
+        if ovs is not None and not (isinstance(ovs, list) and all(isinstance(o, str) for o in ovs)):
+            raise UsageError(f"experiment.variants.{vname} must be a list of 'key=value' overrides")
+    try:
+        conf = build(ExperimentConf, exp, "experiment")
+    except UsageError as e:
+        raise UsageError(f"{e} (in {where})") from None
+    if conf.baseline not in conf.variants:
+        raise UsageError(f"experiment.baseline={conf.baseline!r} is not one of the variants: "
+                         f"{', '.join(conf.variants)}")
+    dropped = {key_of(o).removeprefix("experiment.variants.") for o in overrides
+               if o.startswith("~experiment.variants.")}       # a dropped variant takes its notes along
+    return Experiment(name=conf.name, baseline=conf.baseline, metric=conf.metric,
+                      lower_is_better=conf.lower_is_better,
+                      variants={str(k): list(v or []) for k, v in conf.variants.items()},
+                      min_effect=conf.min_effect, secondary_metrics=dict(conf.secondary_metrics),
+                      hypothesis=conf.hypothesis,
+                      notes={str(k): str(v) for k, v in conf.notes.items() if k not in dropped},
+                      controls=[str(v) for v in conf.controls if v not in dropped],
+                      bundles=[str(v) for v in conf.bundles if v not in dropped])
+
+
+def check_schemas(cfg: dict) -> None:
+    """The ranges of sweeper.* and launcher.* (their schema's rules, before anything starts); cfg["sweeper"]
+    becomes the checked block (`preflight: false` reads as off). task.* is checked by read_task."""
+    cfg["sweeper"] = asdict(build(SweeperConf, cfg.get("sweeper"), "sweeper"))
+    launcher_conf(cfg.get("launcher"))
+
+
+def read_task(cfg: dict, cwd: str | Path | None = None) -> TaskSpec:
+    """The composed `task:` block; a relative task.cwd is relative to `cwd` (default: this process's cwd)."""
+    return parse_task(cfg.get("task"), cwd=cwd or os.getcwd())
+
+
+def compose_sweep(overrides: list[str]) -> Sweep:
+    """Compose the sweep and every variant, check the task and validate each run config through the task's
+    validate hook; raises UsageError before anything is started or written."""
+    cfg = compose(overrides)
+    check_schemas(cfg)
+    experiment = read_experiment(cfg, overrides)
+    task = read_task(cfg)
+    sweeper_cfg = cfg.get("sweeper") or {}
+    with TaskCheck(task, preflight=sweeper_cfg.get("preflight") not in (None, False, "off")
+                   or (sweeper_cfg.get("baseline_first", True) and len(experiment.variants) > 1)) as check:
+        try:                                          # the task's import probe runs while the variants compose
+            sweep = _compose_variants(cfg, overrides, experiment, task)
+        except UsageError:
+            check.wait()                              # a task that cannot start is named first, as ever
+            raise
+        check.wait()
+    _validate(sweep)
+    return sweep
+
+
+def _compose_variants(cfg: dict, overrides: list[str], experiment: Experiment, task: TaskSpec) -> Sweep:
+    """Every variant's run config and seeds, and the ablation check: nothing started, nothing written."""
+    sweep = Sweep(overrides=list(overrides), cfg=cfg, experiment=experiment, task=task)
+    for variant, variant_overrides in experiment.variants.items():
+        try:
+            vcfg = compose(list(overrides) + variant_overrides) if variant_overrides else cfg
+        except UsageError as e:
+            raise UsageError(f"experiment {experiment.name}, variant {variant}: {e}") from None
+        if vcfg.get("task") != cfg.get("task"):
+            raise UsageError(f"experiment {experiment.name}, variant {variant}: a variant cannot change task.*; "
+                             f"a sweep runs one task (set it in the experiment or on the command line)")
+        sweep.variant_configs[variant] = run_config(vcfg)
+        sweep.variant_seeds[variant] = _variant_seeds(experiment.name, variant, variant_overrides, vcfg)
+    sweep.changes, sweep.warnings = check_ablation(sweep, compose)
+    return sweep
+
+
+def _variant_seeds(name: str, variant: str, overrides: list[str], vcfg: dict) -> list[int] | None:
+    """A variant's own `seeds=` override, parsed (None when it has none: it runs the sweep's seeds)."""
+    if not any(key_of(o) == "seeds" for o in overrides):
+        return None
+    try:
+        n, limit = count_seeds(vcfg.get("seeds")), build(SweeperConf, dict(vcfg.get("sweeper") or {}), "sweeper").max_runs
+        if isinstance(limit, int) and n > limit:      # counted, never expanded (seeds=0-10**12 stays cheap)
+            raise UsageError(f"seeds={vcfg.get('seeds')} plans {n} runs, more than sweeper.max_runs={limit}; ask "
+                             f"for fewer seeds, or raise the limit with sweeper.max_runs={n}")
+        return parse_seeds(vcfg.get("seeds"))
+    except UsageError as e:
+        raise UsageError(f"experiment {name}, variant {variant}: {e}") from None
+
+
+def _validate(sweep: Sweep) -> None:
+    """Each variant's run config: no `???` left, and accepted by the task's validate hook. An error every
+    variant shares (a command-line value) is reported once, without a variant name."""
+    hook = load_hook(sweep.task, "validate")
+    errors: dict[str, str] = {}
+    for variant, config in sweep.variant_configs.items():
+        missing = missing_keys(config)
+        if missing:
+            errors[variant] = missing_message(missing[0])
+        elif hook is not None:
+            try:
+                _call_validate(hook, dict(config), dict(sweep.launcher))
+            except ValueError as e:                     # ConfigError and UsageError are ValueErrors
+                errors[variant] = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            except Exception as e:  # noqa: BLE001 - a bug in the hook: still one line before anything starts
+                errors[variant] = (f"task.validate={sweep.task.validate} raised {type(e).__name__}: {e}"
+                                   .splitlines()[0])
+    if not errors:
+        return
+    variant, message = next(iter(errors.items()))
+    if len(errors) == len(sweep.variant_configs) and len(set(errors.values())) == 1:
+        raise UsageError(message)
+    raise UsageError(f"variant {variant}: {message}")
+
+
+def _call_validate(hook, config: dict, launcher: dict) -> None:
+    """task.validate(config), or validate(config, launcher=...) when the hook takes a `launcher` argument (to
+    check what depends on where runs start, e.g. a GPU the local launcher must offer)."""
+    try:
+        takes_launcher = "launcher" in inspect.signature(hook).parameters
+    except (TypeError, ValueError):
+        takes_launcher = False
+    hook(config, launcher=launcher) if takes_launcher else hook(config)
+
+
+def load_hook(task: TaskSpec, key: str):
+    """The task's hook function (task.validate / task.preflight) loaded in this process, or None."""
+    entry = getattr(task, key)
+    if not entry:
+        return None
+    if task.cwd not in sys.path:
+        sys.path.insert(0, task.cwd)                # the user's modules, as a run's process sees them
+    try:
+        return load_entry(entry)
+    except Exception as e:  # noqa: BLE001 - whatever the import raised: one line naming the hook
+        raise UsageError(f"task.{key}={entry!r} does not load: {type(e).__name__}: {e}".splitlines()[0]) from None

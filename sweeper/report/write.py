@@ -1,0 +1,83 @@
+"""Writing a sweep's report into its dir: report.md, report.html, summary.csv, plots/*.png, the journal entry.
+
+    text = report_sweep(sweep_dir, plots=True)     # what every sweep ends with; the terminal text is returned
+    text = compare_sweeps(new_dir, old_dir)        # `python -m sweeper.report NEW --against OLD`
+
+Every variant is compared with the experiment's baseline, metric and direction as the manifest records them;
+baseline / metric / lower_is_better override them (a Hydra multirun's manifest may record none). The statistics
+and the decision rule are in sweeper.analysis.verdict (its docstring is printed in the Methods section of
+report.md). Files are only read (sweeper.analysis.results): a damaged run file is a WARNING line naming it, a
+damaged manifest is exit status 2. Runs of a Slurm sweep whose jobs ended without a word stay running/pending
+here until `python -m sweeper.slurm status SWEEP_DIR` settles them (the report says so; it never asks Slurm).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import sweeper.report.journal as journal_mod
+from sweeper.analysis.analyze import ReportInput, analyze_sweep
+from sweeper.analysis.compare import analyze_pair
+from sweeper.analysis.results import load_manifest
+from sweeper.report.html import write_html
+from sweeper.report.looks import add_looks
+from sweeper.report.markdown import markdown, summary_frame
+from sweeper.report.tables import decision_text, headline
+from sweeper.run.atomic import atomic_write_text
+from sweeper.run.rundir import UnreadableFile
+from sweeper.report.plots import write_plots
+
+
+def write_report(inp: ReportInput, out_dir: str | Path, plots: bool = True) -> str:
+    """Write report.md, report.html, summary.csv (and plots/) into out_dir; return the decision table as text."""
+    out_dir = Path(out_dir)
+    plot_paths = None
+    if plots:
+        plot_paths = write_plots(out_dir / "plots", inp.curves, inp.analysis)
+    atomic_write_text(out_dir / "summary.csv", summary_frame(inp.analysis, inp.secondary, inp.changes,
+                                                             inp.declared).to_csv(index=False))
+    text = markdown(inp, plot_paths, out_dir)
+    atomic_write_text(out_dir / "report.md", text)
+    write_html(text, out_dir)                        # report.html: the same report, one self-contained page
+    return decision_text(inp)
+
+
+def report_sweep(sweep_dir: str | Path, plots: bool = True, alpha: float = 0.05, min_seeds: int = 3,
+                 n_resamples: int = 10_000, seed: int = 0, baseline: str | None = None, metric: str | None = None,
+                 lower_is_better: bool | None = None, journal: str | None = None) -> str:
+    """Write report.md, summary.csv and plots/*.png into sweep_dir and record the sweep's entry in the journal
+    (sweeper.journal: `journal` is a folder, `off`, or None for the folder holding the sweep dir); return the
+    terminal text (decision table, failed runs, one WARNING line per damaged file)."""
+    inp = analyze_sweep(sweep_dir, alpha, min_seeds, n_resamples, seed, baseline, metric, lower_is_better)
+    text = write_report(inp, sweep_dir, plots)
+    text = add_looks(sweep_dir, text)                 # seeds=adaptive: the looks and their decisions
+    if journal is None:                               # the journal the sweep was started with, if it named one
+        manifest = load_manifest(sweep_dir)
+        journal = manifest.extra.get("journal") if manifest is not None else None
+    folder = journal_mod.journal_dir(sweep_dir, journal)
+    if folder is None:
+        return text
+    try:
+        page = journal_mod.record(folder, journal_mod.entry_of(inp, sweep_dir, inp.code, headline(inp.analysis)))
+    except (UnreadableFile, OSError) as e:
+        return _before_notes(text, f"WARNING: the journal was not updated: {e}")
+    return _before_notes(text, f"journal: {page}")
+
+
+def compare_sweeps(new_dir: str | Path, old_dir: str | Path, plots: bool = True, alpha: float = 0.05,
+                   min_seeds: int = 3, n_resamples: int = 10_000, seed: int = 0, metric: str | None = None,
+                   lower_is_better: bool | None = None) -> str:
+    """Write report.md, summary.csv and plots into NEW/compare_vs_<old name>/; return the decision table text."""
+    inp = analyze_pair(new_dir, old_dir, alpha, min_seeds, n_resamples, seed, metric, lower_is_better)
+    out_dir = Path(new_dir) / f"compare_vs_{Path(old_dir).resolve().name}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return write_report(inp, out_dir, plots)
+
+
+def _before_notes(text: str, line: str) -> str:
+    """Add `line` to the terminal text above its closing `note:` lines (what to do next stays last)."""
+    lines = text.splitlines()
+    end = len(lines)
+    while end and lines[end - 1].startswith("note: "):
+        end -= 1
+    return "\n".join(lines[:end] + [line] + lines[end:])
+
