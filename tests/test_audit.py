@@ -16,7 +16,7 @@ from conftest import TINY, run_sweeper
 from train_runs import tiny_config
 from sweeper.cli.audit import main as audit_main
 from sweeper.run.rundir import RunDir
-from sweeper.cli.audit import preflight_audit
+from sweeper.execute.audit import preflight_audit
 from sweeper.train.audit import AuditReport, audit_resume, compare_trails, default_stop_at
 
 

@@ -315,12 +315,6 @@ def test_from_dict_takes_booleans_only():
     assert LocalLauncherConf.from_dict({"cpu_only": True}).cpu_only is True
 
 
-def test_the_plan_bound_default_is_the_schemas():
-    from sweeper.plan.make import DEFAULT_MAX_RUNS
-
-    assert SweeperConf().max_runs == DEFAULT_MAX_RUNS
-
-
 def test_preflight_false_in_yaml_reads_as_off():
     assert build(SweeperConf, {"preflight": False}, "sweeper").preflight == "off"
 

@@ -169,7 +169,7 @@ def _val_loss(run_dir) -> float:
 
 
 def test_compact_array_ids_expand_to_one_id_per_task():
-    from sweeper.backends.slurm.backend import expand_task_ids
+    from sweeper.backends.slurm.jobs import expand_task_ids
 
     assert expand_task_ids("253_[0-999%214]") == [f"253_{i}" for i in range(1000)]
     assert expand_task_ids("12_[0-2,5%4]") == ["12_0", "12_1", "12_2", "12_5"]

@@ -290,7 +290,7 @@ def test_what_was_submitted_names_a_plain_job_or_an_array():
 
 
 def test_slurm_status_lines_say_why_a_run_did_not_finish(tmp_path):
-    from sweeper.backends.slurm.backend import settle, status_line
+    from sweeper.backends.slurm.jobs import settle, status_line
 
     rd = RunDir(tmp_path / "runs" / "a" / "seed_0")
     rd.path.mkdir(parents=True)
@@ -311,7 +311,8 @@ def test_slurm_status_lines_say_why_a_run_did_not_finish(tmp_path):
     ('{"jobs": {"a": {"job_id": "5", "run_dir": "../../etc"}}}', "leaves the sweep dir"),
 ])
 def test_a_damaged_slurm_record_is_named_never_taken_for_no_jobs(tmp_path, content, says):
-    from sweeper.backends.slurm.backend import main, read_record
+    from sweeper.cli.slurm import main
+    from sweeper.plan.slurm_record import read_record
 
     (tmp_path / "slurm.json").write_text(content)
     with pytest.raises(UnreadableFile, match=says) as info:

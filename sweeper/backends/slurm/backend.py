@@ -39,7 +39,7 @@ from sweeper.config.task import python_path
 from sweeper.report.live import Progress
 from sweeper.backends.slurm.limits import cluster_limits, jobs_in_controller, split_arrays
 from sweeper.backends.slurm.task import RunTask
-from sweeper.backends.slurm.limits import cluster_limits, jobs_in_controller, room
+from sweeper.backends.slurm.limits import room
 
 
 def sbatch_options(cfg: SlurmLauncherConf) -> dict:
