@@ -137,7 +137,7 @@ def zoo(args) -> None:
     import torch
 
     from sweeper.health import preflight
-    from tests import health_zoo, health_zoo2
+    from tests.helpers import health_zoo, health_zoo2
 
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore")

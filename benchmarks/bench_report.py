@@ -25,7 +25,7 @@ from sweeper.analysis import stats  # noqa: E402
 from sweeper.analysis.analyze import analyze_sweep
 from sweeper.report.write import write_report  # noqa: E402
 from sweeper.analysis.results import load_curves, load_runs  # noqa: E402
-from synthetic_sweep import write_sweep  # noqa: E402
+from tests.helpers.synthetic_sweep import write_sweep  # noqa: E402
 
 
 def _timed(fn, *args, **kwargs):

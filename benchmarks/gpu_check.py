@@ -112,7 +112,7 @@ def _junit_counts(xml: Path) -> dict:
 
 def step_train_determinism(args) -> dict:
     sys.path.insert(0, str(ROOT / "tests"))
-    import train_runs as tr
+    import tests.helpers.train_runs as tr
 
     device = "cpu" if args.smoke else "cuda"
     steps, kill_at = (12, 7) if args.smoke else (60, 37)

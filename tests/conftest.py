@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.commands import TINY, slurm_problem
+
 # Triton kernels run in the interpreter when there is no GPU; this must be set before triton is imported.
 try:
     import torch
@@ -17,35 +19,6 @@ except ImportError:  # pragma: no cover
     _HAS_CUDA = False
 if not _HAS_CUDA:
     os.environ.setdefault("TRITON_INTERPRET", "1")
-
-ROOT = Path(__file__).resolve().parent.parent
-
-# A run that takes a second or two on one core: same code paths as the default, smaller numbers.
-TINY = ["train.steps=20", "model.d_model=32", "model.n_layers=1", "model.n_heads=2", "model.context=32",
-        "train.batch_size=8", "train.eval_interval=10", "train.log_interval=5", "train.ckpt_interval=10",
-        "train.eval_batches=2", "train.warmup_steps=2", "data.n_files=8", "health.preflight=false",
-        "sweeper.baseline_first=false"]   # the baseline's sweep preflight: tests/test_ablation.py
-
-
-def run_sweeper(*args: str, module: str = "sweeper", env: dict | None = None, timeout: float = 300,
-                cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """`python -m <module> args...` in a subprocess, as a user runs it."""
-    full_env = {**os.environ, **(env or {})}
-    full_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), full_env.get("PYTHONPATH")) if p)
-    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
-                          timeout=timeout, env=full_env, cwd=cwd or ROOT)
-
-
-def slurm_problem() -> str | None:
-    """Why no local Slurm cluster answers (None when one does): `bash tests/slurm/cluster.sh up` starts it."""
-    import shutil
-
-    if shutil.which("sinfo") is None:
-        return "sinfo not found"
-    out = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=20)
-    if out.returncode != 0 or not {"idle", "mixed", "allocated"} & set(out.stdout.split()):
-        return "no usable Slurm node"
-    return None
 
 
 @pytest.fixture

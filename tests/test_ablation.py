@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import TINY, run_sweeper
-from local_helpers import run, user_project
+from tests.helpers.commands import TINY, run_sweeper
+from tests.helpers.local_pool import run, user_project
 
 from sweeper.config.sweep import compose_sweep
 from sweeper.config.config_diff import MISSING, Change, Declared, describe, diff_configs, flatten, group_changes

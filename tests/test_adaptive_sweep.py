@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, run_sweeper
+from tests.helpers.commands import ROOT, run_sweeper
 from sweeper.plan.looks import read_looks
 from sweeper.run.rundir import read_manifest
 

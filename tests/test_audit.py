@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from conftest import TINY, run_sweeper
-from train_runs import tiny_config
+from tests.helpers.commands import TINY, run_sweeper
+from tests.helpers.train_runs import tiny_config
 from sweeper.cli.audit import main as audit_main
 from sweeper.run.rundir import RunDir
 from sweeper.execute.audit import preflight_audit

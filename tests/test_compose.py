@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_sweeper
+from tests.helpers.commands import ROOT, run_sweeper
 from sweeper.config.argv import split_config_dirs, with_config_dirs
 from sweeper.config.search import CONF_DIR, search_dirs
 from sweeper.config.sweep import compose_sweep

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from train_runs import (assert_bitwise_equal, differences, finish, log_text, make_run_dir, start, tiny_config,
+from tests.helpers.train_runs import (assert_bitwise_equal, differences, finish, log_text, make_run_dir, start, tiny_config,
                         trail_by_step)
 from sweeper.train.batches import EpochSampler
 from sweeper.train.config import RunConfig

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from tests.helpers.commands import ROOT
 
 pytestmark = pytest.mark.slow
 

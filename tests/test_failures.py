@@ -7,11 +7,11 @@ import signal
 import pytest
 import yaml
 
-from local_helpers import (checkpoints, processes_mentioning, run, run_dir, start, starts, status, sweep_args,
+from tests.helpers.local_pool import (checkpoints, processes_mentioning, run, run_dir, start, starts, status, sweep_args,
                            user_project, wait_for)
 from sweeper.backends.failures import (CONFIG, EXCEPTION, HEALTH, LOST_NODE, OOM, SIGNAL, CrashLoops, RetryPolicy, classify)
 
-pytest_plugins = ["local_helpers"]     # its sweep_dir fixture
+pytest_plugins = ["tests.helpers.local_pool"]     # its sweep_dir fixture
 
 
 # -- the classifier ----------------------------------------------------------------------------------------------

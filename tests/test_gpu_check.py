@@ -11,7 +11,7 @@ import json
 import subprocess
 import sys
 
-from conftest import ROOT
+from tests.helpers.commands import ROOT
 
 STEPS = ["env", "bench_rope", "pool_throughput"]
 

@@ -13,7 +13,7 @@ import torch
 
 import sweeper.health
 from sweeper.health import CheckResult, HealthReport
-from tests.conftest import ROOT
+from tests.helpers.commands import ROOT
 
 
 def test_module_docstring_example_runs():

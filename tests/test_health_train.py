@@ -17,9 +17,9 @@ import yaml
 import sweeper.train as train
 from sweeper.health import HealthReport
 from sweeper.train.preflight import preflight_config
-from tests.conftest import ROOT
-from tests.train_runs import make_run_dir, tiny_config
-from tests.train_runs import train as train_process
+from tests.helpers.commands import ROOT
+from tests.helpers.train_runs import make_run_dir, tiny_config
+from tests.helpers.train_runs import train as train_process
 
 ROPE_VARIANTS = yaml.safe_load((ROOT / "conf/experiment/rope.yaml").read_text())["experiment"]["variants"]
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from sweeper.health import LiveMonitor, preflight
-from tests.health_zoo import CASES, train
+from tests.helpers.health_zoo import CASES, train
 
 TRAIN_STEPS = 60
 MONITOR_INTERVAL = 5

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from sweeper.health import LiveMonitor, Thresholds, preflight
-from tests.health_zoo2 import (CASES, C, FEAT, PlainMLP, SparseBag, ZeroInitResidual, adam, cls_batch, half_ce,
+from tests.helpers.health_zoo2 import (CASES, C, FEAT, PlainMLP, SparseBag, ZeroInitResidual, adam, cls_batch, half_ce,
                                lm_batch)
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -12,11 +12,11 @@ import time
 
 import pytest
 
-from conftest import ROOT
-from local_helpers import processes_mentioning, wait_for
+from tests.helpers.commands import ROOT
+from tests.helpers.local_pool import processes_mentioning, wait_for
 from sweeper.run.rundir import RunDir, Status, read_manifest
 
-pytest_plugins = ["local_helpers"]     # its sweep_dir fixture
+pytest_plugins = ["tests.helpers.local_pool"]     # its sweep_dir fixture
 
 APP = ROOT / "tests" / "hydra_app" / "my_app.py"
 LOSS_APP = ROOT / "tests" / "hydra_app" / "loss_app.py"

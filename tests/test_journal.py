@@ -8,8 +8,8 @@ from multiprocessing import get_context
 
 import pandas as pd
 import yaml
-from conftest import ROOT, run_sweeper
-from local_helpers import run, user_project
+from tests.helpers.commands import ROOT, run_sweeper
+from tests.helpers.local_pool import run, user_project
 
 from sweeper.report import journal
 from sweeper.run.rundir import read_manifest

@@ -9,8 +9,8 @@ import pytest
 import subprocess
 import sys
 
-from conftest import ROOT
-from local_helpers import child_env, run, run_dir, status, sweep_args, user_project
+from tests.helpers.commands import ROOT
+from tests.helpers.local_pool import child_env, run, run_dir, status, sweep_args, user_project
 from sweeper.errors import UsageError
 from sweeper.backends.local.pool import processes_with_arg
 from sweeper.backends.local.slots import make_slots

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import yaml
 
-from conftest import ROOT
-from local_helpers import child_env, kill_all_mentioning, sweep_args
+from tests.helpers.commands import ROOT
+from tests.helpers.local_pool import child_env, kill_all_mentioning, sweep_args
 from sweeper.backends.failures import classify
 from sweeper.report.live import Progress, fmt_s
 

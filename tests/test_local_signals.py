@@ -4,10 +4,10 @@ import os
 import signal
 import time
 
-from local_helpers import (checkpoints, child_env, processes_mentioning, run, run_dir, start, starts, status,
+from tests.helpers.local_pool import (checkpoints, child_env, processes_mentioning, run, run_dir, start, starts, status,
                            sweep_args, wait_for)
 
-pytest_plugins = ["local_helpers"]     # its sweep_dir fixture
+pytest_plugins = ["tests.helpers.local_pool"]     # its sweep_dir fixture
 
 
 def both_running_with_checkpoint(d):

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import run_sweeper
+from tests.helpers.commands import run_sweeper
 from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
 from sweeper.plan.make import make_plan, reconcile, write_plan

@@ -7,7 +7,7 @@ import numpy as np
 
 from sweeper.report.plots import paired_differences, write_plots
 from sweeper.analysis.analyze import analyze_sweep
-from synthetic_sweep import write_sweep
+from tests.helpers.synthetic_sweep import write_sweep
 
 
 def test_paired_differences_are_per_seed_variant_minus_baseline_on_common_seeds(tmp_path):

@@ -11,13 +11,13 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from conftest import run_sweeper
+from tests.helpers.commands import run_sweeper
 from sweeper.errors import UsageError
 from sweeper.analysis.analyze import analyze_sweep
 from sweeper.report.markdown import SECTIONS
 from sweeper.report.tables import headline
 from sweeper.report.write import report_sweep
-from synthetic_sweep import write_sweep
+from tests.helpers.synthetic_sweep import write_sweep
 
 ROPE = {"rope": [3.00, 3.02, 2.99, 3.01], "nope": [3.45, 3.48, 3.44, 3.47], "frozen": [3.40, 3.43, 3.39, 3.44]}
 FAST = dict(n_resamples=2000)
@@ -311,7 +311,7 @@ def test_a_slurm_sweep_with_open_runs_says_how_to_settle_them(tmp_path):
 
 @pytest.mark.slow
 def test_real_mini_sweep_through_the_cli_has_every_section_and_plot(tmp_path):
-    from conftest import TINY
+    from tests.helpers.commands import TINY
 
     sweep_dir = tmp_path / "sweep"
     proc = run_sweeper("+experiment=rope", "seeds=0-1", *TINY, f"sweeper.dir={sweep_dir}")

@@ -13,7 +13,7 @@ import pytest
 
 from sweeper.report.write import report_sweep
 from sweeper.report.html import render
-from tests.synthetic_sweep import write_sweep
+from tests.helpers.synthetic_sweep import write_sweep
 
 CHROMIUM = os.environ.get("SWEEPER_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

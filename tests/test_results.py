@@ -9,7 +9,7 @@ import pytest
 
 from sweeper.analysis.results import load_curves, load_experiment, load_runs
 from sweeper.run.rundir import Experiment, UnreadableFile
-from synthetic_sweep import write_sweep
+from tests.helpers.synthetic_sweep import write_sweep
 
 
 @pytest.fixture

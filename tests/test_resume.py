@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from train_runs import (assert_bitwise_equal, finish, log_text, make_run_dir, small_corpus, start,
+from tests.helpers.train_runs import (assert_bitwise_equal, finish, log_text, make_run_dir, small_corpus, start,
                               tiny_config, train, trail_steps, TrailWatcher, wait_until)
 from sweeper.run.checkpoint import (FingerprintMismatch, check_fingerprint, checkpoint_path, list_checkpoints,
                                     load_latest, read_checkpoint, save_checkpoint)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from local_helpers import (checkpoints, child_env, processes_mentioning, run, run_dir, start, starts, status,
+from tests.helpers.local_pool import (checkpoints, child_env, processes_mentioning, run, run_dir, start, starts, status,
                            sweep_args, wait_for)
 from sweeper.run.rundir import MANIFEST, RunDir, Status, read_manifest
 
-pytest_plugins = ["local_helpers"]     # its sweep_dir fixture
+pytest_plugins = ["tests.helpers.local_pool"]     # its sweep_dir fixture
 
 VARIANTS = ("rope", "nope")
 

@@ -159,7 +159,7 @@ def test_cuda_positions_past_the_table_fail_the_async_assertion():
     import subprocess
     import sys
 
-    from conftest import ROOT
+    from tests.helpers.commands import ROOT
     proc = subprocess.run([sys.executable, "-c", CUDA_ASSERT], capture_output=True, text=True, timeout=120,
                           cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode != 0 and "no error" not in proc.stdout

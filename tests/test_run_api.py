@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT
+from tests.helpers.commands import ROOT
 
 import sweeper
 from sweeper.run import FingerprintMismatch, init

@@ -15,7 +15,7 @@ import typing
 import pytest
 import yaml
 
-from conftest import ROOT, run_sweeper
+from tests.helpers.commands import ROOT, run_sweeper
 from sweeper.cli.sweep import prepare
 from sweeper.errors import UsageError
 from sweeper.backends.local.schema import LocalLauncherConf, PoolConf

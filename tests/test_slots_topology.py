@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from conftest import ROOT
-from local_helpers import child_env, run, run_dir, sweep_args
+from tests.helpers.commands import ROOT
+from tests.helpers.local_pool import child_env, run, run_dir, sweep_args
 from sweeper.errors import UsageError
 from sweeper.backends.local.gpu_topology import parse_cpu_list
 from sweeper.backends.local.slots import make_slots

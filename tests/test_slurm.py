@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import run_sweeper
-from local_helpers import wait_for
+from tests.helpers.commands import run_sweeper
+from tests.helpers.local_pool import wait_for
 from test_slurm_task import checkpoint_digest
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]

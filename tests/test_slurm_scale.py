@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from conftest import slurm_problem
-from local_helpers import run, user_project, wait_for
+from tests.helpers.commands import slurm_problem
+from tests.helpers.local_pool import run, user_project, wait_for
 from sweeper.backends.slurm.limits import ClusterLimits, parse_config, room, share, split_arrays
 
 TINY_TASK = """

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_sweeper
+from tests.helpers.commands import ROOT, run_sweeper
 from sweeper.errors import UsageError
 from sweeper.run.rundir import RunDir, UnreadableFile
 from sweeper.backends.slurm.backend import sbatch_options
@@ -218,7 +218,7 @@ def test_sigterm_alone_stops_the_run_and_the_task_ends_interrupted(tmp_path, tin
 def test_a_user_task_that_exits_0_without_finishing_fails_its_slurm_task(tmp_path):
     from sweeper.cli.sweep import prepare
     from sweeper.plan.make import write_plan
-    from local_helpers import user_project
+    from tests.helpers.local_pool import user_project
 
     script = "import sys, sweeper\nrun = sweeper.init()\nrun.log(1, loss=0.5)\nsys.exit(0)\n"
     project = user_project(tmp_path / "project", script, {"a": []})

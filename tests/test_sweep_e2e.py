@@ -1,7 +1,7 @@
 """A real mini sweep through the CLI in a subprocess: run dirs, metrics, the table, reproducibility."""
 import pytest
 
-from conftest import TINY, run_sweeper
+from tests.helpers.commands import TINY, run_sweeper
 from sweeper.run.rundir import RunDir, read_manifest
 
 pytestmark = pytest.mark.slow

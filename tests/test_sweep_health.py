@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import TINY, run_sweeper
+from tests.helpers.commands import TINY, run_sweeper
 from sweeper.run.rundir import RunDir, Status
 
 pytestmark = pytest.mark.slow

@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from conftest import run_sweeper
+from tests.helpers.commands import run_sweeper
 from sweeper.errors import UsageError
 from sweeper.config.task import TaskSpec, check_task, parse_task
 

@@ -16,9 +16,9 @@ import pytest
 import sweeper.train as train
 from sweeper.run import ConfigError as RunConfigError
 from sweeper.run.rundir import RunDir, Status
-from tests.conftest import ROOT
-from tests.train_runs import log_text, make_run_dir, small_corpus, tiny_config
-from tests.train_runs import train as train_process
+from tests.helpers.commands import ROOT
+from tests.helpers.train_runs import log_text, make_run_dir, small_corpus, tiny_config
+from tests.helpers.train_runs import train as train_process
 from sweeper.train.checks import validate
 from sweeper.train.config import ConfigError, RunConfig
 

@@ -16,7 +16,7 @@ from sweeper.analysis import stats
 from sweeper.analysis import verdict
 from sweeper.analysis.results import load_runs
 from sweeper.run.rundir import Experiment
-from synthetic_sweep import write_sweep
+from tests.helpers.synthetic_sweep import write_sweep
 
 FAST = dict(n_resamples=500)
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
-from local_helpers import child_env, run, sweep_args, user_project, wait_for
+from tests.helpers.commands import ROOT
+from tests.helpers.local_pool import child_env, run, sweep_args, user_project, wait_for
 from sweeper.backends.local.pool import Job, processes_with_arg
 from sweeper.run.rundir import RunDir
 from sweeper.backends.local.slots import Slot

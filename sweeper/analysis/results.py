@@ -41,7 +41,6 @@ from sweeper.run.envinfo import git_state
 from sweeper.health.result import HealthReport
 
 MISSING, UNKNOWN = "missing", "unknown"          # row states beyond a run's own status (see the docstring)
-STATES = tuple(s.value for s in Status) + (MISSING, UNKNOWN, STALE)
 FIXED_COLUMNS = ["variant", "seed", "run_id", "run_dir", "status", "error", "failure_class", "exit_code", "steps",
                  "wall_time_s", "health", "health_failed", "config_hash", "log_tail", "resume_step"]
 CURVE_COLUMNS = ["run_id", "variant", "seed", "step", "metric", "value"]

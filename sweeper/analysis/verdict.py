@@ -61,7 +61,6 @@ FINISHED, FAILED, DIVERGED = Status.FINISHED.value, Status.FAILED.value, Status.
 INCOMPLETE = (MISSING, Status.PENDING.value, Status.RUNNING.value, Status.INTERRUPTED.value, UNKNOWN, STALE)
 ENV_KEYS = ("torch_version", "python_version", "device", "num_threads", "deterministic")
 PAIRING_KEYS = ("data_order_hash", "eval_batches_hash")
-VERDICTS = ("better", "worse", "inconclusive", "insufficient", "invalid")
 
 
 @dataclass

@@ -114,10 +114,19 @@ def build(cls: type, values: Any, prefix: str, label: str = ""):
         if element and isinstance(items, (list, tuple)) and not all(
                 isinstance(v, element) and not (isinstance(v, bool) and element is not bool) for v in items):
             raise UsageError(f"{prefix}.{key}={show(value)}: {phrase_of(cls, key)}")
-    check_fields(obj, prefix, values)
+    _check_tree(obj, prefix, values)
+    return obj
+
+
+def _check_tree(obj: Any, prefix: str, given: Any) -> None:
+    """The rules and check() of a built dataclass and of every dataclass nested in it (sweeper.adaptive.*)."""
+    check_fields(obj, prefix, given if isinstance(given, dict) else None)
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        if is_dataclass(value):
+            _check_tree(value, f"{prefix}.{f.name}", (given or {}).get(f.name) if isinstance(given, dict) else None)
     if hasattr(obj, "check"):
         obj.check(prefix)
-    return obj
 
 
 def keys_of(cls: type) -> list[str]:

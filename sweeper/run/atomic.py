@@ -61,14 +61,6 @@ def atomic_write_json(path: str | Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
 
-def read_json(path: str | Path, default: Any = None) -> Any:
-    """The parsed file, or `default` when it is missing or unreadable (a reader never crashes on it)."""
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return default
-
-
 def append_jsonl(path: str | Path, record: dict) -> None:
     """Append one JSON line and flush it to disk (a reader sees whole lines, or a truncated last one)."""
     with open(path, "a", encoding="utf-8") as f:

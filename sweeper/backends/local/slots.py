@@ -26,7 +26,7 @@ from sweeper.errors import UsageError
 from sweeper.backends.local.gpu_topology import Device, discover_devices, resolve_visible
 from sweeper.backends.local.schema import LocalLauncherConf
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[3]   # the folder that holds the sweeper package (children import it)
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
@@ -42,8 +42,6 @@ def run_env(base: dict, threads: int, pythonpath: str | Path = PROJECT_ROOT) -> 
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(pythonpath), base.get("PYTHONPATH")) if p)
     return env
-
-
 
 
 @dataclass(frozen=True)
@@ -98,11 +96,6 @@ def visible_devices(cfg: LocalLauncherConf, environ: dict | None = None) -> list
         raise UsageError(f"launcher.devices={[str(d) for d in cfg.devices]}: device(s) {missing} are not visible "
                          f"(visible: {[d.id for d in visible] or 'none'}; CUDA_VISIBLE_DEVICES is honoured)")
     return chosen
-
-
-def visible_gpus(cfg: LocalLauncherConf, environ: dict | None = None) -> list[str]:
-    """The ids (as put in a child's CUDA_VISIBLE_DEVICES) of visible_devices."""
-    return [d.id for d in visible_devices(cfg, environ)]
 
 
 def _split(cores: list[int], n: int) -> list[tuple[int, ...]]:

@@ -1,6 +1,6 @@
 """Helpers for the local-pool tests: tiny sweeps as real subprocesses, waiting on files, the process table.
 
-Also a pytest plugin for its sweep_dir fixture (`pytest_plugins = ["local_helpers"]` in a test module), loaded
+Also a pytest plugin for its sweep_dir fixture (`pytest_plugins = ["tests.helpers.local_pool"]` in a test module), loaded
 after the module imported it; PYTEST_DONT_REWRITE says it has no asserts to rewrite (no "already imported" warning).
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TINY
+from tests.helpers.commands import ROOT, TINY
 from sweeper.run.rundir import RunDir, UnreadableFile
 
 GRANDCHILDREN = ROOT / "tests" / "grandchildren"
@@ -105,7 +105,7 @@ def kill_all_mentioning(text: str) -> None:
 @pytest.fixture
 def sweep_dir(tmp_path):
     """A sweep dir under tmp_path; every process still mentioning it is killed afterwards.
-    A test module gets it with `pytest_plugins = ["local_helpers"]`."""
+    A test module gets it with `pytest_plugins = ["tests.helpers.local_pool"]`."""
     d = tmp_path / "sweep"
     yield d
     kill_all_mentioning(str(d))

@@ -25,7 +25,7 @@ from sweeper.run.checkpoint import list_checkpoints, read_checkpoint
 from sweeper.run.rundir import RunDir
 from sweeper.train.trail import read_trail
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SWITCHES = ("SWEEPER_AUDIT_TRAIL", "SWEEPER_AUDIT_STOP_AT_STEP", "SWEEPER_AUDIT_KILL_AT_STEP",
             "SWEEPER_FAULT_DROP_RNG_STATE", "SWEEPER_TEST_CKPT_WRITE_DELAY_S")
 

@@ -1,6 +1,6 @@
 """The bug zoo: small models and training steps, each carrying ONE silent bug that trains fine by the loss.
 
-    from tests.health_zoo import CASES
+    from tests.helpers.health_zoo import CASES
     setup = CASES["mask_leaks_one_position"].build(bug=True)      # bug=False: its healthy twin
     report = preflight(**setup.preflight_kwargs())
 

@@ -3,7 +3,7 @@ transformer, bf16 autocast, gradient accumulation, a custom autograd Function, s
 output, a hand-written CE that overflows mid-session, squashed outputs, nll on probabilities, a closed gate,
 parameters missing from the optimizer).
 
-    from tests.health_zoo2 import CASES
+    from tests.helpers.health_zoo2 import CASES
     kwargs = CASES["lstm_batch_first_missing"].build(True)     # preflight(**kwargs); False: the healthy twin
 
 Each case names the check that must flag the bug, the status it must get and a phrase of the right cause.

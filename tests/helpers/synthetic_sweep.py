@@ -1,6 +1,6 @@
 """Write a sweep directory to disk in the run contract's layout, from chosen per-seed results (tests, benchmarks).
 
-    from synthetic_sweep import write_sweep
+    from tests.helpers.synthetic_sweep import write_sweep
     root = write_sweep(tmp_path / "s", {"rope": [3.1, 3.2, 3.0], "nope": [3.5, None, 3.6]}, baseline="rope")
 
 A value gives a finished run whose final val_loss is that value (NaN allowed); None gives a diverged run.
