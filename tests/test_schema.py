@@ -250,8 +250,10 @@ def test_from_dict_validates_an_old_manifests_launcher_as_composition_does():
         with pytest.raises(UsageError) as e:
             LocalLauncherConf.from_dict(bad)
         assert str(e.value).startswith(says), str(e.value)
-    with pytest.raises(UsageError, match=r"^hydra\.launcher\.grace_s=-1: must be a number of seconds >= 0$"):
+    with pytest.raises(UsageError, match=r"^hydra\.launcher\.grace_s=-1: must be a number of seconds >= 0 \(not inf\)$"):
         build(PoolConf, {"grace_s": -1}, "hydra.launcher")
+    with pytest.raises(UsageError, match=r"^launcher\.grace_s=inf: must be a number of seconds >= 0 \(not inf\)$"):
+        build(PoolConf, {"grace_s": float("inf")}, "launcher")    # Ctrl-C would never escalate to SIGKILL
 
 
 @pytest.mark.parametrize("args, key, value", [
