@@ -474,3 +474,26 @@ class ModeWatch:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.steps, self.eval_steps, self.first = (state.get("steps", 0), state.get("eval_steps", 0),
                                                    state.get("first"))
+
+
+def evaluation_checks(model: nn.Module, val_data: Any, evaluate: Callable | None, thresholds,
+                      seed: int = 0) -> list[CheckResult]:
+    """eval_determinism outside preflight (RunHealth at the start of a run): the model's eval-mode forward on
+    the first validation batch and, with `evaluate`, the evaluation twice on the same weights. The model's
+    state and mode and the global RNG are left as they were."""
+    from types import SimpleNamespace
+
+    from .data_sources import read_batches
+
+    val_batches, note = read_batches(val_data, max(int(thresholds.data_batches), 1)) if val_data is not None \
+        else ([], "")
+    if not val_batches and evaluate is None:
+        return [CheckResult("eval_determinism", "skip", None, "",
+                            f"not run: val_data could not be read ({note or 'no batch'})")]
+    ctx = SimpleNamespace(model=model, thresholds=thresholds, val_batches=val_batches, seed=seed,
+                          inputs=val_batches[0][0] if val_batches else None, evaluate=evaluate, val_source=val_data)
+    devices = sorted({p.device.index or 0 for p in model.parameters() if p.device.type == "cuda"})
+    with torch.random.fork_rng(devices=devices):
+        if ctx.inputs is None:             # evaluate only: no batch for the eval-forward comparison
+            return [_evaluate_twice(ctx, model, {}, f"relative difference <= {thresholds.eval_rel_tol:g}")]
+        return [eval_determinism_check(ctx)]

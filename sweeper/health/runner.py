@@ -114,6 +114,7 @@ def preflight(
     with torch.random.fork_rng(devices=devices):
         try:
             run_data_checks(ctx, results, skip, _guard)
+            run_eval_checks(ctx, results, skip, _guard)         # before any train-mode forward moves BN stats
             if {"init_loss", "gradient_flow"} - skip:
                 try:
                     loss_value, named_grads, noise = _init_backward(ctx)
@@ -131,7 +132,6 @@ def preflight(
                              ("target_shift", target_shift_check), ("kernel_agreement", kernel_agreement_check)):
                 if name not in skip:
                     _guard(results, (name,), lambda fn=fn: [fn(ctx)])
-            run_eval_checks(ctx, results, skip, _guard)
             attribute_to_inputs(ctx, results, lambda fixed, names: _rerun(fixed, names, skip))
         finally:
             model.train(was_training)
