@@ -25,12 +25,7 @@ LIVE_SUSCEPTIBLE = ("grad_spike", "loss_stuck", "zero_grad_share", "update_ratio
 
 
 def _summary(inputs: CheckResult) -> str:
-    tensors = inputs.details.get("tensors", {})
-    parts = []
-    for name in inputs.details.get("flagged", []):
-        t = tensors.get(name, {})
-        if "mean" in t:
-            parts.append(f"{name} mean {t['mean']:.3g}, std {t['std']:.3g}")
+    parts = list(inputs.details.get("summary", {}).values())
     return "inputs not standardized (" + "; ".join(parts) + ")"
 
 

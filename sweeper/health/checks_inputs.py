@@ -113,29 +113,41 @@ def tensor_stats(t: torch.Tensor) -> dict[str, Any]:
 
 
 def _judge(stats: dict[str, Any], th) -> list[str]:
-    """Why a tensor is far from standardized ([] when it is not)."""
-    why = []
+    """Why a tensor is far from standardized ([] when it is not). With per-feature (per-channel) statistics, a
+    minority of features out of line is named as such: the tensor's overall figures would blame all of them."""
     mean, std, rms = stats["mean"], stats["std"], stats["rms"]
     if not math.isfinite(rms):
-        return why
+        return []
+    fm, fs = stats.get("feature_mean"), stats.get("feature_std")
+    if fm is not None:
+        frms = (fm ** 2 + fs ** 2).sqrt()
+        bad = (frms > th.input_scale_high) | (fm.abs() > th.input_offset_ratio * fs.clamp(min=1.0))
+        live = int((frms > 0).sum())
+        if 0 < int(bad.sum()) <= live // 2:
+            stats["bad_features"] = bad.nonzero().flatten().tolist()
+            return ["features"]
+    why = []
     if rms > th.input_scale_high:
         why.append("scale")
     elif 0 < rms < th.input_scale_low:
         why.append("tiny")
     if abs(mean) > th.input_offset_ratio * max(std, 1.0) and "scale" not in why:
         why.append("offset")
-    fm, fs = stats.get("feature_mean"), stats.get("feature_std")
-    if fm is not None and not why:
-        frms = (fm ** 2 + fs ** 2).sqrt()
-        bad = (frms > th.input_scale_high) | (fm.abs() > th.input_offset_ratio * fs.clamp(min=1.0))
-        if bool(bad.any()):
-            stats["bad_features"] = bad.nonzero().flatten().tolist()
-            why.append("features")
     return why
 
 
 def _describe(stats: dict[str, Any]) -> str:
     return (f"mean {stats['mean']:.3g}, std {stats['std']:.3g}, range [{stats['min']:.3g}, {stats['max']:.3g}]")
+
+
+def _short(stats: dict[str, Any], why: list[str], name: str) -> str:
+    """'inputs: mean 127, std 74' or 'inputs features 3 (mean 4.5e+04, std 2e+04)' for other checks' messages."""
+    if "features" in why:
+        fm, fs = stats["feature_mean"], stats["feature_std"]
+        axis = "feature" if len(stats["shape"]) == 2 else "channel"
+        return f"{name} {axis}s " + ", ".join(f"{i} (mean {float(fm[i]):.3g}, std {float(fs[i]):.3g})"
+                                              for i in stats["bad_features"][:3])
+    return f"{name}: mean {stats['mean']:.3g}, std {stats['std']:.3g}"
 
 
 def _fix(stats: dict[str, Any], why: list[str], name: str) -> str:
@@ -165,6 +177,7 @@ def inputs_check(ctx) -> tuple[CheckResult, Trace]:
     notes, flagged, broken = [], [], []
     standardize: dict[str, str] = {}
     skipped = []
+    summary: dict[str, str] = {}
     for name, t in named_inputs(ctx.inputs):
         if not torch.is_tensor(t):
             skipped.append(f"{name} ({type(t).__name__}: not a tensor)")
@@ -201,14 +214,15 @@ def inputs_check(ctx) -> tuple[CheckResult, Trace]:
             flagged.append(name)
             standardize[name] = "features" if len(stats["shape"]) in (2, 4, 5) else "global"
             msg = _fix(judged, why, name)
-            notes.insert(0, msg + where)
+            notes.insert(len(flagged) - 1, msg + where)
             stats["why"] = why
+            summary[name] = _short(judged, why, name)
         else:
             notes.append(f"{name}: {_describe(judged)}{where}")
     shift = _val_shift(ctx, per, th)
     details = {"tensors": {k: {kk: vv for kk, vv in v.items() if kk not in ("feature_mean", "feature_std")}
                            for k, v in per.items()},
-               "flagged": flagged, "standardize": standardize, "skipped": skipped, "val_shift": shift}
+               "flagged": flagged, "summary": summary, "standardize": standardize, "skipped": skipped, "val_shift": shift}
     expected = f"rms in [{th.input_scale_low:g}, {th.input_scale_high:g}], |mean| <= {th.input_offset_ratio:g} std"
     worst = max((per[f]["rms"] for f in flagged), default=None)
     if broken:
@@ -243,7 +257,7 @@ def _val_shift(ctx, per: dict[str, dict[str, Any]], th) -> list[dict[str, Any]]:
             ratio = max(val["std"], 1e-12) / s_train
             if sigmas > th.val_shift_sigmas or not 1 / th.val_scale_ratio <= ratio <= th.val_scale_ratio:
                 out.append({"name": name, "sigmas": sigmas, "std_ratio": ratio,
-                            "message": f"validation {name} ({_describe(val)}) differs from training {name} "
+                            "message": f"validation {name} ({_describe(val)}) is far from training {name} "
                                        f"({_describe(train)}): mean {sigmas:.2g} training stds away, std "
                                        f"{ratio:.2g}x: the validation data is not preprocessed like the training "
                                        f"data (normalize both with the training set's statistics)"})

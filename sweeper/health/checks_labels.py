@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from .batching import map_tensors, primary_output
-from .data_sources import label_view
+from .data_sources import dataset_targets, label_view
 from .result import CheckResult
 
 
@@ -103,7 +103,10 @@ def labels_check(ctx, trace, share: dict | None = None) -> CheckResult:
         if negative:
             problems.append(f"{where} hold negative values {negative[:4]} that the loss does not ignore: class "
                             f"indices start at 0 (or give the loss ignore_index={negative[0]})")
-    if kind == "classes":
+    mix = share.get("class_mix") if share else None
+    if kind == "classes" and mix is not None and mix.status == "warn":
+        notes.append("the first loader batches are class-sorted (see class_mix): the histogram is not judged")
+    elif kind == "classes":
         warnings += _histogram(ctx, classes, th, ignore, notes)
     details.update(classes=classes)
     expected = f"0..{classes - 1}" if classes else ""
@@ -162,15 +165,25 @@ def contributions(ctx, trace) -> tuple[torch.Tensor | None, str]:
         return None, str(e)
     if not out.is_floating_point():
         return None, "the model's output is not a float tensor"
-    leaf = out.detach().clone().requires_grad_(True)
-    try:
-        with torch.enable_grad():
-            loss = ctx.loss_fn(map_tensors(trace.outputs, lambda t: leaf if t is out else t.detach()), targets)
-            (g,) = torch.autograd.grad(loss, [leaf], allow_unused=True)
-    except Exception as e:  # noqa: BLE001 - the loss refuses eval-mode outputs: reported as a skip
-        return None, f"the loss failed on the outputs: {type(e).__name__}: {e}"
+    # the gradient at the model's outputs (float64, so a saturated softmax still gives nonzero gradients) and at
+    # small random outputs (no saturation at all; a regression target that equals the output is not hit twice):
+    # a target counts when either is nonzero, an ignored one is zero at both
+    noise = torch.randn(out.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(ctx.seed))
+    points = [out.detach().double(), 0.01 * noise.to(out.device)]
+    g, error = None, ""
+    for point in points:
+        leaf = point.clone().requires_grad_(True)
+        try:
+            with torch.enable_grad():
+                loss = ctx.loss_fn(map_tensors(trace.outputs, lambda t: leaf if t is out else t.detach()), targets)
+                (gp,) = torch.autograd.grad(loss, [leaf], allow_unused=True)
+        except Exception as e:  # noqa: BLE001 - a loss that refuses float64 / substituted outputs
+            error = error or f"the loss failed on the outputs: {type(e).__name__}: {e}"
+            continue
+        if gp is not None:
+            g = gp.abs() if g is None else g + gp.abs()
     if g is None:
-        return None, "the loss does not depend on the model's (first) output"
+        return None, error or "the loss does not depend on the model's (first) output"
     g = g.detach().abs()
     t = targets
     if tuple(g.shape[:t.dim()]) == tuple(t.shape):
@@ -261,74 +274,109 @@ def target_share_check(ctx, trace, share: dict) -> CheckResult:
 def class_mix_check(ctx) -> CheckResult:
     th = ctx.thresholds
     batches = ctx.loader_batches
-    if len(batches) < 2:
+    expected = f"Cramer's V < {th.class_mix_cramers_v:g} (or p >= {th.class_mix_p:g})"
+    sample = dataset_targets(ctx.loader_source, 256, ctx.seed) if ctx.loader_source is not None else None
+    if len(batches) < 2 and (sample is None or not batches):
         return CheckResult("class_mix", "skip", None, "",
-                           "not run: needs at least 2 batches of the training loader; pass loader=<your DataLoader>"
+                           "not run: needs the first batches of the training loader; pass loader=<your DataLoader>"
                            + (f" ({ctx.data_notes['loader']})" if ctx.data_notes.get("loader") else ""))
     views = [label_view(b[1], ctx.num_classes) for b in batches]
+    ref = label_view(sample, ctx.num_classes) if sample is not None else ("none", None)
     kinds = {k for k, _ in views}
-    expected = f"Cramer's V < {th.class_mix_cramers_v:g} (or p >= {th.class_mix_p:g})"
     if kinds == {"classes"}:
-        return _class_table(views, th, expected)
+        return _class_table(views, ref[1] if ref[0] == "classes" else None, th, expected)
     if kinds == {"regression"} and all(v.shape[1] == 1 for _, v in views):
-        return _sorted_values(views, th, expected)
+        return _sorted_values(views, ref[1] if ref[0] == "regression" else None, th, expected)
     return CheckResult("class_mix", "skip", None, "",
                        f"targets read as {', '.join(sorted(kinds))}: the mix is judged for one class label or one "
                        f"value per example")
 
 
-def _class_table(views, th, expected: str) -> CheckResult:
+def _chi2(table: torch.Tensor) -> tuple[float, float]:
+    """(p, Cramer's V) of a contingency table (rows x classes), empty rows and columns dropped."""
     from scipy import special
 
-    ys = [v[v >= 0] for _, v in views]
-    size = max(int(y.max()) for y in ys if y.numel()) + 1
-    table = torch.stack([torch.bincount(y, minlength=size) for y in ys]).double()      # (K, C)
     table = table[:, table.sum(0) > 0]
     table = table[table.sum(1) > 0]
     k, c = table.shape
-    if c < 2 or k < 2:
-        return CheckResult("class_mix", "skip", None, expected, f"{c} class(es) in {k} batches: nothing to compare")
+    if k < 2 or c < 2:
+        return 1.0, 0.0
     n = float(table.sum())
     exp = table.sum(1, keepdim=True) * table.sum(0, keepdim=True) / n
     stat = float(((table - exp) ** 2 / exp).sum())
-    df = (k - 1) * (c - 1)
-    p = float(special.chdtrc(df, stat))
-    v = math.sqrt(stat / (n * (min(k, c) - 1)))
-    per_batch = [(y.unique().tolist()) for y in ys]
+    return float(special.chdtrc((k - 1) * (c - 1), stat)), math.sqrt(stat / (n * (min(k, c) - 1)))
+
+
+def _class_table(views, sample: torch.Tensor | None, th, expected: str) -> CheckResult:
+    ys = [v[v >= 0] for _, v in views]
+    ref = sample[sample >= 0] if sample is not None else None
+    size = max([int(y.max()) for y in ys if y.numel()] + ([int(ref.max())] if ref is not None and ref.numel() else
+                                                            [])) + 1
+    table = torch.stack([torch.bincount(y, minlength=size) for y in ys]).double()      # (K, C)
+    k = len(ys)
+    per_batch = [sorted(y.unique().tolist()) for y in ys]
     mean_classes = sum(len(b) for b in per_batch) / k
-    details = {"cramers_v": v, "p": p, "classes_per_batch": mean_classes, "classes": c, "batches": k}
+    pooled_classes = int((table.sum(0) > 0).sum())
+    p, v = _chi2(table) if k >= 2 else (1.0, 0.0)
+    details: dict[str, Any] = {"cramers_v": v, "p": p, "classes_per_batch": mean_classes, "batches": k}
+    sorted_msg = ("the loader yields class-sorted data, so every step sees a few classes and the model chases them "
+                  "- shuffle (DataLoader(..., shuffle=True))")
+    shown = "; ".join(f"batch {i}: {_ranges(b)}" for i, b in enumerate(per_batch[:3]))
     if p < th.class_mix_p and v >= th.class_mix_cramers_v:
-        shown = "; ".join(f"batch {i}: {_ranges(sorted(b))}" for i, b in enumerate(per_batch[:3]))
         return CheckResult("class_mix", "warn", v, expected,
-                           f"the first {k} loader batches hold {mean_classes:.1f} classes each on average ({c} in "
-                           f"all; {shown}): the loader yields class-sorted data, so every step sees a few "
-                           f"classes and the model chases them - shuffle (DataLoader(..., shuffle=True))", details)
-    return CheckResult("class_mix", "pass", v, expected,
-                       f"{k} batches hold {mean_classes:.1f} of {c} classes each; their mix matches the pooled one "
-                       f"(V {v:.2f})", details)
+                           f"the first {k} loader batches hold {mean_classes:.1f} classes each on average "
+                           f"({pooled_classes} in all; {shown}): {sorted_msg}", details)
+    if ref is not None and ref.numel():
+        ref_counts = torch.bincount(ref, minlength=size).double()
+        p2, v2 = _chi2(torch.stack([table.sum(0), ref_counts]))
+        details.update(dataset_p=p2, dataset_cramers_v=v2, dataset_classes=int((ref_counts > 0).sum()))
+        if p2 < th.class_mix_p and v2 >= th.class_mix_cramers_v:
+            return CheckResult("class_mix", "warn", v2, expected,
+                               f"the first {k} loader batches hold classes {_ranges(sorted(set(sum(per_batch, []))))}"
+                               f" only ({shown}), while {ref.numel()} examples drawn at random from its dataset hold "
+                               f"{int((ref_counts > 0).sum())} classes: {sorted_msg}", details)
+    return CheckResult("class_mix", "pass", max(v, details.get("dataset_cramers_v", 0.0)), expected,
+                       f"{k} batches hold {mean_classes:.1f} of {pooled_classes} classes each; their mix matches "
+                       f"the pooled one" + (" and the dataset's" if ref is not None else ""), details)
 
 
-def _sorted_values(views, th, expected: str) -> CheckResult:
+def _sorted_values(views, sample: torch.Tensor | None, th, expected: str) -> CheckResult:
     from scipy import special
 
     ys = [v[:, 0].double() for _, v in views]
     allv = torch.cat(ys)
     n, k = allv.numel(), len(ys)
-    grand = allv.mean()
-    ss_between = sum(float(y.numel() * (y.mean() - grand) ** 2) for y in ys)
-    ss_total = float(((allv - grand) ** 2).sum())
-    if ss_total <= 0 or n - k < 1:
-        return CheckResult("class_mix", "skip", None, expected, "constant targets: nothing to compare")
-    ss_within = max(ss_total - ss_between, 1e-300)
-    f = (ss_between / (k - 1)) / (ss_within / (n - k))
-    p = float(special.fdtrc(k - 1, n - k, f))
-    eta = math.sqrt(ss_between / ss_total)
-    details = {"correlation_ratio": eta, "p": p, "batch_means": [float(y.mean()) for y in ys]}
-    if p < th.class_mix_p and eta >= th.class_mix_cramers_v:
-        means = ", ".join(f"{float(y.mean()):.3g}" for y in ys[:4])
-        return CheckResult("class_mix", "warn", eta, expected,
-                           f"the first {k} loader batches have target means {means}...: batches explain {eta:.0%} "
-                           f"(correlation ratio) of the targets' spread, so the data is sorted by its target - "
-                           f"shuffle (DataLoader(..., shuffle=True))", details)
+    msg = "the data is sorted by its target - shuffle (DataLoader(..., shuffle=True))"
+    details: dict[str, Any] = {"batch_means": [float(y.mean()) for y in ys]}
+    eta = 0.0
+    if k >= 2:
+        grand = allv.mean()
+        ss_between = sum(float(y.numel() * (y.mean() - grand) ** 2) for y in ys)
+        ss_total = float(((allv - grand) ** 2).sum())
+        if ss_total > 0 and n - k >= 1:
+            ss_within = max(ss_total - ss_between, 1e-300)
+            f = (ss_between / (k - 1)) / (ss_within / (n - k))
+            p = float(special.fdtrc(k - 1, n - k, f))
+            eta = math.sqrt(ss_between / ss_total)
+            details.update(correlation_ratio=eta, p=p)
+            if p < th.class_mix_p and eta >= th.class_mix_cramers_v:
+                means = ", ".join(f"{float(y.mean()):.3g}" for y in ys[:4])
+                return CheckResult("class_mix", "warn", eta, expected,
+                                   f"the first {k} loader batches have target means {means}...: batches explain "
+                                   f"{eta:.0%} (correlation ratio) of the targets' spread, so {msg}", details)
+    if sample is not None and sample.numel() > 2:
+        ref = sample.reshape(-1).double()
+        sd = float(torch.cat([allv, ref]).std())
+        if sd > 0:
+            d = abs(float(allv.mean() - ref.mean())) / sd
+            z = d / math.sqrt(1 / n + 1 / ref.numel())
+            p2 = float(special.ndtr(-z)) * 2
+            details.update(dataset_effect=d, dataset_p=p2)
+            if p2 < th.class_mix_p and d >= th.class_mix_cramers_v:
+                return CheckResult("class_mix", "warn", d, expected,
+                                   f"the first {k} loader batches' targets (mean {float(allv.mean()):.3g}) are "
+                                   f"{d:.2g} standard deviations from a random sample of the dataset's (mean "
+                                   f"{float(ref.mean()):.3g}): {msg}", details)
     return CheckResult("class_mix", "pass", eta, expected,
-                       f"{k} batches' target means agree with the pooled spread (correlation ratio {eta:.2f})", details)
+                       f"{k} batches' targets agree with the pooled spread" +
+                       (" and the dataset's" if sample is not None else ""), details)

@@ -195,7 +195,6 @@ def _classify(ctx, ex: Examples, n: int, th) -> CheckResult:
     if c < 2:
         return CheckResult("label_probe", "skip", None, "", "not run: one class only (see labels)")
     correct = {"ridge": 0, "1-nn": 0, "5-nn": 0}
-    base = 0
     for tr, te in _folds(n, ctx.seed):
         x_tr, x_te, y_tr, y_te = ex.probe[tr], ex.probe[te], y[tr], y[te]
         onehot = torch.nn.functional.one_hot(y_tr, c).double()
@@ -205,9 +204,10 @@ def _classify(ctx, ex: Examples, n: int, th) -> CheckResult:
         votes = torch.nn.functional.one_hot(y_tr[nn_idx], c).sum(1).double()
         votes += 1e-3 * torch.nn.functional.one_hot(y_tr[nn_idx[:, 0]], c)        # ties: the nearest decides
         correct["5-nn"] += int((votes.argmax(1) == y_te).sum())
-        base += int((y_te == torch.bincount(y_tr, minlength=c).argmax()).sum())
     best = max(correct, key=correct.get)
-    acc, chance = correct[best] / n, base / n
+    # chance: the best a prediction that ignores the inputs can do, i.e. the overall majority rate (a train fold's
+    # majority is a minority of its test fold on balanced data, which would set the bar too low)
+    acc, chance = correct[best] / n, float(torch.bincount(y, minlength=c).max()) / n
     upper = _wilson_upper(acc, n, th.probe_z)
     denom = max(1 - chance, 1e-9)
     skill, skill_upper = (acc - chance) / denom, (upper - chance) / denom

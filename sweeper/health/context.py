@@ -36,6 +36,7 @@ class PreflightContext:
     val_source: Any = None                                 # val_data as given (evaluate(model, val_data))
     evaluate: Callable | None = None                       # the user's evaluation function
     train_size: int | None = None                          # len(loader.dataset) when known
+    loader_source: Any = None                              # the loader as given (class_mix samples its dataset)
     data_notes: dict = field(default_factory=dict)         # "loader"/"val_data": what could not be read
 
     @cached_property

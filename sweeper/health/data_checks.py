@@ -31,6 +31,7 @@ def read_data(loader: Any, val_data: Any, thresholds) -> dict[str, Any]:
     val_batches, val_note = read_batches(val_data, limit) if val_data is not None else ([], "")
     notes = {k: v for k, v in (("loader", loader_note), ("val_data", val_note)) if v}
     return {"loader_batches": loader_batches, "val_batches": val_batches, "val_source": val_data,
+            "loader_source": loader,
             "train_size": dataset_size(loader) if loader is not None else None, "data_notes": notes}
 
 
@@ -49,6 +50,9 @@ def run_data_checks(ctx, results: dict[str, CheckResult], skip: set, guard: Guar
         from .checks_inputs import trace_forward
         trace = trace_forward(ctx.model, ctx.inputs)
     share: dict[str, Any] = {}
+    if "class_mix" in wanted or "labels" in wanted:
+        guard(results, ("class_mix",), lambda: [class_mix_check(ctx)])
+        share["class_mix"] = results.get("class_mix")
     if "target_share" in wanted or "labels" in wanted:
         guard(results, ("target_share",), lambda: [target_share_check(ctx, trace, share)])
         guard(results, ("labels",), lambda: [labels_check(ctx, trace, share)])
@@ -57,8 +61,6 @@ def run_data_checks(ctx, results: dict[str, CheckResult], skip: set, guard: Guar
             ex = Examples(ctx)
             return [feature_leak_check(ctx, ex), label_probe_check(ctx, ex)]
         guard(results, ("feature_leak", "label_probe"), probes)
-    if "class_mix" in wanted:
-        guard(results, ("class_mix",), lambda: [class_mix_check(ctx)])
     for name in DATA_CHECKS:
         if name in skip:
             results.pop(name, None)

@@ -92,6 +92,28 @@ def dataset_size(loader: Any) -> int | None:
         return None
 
 
+def dataset_targets(loader: Any, k: int, seed: int) -> Any:
+    """The targets of up to k examples drawn at random from a map-style `loader.dataset` (stacked like a batch),
+    or None: what the whole training set's labels look like, to compare the loader's first batches with."""
+    ds = getattr(loader, "dataset", None)
+    try:
+        n = len(ds)
+        if n <= 0 or isinstance(ds, torch.utils.data.IterableDataset):
+            return None
+        idx = torch.randperm(n, generator=torch.Generator().manual_seed(seed))[:k]
+        if isinstance(ds, torch.utils.data.TensorDataset):
+            return ds.tensors[-1][idx]
+        ys = []
+        for i in idx.tolist():
+            pair = split(ds[i])
+            if pair is None:
+                return None
+            ys.append(pair[1] if torch.is_tensor(pair[1]) else torch.tensor(pair[1]))
+        return torch.stack(ys)
+    except Exception:  # noqa: BLE001 - no map-style dataset behind this loader
+        return None
+
+
 def named_inputs(inputs: Any, prefix: str = "inputs") -> list[tuple[str, Any]]:
     """('inputs', x) for a tensor; ('inputs[0]', a), ('inputs[1]', b) for a tuple; ("inputs['ids']", t) for a
     dict. Non-tensor leaves are returned too (the checks skip them by name)."""
