@@ -201,7 +201,7 @@ def _prove_raw_pixels(seed: int) -> dict[str, float]:
     """The untrained model's loss on raw pixels is many nats above ln C; on standardized ones it is about ln C."""
     out = {}
     for bug in (True, False):
-        kw = _raw_pixels(bug, seed)
+        kw = _seeded(_raw_pixels)(bug, seed)
         torch.manual_seed(seed)
         model = MLP(64, kw["num_classes"])
         with torch.no_grad():
@@ -225,7 +225,7 @@ def _prove_unscaled_feature(seed: int) -> dict[str, float]:
     """The raw column carries almost all of the first layer's pre-activation variance."""
     shares = {}
     for bug in (True, False):
-        kw = _unscaled_feature(bug, seed)
+        kw = _seeded(_unscaled_feature)(bug, seed)
         torch.manual_seed(seed)
         fc1 = MLP(kw["batch"][0].shape[1], kw["num_classes"]).fc1
         x = kw["batch"][0]
@@ -254,7 +254,7 @@ def _prove_shuffled(seed: int) -> dict[str, float]:
     chance; the healthy twin generalises."""
     out = {}
     for bug in (True, False):
-        kw = _shuffled(bug, seed)
+        kw = _seeded(_shuffled)(bug, seed)
         torch.manual_seed(seed)
         model = MLP(kw["batch"][0].shape[1], kw["num_classes"])
         losses = train(model, kw["loader"], 400)
@@ -280,7 +280,7 @@ def _prove_leak(seed: int) -> dict[str, float]:
     """Rounding that one column reproduces every label; the same rule on the healthy data is near chance."""
     out = {}
     for bug in (True, False):
-        kw = _leak(bug, seed)
+        kw = _seeded(_leak)(bug, seed)
         x, y = kw["loader"].dataset.tensors
         j = x.shape[1] // 2
         out[bug] = float((x[:, j].round().long() == y).float().mean())
@@ -307,7 +307,7 @@ def _prove_sorted(seed: int) -> dict[str, float]:
     c, d = sizes(seed)
     xv, yv = clusters(512, c, d, seed + 100)
     for bug in (True, False):
-        kw = _sorted(bug, seed)
+        kw = _seeded(_sorted)(bug, seed)
         torch.manual_seed(seed)
         model = MLP(d, c)
         train(model, kw["loader"], len(kw["loader"]), lr=1e-2)
@@ -330,7 +330,7 @@ def _prove_overlap(seed: int) -> dict[str, float]:
     """Row-by-row comparison: every validation example of the bug is a training row; none of the twin's."""
     out = {}
     for bug in (True, False):
-        kw = _overlap(bug, seed)
+        kw = _seeded(_overlap)(bug, seed)
         x = kw["loader"].dataset.tensors[0]
         xv = kw["val_data"].dataset.tensors[0]
         out[bug] = float((xv[:, None, :] == x[None, :, :]).all(-1).any(1).float().mean())
@@ -378,7 +378,7 @@ def _prove_bn_eval(seed: int) -> dict[str, float]:
     """The bug's evaluate rewrites the BatchNorm running statistics with validation data; the twin's does not."""
     out = {}
     for bug in (True, False):
-        kw = _bn_eval(bug, seed)
+        kw = _seeded(_bn_eval)(bug, seed)
         before = kw["model"].bn1.running_mean.clone()
         kw["evaluate"](kw["model"])
         out[bug] = float((kw["model"].bn1.running_mean - before).abs().max())
@@ -400,7 +400,7 @@ def _prove_functional_dropout(seed: int) -> dict[str, float]:
     """model.eval(): two forwards of the same batch differ with the bug, agree without."""
     out = {}
     for bug in (True, False):
-        kw = _functional_dropout(bug, seed)
+        kw = _seeded(_functional_dropout)(bug, seed)
         m = kw["model"].eval()
         with torch.no_grad():
             out[bug] = float((m(kw["val_data"][0]) - m(kw["val_data"][0])).abs().max())
@@ -423,7 +423,7 @@ def _prove_val_unnormalized(seed: int) -> dict[str, float]:
     """A CNN trained on the standardized training data scores far worse on the unnormalized validation set."""
     out = {}
     for bug in (True, False):
-        kw = _val_unnormalized(bug, seed)
+        kw = _seeded(_val_unnormalized)(bug, seed)
         torch.manual_seed(seed)
         model = CNN(kw["num_classes"])
         train(model, kw["loader"], 150, lr=1e-2)
@@ -446,7 +446,7 @@ def _prove_bn_frozen(seed: int) -> dict[str, float]:
     train-mode ones; the twin's eval mode reproduces train mode."""
     out = {}
     for bug in (True, False):
-        kw = _bn_frozen(bug, seed)
+        kw = _seeded(_bn_frozen)(bug, seed)
         m, (x, _) = kw["model"], kw["batch"]
         m.train()
         with torch.no_grad():
@@ -470,7 +470,7 @@ def _prove_padding_counted(seed: int) -> dict[str, float]:
     """A large share of the positions the loss averages over are padding (targets == PAD)."""
     out = {}
     for bug in (True, False):
-        _, y = _padding_counted(bug, seed)["batch"]
+        _, y = _seeded(_padding_counted)(bug, seed)["batch"]
         counted = y != -100
         out[bug] = float((y[counted] == PAD).float().mean())
     assert out[True] > 0.2 and out[False] == 0.0, out
@@ -517,7 +517,7 @@ def _prove_ignore_real_class(seed: int) -> dict[str, float]:
     c, d = sizes(seed)
     xv, yv = clusters(512, c, d, seed + 100)
     for bug in (True, False):
-        kw = _ignore_real_class(bug, seed)
+        kw = _seeded(_ignore_real_class)(bug, seed)
         x, y = clusters(1024, c, d, seed)
         torch.manual_seed(seed)
         model = MLP(d, c)
@@ -541,7 +541,7 @@ def _prove_one_based(seed: int) -> dict[str, float]:
     """Label 0 never occurs and label C does: the labels are shifted by one against num_classes."""
     out = {}
     for bug in (True, False):
-        kw = _one_based(bug, seed)
+        kw = _seeded(_one_based)(bug, seed)
         y = kw["batch"][1]
         out[bug] = (int((y == 0).sum()), int((y == kw["num_classes"]).sum()))
     assert out[True][0] == 0 and out[True][1] > 0 and out[False][1] == 0, out
@@ -571,7 +571,7 @@ def _prove_sorted_regression(seed: int) -> dict[str, float]:
     xv = torch.randn(512, d, generator=g)
     yv = xv @ (torch.randn(d, 1, generator=torch.Generator().manual_seed(3)) / math.sqrt(d))
     for bug in (True, False):
-        kw = _sorted_regression(bug, seed)
+        kw = _seeded(_sorted_regression)(bug, seed)
         torch.manual_seed(seed)
         model = kw["model"]
         train(model, kw["loader"], len(kw["loader"]), lr=1e-2, loss_fn=F.mse_loss)
