@@ -127,12 +127,12 @@ def _judge(stats: dict[str, Any], th) -> list[str]:
             stats["bad_features"] = bad.nonzero().flatten().tolist()
             return ["features"]
     why = []
-    if rms > th.input_scale_high:
+    if abs(mean) > th.input_offset_ratio * max(std, 1.0):
+        why.append("offset")                      # the mean dominates: an offset, whatever the overall scale
+    if std > th.input_scale_high or (rms > th.input_scale_high and not why):
         why.append("scale")
     elif 0 < rms < th.input_scale_low:
         why.append("tiny")
-    if abs(mean) > th.input_offset_ratio * max(std, 1.0) and "scale" not in why:
-        why.append("offset")
     return why
 
 
@@ -160,7 +160,7 @@ def _fix(stats: dict[str, Any], why: list[str], name: str) -> str:
         return (f"{axis}s {shown}{more} of {name} are far from standardized while the others are not: "
                 f"standardize each {axis} with the training set's mean and std ((x - mean) / std)")
     pixels = stats["min"] >= 0 and 1 < stats["max"] <= 255 and stats.get("integral", False)
-    if pixels and "scale" in why:
+    if pixels and ("scale" in why or "offset" in why):
         return (f"{name} looks like raw 0-255 pixels ({_describe(stats)}): divide by 255 and standardize "
                 f"((x / 255 - mean) / std per channel, e.g. transforms.Normalize)")
     kind = {"scale": "far too large in scale", "tiny": "far too small in scale",
@@ -172,7 +172,7 @@ def _fix(stats: dict[str, Any], why: list[str], name: str) -> str:
 def inputs_check(ctx) -> tuple[CheckResult, Trace]:
     th = ctx.thresholds
     trace = trace_forward(ctx.model, ctx.inputs)
-    n = ctx.n
+    n = batch_len(ctx.inputs)
     per: dict[str, dict[str, Any]] = {}
     notes, flagged, broken = [], [], []
     standardize: dict[str, str] = {}

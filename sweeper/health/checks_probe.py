@@ -180,10 +180,12 @@ def label_probe_check(ctx, ex: Examples) -> CheckResult:
     if ex.probe is None:
         return CheckResult("label_probe", "skip", None, "", f"not run: {ex.reason}")
     n = len(ex.y)
-    if n < 8 or ex.probe.shape[1] == 0:
+    classes = int(torch.unique(ex.y).numel()) if ex.kind == "classes" else 1
+    need = max(th.probe_min_examples, th.probe_min_per_class * classes)
+    if n < need or ex.probe.shape[1] == 0:
         return CheckResult("label_probe", "skip", None, "",
-                           f"not run: {n} examples with {ex.probe.shape[1]} varying features are too few for a "
-                           f"held-out probe (pass loader=... for more batches)")
+                           f"not run: {n} examples ({ex.probe.shape[1]} varying features) are too few for a held-out "
+                           f"probe; it needs {need} (pass loader=<your DataLoader> for more batches)")
     if ex.kind == "classes":
         return _classify(ctx, ex, n, th)
     return _regress(ctx, ex, n, th)

@@ -112,6 +112,8 @@ class Thresholds:
     probe_min_skill: float = 0.1
     probe_z: float = 2.33
     probe_max_examples: int = 1024      # pooled examples the probe and the leak check use at most
+    probe_min_examples: int = 50        # fewer pooled examples than this (or 10 per class): the probe is not run,
+    probe_min_per_class: int = 10       # a probe fitted on a handful of examples is at chance whatever the labels
 
     # --- evaluation checks (checks_eval.py): what val_data and evaluate make checkable.
     val_overlap_fail: float = 0.01      # estimated share of validation examples also in training: fail above
