@@ -236,3 +236,36 @@ def test_monitor_checks_point_at_unstandardized_inputs(tmp_path):
     report = annotate_consequences(pre.merged([live]))
     assert report["grad_spike"].message.startswith("likely a consequence of the inputs (inputs not standardized")
     assert live.message == "grad norm 40x its running median"           # the monitor's own record is untouched
+
+
+# ---- the README's table: every documented way to silence a check does silence it --------------------------------
+def _readme_silencers() -> dict[str, dict[str, str]]:
+    """check -> {threshold: value} from the README's data-checks table (`name=value` in its last column)."""
+    import re
+
+    from tests.conftest import ROOT
+
+    out = {}
+    for line in (ROOT / "README.md").read_text().splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) == 6 and cells[2].startswith("`") and re.search(r"`\w+=", cells[4]):
+            check = cells[2].split("`")[1]
+            out[check] = dict(pair.split("=", 1) for pair in re.findall(r"`(\w+=[^`]+)`", cells[4]))
+    return out
+
+
+ALWAYS_A_BUG = ("one_based_labels", "lm_padding_mask_inverted")     # fails the README says nothing silences
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if n not in ALWAYS_A_BUG])
+def test_the_documented_threshold_silences_the_check(name):
+    from sweeper.health import Thresholds
+
+    case = CASES[name]
+    silencers = _readme_silencers()
+    assert case.caught_by in silencers, f"README table has no silencer for {case.caught_by}"
+    values = {k: (v if v in ("pass", "warn", "fail") else float(v)) for k, v in silencers[case.caught_by].items()}
+    kwargs = case.build(True, 0)
+    kwargs["thresholds"] = Thresholds.from_dict(values)
+    check = preflight(**kwargs)[case.caught_by]
+    assert check.status not in ("warn", "fail"), (values, check.message)

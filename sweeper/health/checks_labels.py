@@ -239,11 +239,12 @@ def target_share_check(ctx, trace, share: dict) -> CheckResult:
                              "masking; the model learns nothing", details)
     if mask.shape == t.shape and not t.is_floating_point() and t.dim() == 1 and counted < total:
         real = [v for v in details["ignored"] if v >= 0]
-        if real:
-            return CheckResult("target_share", "warn", frac, expected,
+        if real and th.ignored_real_class in ("warn", "fail"):
+            return CheckResult("target_share", th.ignored_real_class, frac, expected,
                                f"{total - counted} of {total} examples do not reach the loss, with real class labels "
                                f"({dropped_desc}): ignore_index (or a class weight of 0) drops class "
-                               f"{real[0]}; set ignore_index to a value no class uses (-100)", details)
+                               f"{real[0]}; set ignore_index to a value no class uses (-100), or, if intended, "
+                               f"+health.thresholds.ignored_real_class=pass", details)
     if mask.shape == t.shape and t.dim() == 2:
         pad, tail = _padding(t)
         if pad is not None:
@@ -255,11 +256,12 @@ def target_share_check(ctx, trace, share: dict) -> CheckResult:
                                    f"the loss counts only the padding: the trailing runs of {pad} "
                                    f"({float(tail.float().mean()):.0%} of positions) reach it, the real targets "
                                    f"do not - the padding mask is inverted", details)
-            if tail_counted > 0.5:
-                return CheckResult("target_share", "warn", frac, expected,
+            if tail_counted > 0.5 and th.padding_in_loss in ("warn", "fail"):
+                return CheckResult("target_share", th.padding_in_loss, frac, expected,
                                    f"padding counted in the loss: the trailing runs of {pad} fill "
                                    f"{float(tail.float().mean()):.0%} of target positions and reach the loss; "
-                                   f"ignore them (ignore_index={pad}, or set padded targets to -100)", details)
+                                   f"ignore them (ignore_index={pad}, or set padded targets to -100), or, if "
+                                   f"intended, +health.thresholds.padding_in_loss=pass", details)
     if frac < th.target_share_warn:
         return CheckResult("target_share", "warn", frac, expected,
                            f"only {counted} of {total} {unit} ({frac:.1%}) reach the loss"

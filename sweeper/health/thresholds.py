@@ -98,6 +98,9 @@ class Thresholds:
     label_dominant_share: float = 0.9
     label_min_per_class_seen: float = 10.0
     target_share_warn: float = 0.05     # fewer than 5% of targets reaching the loss (masked LM uses ~15%)
+    padding_in_loss: str = "warn"       # a sequence loss that counts the padding (pass: intended)
+    ignored_real_class: str = "warn"    # per-example labels of a real class the loss ignores (pass: intended, e.g.
+                                        # ignore_index for a "background" or "unlabelled" class)
     # class_mix: chi-square homogeneity of the loader batches' class histograms; both the p-value (batch noise
     # ruled out) and the effect size (Cramer's V: 0 = same mix in every batch, 1 = one class per batch) must say so.
     class_mix_p: float = 1e-4
