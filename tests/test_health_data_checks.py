@@ -425,3 +425,17 @@ def test_odd_batches_never_raise_from_the_data_checks(build):
         if c.status == "skip":
             assert c.message                                           # with the reason
     assert not [c for c in report.errors if c.name not in ("eval_determinism", "batchnorm_stats")], str(report)
+
+
+# ---- a loss that refuses its targets: the error names the fix --------------------------------------------------
+@pytest.mark.parametrize("loss,targets,out,fix", [
+    (F.cross_entropy, lambda y: y.int(), 3, "pass y.long()"),
+    (lambda o, t: F.binary_cross_entropy_with_logits(o[:, 0], t), lambda y: (y > 0).long(), 1, "pass y.float()"),
+    (F.cross_entropy, lambda y: y[:, None], 3, "pass y.squeeze(1)"),
+])
+def test_a_loss_that_refuses_the_targets_raises_with_the_fix(loss, targets, out, fix):
+    x, y = torch.randn(32, 5), torch.randint(0, 3, (32,))
+    with pytest.raises(RuntimeError, match="model/loss_fn failed on the batch") as err:
+        preflight(nn.Linear(5, out), loss, (x, targets(y)))
+    assert f"The data checks say: targets" in str(err.value) and fix in str(err.value)
+    assert str(err.value).count("pass y.") == 1                       # one fix, the one the loss asked for

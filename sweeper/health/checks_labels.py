@@ -46,21 +46,20 @@ def output_width(trace) -> int | None:
         return None
 
 
-def _hints(targets: Any, kind: str) -> list[str]:
-    """What a loss that refuses these targets most likely wants (shown with the loss's own error)."""
+def _hints(targets: Any, kind: str) -> dict[str, str]:
+    """What a loss that refuses these targets most likely wants, by what it asked for (data_hint picks one from
+    the loss's error): "long" (class indices), "float" (values), "shape" ((N, 1) class indices)."""
     if not torch.is_tensor(targets):
-        return []
-    hints = []
-    if targets.is_floating_point() and kind == "classes" and targets.dim() == 1:
-        hints.append(f"targets are {str(targets.dtype).replace('torch.', '')} holding class indices "
-                     f"({int(targets.min())}..{int(targets.max())}): cross_entropy/nll_loss want int64 class "
-                     f"indices - pass y.long()")
-    if not targets.is_floating_point():
-        hints.append(f"targets are {str(targets.dtype).replace('torch.', '')}: binary_cross_entropy(_with_logits), "
-                     f"mse_loss and other losses on values want float targets - pass y.float()")
+        return {}
+    dtype = str(targets.dtype).replace("torch.", "")
+    what = (f"holding class indices ({int(targets.min())}..{int(targets.max())})"
+            if kind == "classes" and targets.numel() else "")
+    hints = {"long": f"targets are {dtype} {what}: cross_entropy/nll_loss want int64 class indices - pass y.long()",
+             "float": f"targets are {dtype}: binary_cross_entropy(_with_logits), mse_loss and other losses on "
+                      f"values want float targets - pass y.float()"}
     if targets.dim() == 2 and targets.shape[1] == 1 and not targets.is_floating_point():
-        hints.append(f"targets have shape {tuple(targets.shape)}: cross_entropy wants (N,) class indices - pass "
-                     f"y.squeeze(1)")
+        hints["shape"] = (f"targets have shape {tuple(targets.shape)}: cross_entropy wants (N,) class indices - "
+                          f"pass y.squeeze(1)")
     return hints
 
 

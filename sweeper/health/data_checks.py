@@ -80,12 +80,15 @@ def data_hint(error: BaseException, results: dict[str, CheckResult]) -> str:
     labels = results.get("labels")
     if labels is not None and labels.status == "fail":
         parts.append(labels.message)
-    hints = labels.details.get("hint", []) if labels is not None else []
-    if re.search(r"(?i)\b(long|float|double|dtype|scalar type|half|int64|int32)\b", text):
-        parts += [h for h in hints if "y.long()" in h or "y.float()" in h]
-    if re.search(r"(?i)shape|size|dimension|multi-target|0D or 1D|1D target", text):
-        parts += [h for h in hints if "squeeze" in h]
+    hints = labels.details.get("hint", {}) if labels is not None else {}
+    if re.search(r"(?i)expected (scalar type |target dtype to be )?(Long|Int64)", text):
+        parts.append(hints.get("long", ""))
+    elif re.search(r"(?i)expected (scalar type )?(Float|Double|Half)|desired output type (Long|Int)|"
+                   r"found dtype (Long|Int)", text):
+        parts.append(hints.get("float", ""))
+    if re.search(r"(?i)multi-target|0D or 1D|1D target|shape|size", text):
+        parts.append(hints.get("shape", ""))
     inputs = results.get("inputs")
     if inputs is not None and inputs.status == "fail":
         parts.append(inputs.message)
-    return "; ".join(dict.fromkeys(parts))
+    return "; ".join(dict.fromkeys(p for p in parts if p))

@@ -105,9 +105,10 @@ class Thresholds:
     # ruled out) and the effect size (Cramer's V: 0 = same mix in every batch, 1 = one class per batch) must say so.
     class_mix_p: float = 1e-4
     class_mix_cramers_v: float = 0.5
-    # feature_leak: a feature's spread within a class / between class means. A label copied into the inputs gives
-    # exactly 0; real features that separate classes well still vary within a class (ratios of 0.1 and up).
-    leak_within_ratio: float = 0.01
+    # feature_leak: a feature's spread within a class / between class means, with every two classes' values at
+    # least 6 within-class stds apart. A label copied into the inputs gives exactly 0 (label + small noise a few
+    # hundredths); real features that separate classes well still vary within a class (ratios of 0.1 and up).
+    leak_within_ratio: float = 0.05
     leak_min_per_class: int = 8         # 8 examples per class before a class-constant value is more than chance
     # label_probe: (accuracy - majority rate) / (1 - majority rate) of a held-out ridge / nearest-neighbour probe;
     # warn when even its upper confidence bound (z = 2.33, one-sided 99%) is below 0.1 of the way to perfect.
