@@ -245,6 +245,13 @@ def test_a_threshold_task_is_not_a_leak_but_a_copied_label_is():
     assert "class 0 -> 3" in leak.message and "class 1 -> 10" in leak.message
 
 
+def test_a_class_constant_feature_that_merges_classes_does_not_determine_the_label():
+    x, y = clusters(400, 4, 6, 0)
+    coarse = torch.cat([x, (y // 2).float()[:, None]], 1)             # 0,1 -> 0 and 2,3 -> 1: a hint, not the label
+    report = data_only(MLP(7, 4), F.cross_entropy, (coarse, y), num_classes=4)["feature_leak"]
+    assert report.status == "pass", report.message
+
+
 def test_a_leaked_pixel_is_named_by_its_position():
     x, y = images(256, 4, 0)
     x = standardize(x)
