@@ -9,7 +9,6 @@ run.health(val_data=, evaluate=) checks the evaluation in a real run.
 from __future__ import annotations
 
 import json
-import math
 import warnings
 
 import pytest
@@ -18,7 +17,8 @@ import torch.nn.functional as F
 
 import sweeper
 from sweeper.health import preflight
-from tests.health_data_zoo import CASES, CNN, MLP, adam, clusters, images, loader, make_evaluate, sizes, standardize
+from tests.health_data_models import CNN, MLP, clusters, images, loader, make_evaluate, sizes, standardize
+from tests.health_data_zoo import CASES
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -229,7 +229,7 @@ def test_batchnorm_never_updated_in_training_fails_at_the_end(tmp_path):
 def test_monitor_checks_point_at_unstandardized_inputs(tmp_path):
     """A run whose preflight named the inputs: a monitor warning is marked as their likely consequence."""
     from sweeper.health.attribution import annotate_consequences
-    from sweeper.health.result import CheckResult, HealthReport
+    from sweeper.health.result import CheckResult
 
     pre = preflight(**CASES["raw_pixels"].build(True, 0))
     live = CheckResult("grad_spike", "warn", 40.0, "< 10x running median", "grad norm 40x its running median")

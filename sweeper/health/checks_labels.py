@@ -98,7 +98,7 @@ def labels_check(ctx, trace, share: dict | None = None) -> CheckResult:
             off_by_one = classes and min(flat[flat >= 0].tolist(), default=1) == 1 and max(too_big) == classes
             problems.append(f"{where} go up to {max(too_big)} but {source} is {classes}, so valid classes are "
                             f"0..{classes - 1}: " + ("labels are 1-based - subtract 1" if off_by_one else
-                                                     f"num_classes too small or the labels are mapped wrongly"))
+                                                     "num_classes too small or the labels are mapped wrongly"))
         if negative:
             problems.append(f"{where} hold negative values {negative[:4]} that the loss does not ignore: class "
                             f"indices start at 0 (or give the loss ignore_index={negative[0]})")

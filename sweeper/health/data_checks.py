@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from .checks_eval import batchnorm_stats_check, eval_determinism_check, val_overlap_check
+from .checks_batchnorm import batchnorm_stats_check
+from .checks_eval import eval_determinism_check, val_overlap_check
 from .checks_inputs import inputs_check
 from .checks_labels import class_mix_check, labels_check, target_share_check
 from .checks_probe import Examples, feature_leak_check, label_probe_check

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sweeper.health.attribution import annotate_consequences
-from sweeper.health.checks_eval import ModeWatch, batchnorm_report, evaluation_checks
+from sweeper.health.checks_batchnorm import batchnorm_report
+from sweeper.health.checks_eval import ModeWatch, evaluation_checks
 from sweeper.health.data_sources import read_batches
 from sweeper.health.monitor import LiveMonitor
 from sweeper.health.result import CheckResult, HealthReport
