@@ -5,8 +5,8 @@
 
 Per layer, the median over channels of |batch mean - running mean| / running std and of |log(batch var /
 running var)|, with the batch statistics of the layer's input in eval-mode forwards. Preflight: a layer that
-never tracked anything (num_batches_tracked 0) first gets train-mode forwards on a copy, as many as its own
-momentum needs to follow the training batches (a momentum of 0 never does). Training batches far from the
+never tracked anything (num_batches_tracked 0) first gets one train-mode forward per training batch on a copy,
+averaging them cumulatively (where an exponential average settles); a momentum of 0 never moves. Training batches far from the
 running statistics: they do not track (fail); validation batches far from them while the training ones are not:
 the validation data is distributed differently (warn). At the end of a run (RunHealth.finish), a layer that never
 updated means the model trained in eval mode (fail).
@@ -119,7 +119,7 @@ def batchnorm_report(model: nn.Module, train_batches: list, val_batches: list, t
     def desc(items) -> str:
         return name_list([f"{n} (mean off by {z:.2g} std, variance x{math.exp(r):.2g})" for n, z, r in items], 3)
     if on_train:
-        momenta = {n: mods[n].momentum for n, _, _ in on_train}
+        momenta = {n: dict(model.named_modules())[n].momentum for n, _, _ in on_train}
         how = (f"after {steps} train-mode forwards on the training batches (momentum "
                f"{', '.join(sorted({str(m) for m in momenta.values()}))})" if steps else "as the model comes")
         return CheckResult("batchnorm_stats", "fail", worst, expected,
@@ -144,21 +144,20 @@ def batchnorm_report(model: nn.Module, train_batches: list, val_batches: list, t
 
 
 def _calibrate(model: nn.Module, layers: list[str], batches: list, th) -> int:
-    """Train-mode forwards (no grad) until layers with their own momentum would have tracked the batches."""
+    """One train-mode forward (no grad) per training batch, up to bn_calibration_steps, on a copy. A layer with a
+    momentum > 0 (or None) averages them cumulatively, which is where its exponential average settles on data
+    like these; a layer with momentum 0 keeps its own and never moves, as in training."""
     mods = dict(model.named_modules())
-    momenta = [mods[n].momentum for n in layers]
-    if any(m is None for m in momenta):
-        steps = len(batches)
-    else:
-        m = min(momenta)
-        steps = th.bn_calibration_steps if m <= 0 else min(th.bn_calibration_steps,
-                                                           math.ceil(math.log(0.01) / math.log(1 - min(m, 0.99))))
+    for name in layers:
+        if mods[name].momentum is None or mods[name].momentum > 0:
+            mods[name].momentum = None
+    steps = max(1, min(len(batches), th.bn_calibration_steps))
     model.train()
     with torch.no_grad():
-        for i in range(max(steps, 1)):
-            call_model(model, batches[i % len(batches)][0])
+        for inputs, _ in batches[:steps]:
+            call_model(model, inputs)
     model.eval()
-    return max(steps, 1)
+    return steps
 
 
 def batchnorm_stats_check(ctx) -> CheckResult:

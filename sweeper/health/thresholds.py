@@ -129,7 +129,7 @@ class Thresholds:
     # of a few hundred values per channel is ~0.1 std; a distribution that moved is off by whole stds.
     bn_mean_z: float = 1.0
     bn_var_ratio: float = 4.0
-    bn_calibration_steps: int = 50      # train-mode forwards a fresh layer gets before it is judged (preflight)
+    bn_calibration_steps: int = 50      # at most this many training batches calibrate a fresh layer (preflight)
 
 
     @classmethod
