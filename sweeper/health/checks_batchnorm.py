@@ -39,13 +39,13 @@ def _batch_stats(model: nn.Module, batches: list, layers: list[str]) -> dict[str
 
     def hook(name: str):
         def fn(module, args):
-            x = args[0].detach().double()
+            x = args[0].detach().float()                                         # (B, C, ...)
             dims = [d for d in range(x.dim()) if d != 1]
             cnt = x.numel() // x.shape[1]
             s = sums.setdefault(name, [0, 0.0, 0.0])
             s[0] += cnt
-            s[1] = s[1] + x.sum(dims)
-            s[2] = s[2] + (x * x).sum(dims)
+            s[1] = s[1] + x.sum(dims).double().cpu()                             # (C,)
+            s[2] = s[2] + (x * x).sum(dims).double().cpu()
         return fn
     handles = [mods[name].register_forward_pre_hook(hook(name)) for name in layers]
     was = model.training

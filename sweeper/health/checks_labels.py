@@ -167,8 +167,9 @@ def contributions(ctx, trace) -> tuple[torch.Tensor | None, str]:
     # the gradient at the model's outputs (float64, so a saturated softmax still gives nonzero gradients) and at
     # small random outputs (no saturation at all; a regression target that equals the output is not hit twice):
     # a target counts when either is nonzero, an ignored one is zero at both
-    noise = torch.randn(out.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(ctx.seed))
-    points = [out.detach().double(), 0.01 * noise.to(out.device)]
+    wide = torch.float32 if out.device.type == "mps" else torch.float64                # MPS has no float64
+    noise = torch.randn(out.shape, dtype=wide, generator=torch.Generator().manual_seed(ctx.seed))
+    points = [out.detach().to(wide), 0.01 * noise.to(out.device)]
     g, error = None, ""
     for point in points:
         leaf = point.clone().requires_grad_(True)
