@@ -14,6 +14,7 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
 
 import sweeper
 from sweeper.health import preflight
@@ -269,3 +270,21 @@ def test_the_documented_threshold_silences_the_check(name):
     kwargs["thresholds"] = Thresholds.from_dict(values)
     check = preflight(**kwargs)[case.caught_by]
     assert check.status not in ("warn", "fail"), (values, check.message)
+
+
+def test_run_health_with_a_shuffling_val_loader_leaves_the_runs_rng_alone(tmp_path):
+    """The run's random streams must not move because health read the validation data (bitwise resumes)."""
+    c, d = sizes(0)
+    xv, yv = clusters(256, c, d, 1)
+    model = MLP(d, c, dropout=0.2)
+    run = sweeper.init(tmp_path / "rng", {"seed": 0})
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    unseeded = DataLoader(TensorDataset(xv, yv), batch_size=32, shuffle=True)        # draws from the global RNG
+    health = run.health(model, num_classes=c, val_data=unseeded,
+                        evaluate=make_evaluate(xv, yv, use_eval=True))
+    assert torch.equal(torch.get_rng_state(), before)
+    assert _check(json.loads((tmp_path / "rng" / "health.json").read_text()), "eval_determinism")["status"] == "pass"
+    health.finish()
+    assert torch.equal(torch.get_rng_state(), before)
+    run.close()

@@ -130,8 +130,11 @@ class RunHealth:
         """The trained model's BatchNorm running statistics against the validation batches."""
         if self.val_data is None:
             return []
+        import torch
+
         try:
-            batches, _ = read_batches(self.val_data, max(int(self.thresholds.data_batches), 1))
+            with torch.random.fork_rng(devices=[]):         # a shuffling loader draws from the global RNG
+                batches, _ = read_batches(self.val_data, max(int(self.thresholds.data_batches), 1))
             result = batchnorm_report(self.model, [], batches, self.thresholds, calibrate=False, trained=True)
         except Exception as e:  # noqa: BLE001 - never into the end of a run
             result = CheckResult("batchnorm_stats", "error", None, "", f"could not measure: {type(e).__name__}: {e}")
