@@ -193,6 +193,16 @@ def test_regression_targets_and_missing_targets_are_not_judged_as_classes():
     bad = torch.full((64, 1), 1.0)
     bad[3] = float("inf")
     assert data_only(nn.Linear(8, 1), F.mse_loss, (x, bad))["labels"].status == "fail"
+    bad[3] = float("nan")
+    assert data_only(nn.Linear(8, 1), F.mse_loss, (x, bad))["labels"].status == "fail"
+
+    def masked_mse(out, t):                                            # missing values as NaN, masked out
+        keep = torch.isfinite(t)
+        return F.mse_loss(out[keep], t[keep])
+    missing = x[:, :1].clone()
+    missing[::4] = float("nan")
+    masked = data_only(nn.Linear(8, 1), masked_mse, (x, missing))
+    assert masked["labels"].status == "pass" and masked["target_share"].value == 0.75
 
     class AutoEncoder(nn.Module):
         def __init__(self):

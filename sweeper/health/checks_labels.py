@@ -75,8 +75,12 @@ def labels_check(ctx, trace, share: dict | None = None) -> CheckResult:
                            f"no tensor targets ({type(ctx.targets).__name__}): nothing to check against the inputs "
                            f"(fine for a loss that needs none)", details)
     if kind == "regression":
-        t = ctx.targets.detach().float()
-        bad = int((~torch.isfinite(t)).sum())
+        t = ctx.targets.detach().float().cpu()
+        nonfinite = ~torch.isfinite(t)
+        mask = share.get("mask") if share else None
+        if mask is not None and mask.shape == t.shape:
+            nonfinite &= mask                         # NaN targets the loss masks out are missing values, fine
+        bad = int(nonfinite.sum())
         if bad:
             return CheckResult("labels", "fail", bad, "finite targets",
                                f"targets hold {bad} NaN/inf values of {t.numel()}: the loss becomes NaN on them; "
@@ -187,10 +191,10 @@ def contributions(ctx, trace) -> tuple[torch.Tensor | None, str]:
     g = g.detach().abs()
     t = targets
     if tuple(g.shape[:t.dim()]) == tuple(t.shape):
-        return g.reshape(*t.shape, -1).sum(-1) > 0, ""
+        return g.reshape(*t.shape, -1).sum(-1) != 0, ""               # NaN counts: it reaches the loss
     if t.numel() and g.numel() % t.numel() == 0:                  # e.g. (B*T,) targets, (B, T, V) outputs
-        return g.reshape(t.numel(), -1).sum(-1).reshape(t.shape) > 0, ""
-    return g.reshape(g.shape[0], -1).sum(-1) > 0, "per example"
+        return g.reshape(t.numel(), -1).sum(-1).reshape(t.shape) != 0, ""
+    return g.reshape(g.shape[0], -1).sum(-1) != 0, "per example"
 
 
 def _padding(t: torch.Tensor) -> tuple[int | None, torch.Tensor | None]:
@@ -217,6 +221,7 @@ def target_share_check(ctx, trace, share: dict) -> CheckResult:
         return CheckResult("target_share", "skip", None, "", f"not measured: {how}")
     t = ctx.targets.detach().cpu()
     mask = mask.cpu()
+    share["mask"] = mask
     total, counted = mask.numel(), int(mask.sum())
     frac = counted / max(total, 1)
     expected = f">= {th.target_share_warn:g} of targets counted"
