@@ -343,15 +343,16 @@ def evaluation_checks(model: nn.Module, val_data: Any, evaluate: Callable | None
 
     from .data_sources import read_batches
 
-    val_batches, note = read_batches(val_data, max(int(thresholds.data_batches), 1)) if val_data is not None \
-        else ([], "")
-    if not val_batches and evaluate is None:
-        return [CheckResult("eval_determinism", "skip", None, "",
-                            f"not run: val_data could not be read ({note or 'no batch'})")]
-    ctx = SimpleNamespace(model=model, thresholds=thresholds, val_batches=val_batches, seed=seed,
-                          inputs=val_batches[0][0] if val_batches else None, evaluate=evaluate, val_source=val_data)
     devices = sorted({p.device.index or 0 for p in model.parameters() if p.device.type == "cuda"})
-    with torch.random.fork_rng(devices=devices):
+    with torch.random.fork_rng(devices=devices):        # a shuffling loader draws from the global RNG
+        val_batches, note = read_batches(val_data, max(int(thresholds.data_batches), 1)) if val_data is not None \
+            else ([], "")
+        if not val_batches and evaluate is None:
+            return [CheckResult("eval_determinism", "skip", None, "",
+                                f"not run: val_data could not be read ({note or 'no batch'})")]
+        ctx = SimpleNamespace(model=model, thresholds=thresholds, val_batches=val_batches, seed=seed,
+                              inputs=val_batches[0][0] if val_batches else None, evaluate=evaluate,
+                              val_source=val_data)
         if ctx.inputs is None:             # evaluate only: no batch for the eval-forward comparison
             return [_evaluate_twice(ctx, model, {}, f"relative difference <= {thresholds.eval_rel_tol:g}")]
         return [eval_determinism_check(ctx)]
