@@ -15,10 +15,16 @@ that is not noise). Preflight: `train.preflight.preflight_config` on the default
 and the same with the training checks skipped, so the overfit session's share shows.
 --zoo instead times preflight() on every small model of both bug zoos (tests/health_zoo*.py, broken and healthy,
 one CPU thread; best of --preflight-reps per model): the per-model budget is about 1 s.
+--data-zoo times preflight() on every model of the data/evaluation zoo (tests/helpers/health_data_zoo.py, broken and
+healthy, seed 0, with their loader / val_data / evaluate), one thread, best of --preflight-reps: all checks, and
+the same with the data and evaluation checks skipped, so their own cost shows. Target: median <= 0.5 s per model.
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_health.py --data-zoo --out benchmarks/results   # bench_health_data_zoo.*
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -36,10 +42,13 @@ def main() -> None:
     ap.add_argument("--preflight-reps", type=int, default=3)
     ap.add_argument("--out", help="folder for bench_health.json and bench_health.md")
     ap.add_argument("--zoo", action="store_true", help="time preflight on every zoo model instead")
+    ap.add_argument("--data-zoo", action="store_true", help="time preflight on every data-zoo model instead")
     ap.add_argument("overrides", nargs="*", help="run-config overrides, e.g. health.interval=5")
     args = ap.parse_args()
     if args.zoo:
         return zoo(args)
+    if args.data_zoo:
+        return data_zoo(args)
 
     import torch
 
@@ -170,6 +179,58 @@ def zoo(args) -> None:
                       ["# Preflight time per zoo model (benchmarks/bench_health.py --zoo)", "",
                        *(f"- {line}" for line in lines), "", "| model | s |", "|---|---|",
                        *(f"| {n} | {t:.3f} |" for n, t in times.items())])
+
+
+def data_zoo(args) -> None:
+    """preflight() wall time on each data-zoo model (broken and healthy twin): all checks, and without the data and
+    evaluation checks; best of --preflight-reps (a fresh build per repetition: the loaders restart)."""
+    import torch
+
+    from sweeper.health import preflight
+    from sweeper.health.data_checks import DATA_CHECKS, EVAL_CHECKS
+    from tests.helpers import health_data_zoo
+
+    torch.set_num_threads(1)
+    warnings.filterwarnings("ignore")
+    builds = [(f"{name}[{'bug' if bug else 'ok'}]", (lambda c=c, bug=bug: c.build(bug, 0)))
+              for name, c in health_data_zoo.CASES.items() for bug in (True, False)]
+    preflight(**builds[0][1]())                                         # warm-up (imports, scipy)
+    full, without, cpu = {}, {}, {}
+    for name, build in builds:
+        for skip, into in (((), full), (DATA_CHECKS + EVAL_CHECKS, without)):
+            best = best_cpu = float("inf")
+            for _ in range(args.preflight_reps):
+                kwargs = build()
+                t0, c0 = time.perf_counter(), time.process_time()
+                preflight(**kwargs, skip=skip)
+                best = min(best, time.perf_counter() - t0)
+                best_cpu = min(best_cpu, time.process_time() - c0)
+            into[name] = best
+            if not skip:
+                cpu[name] = best_cpu
+    share = {n: full[n] - without[n] for n in full}
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    result = {"threads": 1, "models": len(full), "median_s": statistics.median(full.values()),
+              "max_s": max(full.values()), "median_cpu_s": statistics.median(cpu.values()),
+              "median_data_checks_s": statistics.median(share.values()), "max_data_checks_s": max(share.values()),
+              "load_average_1min": load, "cpus": os.cpu_count(), "per_model_s": full, "per_model_cpu_s": cpu,
+              "per_model_without_data_checks_s": without}
+    slowest = sorted(full, key=full.get, reverse=True)[:3]
+    lines = [f"preflight on {len(full)} data-zoo models (tests/helpers/health_data_zoo.py, broken and healthy, seed 0, with "
+             f"their loader/val_data/evaluate), 1 thread, best of {args.preflight_reps}: median "
+             f"{result['median_s']:.3f} s, max {result['max_s']:.2f} s (slowest: "
+             f"{', '.join(f'{n} {full[n]:.2f} s' for n in slowest)}); target median <= 0.5 s; process CPU "
+             f"time median {result['median_cpu_s']:.3f} s (load average {load} on {os.cpu_count()} CPUs)",
+             f"the data and evaluation checks' own share (all checks minus the run without them): median "
+             f"{result['median_data_checks_s'] * 1e3:.0f} ms, max {result['max_data_checks_s'] * 1e3:.0f} ms per model"]
+    print("\n".join(lines))
+    if args.out:
+        from benchmarks._results import write_results
+
+        write_results(args.out, "bench_health_data_zoo", result,
+                      ["# Preflight time per data-zoo model (benchmarks/bench_health.py --data-zoo)", "",
+                       *(f"- {line}" for line in lines), "", "| model | all checks, s | without data checks, s |",
+                       "|---|---|---|", *(f"| {n} | {full[n]:.3f} | {without[n]:.3f} |" for n in full)])
 
 
 if __name__ == "__main__":

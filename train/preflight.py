@@ -43,7 +43,8 @@ def preflight_model(cfg: RunConfig, model: torch.nn.Module, corpus: Any,
                     thresholds: Thresholds = DEFAULT_THRESHOLDS, skip: Iterable[str] = ()) -> HealthReport:
     """preflight() on a built Transformer of `cfg` with the run's optimizer and step.
 
-    The batch is the first batch_size training windows, read without touching the run's data order or RNG."""
+    The batch is the first batch_size training windows, read without touching the run's data order or RNG; the
+    validation data the first batch_size validation windows, with the loop's evaluation on them."""
     device = next(model.parameters()).device
     T, B = cfg.model.context, cfg.train.batch_size
     starts = torch.arange(min(B, (len(corpus.train) - 1) // T)) * T                 # (B,)
@@ -73,10 +74,21 @@ def preflight_model(cfg: RunConfig, model: torch.nn.Module, corpus: Any,
         logits = outputs[0] if isinstance(outputs, tuple) else outputs                # (B, T, V)
         return torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
+    vstarts = torch.arange(min(B, (len(corpus.val) - 1) // T)) * T                  # (B,) first validation windows
+    xv, yv = (t.to(device) for t in windows(corpus.val, vstarts, T))               # (B, T) each
+
+    @torch.no_grad()
+    def evaluate(model):
+        """The loop's evaluation (Trainer.evaluate) on the first validation windows."""
+        model.eval()
+        loss = model(xv, yv)[1].item()
+        model.train()
+        return loss
+
     return preflight(model, loss_fn, (x.to(device), y.to(device)), optimizer_factory=optimizer_factory,
                      num_classes=corpus.vocab_size, sequence_dim=1, train_step=train_step,
                      use_reference=rope_reference_toggle(model, cfg.model.rope_impl), thresholds=thresholds,
-                     seed=cfg.seed, skip=skip)
+                     seed=cfg.seed, skip=skip, val_data=(xv, yv), evaluate=evaluate)
 
 
 def rope_reference_toggle(model: torch.nn.Module, configured_impl: str):

@@ -44,7 +44,8 @@ def main() -> None:
     state = run.load_checkpoint()                                           # sweeper
     if state:                                                               # sweeper
         model.load_state_dict(state["model"]), opt.load_state_dict(state["opt"]), order.set_state(state["order"])
-    health = run.health(model, num_classes=cfg.dataset.classes)             # sweeper
+    health = run.health(model, num_classes=cfg.dataset.classes, val_data=(x_val, y_val),   # sweeper
+                        evaluate=lambda m: evaluate(m, x_val, y_val, 0, cfg, always=True))
 
     def snapshot() -> dict:
         return {"model": model.state_dict(), "opt": opt.state_dict(), "order": order.get_state()}

@@ -58,6 +58,12 @@ In training, a LiveMonitor watches every step cheaply and does the expensive par
 >>> monitor.diverged, monitor.report().verdict
 (None, 'pass')
 
+More data, more checks: `preflight(..., loader=train_loader, val_data=val_loader, evaluate=evaluate)` also looks at
+what goes into the model (inputs standardized, labels against num_classes, targets that reach the loss, a label
+leaked into the features, labels shuffled apart from their inputs, class-sorted batches) and at the evaluation
+(validation examples copied from training, dropout or BatchNorm in train mode while evaluating, BatchNorm
+running statistics); see README.md's table of the checklist.
+
 Public names (imported lazily so `import sweeper` stays free of torch):
   preflight, CHECKS, LiveMonitor, HealthReport, CheckResult, Thresholds.
 The built-in trainer's preflight of a run config lives with the trainer (train.preflight.preflight_config);

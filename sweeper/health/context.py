@@ -1,13 +1,16 @@
-"""What every preflight check receives: the user's model, loss, batch and options, validated once."""
+"""What every preflight check receives: the user's model, loss, batch and options, validated once; and the data
+the data/evaluation checks read (the first loader batches, the validation batches, the evaluation function)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable
 
 import torch
 from torch import nn
 
 from .batching import batch_size, call_model, trainable_named_parameters
+from .data_sources import same_batch
 from .thresholds import Thresholds
 import inspect
 
@@ -29,6 +32,19 @@ class PreflightContext:
     thresholds: Thresholds
     ignore: tuple[str, ...]
     seed: int
+    loader_batches: list = field(default_factory=list)     # the first batches the training loader yields
+    val_batches: list = field(default_factory=list)        # the first validation batches
+    val_source: Any = None                                 # val_data as given (evaluate(model, val_data))
+    evaluate: Callable | None = None                       # the user's evaluation function
+    train_size: int | None = None                          # len(loader.dataset) when known
+    loader_source: Any = None                              # the loader as given (class_mix samples its dataset)
+    data_notes: dict = field(default_factory=dict)         # "loader"/"val_data": what could not be read
+
+    @cached_property
+    def train_batches(self) -> list:
+        """The preflight batch, then the loader's batches (the batch itself once, if it came from the loader)."""
+        first = (self.inputs, self.targets)
+        return [first] + [b for b in self.loader_batches if not same_batch(b, first)]
 
     @property
     def n(self) -> int:

@@ -10,6 +10,10 @@ it does not shadow the function in `from sweeper.health import preflight`).
 The caller's model (parameters and buffers such as BatchNorm statistics), its .grad fields, its train/eval mode
 and the global RNG streams are left as they were (training checks run on a deep copy, buffers are restored,
 RNG is forked), so running preflight before a run does not change the run.
+
+With more data it also checks the data and the evaluation (data_checks.py): pass `loader=` (the training
+DataLoader, or any iterable of batches: its first `Thresholds.data_batches` batches are read) and
+`val_data=` (a validation batch or loader) with `evaluate=` (your evaluation function).
 """
 from __future__ import annotations
 
@@ -24,14 +28,16 @@ from .batching import call_model, map_tensors, split_batch, take_examples
 from .checks_dependence import batch_independence_check, causality_check, target_shift_check
 from .checks_gradients import gradient_flow_check, init_loss_check, kernel_agreement_check
 from .checks_training import training_checks
+from .attribution import attribute_to_inputs
 from .context import (OptimizerFactory, PreflightContext, TrainStep, default_optimizer_factory, default_train_step,
                       normalize_train_step)
+from .data_checks import DATA_CHECKS, EVAL_CHECKS, data_hint, read_data, run_data_checks, run_eval_checks
 from .result import CheckResult, HealthReport
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 import traceback
 
 CHECKS = ("init_loss", "gradient_flow", "overfit_batch", "param_movement", "update_ratio", "stale_grad",
-          "batch_independence", "causality", "target_shift", "kernel_agreement")
+          "batch_independence", "causality", "target_shift", "kernel_agreement") + DATA_CHECKS + EVAL_CHECKS
 _TRAINING = ("overfit_batch", "param_movement", "update_ratio", "stale_grad")
 
 
@@ -49,6 +55,9 @@ def preflight(
     ignore: Iterable[str] = (),
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     seed: int = 0,
+    loader: Iterable | None = None,
+    val_data: Any = None,
+    evaluate: Callable[..., Any] | None = None,
 ) -> HealthReport:
     """Run the preflight checks and return a HealthReport (print it for a table; `.ok`, `.to_json()`).
 
@@ -66,6 +75,16 @@ def preflight(
                       use_reference(False) back: enables kernel_agreement.
     skip              check names to leave out (see CHECKS).
     ignore            fnmatch patterns of parameter names the gradient and movement checks leave alone.
+    loader            the training DataLoader (or any iterable of batches like `batch`): its first
+                      `thresholds.data_batches` batches feed the label histogram, the leak and probe checks and
+                      class_mix (class-sorted data). Read with the global RNG forked and a loader's own generator
+                      put back, so the run's data order does not move; `batch` may be its first batch.
+    val_data          a validation batch, or an iterable of them (a DataLoader, a list): enables val_overlap
+                      (examples shared with training), batchnorm_stats on validation data, and the
+                      validation-vs-training input comparison.
+    evaluate          your evaluation function: evaluate(model) (or evaluate(model, val_data), or evaluate() for a
+                      closure over the model) -> a number or a dict of numbers. Called 2-3 times on the initial
+                      weights (state and mode restored after each) by eval_determinism: keep it to a few batches.
     """
     skip = set(skip)
     unknown = skip - set(CHECKS)
@@ -78,19 +97,33 @@ def preflight(
     if sequence_dim is not None and (not isinstance(sequence_dim, int) or sequence_dim < 1):
         raise ValueError(f"sequence_dim={sequence_dim!r}: expected an int >= 1 (dim 0 is the batch) or None")
     inputs, targets = split_batch(batch)
+    if evaluate is not None and not callable(evaluate):
+        raise TypeError(f"evaluate: expected a function evaluate(model) -> number or dict, got "
+                        f"{type(evaluate).__name__}")
+    devices = _cuda_devices(model)
+    with torch.random.fork_rng(devices=devices):        # a shuffling loader draws from the global RNG
+        data = read_data(loader, val_data, thresholds)
     ctx = PreflightContext(model=model, loss_fn=loss_fn, inputs=inputs, targets=targets,
                            optimizer_factory=optimizer_factory or default_optimizer_factory,
                            num_classes=num_classes, sequence_dim=sequence_dim,
                            train_step=None if train_step is None else normalize_train_step(train_step),
-                           use_reference=use_reference, thresholds=thresholds, ignore=tuple(ignore), seed=seed)
+                           use_reference=use_reference, thresholds=thresholds, ignore=tuple(ignore), seed=seed,
+                           evaluate=evaluate, **data)
     results: dict[str, CheckResult] = {}
-    devices = _cuda_devices(model)
     was_training = model.training
     buffers = {name: b.detach().clone() for name, b in model.named_buffers()}  # BatchNorm running stats...
     with torch.random.fork_rng(devices=devices):
         try:
+            run_data_checks(ctx, results, skip, _guard)
+            run_eval_checks(ctx, results, skip, _guard)         # before any train-mode forward moves BN stats
             if {"init_loss", "gradient_flow"} - skip:
-                loss_value, named_grads, noise = _init_backward(ctx)
+                try:
+                    loss_value, named_grads, noise = _init_backward(ctx)
+                except RuntimeError as e:
+                    hint = data_hint(e, results)
+                    if not hint:
+                        raise
+                    raise RuntimeError(f"{e}. The data checks say: {hint}") from (e.__cause__ or e)
                 _guard(results, ("init_loss",), lambda: [init_loss_check(ctx, loss_value, noise)])
                 _guard(results, ("gradient_flow",),
                        lambda: [gradient_flow_check(ctx, named_grads, lambda: _grads_after_one_step(ctx))])
@@ -100,6 +133,7 @@ def preflight(
                              ("target_shift", target_shift_check), ("kernel_agreement", kernel_agreement_check)):
                 if name not in skip:
                     _guard(results, (name,), lambda fn=fn: [fn(ctx)])
+            attribute_to_inputs(ctx, results, lambda fixed, names: _rerun(fixed, names, skip))
         finally:
             model.train(was_training)
             with torch.no_grad():
@@ -107,6 +141,19 @@ def preflight(
                     if name in buffers:
                         b.copy_(buffers[name])
     return HealthReport([results[name] for name in CHECKS if name in results and name not in skip])
+
+
+def _rerun(ctx: PreflightContext, names: list[str], skip: set) -> dict[str, CheckResult]:
+    """The given init/training checks again on another context (attribution.py: standardized inputs)."""
+    out: dict[str, CheckResult] = {}
+    if {"init_loss", "gradient_flow"} & set(names):
+        loss_value, named_grads, noise = _init_backward(ctx)
+        out["init_loss"] = init_loss_check(ctx, loss_value, noise)
+        out["gradient_flow"] = gradient_flow_check(ctx, named_grads, lambda: _grads_after_one_step(ctx))
+    if set(_TRAINING) & set(names):
+        for r in training_checks(ctx):
+            out[r.name] = r
+    return {k: v for k, v in out.items() if k in names}
 
 
 def _init_backward(ctx: PreflightContext) -> tuple[float, list, tuple[float, int]]:

@@ -83,6 +83,54 @@ class Thresholds:
     dead_share_warn: float = 0.5        # half the gradient entries alive at the first check are now exactly zero
     ema_beta: float = 0.98              # loss moving average: about 50 steps of memory
 
+    # --- data checks (checks_inputs.py, checks_labels.py, checks_probe.py): what goes into the model.
+    # inputs: the rms sqrt(mean^2 + std^2) of each input tensor (and feature/channel) as the first layer gets it.
+    # Standardized data has rms 1; [0, 1] pixels ~0.4; raw 0-255 pixels ~140. A decade past 1 either way is where
+    # a default init stops fitting the data (pre-activations 10x too large, or the signal 100x below the bias).
+    input_scale_high: float = 10.0
+    input_scale_low: float = 0.01
+    input_offset_ratio: float = 3.0     # |mean| > 3 max(std, 1): the first layer sees mostly a constant offset
+    val_shift_sigmas: float = 1.0       # validation mean this many training stds away: preprocessed differently
+    val_scale_ratio: float = 3.0        # ... or its std this many times larger / smaller
+    data_batches: int = 8               # batches read from `loader` and from `val_data`
+    # labels: one class at >= 90% lets a constant prediction look good; classes "never seen" are only judged
+    # where >= 10 examples of each were expected (a uniform class missing from 10 draws has chance e^-10).
+    label_dominant_share: float = 0.9
+    label_min_per_class_seen: float = 10.0
+    target_share_warn: float = 0.05     # fewer than 5% of targets reaching the loss (masked LM uses ~15%)
+    padding_in_loss: str = "warn"       # a sequence loss that counts the padding (pass: intended)
+    ignored_real_class: str = "warn"    # per-example labels of a real class the loss ignores (pass: intended, e.g.
+                                        # ignore_index for a "background" or "unlabelled" class)
+    # class_mix: chi-square homogeneity of the loader batches' class histograms; both the p-value (batch noise
+    # ruled out) and the effect size (Cramer's V: 0 = same mix in every batch, 1 = one class per batch) must say so.
+    class_mix_p: float = 1e-4
+    class_mix_cramers_v: float = 0.5
+    # feature_leak: a feature's spread within a class / between class means, with every two classes' values at
+    # least 6 within-class stds apart. A label copied into the inputs gives exactly 0 (label + small noise a few
+    # hundredths); real features that separate classes well still vary within a class (ratios of 0.1 and up).
+    leak_within_ratio: float = 0.05
+    leak_min_per_class: int = 8         # 8 examples per class before a class-constant value is more than chance
+    # label_probe: (accuracy - majority rate) / (1 - majority rate) of a held-out ridge / nearest-neighbour probe;
+    # warn when even its upper confidence bound (z = 2.33, one-sided 99%) is below 0.1 of the way to perfect.
+    # Set probe_min_skill=0 to silence it for a task no simple probe can learn.
+    probe_min_skill: float = 0.1
+    probe_z: float = 2.33
+    probe_max_examples: int = 1024      # pooled examples the probe and the leak check use at most
+    probe_min_examples: int = 50        # fewer pooled examples than this (or 10 per class): the probe is not run,
+    probe_min_per_class: int = 10       # a probe fitted on a handful of examples is at chance whatever the labels
+
+    # --- evaluation checks (checks_eval.py): what val_data and evaluate make checkable.
+    val_overlap_fail: float = 0.01      # estimated share of validation examples also in training: fail above
+    val_overlap_min_share: float = 0.0  # ... pass at or below it (raise to accept an intended overlap)
+    eval_rel_tol: float = 1e-5          # two evaluations of the same weights: float32 reordering stays below
+    eval_train_mode: str = "fail"       # Dropout/BatchNorm in train mode inside evaluate (pass: MC dropout intended)
+    train_eval_mode: str = "warn"       # training steps with the model in eval mode (pass: intended)
+    # batchnorm_stats: running statistics vs the batch statistics they track, median over channels. Batch noise
+    # of a few hundred values per channel is ~0.1 std; a distribution that moved is off by whole stds.
+    bn_mean_z: float = 1.0
+    bn_var_ratio: float = 4.0
+    bn_calibration_steps: int = 50      # at most this many training batches calibrate a fresh layer (preflight)
+
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any], prefix: str = "health.thresholds") -> "Thresholds":

@@ -150,16 +150,19 @@ class Run:
         return record
 
     def health(self, model: Any, *, num_classes: int | None = None, interval: int = 10, preflight=None,
-               thresholds=None):
+               thresholds=None, val_data: Any = None, evaluate: Any = None):
         """The live monitor on `model` (sweeper.health.LiveMonitor), writing health.json. `preflight`: a
         function returning a HealthReport, run once at the start of a fresh run (not on resume). `thresholds`:
-        a sweeper.health.Thresholds for the monitor (default: its defaults)."""
+        a sweeper.health.Thresholds for the monitor (default: its defaults). `val_data`: a validation batch or
+        loader; `evaluate`: your evaluation function, evaluate(model) -> number or dict (see
+        sweeper.run.health: eval_determinism at the start, batchnorm_stats at the end)."""
         from sweeper.run.health import RunHealth   # deferred: torch (about 2 s): a script that never asks for
         #                                            the monitor imports the run API without torch
 
         extra = {} if thresholds is None else {"thresholds": thresholds}
         self._health = RunHealth(model, self.dir.health_path, interval=interval, num_classes=num_classes,
-                                 preflight=preflight, saved=self._health_saved, resumed=self.start_step > 0, **extra)
+                                 preflight=preflight, saved=self._health_saved, resumed=self.start_step > 0,
+                                 val_data=val_data, evaluate=evaluate, **extra)
         return self._health
 
     def record_env(self, device: str | None = None) -> dict:

@@ -5,6 +5,13 @@
     optimizer.step(); health.after_step(step)                       # update/weight ratios on interval steps
     health.diverged                                                 # None, or {"step", "reason"}
 
+With `val_data` (a validation batch or loader) and/or `evaluate` (your evaluation function, evaluate(model) ->
+number or dict), a fresh run also checks that evaluating the same weights twice gives the same numbers
+(eval_determinism: dropout left on, model.eval() forgotten) unless its preflight already did, and at the end
+compares the trained model's BatchNorm running statistics with the validation batches' (batchnorm_stats).
+Every after_backward notes whether the model trained in eval mode (train_mode: an evaluation's model.eval() not
+undone). `health.val_data` / `health.evaluate` keep what was given, for whole-run diagnosis.
+
 What it measures goes into the next `run.log(step, ...)` line by itself; its state goes into every
 `run.save_checkpoint` and comes back with `run.load_checkpoint` (a resumed run keeps its preflight checks and
 monitor history). health.json is written after preflight, again whenever the monitor raises a new warning (so
@@ -16,6 +23,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from sweeper.health.attribution import annotate_consequences
+from sweeper.health.checks_batchnorm import batchnorm_report
+from sweeper.health.checks_eval import ModeWatch, evaluation_checks
+from sweeper.health.data_sources import read_batches
 from sweeper.health.monitor import LiveMonitor
 from sweeper.health.result import CheckResult, HealthReport
 from sweeper.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
@@ -25,9 +36,14 @@ from sweeper.health.runner import CHECKS
 class RunHealth:
     def __init__(self, model: Any, path: str | Path, *, interval: int = 10, num_classes: int | None = None,
                  preflight: Callable[[], HealthReport] | None = None, saved: dict[str, Any] | None = None,
-                 resumed: bool = False, thresholds: Thresholds = DEFAULT_THRESHOLDS):
+                 resumed: bool = False, thresholds: Thresholds = DEFAULT_THRESHOLDS, val_data: Any = None,
+                 evaluate: Callable[..., Any] | None = None):
         self.path = Path(path)
+        self.model, self.thresholds = model, thresholds
+        self.val_data, self.evaluate = val_data, evaluate
         self.monitor = LiveMonitor(model, interval=interval, num_classes=num_classes, thresholds=thresholds)
+        self.mode_watch = ModeWatch(model)
+        self.final: list[CheckResult] = []           # checks measured at the end (batchnorm_stats on val_data)
         self.preflight: list[CheckResult] = []
         self.pending: dict[str, Any] = {}          # measured, not yet logged (run.log takes it)
         if saved:
@@ -40,7 +56,21 @@ class RunHealth:
                 self.preflight = []
         elif not resumed and preflight is not None:
             self.preflight = self._run_preflight(preflight)
+        if not saved and not resumed and (val_data is not None or evaluate is not None) and \
+                not any(c.name == "eval_determinism" for c in self.preflight):
+            self.preflight += self._run_evaluation_checks()
         self.write()
+
+    def _run_evaluation_checks(self) -> list[CheckResult]:
+        try:
+            checks = evaluation_checks(self.model, self.val_data, self.evaluate, self.thresholds)
+        except Exception as e:  # noqa: BLE001 - an evaluate that fails must not kill the run
+            checks = [CheckResult("eval_determinism", "error", None, "",
+                                  f"evaluate could not run on the initial weights: {type(e).__name__}: {e}")]
+        for c in checks:
+            if c.status in ("warn", "fail", "error"):
+                print(f"health {c.status.upper()} {c.name}: {c.message}", flush=True)
+        return checks
 
     @staticmethod
     def _run_preflight(preflight: Callable[[], HealthReport]) -> list[CheckResult]:
@@ -59,6 +89,7 @@ class RunHealth:
         return self.monitor.diverged
 
     def after_backward(self, step: int, loss: Any, grad_norm: Any = None) -> dict[str, Any]:
+        self.mode_watch.observe(step)
         return self._note(self.monitor.after_backward(step, loss, grad_norm))
 
     def after_step(self, step: int) -> dict[str, Any]:
@@ -76,7 +107,10 @@ class RunHealth:
         return out
 
     def report(self) -> HealthReport:
-        return HealthReport(list(self.preflight)).merged(self.monitor.report())
+        final = {c.name for c in self.final}
+        watch = self.mode_watch.result(self.thresholds)
+        report = HealthReport([c for c in self.preflight if c.name not in final]).merged(self.monitor.report())
+        return annotate_consequences(report.merged(([watch] if watch else []) + list(self.final)))
 
     def write(self) -> HealthReport:
         report = self.report()
@@ -84,11 +118,27 @@ class RunHealth:
         return report
 
     def state_dict(self) -> dict[str, Any]:
-        return {"monitor": self.monitor.state_dict(), "preflight": [c.to_dict() for c in self.preflight]}
+        return {"monitor": self.monitor.state_dict(), "preflight": [c.to_dict() for c in self.preflight],
+                "mode_watch": self.mode_watch.state_dict()}
 
     def load_state_dict(self, saved: dict[str, Any]) -> None:
         self.monitor.load_state_dict(saved.get("monitor") or {})
         self.preflight = [CheckResult.from_dict(c) for c in saved.get("preflight") or []]
+        self.mode_watch.load_state_dict(saved.get("mode_watch") or {})
+
+    def _final_checks(self) -> list[CheckResult]:
+        """The trained model's BatchNorm running statistics against the validation batches."""
+        if self.val_data is None:
+            return []
+        import torch   # deferred: torch (about 2 s to import), only when this runs
+
+        try:
+            with torch.random.fork_rng(devices=[]):         # a shuffling loader draws from the global RNG
+                batches, _ = read_batches(self.val_data, max(int(self.thresholds.data_batches), 1))
+            result = batchnorm_report(self.model, [], batches, self.thresholds, calibrate=False, trained=True)
+        except Exception as e:  # noqa: BLE001 - never into the end of a run
+            result = CheckResult("batchnorm_stats", "error", None, "", f"could not measure: {type(e).__name__}: {e}")
+        return [] if result.status == "skip" else [result]
 
     def finish(self, diverged_at: int | None = None, reason: str | None = None,
                last_good_checkpoint: int | None = None) -> HealthReport:
@@ -97,6 +147,8 @@ class RunHealth:
             if self.monitor.diverged is None:
                 self.monitor.diverged = {"step": diverged_at, "reason": reason}
             self.monitor.diverged["last_good_checkpoint"] = last_good_checkpoint
+        else:
+            self.final = self._final_checks()
         report = self.write()
         if report.verdict != "pass":
             print(f"health: {report.verdict.upper()} "
