@@ -244,7 +244,7 @@ def _readme_silencers() -> dict[str, dict[str, str]]:
     """check -> {threshold: value} from the README's data-checks table (`name=value` in its last column)."""
     import re
 
-    from tests.conftest import ROOT
+    from tests.helpers.commands import ROOT
 
     out = {}
     for line in (ROOT / "README.md").read_text().splitlines():
