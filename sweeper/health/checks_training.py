@@ -8,8 +8,11 @@ overfit_batch   a few examples, the full `overfit_steps` budget (no early stop, 
                 reached only at infinite outputs: softmax fed to cross_entropy) or the loss stalls far from it.
 param_movement  after `movement_steps` optimizer steps every trainable parameter has changed (not in the
                 optimizer, lr 0, or gradients cleared after backward all leave it frozen).
-update_ratio    per step, ||W_k - W_{k-1}|| / ||W_{k-1}|| of every matrix within a sane band (too high: the learning
-                rate overwrites the weights and kills units; too low: nothing learns).
+update_ratio    per step, ||W_k - W_{k-1}|| / ||W_{k-1}|| of every matrix (over the rows that moved: an embedding's
+                rows of tokens absent from the batch do not count) at the first `movement_steps` steps and at
+                steps 10, 30 and 100; a matrix's figure is its largest. Bands as the debugging checklist states
+                them: about 1e-3 healthy, a warning below 3e-4 (lr too small), a failure at 1e-5 and below (barely
+                learning); a warning above 0.3 and a failure at >= 1 (the lr overwrites the weights, units die).
 stale_grad      no backward accumulates into a .grad left over from before the previous optimizer.step()
                 (optimizer.zero_grad() forgotten). Detected exactly with parameter hooks.
 
@@ -27,6 +30,8 @@ from .batching import call_model, grad_values, primary_output, take_examples
 from .context import PreflightContext, default_train_step
 from .loss_floors import LossFloors, boxed_floor, loss_floors
 from .result import CheckResult, name_list
+
+_LATE_STEPS = (10, 30, 100)     # update ratios measured here too: a layer behind a zero-initialised one starts slow
 
 
 class _StaleGradWatch:
@@ -113,7 +118,7 @@ def training_checks(ctx: PreflightContext) -> list[CheckResult]:
                           lambda: _left(min(losses[-5:]), losses[0], floors) <= th.overfit_pass_fraction):
             step = len(losses)
             before = {name: p.detach().clone() for name, p in named if p.dim() >= 2} \
-                if step < th.movement_steps else None
+                if step < th.movement_steps or step in _LATE_STEPS else None
             loss = float(step_fn(model, batch, optimizer))
             losses.append(loss)
             culprit = finite.first_bad()
@@ -121,10 +126,9 @@ def training_checks(ctx: PreflightContext) -> list[CheckResult]:
                 bad_grad = (step, culprit)
             if before is not None:
                 for name, p in named:
-                    if name in before:
-                        w = float(before[name].double().norm())
-                        if w > 0 and initial_norm[name] > 0:    # a zero-initialised matrix has no scale yet
-                            r = float((p.detach().double() - before[name].double()).norm()) / w
+                    if name in before and initial_norm[name] > 0:   # a zero-initialised matrix has no scale yet
+                        r = _ratio(before[name], p.detach())
+                        if r is not None:
                             ratios[name] = max(ratios.get(name, 0.0), r)
             if step + 1 == th.movement_steps:
                 moved = {name: bool((p.detach() != start[name]).any()) for name, p in named}
@@ -145,6 +149,14 @@ def training_checks(ctx: PreflightContext) -> list[CheckResult]:
         overfit = _overfit(ctx, losses, k, floors, _confined(ctx, model, batch, floors))
     return [overfit, _movement(moved, len(losses), th.movement_steps, outside),
             _update_ratio(ctx, ratios), _stale(watch, len(losses), outside)]
+
+
+def _ratio(old: torch.Tensor, new: torch.Tensor) -> float | None:
+    """||new - old|| / ||old|| over the rows that moved (all rows of a dense layer; an embedding's looked-up rows)."""
+    step = (new.double() - old.double()).flatten(1)                        # (rows, rest)
+    rows = step.ne(0).any(1)                                               # (rows,)
+    w = float(old.double().flatten(1)[rows].norm()) if bool(rows.any()) else float(old.double().norm())
+    return float(step.norm()) / w if w > 0 else None
 
 
 def _confined(ctx: PreflightContext, model, batch, floors: LossFloors | None) -> str | None:
@@ -285,14 +297,19 @@ def _update_ratio(ctx: PreflightContext, ratios: dict[str, float]) -> CheckResul
                            f"{hi_name}: one step changes it by {hi:.2g}x its own norm ({len(too_high)} matrices "
                            f"above {th.update_ratio_high:g}): learning rate far too high, units die and nothing "
                            f"learned accumulates", details)
+    if lo <= th.update_ratio_low_fail:
+        return CheckResult("update_ratio", "fail", lo, expected,
+                           f"{lo_name}: update/weight ratio {lo:.1e} per step at most (about 1e-3 is healthy; "
+                           f"{th.update_ratio_low_fail:g} and below barely learns): learning rate far too low, or its "
+                           f"gradient vanishes", details)
     if hi > th.update_ratio_high:
         return CheckResult("update_ratio", "warn", hi, expected,
                            f"{hi_name}: update/weight ratio {hi:.2g} per step ({len(too_high)} matrices above "
                            f"{th.update_ratio_high:g}): learning rate high for this init scale", details)
     if lo < th.update_ratio_low:
         return CheckResult("update_ratio", "warn", lo, expected,
-                           f"{lo_name}: update/weight ratio {lo:.1e} per step: this matrix barely learns "
-                           f"(learning rate too low, or its gradient vanishes)", details)
+                           f"{lo_name}: update/weight ratio {lo:.1e} per step at most (about 1e-3 is healthy): this "
+                           f"matrix learns slowly - learning rate too low, or its gradient vanishes", details)
     return CheckResult("update_ratio", "pass", hi, expected,
                        f"update/weight ratios {lo:.1e}..{hi:.1e} per step over {len(live)} matrices", details)
 
