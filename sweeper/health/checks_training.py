@@ -28,6 +28,7 @@ import torch
 
 from .batching import call_model, grad_values, primary_output, take_examples
 from .context import PreflightContext, default_train_step
+from .context_floor import context_floor
 from .loss_floors import LossFloors, boxed_floor, loss_floors
 from .result import CheckResult, name_list
 
@@ -113,9 +114,18 @@ def training_checks(ctx: PreflightContext) -> list[CheckResult]:
     moved: dict[str, bool] | None = None
     min_steps = max(th.movement_steps, 1)
     started = time.perf_counter()
+    limited: list = []          # [context floor or None], measured once when the budget is spent unfitted
+
+    def passing() -> bool:
+        final = min(losses[-5:])
+        if _left(final, losses[0], floors) <= th.overfit_pass_fraction:
+            return True
+        if not limited:
+            limited.append(context_floor(ctx, model, batch, k) if floors is not None else None)
+        return _left_by_context(final, floors, limited[0], th) <= th.overfit_pass_fraction
+
     try:
-        while _keep_going(losses, max(th.overfit_steps, min_steps), th, started,
-                          lambda: _left(min(losses[-5:]), losses[0], floors) <= th.overfit_pass_fraction):
+        while _keep_going(losses, max(th.overfit_steps, min_steps), th, started, passing):
             step = len(losses)
             before = {name: p.detach().clone() for name, p in named if p.dim() >= 2} \
                 if step < th.movement_steps or step in _LATE_STEPS else None
@@ -146,7 +156,11 @@ def training_checks(ctx: PreflightContext) -> list[CheckResult]:
                               f"growing logits in a hand-written loss, division by a vanishing norm)",
                               {"step": bad_grad[0], "parameter": bad_grad[1], "steps": len(losses)})
     else:
-        overfit = _overfit(ctx, losses, k, floors, _confined(ctx, model, batch, floors))
+        if not limited and floors is not None and math.isfinite(losses[-1]) and \
+                _left(min(losses[-5:]), losses[0], floors) > th.overfit_pass_fraction:
+            limited.append(context_floor(ctx, model, batch, k))   # what the model's outputs see allows less
+        overfit = _overfit(ctx, losses, k, floors, _confined(ctx, model, batch, floors),
+                           limited[0] if limited else None)
     return [overfit, _movement(moved, len(losses), th.movement_steps, outside),
             _update_ratio(ctx, ratios), _stale(watch, len(losses), outside)]
 
@@ -196,6 +210,14 @@ def _left(loss: float, first: float, floors: LossFloors | None) -> float:
     return (loss - floors.free) / floors.gap
 
 
+def _left_by_context(final: float, floors: LossFloors | None, limited: dict | None, th) -> float:
+    """The share of the gap left when the floor is what the model's outputs can see (context_floor.py); inf when
+    that floor does not apply (none found, or it leaves no gap: the inputs would not matter at all)."""
+    if floors is None or limited is None or floors.constant - limited["floor"] <= th.loss_pairing_gap * floors.constant:
+        return math.inf
+    return (final - limited["floor"]) / (floors.constant - limited["floor"])
+
+
 def _keep_going(losses: list[float], budget: int, th, started: float, passing) -> bool:
     """The whole budget, always (a blow-up late in it must be seen); past it, only while the examples are not
     yet fitted and the loss still falls (up to overfit_max_steps / _seconds)."""
@@ -215,7 +237,7 @@ def _plateaued(losses: list[float], tolerance: float) -> bool:
 
 
 def _overfit(ctx: PreflightContext, losses: list[float], k: int, floors: LossFloors | None,
-             confined: str | None = None) -> CheckResult:
+             confined: str | None = None, limited: dict | None = None) -> CheckResult:
     th = ctx.thresholds
     first, steps = losses[0], len(losses)
     expected = f"<= {th.overfit_pass_fraction:g} of the gap left"
@@ -251,12 +273,27 @@ def _overfit(ctx: PreflightContext, losses: list[float], k: int, floors: LossFlo
     msg = f"{k} examples: loss {first:.3g} -> {final:.3g} in {steps} steps ({ref})"
     if left <= th.overfit_pass_fraction:
         return CheckResult("overfit_batch", "pass", left, expected, msg, details)
+    left_seen = _left_by_context(final, floors, limited, th)
+    if math.isfinite(left_seen):
+        details.update(context_floor=limited["floor"], window=limited["window"], left_by_context=left_seen)
+        if left_seen <= th.overfit_pass_fraction:
+            sees = (f"each output depends on the last {limited['window']} input position(s)" if limited["window"]
+                    else "some examples have identical inputs")
+            return CheckResult("overfit_batch", "pass", left_seen, expected,
+                               msg + f"; at the floor of what the model sees ({limited['floor']:.3g}): {sees}, so the "
+                                     f"{limited['outputs']} outputs fall into {limited['contexts']} contexts that must "
+                                     f"share a prediction", details)
+    plateau = _plateaued(losses, th.overfit_plateau)
     if left > th.overfit_fail_fraction and confined:
         return CheckResult("overfit_batch", "fail", left, expected, msg + "; " + confined, details)
-    if left > th.overfit_fail_fraction and _plateaued(losses, th.overfit_plateau):
+    if left > th.overfit_fail_fraction and plateau:
         return CheckResult("overfit_batch", "fail", left, expected,
                            msg + f"; stuck with {left:.0%} of the gap left: the model fits nothing example-specific"
                                  " (inputs that never reach the output, a step that does not learn)", details)
+    if plateau:
+        return CheckResult("overfit_batch", "warn", left, expected,
+                           msg + f"; stopped falling with {left:.0%} of the gap left: the model fits the examples only "
+                                 f"in part (too small for them, or a learning rate too low to go further)", details)
     return CheckResult("overfit_batch", "warn", left, expected,
                        msg + f"; {left:.0%} of the gap left and still falling when the budget ran out: learning "
                              f"rate too low for this model, or raise Thresholds.overfit_max_steps", details)
