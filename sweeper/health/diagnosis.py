@@ -20,7 +20,9 @@ The tree, top to bottom, the first level that finds something names the run (no 
                                       (ratios healthy: the weights move but the loss stays at its floor)
   4. val loss falls too?              val at chance while train falls -> labels_do_not_match_inputs;
                                       val far above train from the start -> leak_or_shift;
-                                      val rising while train falls -> overfitting (with the step it began)
+                                      val rising while train falls -> overfitting (with the step it began);
+                                      (all falling, but the live update/weight ratios out of band -> lr_too_big
+                                      / lr_too_small)
   5. memory grows every step?         -> memory_growth
   else                                -> healthy
 A warning-level data check (level 0) explains a later non-healthy finding instead (raw 0-255 pixels make the loss
@@ -117,7 +119,13 @@ def diagnose(checks: Iterable[Any]) -> dict[str, Any]:
         if found is not None and found["name"] in ("update_ratio", "live_update_ratio") and found["status"] == "warn":
             found = None                                  # a ratio warning alone is evidence, not a diagnosis
         found = found or pick(("loss_stuck",), ("warn",))
-    found = found or pick(_VAL, ("fail", "warn")) or pick(_RESOURCES, ("warn",))
+    found = found or pick(_VAL, ("fail", "warn"))
+    if found is None:                                     # the loss falls, val too: weights rewritten every step?
+        ratio = next((c for c in checks if c["name"] == "live_update_ratio" and c["status"] == "warn"), None)
+        if ratio is not None and isinstance(ratio.get("value"), (int, float)):
+            found = {**ratio, "details": {**(ratio.get("details") or {}),
+                                          "diagnosis": "lr_too_big" if ratio["value"] > 1e-3 else "lr_too_small"}}
+    found = found or pick(_RESOURCES, ("warn",))
     if found is not None and data and KINDS.get(_named(found), ("bug",))[0] in ("tuning", "resource"):
         found = data[0]                                   # the inputs explain the symptom (level 0 first)
     if found is None:

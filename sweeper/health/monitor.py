@@ -52,7 +52,7 @@ import torch
 from torch import nn
 
 from . import monitor_checks
-from .batching import grad_values
+from .batching import embedding_param_ids, grad_values
 from .capacity import InputCapture
 from .curves import Curve
 from .diagnosis import diagnose
@@ -60,6 +60,7 @@ from .result import CheckResult, HealthReport
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 from .watch_memory import GraphWatch, MemoryWatch
 from .watch_optimizer import AccumulationWatch, LrWatch, MembershipWatch
+from .watch_units import DeadUnitWatch
 
 
 def _layer(param_name: str) -> str:
@@ -108,6 +109,8 @@ class LiveMonitor:
         self.zero_share_first: tuple[int, float] | None = None
         self.zero_share_last: tuple[int, float] | None = None
         self.zero_share_warned = False
+        self.units = DeadUnitWatch(thresholds.dead_window)
+        self._lookup_ids = embedding_param_ids(model)
         self.stuck_since: int | None = None
         self.stuck_last: bool | None = None
         self._before: dict[str, torch.Tensor] | None = None
@@ -236,6 +239,7 @@ class LiveMonitor:
             share = self._zero_share_now()
             if share is not None:
                 self.zero_share_first = (step, share)
+                self.units.observe(self.named, self._lookup_ids, first=True)
         if not interval:
             return self._told()
         self._flush_norms()
@@ -411,19 +415,21 @@ class LiveMonitor:
         return None
 
     def _zero_share(self, step: int, share: float) -> str | None:
-        if self.zero_share_first is None:
+        first = self.zero_share_first is None
+        if first:
             self.zero_share_first = (step, share)
         self.zero_share_last = (step, share)
-        if self._died(share) >= self.th.dead_share_warn and not self.zero_share_warned:
+        dead = self.units.observe(self.named, self._lookup_ids, first=first)
+        if dead is not None and dead >= self.th.dead_share_warn and not self.zero_share_warned:
             self.zero_share_warned = True
-            return (f"share of exactly-zero gradient entries rose from {self.zero_share_first[1]:.1%} to {share:.1%} "
-                    f"by step {step}: units are dying (learning rate too high?)")
+            return (f"{self.units.worst}: {dead:.0%} of its units alive at the start got exactly zero gradient at "
+                    f"{self.units.window} interval steps in a row by step {step} (exactly-zero gradient entries "
+                    f"{self.zero_share_first[1]:.1%} -> {share:.1%}): units are dying (learning rate too high?)")
         return None
 
-    def _died(self, share: float) -> float:
-        """Of the gradient entries that were nonzero at the first check, the fraction now exactly zero."""
-        first = self.zero_share_first[1]
-        return (share - first) / (1 - first) if first < 1 else 0.0
+    def _died(self, share: float | None = None) -> float:
+        """Of the units (weight-matrix rows) alive at the first check, the share now dead (watch_units.py)."""
+        return self.units.dead_share
 
     def _stuck(self, step: int) -> str | None:
         if self.num_classes is None or self.loss_ema is None or step < self.th.stuck_min_steps:
@@ -465,7 +471,7 @@ class LiveMonitor:
     _STATE = ("steps_seen", "loss_ema", "_ema_raw", "_ema_weight", "spikes", "zero_share_first", "zero_share_last",
               "zero_share_warned", "stuck_since", "stuck_last", "diverged", "error", "first_loss", "losses_seen",
               "_loss_sum", "_loss_count", "ratios")
-    _PARTS = ("train_curve", "val_loss", "val_acc", "lr", "members", "accum", "graph", "memory")
+    _PARTS = ("train_curve", "val_loss", "val_acc", "lr", "members", "accum", "graph", "memory", "units")
 
     def state_dict(self) -> dict[str, Any]:
         self._flush_norms()

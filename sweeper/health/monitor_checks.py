@@ -44,11 +44,9 @@ def layer_medians(m: "LiveMonitor", skip: int = 1) -> dict[str, float]:
 def flat_cause(m: "LiveMonitor") -> tuple[str, str]:
     """(diagnosis, explanation) for a loss that does not fall, from the evidence at hand."""
     th = m.th
-    if m.zero_share_last is not None and m.zero_share_first is not None and \
-            m._died(m.zero_share_last[1]) >= th.dead_share_warn:
-        return "lr_too_big", (f"{m._died(m.zero_share_last[1]):.0%} of the gradient entries alive at the start are "
-                              f"now exactly zero: the units died, a learning rate too big killed them (divide it by "
-                              f"3-10)")
+    if m._died() >= th.dead_share_warn:
+        return "lr_too_big", (f"{m.units.worst}: {m._died():.0%} of its units alive at the start now get exactly zero gradient on "
+                              f"every batch: the units died - learning rate too big (divide it by 3-10)")
     meds = layer_medians(m)
     if not meds:
         return "not_learning", ("no update/weight ratios were measured (after_step not called) to tell a learning "
@@ -57,7 +55,7 @@ def flat_cause(m: "LiveMonitor") -> tuple[str, str]:
     med = _median(list(meds.values()))
     if med < th.update_ratio_low:
         return "lr_too_small", (f"the weights barely move (median update/weight ratio {med:.1e} per step; about 1e-3 "
-                                f"is healthy): the learning rate is too small (raise it 3-10x)")
+                                f"is healthy): learning rate too small (raise it 3-10x)")
     text = (f"the weights move at a healthy rate (median update/weight ratio {med:.1e} per step) and the gradients "
             f"are alive, yet the loss stays at its floor: the model is too small for the task")
     affine = m.capture.affine()
@@ -70,7 +68,7 @@ def flat_cause(m: "LiveMonitor") -> tuple[str, str]:
 
 def stuck_line(m: "LiveMonitor", step: int) -> str:
     chance = math.log(m.num_classes)
-    if m.loss_ema > chance * (1 + m.th.stuck_tolerance):
+    if m.loss_ema > chance * m.th.chance_above_factor:
         return (f"loss EMA {m.loss_ema:.4g} at step {step} is far ABOVE ln({m.num_classes}) = {chance:.3f} "
                 f"({m.loss_ema / chance:.3g}x): worse than predicting uniformly")
     return (f"loss stuck at ln({m.num_classes}) = {chance:.3f} at step {step} (EMA {m.loss_ema:.3f}): the model "
@@ -83,7 +81,7 @@ def _stuck_result(m: "LiveMonitor") -> CheckResult:
     chance = math.log(m.num_classes)
     expected = f"EMA < {chance * (1 - m.th.stuck_tolerance):.3f} after step {m.th.stuck_min_steps}"
     if m.stuck_last:
-        above = m.loss_ema > chance * (1 + m.th.stuck_tolerance)
+        above = m.loss_ema > chance * m.th.chance_above_factor
         if above:
             return CheckResult("loss_stuck", "warn", m.loss_ema, expected,
                                f"loss EMA {m.loss_ema:.4g} far ABOVE ln({m.num_classes}) = {chance:.3f} "
@@ -106,16 +104,18 @@ def _stuck_result(m: "LiveMonitor") -> CheckResult:
 
 
 def _zero_share_result(m: "LiveMonitor") -> CheckResult:
-    expected = f"< {m.th.dead_share_warn:.0%} of live entries die"
+    expected = f"< {m.th.dead_share_warn:.0%} of live units die"
     if m.zero_share_first is None:
         return CheckResult("zero_grad_share", "skip", None, expected, "no interval step observed")
     (s0, a), (s1, b) = m.zero_share_first, m.zero_share_last or m.zero_share_first
     if m.zero_share_warned:
-        return CheckResult("zero_grad_share", "warn", m._died(b), expected,
-                           f"share of exactly-zero gradient entries rose from {a:.1%} (step {s0}) to {b:.1%} "
-                           f"(step {s1}): dead units, typically a learning rate so high that ReLUs die")
-    return CheckResult("zero_grad_share", "pass", m._died(b), expected,
-                       f"exactly-zero gradient entries: {a:.1%} at step {s0}, {b:.1%} at step {s1}")
+        return CheckResult("zero_grad_share", "warn", m._died(), expected,
+                           f"{m.units.worst}: {m._died():.0%} of its units alive at step {s0} get exactly zero gradient on every batch "
+                           f"by step {s1} (exactly-zero gradient entries {a:.1%} -> {b:.1%}): dead units, typically a "
+                           f"learning rate so high that ReLUs die")
+    return CheckResult("zero_grad_share", "pass", m._died(), expected,
+                       f"dead units {m._died():.0%}; exactly-zero gradient entries: {a:.1%} at step {s0}, {b:.1%} at "
+                       f"step {s1}")
 
 
 def _ratio_result(m: "LiveMonitor") -> CheckResult:
@@ -160,12 +160,12 @@ def _trend_result(m: "LiveMonitor") -> CheckResult:
     if trend.kind == "blew_up":
         return CheckResult(name, "warn", trend.peak / trend.first, expected,
                            f"the train loss peaked at {trend.peak:.4g} (step {trend.peak_step}), "
-                           f"{trend.peak / trend.first:.3g}x its first value ({span}): the steps overshoot - the "
-                           f"learning rate is too big (divide it by 3-10, clip gradients)",
+                           f"{trend.peak / trend.first:.3g}x its first value ({span}): the steps overshoot - "
+                           f"learning rate too big (divide it by 3-10, clip gradients)",
                            {**details, "diagnosis": "lr_too_big", "step": trend.peak_step})
     if trend.kind == "rises":
         return CheckResult(name, "warn", trend.end / trend.first, expected,
-                           f"the train loss rose ({span}): the learning rate is too big (divide it by 3-10)",
+                           f"the train loss rose ({span}): learning rate too big (divide it by 3-10)",
                            {**details, "diagnosis": "lr_too_big"})
     if trend.kind == "flat":
         cause, why = flat_cause(m)

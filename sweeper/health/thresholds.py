@@ -113,11 +113,17 @@ class Thresholds:
     trend_blowup: float = 3.0           # an interval mean >= 3x the first loss: it blew up on the way
     trend_flat: float = 0.05            # fell by < 5% of the first loss (or sits within stuck_tolerance of
                                         # ln C): flat (lr too small or model too small, by the update ratios)
+    chance_above_factor: float = 1.25   # a loss above 1.25 ln C is "far above" chance (worse than uniform), not "at"
+    # --- zero_grad_share judges dead units: weight-matrix rows with exactly zero gradient at this many interval
+    # samples in a row (each on another batch: a sparse unit idle on one small batch is not dead).
+    dead_window: int = 3
     # --- validation curves (run.log val_ keys or LiveMonitor.observe_eval):
     val_chance_tolerance: float = 0.05  # val loss never below (1 - 5%) ln C / val accuracy within 5 points of 1/C
     val_rise: float = 0.1               # val loss ending 10% above its minimum while train falls: overfitting
-    val_shift_factor: float = 1.5       # val loss 1.5x the train loss at the first evaluation: other distribution
-    val_shift_first_share: float = 0.25 # ... judged only when that evaluation comes in the first 25% of the run
+    val_shift_factor: float = 1.5       # val loss 1.5x the train loss early in learning: another distribution
+    val_shift_early: float = 0.5        # ... judged at evaluations while the train loss is still above half its
+                                        # first value (and below 1 - 4 trend_flat of it: learning has begun, no
+                                        # memorising yet, whatever the epochs)
     curve_points: int = 512             # points kept per curve (pairs merge beyond: any run length, bounded)
 
 
