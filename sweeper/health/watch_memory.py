@@ -10,8 +10,8 @@ graph_retained  on interval steps a sentinel object is hung on the loss tensor's
                 step's graph then stays in memory (the whole graph with its activations where no backward freed
                 them, e.g. an evaluation loop without torch.no_grad). Costs one hook per interval, no sync. Needs
                 the loss tensor itself (a float loss: skip).
-memory          resident memory (/proc/self/statm) and, for a CUDA model, torch.cuda.memory_allocated, sampled
-                every interval. Steady growth (first vs last quarter of the run after a 10% warm-up, growing in both
+memory          the C heap in use (glibc mallinfo2: where CPU tensors live; RSS from /proc/self/statm where that
+                is missing) and, for a CUDA model, torch.cuda.memory_allocated, sampled every interval. Steady growth (first vs last quarter of the run after a 10% warm-up, growing in both
                 halves, by more than max(mem_growth_warn_mb, mem_growth_warn_fraction x the early level)) is a
                 warning naming the slope and, with total_steps, the memory the run will need by its end. The peak
                 RSS (getrusage, the summary's peak_rss_mb) is judged against the memory limit (cgroup, else
@@ -93,6 +93,32 @@ def rss_mb() -> float | None:
         return None
 
 
+_MALLINFO: Any = None
+
+
+def heap_mb() -> float | None:
+    """Bytes the C heap holds in use now, in MiB (glibc mallinfo2: small blocks + mmapped large ones, which is where
+    CPU tensors live): unlike RSS it falls when memory is freed and rises when freed pages are reused, so growth
+    shows even in a process whose RSS was raised earlier. None without glibc >= 2.33."""
+    global _MALLINFO
+    if _MALLINFO is None:
+        try:
+            import ctypes
+
+            class Mallinfo2(ctypes.Structure):
+                _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                                           "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+            fn = ctypes.CDLL(None).mallinfo2
+            fn.restype = Mallinfo2
+            _MALLINFO = fn
+        except (OSError, AttributeError):
+            _MALLINFO = False
+    if not _MALLINFO:
+        return None
+    info = _MALLINFO()
+    return (info.uordblks + info.hblkhd) / 2**20
+
+
 def peak_rss_mb() -> float | None:
     try:
         import resource
@@ -126,19 +152,23 @@ class MemoryWatch:
     def __init__(self, th: Thresholds, total_steps: int | None = None, cuda_device: Any = None):
         self.th, self.total_steps, self.cuda_device = th, total_steps, cuda_device
         self.rss = Curve(th.curve_points)
+        self.heap = Curve(th.curve_points)
         self.cuda = Curve(th.curve_points)
         self.found: dict[str, Any] | None = None
 
     def sample(self, step: int) -> str | None:
-        r = rss_mb()
+        r, h = rss_mb(), heap_mb()
         if r is not None:
             self.rss.add(step, r)
+        if h is not None:
+            self.heap.add(step, h)
         if self.cuda_device is not None:
             import torch
 
             self.cuda.add(step, torch.cuda.memory_allocated(self.cuda_device) / 2**20)
         if self.found is None:
-            for what, curve in (("resident memory (RSS)", self.rss), ("CUDA memory allocated", self.cuda)):
+            host = (("heap memory in use", self.heap),) if len(self.heap) else (("resident memory (RSS)", self.rss),)
+            for what, curve in host + (("CUDA memory allocated", self.cuda),):
                 growth = self._growth(curve)
                 if growth is not None:
                     self.found = {"what": what, **growth}
@@ -181,9 +211,7 @@ class MemoryWatch:
         peak, limit = peak_rss_mb(), memory_limit_mb()
         expected = (f"no steady growth; peak RSS < {self.th.mem_peak_warn_fraction:.0%} of "
                     f"{limit:.0f} MiB" if limit else "no steady growth")
-        details: dict[str, Any] = {"peak_rss_mb": peak, "limit_mb": limit,
-                                   "rss_mb_first": self.rss.points()[0][1] if len(self.rss) else None,
-                                   "rss_mb_last": self.rss.points()[-1][1] if len(self.rss) else None}
+        details: dict[str, Any] = {"peak_rss_mb": peak, "limit_mb": limit}
         if self.found is not None:
             return CheckResult(name, "warn", peak, expected, self._message(),
                                {**details, **self.found, "diagnosis": "memory_growth"})
@@ -199,9 +227,11 @@ class MemoryWatch:
                            + "; no steady growth", details)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"rss": self.rss.state_dict(), "cuda": self.cuda.state_dict(), "found": self.found}
+        return {"rss": self.rss.state_dict(), "heap": self.heap.state_dict(), "cuda": self.cuda.state_dict(),
+                "found": self.found}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.rss.load_state_dict(state.get("rss"))
+        self.heap.load_state_dict(state.get("heap"))
         self.cuda.load_state_dict(state.get("cuda"))
         self.found = state.get("found")
