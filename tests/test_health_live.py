@@ -129,6 +129,7 @@ def test_sparse_units_idle_on_one_batch_are_not_dead():
     """A unit zero on one batch and alive on the next does not count; a unit zero on `dead_window` batches does."""
     model = mlp(width=8)
     monitor = LiveMonitor(model, interval=1)
+    shares = []
     for step in range(8):
         x, y = batch(step)
         model.zero_grad()
@@ -136,7 +137,9 @@ def test_sparse_units_idle_on_one_batch_are_not_dead():
         if step >= 1:
             model[0].weight.grad[: 6 if step >= 4 else (step % 2) * 6] = 0      # rows 0-5: idle, then dead from 4
         monitor.after_backward(step, 1.0)
-    assert monitor.units.dead_share == pytest.approx(6 / 8) and monitor.units.worst == "0.weight"
+        shares.append(monitor.units.dead_share)
+    assert shares[:5] == [0.0] * 5                                               # idle on steps 1 and 3, 4
+    assert shares[5] == pytest.approx(6 / 8) and monitor.units.worst == "0.weight"   # 3, 4, 5 in a row: dead
     assert monitor.report()["zero_grad_share"].status == "warn"
 
 
