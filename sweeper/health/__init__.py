@@ -59,7 +59,8 @@ In training, a LiveMonitor watches every step cheaply and does the expensive par
 (None, 'pass')
 
 Public names (imported lazily so `import sweeper` stays free of torch):
-  preflight, CHECKS, LiveMonitor, HealthReport, CheckResult, Thresholds.
+  preflight, CHECKS, LiveMonitor, HealthReport, CheckResult, Thresholds, diagnose, read_diagnosis (a run's one
+  named diagnosis by the debugging checklist's tree; pure Python: read_diagnosis(run_dir) needs no torch).
 The built-in trainer's preflight of a run config lives with the trainer (train.preflight.preflight_config);
 nothing here imports train.
 """
@@ -73,6 +74,7 @@ _EXPORTS = {
     "Thresholds": "thresholds", "DEFAULT_THRESHOLDS": "thresholds",
     "preflight": "runner", "CHECKS": "runner",
     "LiveMonitor": "monitor",
+    "diagnose": "diagnosis", "read_diagnosis": "diagnosis",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -28,15 +28,8 @@ zero_grad) is caught through hooks armed on interval steps; the loss tensor's gr
 across steps and memory for growing; and the loss curve, the update/weight ratios and `observe_eval(step,
 val_loss=..., val_acc=...)` give the run's curve checks and its one named diagnosis (report().diagnosis).
 
-A closed training step (one call that does zero_grad, backward and step) cannot offer a place between backward
-and step; attach through hooks instead:
-
-    monitor = LiveMonitor(model, interval=50).attach(optimizer)   # grad hooks + optimizer step hooks
-    for step in ...:
-        loss = train_step(model, batch, optimizer)                # yours, untouched
-        monitor.observe_loss(loss)                                # optional: the loss checks
-        metrics.update(monitor.take_metrics())
-    monitor.detach()
+A closed training step (one call that does zero_grad, backward and step) attaches through hooks instead:
+`LiveMonitor(model).attach(optimizer)` (monitor_hooks.py). The checks are built in monitor_checks.py.
 
 The monitor never raises into a training run: a measurement that fails on this model (an exotic gradient
 layout, say) is recorded once as a "monitor" check with status "error" and the run goes on. Sparse gradients
@@ -56,7 +49,8 @@ from .batching import embedding_param_ids, grad_values
 from .capacity import InputCapture
 from .curves import Curve
 from .diagnosis import diagnose
-from .result import CheckResult, HealthReport
+from .monitor_hooks import HooksMixin
+from .result import HealthReport
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 from .watch_memory import GraphWatch, MemoryWatch
 from .watch_optimizer import AccumulationWatch, LrWatch, MembershipWatch
@@ -67,7 +61,7 @@ def _layer(param_name: str) -> str:
     return param_name.rsplit(".", 1)[0] if "." in param_name else param_name
 
 
-class LiveMonitor:
+class LiveMonitor(HooksMixin):
     def __init__(self, model: nn.Module, *, interval: int = 50, num_classes: int | None = None,
                  thresholds: Thresholds = DEFAULT_THRESHOLDS, per_layer: bool = True,
                  optimizer: torch.optim.Optimizer | None = None, total_steps: int | None = None):
@@ -120,70 +114,6 @@ class LiveMonitor:
         self._hook_loss: Any = None
         self._grad_flags: list[tuple[str, torch.Tensor]] = []
         self.pending: dict[str, Any] = {}
-
-    # ---- hooks: for a closed training step ------------------------------------------------------------------
-    def attach(self, optimizer: torch.optim.Optimizer | None = None) -> "LiveMonitor":
-        """Watch through hooks: every parameter's post-accumulate-grad hook records whether its gradient is
-        finite (no host sync); with `optimizer`, its step pre-hook runs after_backward and its post-hook
-        after_step, counting steps itself. Metrics collect in `take_metrics()`."""
-        self.detach()
-        self._hooks = [p.register_post_accumulate_grad_hook(self._on_grad(name)) for name, p in self.named]
-        if optimizer is not None and self.lr.optimizer is None:
-            self.lr.optimizer = self.members.optimizer = optimizer
-        if optimizer is not None:
-            self._hooks.append(optimizer.register_step_pre_hook(lambda opt, args, kwargs: self._pre_step()))
-            self._hooks.append(optimizer.register_step_post_hook(lambda opt, args, kwargs: self._post_step()))
-        return self
-
-    def detach(self) -> None:
-        for h in self._hooks:
-            h.remove()
-        self._hooks = []
-
-    def observe_loss(self, loss: Any) -> None:
-        """The loss of the step that just ran (hooks mode): a NaN/inf marks the run diverged."""
-        self._guarded(self._observe_loss, loss)
-
-    def take_metrics(self) -> dict[str, Any]:
-        """Hooks mode: the metrics measured since the last call (empty off interval steps)."""
-        self._guarded(self._check_flags, max(self._hook_step - 1, 0))
-        out, self.pending = self.pending, {}
-        return out
-
-    def _on_grad(self, name: str):
-        def hook(p):
-            try:
-                if p.grad is not None:
-                    self._grad_flags.append((name, torch.isfinite(grad_values(p.grad)).all()))
-            except Exception as e:  # noqa: BLE001 - never into the backward pass
-                self._record_error(e)
-        return hook
-
-    def _check_flags(self, step: int) -> None:
-        flags, self._grad_flags = self._grad_flags, []
-        if flags and not bool(torch.stack([f for _, f in flags]).all()):
-            first = next(name for name, f in flags if not bool(f))
-            self._diverge(step, f"gradient of {first} is non-finite")
-            self.pending["health/diverged"] = True
-
-    def _observe_loss(self, loss: Any) -> None:
-        step = max(self._hook_step - 1, 0)
-        if torch.is_tensor(loss) and self.is_interval(step):
-            self.graph.plant(step, loss)
-        value = float(loss.detach() if torch.is_tensor(loss) else loss)
-        if not math.isfinite(value):
-            self._diverge(step, f"loss is {value}")
-            self.pending["health/diverged"] = True
-            return
-        self._record_loss(value)
-
-    def _pre_step(self) -> None:
-        self._guarded(self._check_flags, self._hook_step)
-        self.pending.update(self.after_backward(self._hook_step, None))
-
-    def _post_step(self) -> None:
-        self.pending.update(self.after_step(self._hook_step))
-        self._hook_step += 1
 
     # ---- never raise into the run ---------------------------------------------------------------------------
     def _record_error(self, e: BaseException) -> dict[str, Any]:
