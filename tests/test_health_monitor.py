@@ -150,7 +150,12 @@ def test_state_dict_resume_gives_the_same_report():
     second = LiveMonitor(model, interval=3, num_classes=3)
     second.load_state_dict(first.state_dict())
     run(model, second, 40, start=20, opt=opt)
-    assert second.report().to_dict() == whole.report().to_dict()
+    def same(report):      # the memory check's figures are this process's, not the run's: compared apart
+        d = report.to_dict()
+        d["checks"] = [c for c in d["checks"] if c["name"] != "memory"]
+        return d
+    assert same(second.report()) == same(whole.report())
+    assert second.report()["memory"].status == whole.report()["memory"].status == "pass"
     assert second.loss_ema == whole.loss_ema
 
 

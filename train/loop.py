@@ -115,7 +115,8 @@ def main(run, on_step: OnStep | None = None) -> dict:
     preflight = (lambda: preflight_model(cfg, trainer.model, trainer.corpus, thresholds)) \
         if cfg.health.preflight else None
     health = run.health(trainer.model, num_classes=trainer.corpus.vocab_size, interval=cfg.health.interval,
-                        preflight=preflight, thresholds=thresholds)
+                        preflight=preflight, thresholds=thresholds, optimizer=trainer.optimizer,
+                        total_steps=cfg.train.steps)      # lr schedule and optimizer parameters watched too
     return _train(run, trainer, health, loop, on_step or hooks_from_env())
 
 

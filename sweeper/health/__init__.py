@@ -65,7 +65,8 @@ leaked into the features, labels shuffled apart from their inputs, class-sorted 
 running statistics); see README.md's table of the checklist.
 
 Public names (imported lazily so `import sweeper` stays free of torch):
-  preflight, CHECKS, LiveMonitor, HealthReport, CheckResult, Thresholds.
+  preflight, CHECKS, LiveMonitor, HealthReport, CheckResult, Thresholds, diagnose, read_diagnosis (a run's one
+  named diagnosis by the debugging checklist's tree; pure Python: read_diagnosis(run_dir) needs no torch).
 The built-in trainer's preflight of a run config lives with the trainer (train.preflight.preflight_config);
 nothing here imports train.
 """
@@ -79,6 +80,7 @@ _EXPORTS = {
     "Thresholds": "thresholds", "DEFAULT_THRESHOLDS": "thresholds",
     "preflight": "runner", "CHECKS": "runner",
     "LiveMonitor": "monitor",
+    "diagnose": "diagnosis", "read_diagnosis": "diagnosis",
 }
 __all__ = sorted(_EXPORTS)
 

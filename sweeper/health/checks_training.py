@@ -8,8 +8,11 @@ overfit_batch   a few examples, the full `overfit_steps` budget (no early stop, 
                 reached only at infinite outputs: softmax fed to cross_entropy) or the loss stalls far from it.
 param_movement  after `movement_steps` optimizer steps every trainable parameter has changed (not in the
                 optimizer, lr 0, or gradients cleared after backward all leave it frozen).
-update_ratio    per step, ||W_k - W_{k-1}|| / ||W_{k-1}|| of every matrix within a sane band (too high: the learning
-                rate overwrites the weights and kills units; too low: nothing learns).
+update_ratio    per step, ||W_k - W_{k-1}|| / ||W_{k-1}|| of every matrix (over the rows that moved: an embedding's
+                rows of tokens absent from the batch do not count) at the first `movement_steps` steps and at
+                steps 10, 30 and 100; a matrix's figure is its largest. Bands as the debugging checklist states
+                them: about 1e-3 healthy, a warning below 3e-4 (lr too small), a failure at 1e-5 and below (barely
+                learning); a warning above 0.3 and a failure at >= 1 (the lr overwrites the weights, units die).
 stale_grad      no backward accumulates into a .grad left over from before the previous optimizer.step()
                 (optimizer.zero_grad() forgotten). Detected exactly with parameter hooks.
 
@@ -25,8 +28,11 @@ import torch
 
 from .batching import call_model, grad_values, primary_output, take_examples
 from .context import PreflightContext, default_train_step
+from .context_floor import context_floor
 from .loss_floors import LossFloors, boxed_floor, loss_floors
 from .result import CheckResult, name_list
+
+_LATE_STEPS = (10, 30, 100)     # update ratios measured here too: a layer behind a zero-initialised one starts slow
 
 
 class _StaleGradWatch:
@@ -108,12 +114,21 @@ def training_checks(ctx: PreflightContext) -> list[CheckResult]:
     moved: dict[str, bool] | None = None
     min_steps = max(th.movement_steps, 1)
     started = time.perf_counter()
+    limited: list = []          # [context floor or None], measured once when the budget is spent unfitted
+
+    def passing() -> bool:
+        final = min(losses[-5:])
+        if _left(final, losses[0], floors) <= th.overfit_pass_fraction:
+            return True
+        if not limited:
+            limited.append(context_floor(ctx, model, batch, k) if floors is not None else None)
+        return _left_by_context(final, floors, limited[0], th) <= th.overfit_pass_fraction
+
     try:
-        while _keep_going(losses, max(th.overfit_steps, min_steps), th, started,
-                          lambda: _left(min(losses[-5:]), losses[0], floors) <= th.overfit_pass_fraction):
+        while _keep_going(losses, max(th.overfit_steps, min_steps), th, started, passing):
             step = len(losses)
             before = {name: p.detach().clone() for name, p in named if p.dim() >= 2} \
-                if step < th.movement_steps else None
+                if step < th.movement_steps or step in _LATE_STEPS else None
             loss = float(step_fn(model, batch, optimizer))
             losses.append(loss)
             culprit = finite.first_bad()
@@ -121,10 +136,9 @@ def training_checks(ctx: PreflightContext) -> list[CheckResult]:
                 bad_grad = (step, culprit)
             if before is not None:
                 for name, p in named:
-                    if name in before:
-                        w = float(before[name].double().norm())
-                        if w > 0 and initial_norm[name] > 0:    # a zero-initialised matrix has no scale yet
-                            r = float((p.detach().double() - before[name].double()).norm()) / w
+                    if name in before and initial_norm[name] > 0:   # a zero-initialised matrix has no scale yet
+                        r = _ratio(before[name], p.detach())
+                        if r is not None:
                             ratios[name] = max(ratios.get(name, 0.0), r)
             if step + 1 == th.movement_steps:
                 moved = {name: bool((p.detach() != start[name]).any()) for name, p in named}
@@ -142,9 +156,21 @@ def training_checks(ctx: PreflightContext) -> list[CheckResult]:
                               f"growing logits in a hand-written loss, division by a vanishing norm)",
                               {"step": bad_grad[0], "parameter": bad_grad[1], "steps": len(losses)})
     else:
-        overfit = _overfit(ctx, losses, k, floors, _confined(ctx, model, batch, floors))
+        if not limited and floors is not None and math.isfinite(losses[-1]) and \
+                _left(min(losses[-5:]), losses[0], floors) > th.overfit_pass_fraction:
+            limited.append(context_floor(ctx, model, batch, k))   # what the model's outputs see allows less
+        overfit = _overfit(ctx, losses, k, floors, _confined(ctx, model, batch, floors),
+                           limited[0] if limited else None)
     return [overfit, _movement(moved, len(losses), th.movement_steps, outside),
             _update_ratio(ctx, ratios), _stale(watch, len(losses), outside)]
+
+
+def _ratio(old: torch.Tensor, new: torch.Tensor) -> float | None:
+    """||new - old|| / ||old|| over the rows that moved (all rows of a dense layer; an embedding's looked-up rows)."""
+    step = (new.double() - old.double()).flatten(1)                        # (rows, rest)
+    rows = step.ne(0).any(1)                                               # (rows,)
+    w = float(old.double().flatten(1)[rows].norm()) if bool(rows.any()) else float(old.double().norm())
+    return float(step.norm()) / w if w > 0 else None
 
 
 def _confined(ctx: PreflightContext, model, batch, floors: LossFloors | None) -> str | None:
@@ -184,6 +210,14 @@ def _left(loss: float, first: float, floors: LossFloors | None) -> float:
     return (loss - floors.free) / floors.gap
 
 
+def _left_by_context(final: float, floors: LossFloors | None, limited: dict | None, th) -> float:
+    """The share of the gap left when the floor is what the model's outputs can see (context_floor.py); inf when
+    that floor does not apply (none found, or it leaves no gap: the inputs would not matter at all)."""
+    if floors is None or limited is None or floors.constant - limited["floor"] <= th.loss_pairing_gap * floors.constant:
+        return math.inf
+    return (final - limited["floor"]) / (floors.constant - limited["floor"])
+
+
 def _keep_going(losses: list[float], budget: int, th, started: float, passing) -> bool:
     """The whole budget, always (a blow-up late in it must be seen); past it, only while the examples are not
     yet fitted and the loss still falls (up to overfit_max_steps / _seconds)."""
@@ -203,7 +237,7 @@ def _plateaued(losses: list[float], tolerance: float) -> bool:
 
 
 def _overfit(ctx: PreflightContext, losses: list[float], k: int, floors: LossFloors | None,
-             confined: str | None = None) -> CheckResult:
+             confined: str | None = None, limited: dict | None = None) -> CheckResult:
     th = ctx.thresholds
     first, steps = losses[0], len(losses)
     expected = f"<= {th.overfit_pass_fraction:g} of the gap left"
@@ -239,12 +273,27 @@ def _overfit(ctx: PreflightContext, losses: list[float], k: int, floors: LossFlo
     msg = f"{k} examples: loss {first:.3g} -> {final:.3g} in {steps} steps ({ref})"
     if left <= th.overfit_pass_fraction:
         return CheckResult("overfit_batch", "pass", left, expected, msg, details)
+    left_seen = _left_by_context(final, floors, limited, th)
+    if math.isfinite(left_seen):
+        details.update(context_floor=limited["floor"], window=limited["window"], left_by_context=left_seen)
+        if left_seen <= th.overfit_pass_fraction:
+            sees = (f"each output depends on the last {limited['window']} input position(s)" if limited["window"]
+                    else "some examples have identical inputs")
+            return CheckResult("overfit_batch", "pass", left_seen, expected,
+                               msg + f"; at the floor of what the model sees ({limited['floor']:.3g}): {sees}, so the "
+                                     f"{limited['outputs']} outputs fall into {limited['contexts']} contexts that must "
+                                     f"share a prediction", details)
+    plateau = _plateaued(losses, th.overfit_plateau)
     if left > th.overfit_fail_fraction and confined:
         return CheckResult("overfit_batch", "fail", left, expected, msg + "; " + confined, details)
-    if left > th.overfit_fail_fraction and _plateaued(losses, th.overfit_plateau):
+    if left > th.overfit_fail_fraction and plateau:
         return CheckResult("overfit_batch", "fail", left, expected,
                            msg + f"; stuck with {left:.0%} of the gap left: the model fits nothing example-specific"
                                  " (inputs that never reach the output, a step that does not learn)", details)
+    if plateau:
+        return CheckResult("overfit_batch", "warn", left, expected,
+                           msg + f"; stopped falling with {left:.0%} of the gap left: the model fits the examples only "
+                                 f"in part (too small for them, or a learning rate too low to go further)", details)
     return CheckResult("overfit_batch", "warn", left, expected,
                        msg + f"; {left:.0%} of the gap left and still falling when the budget ran out: learning "
                              f"rate too low for this model, or raise Thresholds.overfit_max_steps", details)
@@ -285,14 +334,19 @@ def _update_ratio(ctx: PreflightContext, ratios: dict[str, float]) -> CheckResul
                            f"{hi_name}: one step changes it by {hi:.2g}x its own norm ({len(too_high)} matrices "
                            f"above {th.update_ratio_high:g}): learning rate far too high, units die and nothing "
                            f"learned accumulates", details)
+    if lo <= th.update_ratio_low_fail:
+        return CheckResult("update_ratio", "fail", lo, expected,
+                           f"{lo_name}: update/weight ratio {lo:.1e} per step at most (about 1e-3 is healthy; "
+                           f"{th.update_ratio_low_fail:g} and below barely learns): learning rate far too low, or its "
+                           f"gradient vanishes", details)
     if hi > th.update_ratio_high:
         return CheckResult("update_ratio", "warn", hi, expected,
                            f"{hi_name}: update/weight ratio {hi:.2g} per step ({len(too_high)} matrices above "
                            f"{th.update_ratio_high:g}): learning rate high for this init scale", details)
     if lo < th.update_ratio_low:
         return CheckResult("update_ratio", "warn", lo, expected,
-                           f"{lo_name}: update/weight ratio {lo:.1e} per step: this matrix barely learns "
-                           f"(learning rate too low, or its gradient vanishes)", details)
+                           f"{lo_name}: update/weight ratio {lo:.1e} per step at most (about 1e-3 is healthy): this "
+                           f"matrix learns slowly - learning rate too low, or its gradient vanishes", details)
     return CheckResult("update_ratio", "pass", hi, expected,
                        f"update/weight ratios {lo:.1e}..{hi:.1e} per step over {len(live)} matrices", details)
 

@@ -91,3 +91,29 @@ def boxed_floor(loss_fn: Callable[[Any, Any], torch.Tensor], outputs: Any, targe
         return value if math.isfinite(value) else None
     except Exception:  # noqa: BLE001 - a loss that cannot take substituted outputs
         return None
+
+
+def grouped_floor(loss_fn: Callable[[Any, Any], torch.Tensor], outputs: Any, targets: Any, keys: torch.Tensor,
+                  max_iter: int = 200) -> float | None:
+    """The best loss when outputs that share a key must be equal (keys: int group ids over the leading dims of the
+    output, e.g. (B,) per example or (B, T) per position): what a model reaches at most whose outputs depend only
+    on what the key holds (identical inputs, the same last-k tokens). None when the loss cannot be evaluated."""
+    try:
+        out = primary_output(outputs)
+        base = out.detach().double()
+        rest = base.shape[keys.dim():]
+        flat = keys.reshape(-1).to(base.device)
+        groups = int(flat.max()) + 1
+        table = torch.zeros((groups, *rest), dtype=torch.float64, device=base.device)
+        table.index_add_(0, flat, base.reshape(-1, *rest))
+        counts = torch.bincount(flat, minlength=groups).clamp(min=1).double()
+        table /= counts.view(-1, *([1] * len(rest)))                            # (G, ...) group means
+
+        def loss_of(values: torch.Tensor) -> torch.Tensor:
+            pred = values[keys.to(base.device)].to(out.dtype)                  # (leading dims..., ...)
+            return loss_fn(map_tensors(outputs, lambda t: pred if t is out else t), targets)
+
+        value, _ = _fit(loss_of, table, max_iter)
+        return value if math.isfinite(value) else None
+    except Exception:  # noqa: BLE001 - a loss that cannot take substituted outputs
+        return None

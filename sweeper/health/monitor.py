@@ -20,15 +20,16 @@ The metrics it returns use flat `health/...` keys (per-layer values as {layer: v
 Per-layer gradient-norm shares go out as flat scalars `health/grad_share/LAYER` (each layer's share of the
 squared gradient norm; they sum to 1), which the report draws as the gradient-flow heatmap.
 
-A closed training step (one call that does zero_grad, backward and step) cannot offer a place between backward
-and step; attach through hooks instead:
+Beyond that (issue 29): every step's gradient norm is seen (the given grad_norm, else one fused norm per step,
+read once per interval on a GPU), so a spike between two interval steps is caught; with `optimizer=` the lr is read
+every step (a schedule that reaches zero long before `total_steps` is named) and every interval the optimizer's
+tensors are compared with the model's (a replaced parameter is named); a stale .grad at the next backward (no
+zero_grad) is caught through hooks armed on interval steps; the loss tensor's graph is watched for being kept
+across steps and memory for growing; and the loss curve, the update/weight ratios and `observe_eval(step,
+val_loss=..., val_acc=...)` give the run's curve checks and its one named diagnosis (report().diagnosis).
 
-    monitor = LiveMonitor(model, interval=50).attach(optimizer)   # grad hooks + optimizer step hooks
-    for step in ...:
-        loss = train_step(model, batch, optimizer)                # yours, untouched
-        monitor.observe_loss(loss)                                # optional: the loss checks
-        metrics.update(monitor.take_metrics())
-    monitor.detach()
+A closed training step (one call that does zero_grad, backward and step) attaches through hooks instead:
+`LiveMonitor(model).attach(optimizer)` (monitor_hooks.py). The checks are built in monitor_checks.py.
 
 The monitor never raises into a training run: a measurement that fails on this model (an exotic gradient
 layout, say) is recorded once as a "monitor" check with status "error" and the run goes on. Sparse gradients
@@ -43,21 +44,51 @@ from typing import Any
 import torch
 from torch import nn
 
-from .batching import grad_values
-from .result import CheckResult, HealthReport
+from . import monitor_checks
+from .batching import embedding_param_ids, grad_values
+from .capacity import InputCapture
+from .curves import Curve
+from .diagnosis import diagnose
+from .monitor_hooks import HooksMixin
+from .result import HealthReport
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
+from .watch_memory import GraphWatch, MemoryWatch
+from .watch_optimizer import AccumulationWatch, LrWatch, MembershipWatch
+from .watch_units import DeadUnitWatch
 
 
 def _layer(param_name: str) -> str:
     return param_name.rsplit(".", 1)[0] if "." in param_name else param_name
 
 
-class LiveMonitor:
+class LiveMonitor(HooksMixin):
     def __init__(self, model: nn.Module, *, interval: int = 50, num_classes: int | None = None,
-                 thresholds: Thresholds = DEFAULT_THRESHOLDS, per_layer: bool = True):
+                 thresholds: Thresholds = DEFAULT_THRESHOLDS, per_layer: bool = True,
+                 optimizer: torch.optim.Optimizer | None = None, total_steps: int | None = None):
+        """optimizer: enables lr_schedule and optimizer_params. total_steps: the run's number of optimizer steps
+        (a schedule reaching zero and memory growth are then judged against the steps left, while the run goes on)."""
         if not isinstance(interval, int) or interval < 1:
             raise ValueError(f"interval={interval!r}: expected an int >= 1 (steps between health measurements)")
+        if total_steps is not None and (not isinstance(total_steps, int) or total_steps < 1):
+            raise ValueError(f"total_steps={total_steps!r}: expected an int >= 1 (the run's optimizer steps) or None")
+        self.model = model
         self.named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        self.total_steps = total_steps
+        self.first_loss: float | None = None
+        self.losses_seen = 0
+        self._loss_sum, self._loss_count = 0.0, 0
+        self.train_curve = Curve(thresholds.curve_points)
+        self.val_loss, self.val_acc = Curve(thresholds.curve_points), Curve(thresholds.curve_points)
+        self.ratios: dict[str, list[float]] = {}          # layer -> update/weight ratio per interval (thinned)
+        self._queued: list[tuple[int, torch.Tensor]] = []  # per-step grad norms not yet read (GPU)
+        self._news: list[str] = []                         # warnings found off interval steps, told on the next
+        self.lr = LrWatch(optimizer, total_steps, thresholds)
+        self.members = MembershipWatch(optimizer)
+        self.accum = AccumulationWatch()
+        self.graph = GraphWatch(thresholds)
+        cuda = next((p.device for p in model.parameters() if p.device.type == "cuda"), None)
+        self.memory = MemoryWatch(thresholds, total_steps, cuda)
+        self.capture = InputCapture(model)
         self.interval = interval
         self.num_classes = num_classes
         self.th = thresholds
@@ -72,6 +103,8 @@ class LiveMonitor:
         self.zero_share_first: tuple[int, float] | None = None
         self.zero_share_last: tuple[int, float] | None = None
         self.zero_share_warned = False
+        self.units = DeadUnitWatch(thresholds.dead_window)
+        self._lookup_ids = embedding_param_ids(model)
         self.stuck_since: int | None = None
         self.stuck_last: bool | None = None
         self._before: dict[str, torch.Tensor] | None = None
@@ -81,63 +114,6 @@ class LiveMonitor:
         self._hook_loss: Any = None
         self._grad_flags: list[tuple[str, torch.Tensor]] = []
         self.pending: dict[str, Any] = {}
-
-    # ---- hooks: for a closed training step ------------------------------------------------------------------
-    def attach(self, optimizer: torch.optim.Optimizer | None = None) -> "LiveMonitor":
-        """Watch through hooks: every parameter's post-accumulate-grad hook records whether its gradient is
-        finite (no host sync); with `optimizer`, its step pre-hook runs after_backward and its post-hook
-        after_step, counting steps itself. Metrics collect in `take_metrics()`."""
-        self.detach()
-        self._hooks = [p.register_post_accumulate_grad_hook(self._on_grad(name)) for name, p in self.named]
-        if optimizer is not None:
-            self._hooks.append(optimizer.register_step_pre_hook(lambda opt, args, kwargs: self._pre_step()))
-            self._hooks.append(optimizer.register_step_post_hook(lambda opt, args, kwargs: self._post_step()))
-        return self
-
-    def detach(self) -> None:
-        for h in self._hooks:
-            h.remove()
-        self._hooks = []
-
-    def observe_loss(self, loss: Any) -> None:
-        """The loss of the step that just ran (hooks mode): a NaN/inf marks the run diverged."""
-        self._guarded(self._observe_loss, loss)
-
-    def take_metrics(self) -> dict[str, Any]:
-        """Hooks mode: the metrics measured since the last call (empty off interval steps)."""
-        self._guarded(self._check_flags, max(self._hook_step - 1, 0))
-        out, self.pending = self.pending, {}
-        return out
-
-    def _on_grad(self, name: str):
-        def hook(p):
-            try:
-                if p.grad is not None:
-                    self._grad_flags.append((name, torch.isfinite(grad_values(p.grad)).all()))
-            except Exception as e:  # noqa: BLE001 - never into the backward pass
-                self._record_error(e)
-        return hook
-
-    def _check_flags(self, step: int) -> None:
-        flags, self._grad_flags = self._grad_flags, []
-        if flags and not bool(torch.stack([f for _, f in flags]).all()):
-            first = next(name for name, f in flags if not bool(f))
-            self._diverge(step, f"gradient of {first} is non-finite")
-            self.pending["health/diverged"] = True
-
-    def _observe_loss(self, loss: Any) -> None:
-        value = float(loss.detach() if torch.is_tensor(loss) else loss)
-        if not math.isfinite(value):
-            self._diverge(max(self._hook_step - 1, 0), f"loss is {value}")
-            self.pending["health/diverged"] = True
-
-    def _pre_step(self) -> None:
-        self._guarded(self._check_flags, self._hook_step)
-        self.pending.update(self.after_backward(self._hook_step, None))
-
-    def _post_step(self) -> None:
-        self.pending.update(self.after_step(self._hook_step))
-        self._hook_step += 1
 
     # ---- never raise into the run ---------------------------------------------------------------------------
     def _record_error(self, e: BaseException) -> dict[str, Any]:
@@ -166,26 +142,102 @@ class LiveMonitor:
 
     def _after_backward(self, step: int, loss: Any, grad_norm: Any = None) -> dict[str, Any]:
         self.steps_seen += 1
+        interval = self.is_interval(step)
+        self.lr.per_step(step)
+        self._note(self.accum.check(step))
         if loss is not None:
+            if interval and torch.is_tensor(loss):
+                self.graph.plant(step, loss)
             loss_value = float(loss.detach() if torch.is_tensor(loss) else loss)
             if not math.isfinite(loss_value):
                 self._diverge(step, f"loss is {loss_value}")
                 return {"health/diverged": True}
             self._update_ema(loss_value)
+            self._record_loss(loss_value)
         gn = None if grad_norm is None else float(grad_norm)   # one host read of a tensor norm, not two
         if gn is not None:
             if not math.isfinite(gn):
                 self._diverge(step, f"gradient norm is {gn}{self._first_nonfinite_grad()}")
                 return {"health/diverged": True}
-            if not self.is_interval(step):
-                self._spike(step, gn)
+            if not interval:
+                self._note(self._spike(step, gn))
+        elif not interval:
+            self._queue_norm(step)
+            if self.diverged:
+                return {"health/diverged": True}
         if self.zero_share_first is None:   # baseline on the very first update, before any unit could die
             share = self._zero_share_now()
             if share is not None:
                 self.zero_share_first = (step, share)
-        if not self.is_interval(step):
-            return {}
-        return self._measure_gradients(step, gn)
+                self.units.observe(self.named, self._lookup_ids, first=True)
+        if not interval:
+            return self._told()
+        self._flush_norms()
+        if self.diverged:
+            return {"health/diverged": True}
+        self._refresh_params()
+        out = self._measure_gradients(step, gn)
+        if self._loss_count:
+            self.train_curve.add(step, self._loss_sum / self._loss_count, self._loss_count)
+            self._loss_sum, self._loss_count = 0.0, 0
+        for found in (self.lr.warning(step), self.members.at_interval(step, self.model), self.graph.at_interval(step),
+                      self.memory.sample(step)):
+            self._note(found)
+        self.accum.arm(step, self.named)
+        told = self._told()
+        if told:
+            out["health/warning"] = "; ".join(w for w in (out.get("health/warning"), told["health/warning"]) if w)
+        return out
+
+    # ---- per-step evidence between interval steps ------------------------------------------------------------
+    def _note(self, warning: str | None) -> None:
+        if warning:
+            self._news.append(warning)
+
+    def _told(self) -> dict[str, Any]:
+        news, self._news = self._news, []
+        return {"health/warning": "; ".join(news)} if news else {}
+
+    def _record_loss(self, value: float) -> None:
+        if self.first_loss is None:
+            self.first_loss = value
+        self.losses_seen += 1
+        self._loss_sum += value
+        self._loss_count += 1
+
+    def _queue_norm(self, step: int) -> None:
+        """This step's global gradient norm: one fused norm; on a GPU kept as a tensor and read per interval."""
+        grads = [grad_values(p.grad) for _, p in self.named if p.grad is not None]
+        if not grads:
+            return
+        with torch.no_grad():
+            norm = torch.stack([n.double() for n in torch._foreach_norm(grads)]).pow(2).sum().sqrt()
+        self._queued.append((step, norm))
+        if norm.device.type == "cpu":
+            self._flush_norms()
+
+    def _flush_norms(self) -> None:
+        queued, self._queued = self._queued, []
+        if not queued:
+            return
+        for (step, _), value in zip(queued, torch.stack([n for _, n in queued]).cpu().tolist()):
+            if not math.isfinite(value):
+                self._diverge(step, f"gradient norm is {value}{self._first_nonfinite_grad()}")
+                return
+            self._note(self._spike(step, value))
+
+    def _refresh_params(self) -> None:
+        """The model may have replaced a parameter: measure the ones it has now (optimizer_params names it)."""
+        current = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
+        if [id(p) for _, p in current] != [id(p) for _, p in self.named]:
+            self.named = current
+
+    def observe_train_loss(self, step: int, value: float) -> None:
+        """A logged train loss (run.log's train_loss), used only when the monitor is given no loss itself."""
+        if self.losses_seen == 0 and value is not None and math.isfinite(float(value)):
+            if self.first_loss is None:
+                self.first_loss = float(value)
+            self.train_curve.add(step, float(value))
 
     def after_step(self, step: int) -> dict[str, Any]:
         """Call after optimizer.step(). Returns update/weight ratios on interval steps. Never raises."""
@@ -209,6 +261,7 @@ class LiveMonitor:
         self._before = None
         if not ratios:
             return {}
+        monitor_checks.record_ratios(self, ratios)
         finite = [r for r in ratios.values() if math.isfinite(r)]
         out: dict[str, Any] = {"health/update_ratio_max": max(finite) if finite else float("nan")}
         if self.per_layer:
@@ -218,10 +271,19 @@ class LiveMonitor:
             out["health/diverged"] = True
         return out
 
-    def observe_eval(self, step: int, val_loss: Any) -> None:
-        value = float(val_loss.detach() if torch.is_tensor(val_loss) else val_loss)
-        if not math.isfinite(value):
-            self._diverge(step, f"validation loss is {value}")
+    def observe_eval(self, step: int, val_loss: Any = None, val_acc: Any = None) -> None:
+        """Validation metrics at `step` (the curve checks: val at chance, distribution shift, overfitting).
+        A non-finite val loss marks the run diverged."""
+        if val_loss is not None:
+            value = float(val_loss.detach() if torch.is_tensor(val_loss) else val_loss)
+            if not math.isfinite(value):
+                self._diverge(step, f"validation loss is {value}")
+                return
+            self.val_loss.add(step, value)
+        if val_acc is not None:
+            acc = float(val_acc.detach() if torch.is_tensor(val_acc) else val_acc)
+            if math.isfinite(acc):
+                self.val_acc.add(step, acc)
 
     # ---- interval measurements ------------------------------------------------------------------------------
     def _measure_gradients(self, step: int, given_norm: float | None) -> dict[str, Any]:
@@ -255,7 +317,8 @@ class LiveMonitor:
                 out[f"health/grad_share/{k}"] = v / total_sq if total_sq > 0 else 0.0
         # snapshot the matrices so after_step can measure the update/weight ratio of this step
         self._before = {n: p.detach().clone() for n, p in self.named if p.dim() >= 2}
-        warnings = [w for w in (self._spike(step, global_norm if given_norm is None else given_norm), self._zero_share(step, share), stuck) if w]
+        warnings = [w for w in (self._spike(step, global_norm if given_norm is None else given_norm),
+                                self._zero_share(step, share), stuck) if w]
         if warnings:
             out["health/warning"] = "; ".join(warnings)
         return out
@@ -282,19 +345,21 @@ class LiveMonitor:
         return None
 
     def _zero_share(self, step: int, share: float) -> str | None:
-        if self.zero_share_first is None:
+        first = self.zero_share_first is None
+        if first:
             self.zero_share_first = (step, share)
         self.zero_share_last = (step, share)
-        if self._died(share) >= self.th.dead_share_warn and not self.zero_share_warned:
+        dead = self.units.observe(self.named, self._lookup_ids, first=first)
+        if dead is not None and dead >= self.th.dead_share_warn and not self.zero_share_warned:
             self.zero_share_warned = True
-            return (f"share of exactly-zero gradient entries rose from {self.zero_share_first[1]:.1%} to {share:.1%} "
-                    f"by step {step}: units are dying (learning rate too high?)")
+            return (f"{self.units.worst}: {dead:.0%} of its units alive at the start got exactly zero gradient at "
+                    f"{self.units.window} interval steps in a row by step {step} (exactly-zero gradient entries "
+                    f"{self.zero_share_first[1]:.1%} -> {share:.1%}): units are dying (learning rate too high?)")
         return None
 
-    def _died(self, share: float) -> float:
-        """Of the gradient entries that were nonzero at the first check, the fraction now exactly zero."""
-        first = self.zero_share_first[1]
-        return (share - first) / (1 - first) if first < 1 else 0.0
+    def _died(self, share: float | None = None) -> float:
+        """Of the units (weight-matrix rows) alive at the first check, the share now dead (watch_units.py)."""
+        return self.units.dead_share
 
     def _stuck(self, step: int) -> str | None:
         if self.num_classes is None or self.loss_ema is None or step < self.th.stuck_min_steps:
@@ -306,8 +371,7 @@ class LiveMonitor:
             self.stuck_since = step
         self.stuck_last = stuck
         if first:
-            return (f"loss stuck at ln({self.num_classes}) = {chance:.3f} at step {step} (EMA {self.loss_ema:.3f}): "
-                    f"the model still predicts uniformly")
+            return monitor_checks.stuck_line(self, step)
         return None
 
     def _update_ema(self, value: float) -> None:
@@ -328,76 +392,29 @@ class LiveMonitor:
 
     # ---- verdict --------------------------------------------------------------------------------------------
     def report(self) -> HealthReport:
-        checks = []
-        if self.diverged:
-            ckpt = self.diverged.get("last_good_checkpoint")
-            checks.append(CheckResult("finite", "fail", self.diverged["step"], "no NaN/inf",
-                                      f"diverged at step {self.diverged['step']}: {self.diverged['reason']}"
-                                      + (f"; last good checkpoint: step {ckpt}" if ckpt is not None else ""),
-                                      dict(self.diverged)))
-        else:
-            checks.append(CheckResult("finite", "pass", None, "no NaN/inf",
-                                      f"loss and gradients finite over {self.steps_seen} steps"))
-        if self.spikes:
-            big = max(self.spikes, key=lambda s: s["grad_norm"] / s["median"])
-            checks.append(CheckResult("grad_spike", "warn", big["grad_norm"] / big["median"],
-                                      f"< {self.th.spike_factor:g}x running median",
-                                      f"{len(self.spikes)} grad-norm spikes; largest at step {int(big['step'])}: "
-                                      f"{big['grad_norm']:.3g} vs median {big['median']:.3g} (lr too high for this "
-                                      f"stage, a bad batch, or missing clipping)", {"spikes": self.spikes}))
-        else:
-            checks.append(CheckResult("grad_spike", "pass", None, f"< {self.th.spike_factor:g}x running median",
-                                      "no grad-norm spikes"))
-        checks.append(self._stuck_result())
-        checks.append(self._zero_share_result())
-        if self.error:
-            checks.append(CheckResult("monitor", "error", None, "",
-                                      f"the live monitor could not measure this model ({self.error}); training went "
-                                      f"on, the other monitor checks cover the steps before it", {"error": self.error}))
-        return HealthReport(checks)
-
-    def _stuck_result(self) -> CheckResult:
-        if self.num_classes is None:
-            return CheckResult("loss_stuck", "skip", None, "", "num_classes not given")
-        chance = math.log(self.num_classes)
-        expected = f"EMA < {chance * (1 - self.th.stuck_tolerance):.3f} after step {self.th.stuck_min_steps}"
-        if self.stuck_last:
-            return CheckResult("loss_stuck", "warn", self.loss_ema, expected,
-                               f"loss EMA {self.loss_ema:.3f} still at ln({self.num_classes}) = {chance:.3f} since step "
-                               f"{self.stuck_since}: no learning signal (lr 0, dead gradients, labels unrelated to "
-                               f"inputs)")
-        if self.stuck_since is not None:
-            return CheckResult("loss_stuck", "pass", self.loss_ema, expected,
-                               f"loss sat at ln({self.num_classes}) at step {self.stuck_since}, then fell")
-        if self.stuck_last is None:
-            return CheckResult("loss_stuck", "skip", self.loss_ema, expected,
-                               f"run too short to judge (< {self.th.stuck_min_steps} steps)")
-        return CheckResult("loss_stuck", "pass", self.loss_ema, expected,
-                           f"loss EMA {self.loss_ema:.3f} below ln({self.num_classes}) = {chance:.3f}")
-
-    def _zero_share_result(self) -> CheckResult:
-        expected = f"< {self.th.dead_share_warn:.0%} of live entries die"
-        if self.zero_share_first is None:
-            return CheckResult("zero_grad_share", "skip", None, expected, "no interval step observed")
-        (s0, a), (s1, b) = self.zero_share_first, self.zero_share_last or self.zero_share_first
-        if self.zero_share_warned:
-            return CheckResult("zero_grad_share", "warn", self._died(b), expected,
-                               f"share of exactly-zero gradient entries rose from {a:.1%} (step {s0}) to {b:.1%} "
-                               f"(step {s1}): dead units, typically a learning rate so high that ReLUs die")
-        return CheckResult("zero_grad_share", "pass", self._died(b), expected,
-                           f"exactly-zero gradient entries: {a:.1%} at step {s0}, {b:.1%} at step {s1}")
+        """Every monitor check and the run's diagnosis (report.diagnosis) from what was seen so far."""
+        self._flush_norms()
+        checks = monitor_checks.all_checks(self)
+        return HealthReport(checks, diagnosis=diagnose(checks))
 
     # ---- checkpointing --------------------------------------------------------------------------------------
+    _STATE = ("steps_seen", "loss_ema", "_ema_raw", "_ema_weight", "spikes", "zero_share_first", "zero_share_last",
+              "zero_share_warned", "stuck_since", "stuck_last", "diverged", "error", "first_loss", "losses_seen",
+              "_loss_sum", "_loss_count", "ratios")
+    _PARTS = ("train_curve", "val_loss", "val_acc", "lr", "members", "accum", "graph", "memory", "units")
+
     def state_dict(self) -> dict[str, Any]:
-        keys = ("steps_seen", "loss_ema", "_ema_raw", "_ema_weight", "spikes", "zero_share_first", "zero_share_last",
-                "zero_share_warned", "stuck_since", "stuck_last", "diverged", "error")
-        state = {k: getattr(self, k) for k in keys}
+        self._flush_norms()
+        state = {k: getattr(self, k) for k in self._STATE}
         state["_norms"] = list(self._norms)
+        state.update({k: getattr(self, k).state_dict() for k in self._PARTS})
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for k, v in state.items():
             if k == "_norms":
                 self._norms = deque(v, maxlen=50)
-            else:
+            elif k in self._PARTS:
+                getattr(self, k).load_state_dict(v)
+            elif k in self._STATE:
                 setattr(self, k, tuple(v) if k.startswith("zero_share_") and isinstance(v, list) else v)

@@ -8,6 +8,8 @@
 Pure Python (no torch) so the sweeper parent process can read and print health.json cheaply.
 The JSON schema is the team contract: {"verdict": pass|warn|fail, "checks": [{"name", "status", "value",
 "expected", "message"}]}; a check may add "details" (a dict of extra figures, e.g. every offending parameter).
+A run's report (the live monitor's, health.json) adds "diagnosis": {"name", "kind", "invalidates", "check", "step",
+"message", "fix", "evidence"}: its one named diagnosis by the debugging checklist's tree (diagnosis.py).
 A check that does not apply (no sequence dim given, no reference kernel) has status "skip" and never
 changes the verdict; one skipped only because an argument was left out carries details["enable"] (e.g.
 "num_classes=...") and is listed loudly as "not run" under the verdict and in the JSON ("not_run"). A check that
@@ -67,6 +69,7 @@ class HealthReport:
     """All checks of one model or run. `verdict` is the worst status: fail > warn > pass."""
 
     checks: list[CheckResult] = field(default_factory=list)
+    diagnosis: dict[str, Any] | None = None     # a run's one named diagnosis (sweeper.health.diagnosis)
 
     @property
     def verdict(self) -> str:
@@ -128,6 +131,8 @@ class HealthReport:
             out["errored"] = [c.name for c in self.errors]
         if self.not_run:
             out["not_run"] = self.not_run
+        if self.diagnosis is not None:
+            out["diagnosis"] = _jsonable(self.diagnosis)
         return out
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -135,7 +140,7 @@ class HealthReport:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "HealthReport":
-        return cls([CheckResult.from_dict(c) for c in d.get("checks", [])])
+        return cls([CheckResult.from_dict(c) for c in d.get("checks", [])], diagnosis=d.get("diagnosis"))
 
     def write(self, path: str | os.PathLike) -> Path:
         """Write as JSON atomically: a temp file beside it, then a rename (a reader never sees half a file)."""
@@ -180,6 +185,10 @@ def format_table(report: HealthReport, width: int = 100) -> str:
             if msg:
                 lines.extend(textwrap.wrap(msg, width, initial_indent="    ", subsequent_indent="      "))
     lines.append(report.summary_line())
+    if report.diagnosis:
+        d = report.diagnosis
+        lines.append(f"diagnosis: {d['name']} ({d['kind']}{', invalidates the run' if d.get('invalidates') else ''})"
+                     + (f" from step {d['step']}" if d.get("step") is not None else ""))
     return "\n".join(lines)
 
 

@@ -52,11 +52,13 @@ class Thresholds:
     grad_rms_ratio_high: float = 1e4          # ... or exploding
 
     # --- param_movement / update_ratio: ||W_k - W_{k-1}|| / ||W_{k-1}|| per optimizer step, matrices only
-    # (1-D biases and gains start at 0 or 1 and make the ratio meaningless). Karpathy's healthy band is about
-    # 1e-5..1e-1 (1e-3 typical); we warn half a decade outside it and fail at >= 1, where each step replaces the
-    # weight wholesale and nothing learned can accumulate (the learning-rate-kills-units regime).
+    # (1-D biases and gains start at 0 or 1 and make the ratio meaningless). The checklist calls about 1e-3
+    # healthy, 1e-5 and below barely learning: we warn below 3e-4 (half a decade under 1e-3), fail at or below
+    # update_ratio_low_fail, and fail at >= 1, where each step replaces the weight wholesale and nothing learned
+    # can accumulate (the learning-rate-kills-units regime). A matrix's ratio is its largest over the measured
+    # steps, over the rows that moved (an embedding's rows of tokens absent from the batch do not count).
     movement_steps: int = 3
-    update_ratio_low: float = 3e-6
+    update_ratio_low: float = 3e-4
     update_ratio_high: float = 0.3
     update_ratio_fail: float = 1.0
 
@@ -130,6 +132,47 @@ class Thresholds:
     bn_mean_z: float = 1.0
     bn_var_ratio: float = 4.0
     bn_calibration_steps: int = 50      # at most this many training batches calibrate a fresh layer (preflight)
+
+    # --- issue 29 (live half): update/weight ratio bands as the debugging checklist states them (about 1e-3
+    # healthy, about 1e-1 weights rewritten every step, 1e-5 and below barely learning). The preflight bands are
+    # update_ratio_low / _high / _fail above (low raised to 3e-4 = half a decade under 1e-3: 1.2e-4 warns); the
+    # high warn stays 0.3 there because Adam's first steps move each entry by about lr, lr/rms(W) ~ 0.05-0.1 on a
+    # healthy small model. The live monitor judges each layer's MEDIAN ratio over the run (first sample skipped:
+    # Adam's large first step), where the checklist's 1e-1 applies.
+    update_ratio_low_fail: float = 1e-5     # preflight: a matrix at or below this per step barely learns: fail
+    live_update_ratio_high: float = 0.1     # live: median above this, the weights are rewritten every step: warn
+    live_update_ratio_low: float = 1e-5     # live: median at or below this, the layer barely learns: warn
+    # --- learning-rate schedule (live, needs the optimizer): an lr at or below this share of its peak so far is
+    # zero for training purposes (step-decay recipes bottom out at 1e-3 of the peak; a horizon in the wrong unit
+    # gives exactly 0 or a cosine cycling through 0) ...
+    lr_zero_fraction: float = 1e-4
+    lr_zero_left_fraction: float = 0.1      # ... and it fails when more than this share of the run was left
+    # --- retained autograd graph: a loss tensor's graph still alive this many steps after its step is being
+    # kept by something (`total += loss`, a list of losses): a bounded window (deque of the last 50) passes.
+    graph_retained_steps: int = 100
+    # --- memory: resident memory (and CUDA memory allocated) sampled every interval. Growth from the first to
+    # the last quarter of the run (after a 10% warm-up), in both halves, above max(MB, fraction of the early
+    # level) is a leak; peak RSS above this share of the memory limit (cgroup or physical) is a warning.
+    mem_growth_warn_mb: float = 100.0
+    mem_growth_warn_fraction: float = 0.25
+    mem_peak_warn_fraction: float = 0.8
+    # --- the training curve (interval means of the loss the monitor sees, against the loss at step 0):
+    trend_rise: float = 0.1             # ending >= 10% above the first loss: the loss rises (lr too big)
+    trend_blowup: float = 3.0           # an interval mean >= 3x the first loss: it blew up on the way
+    trend_flat: float = 0.05            # fell by < 5% of the first loss (or sits within stuck_tolerance of
+                                        # ln C): flat (lr too small or model too small, by the update ratios)
+    chance_above_factor: float = 1.25   # a loss above 1.25 ln C is "far above" chance (worse than uniform), not "at"
+    # --- zero_grad_share judges dead units: weight-matrix rows with exactly zero gradient at this many interval
+    # samples in a row (each on another batch: a sparse unit idle on one small batch is not dead).
+    dead_window: int = 3
+    # --- validation curves (run.log val_ keys or LiveMonitor.observe_eval):
+    val_chance_tolerance: float = 0.05  # val loss never below (1 - 5%) ln C / val accuracy within 5 points of 1/C
+    val_rise: float = 0.1               # val loss ending 10% above its minimum while train falls: overfitting
+    val_shift_factor: float = 1.5       # val loss 1.5x the train loss early in learning: another distribution
+    val_shift_early: float = 0.5        # ... judged at evaluations while the train loss is still above half its
+                                        # first value (and below 1 - 4 trend_flat of it: learning has begun, no
+                                        # memorising yet, whatever the epochs)
+    curve_points: int = 512             # points kept per curve (pairs merge beyond: any run length, bounded)
 
 
     @classmethod

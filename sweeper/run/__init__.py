@@ -139,6 +139,8 @@ class Run:
         record = {"step": int(step), **(self._health.take_pending() if self._health else {}), **metrics}
         record = {k: _plain(v) for k, v in record.items()}
         self.dir.append_metrics(record)
+        if self._health is not None:                  # validation metrics are evidence (val_ keys / val_keys)
+            self._health.observe_metrics(int(step), {k: record[k] for k in metrics})
         self._last_step = int(step)
         if self._tb_enabled:
             if self._tb is None:
@@ -150,18 +152,22 @@ class Run:
         return record
 
     def health(self, model: Any, *, num_classes: int | None = None, interval: int = 10, preflight=None,
-               thresholds=None, val_data: Any = None, evaluate: Any = None):
+               thresholds=None, optimizer=None, total_steps: int | None = None, val_keys=None,
+               val_data: Any = None, evaluate: Any = None):
         """The live monitor on `model` (sweeper.health.LiveMonitor), writing health.json. `preflight`: a
         function returning a HealthReport, run once at the start of a fresh run (not on resume). `thresholds`:
-        a sweeper.health.Thresholds for the monitor (default: its defaults). `val_data`: a validation batch or
-        loader; `evaluate`: your evaluation function, evaluate(model) -> number or dict (see
-        sweeper.run.health: eval_determinism at the start, batchnorm_stats at the end)."""
+        a sweeper.health.Thresholds for the monitor (default: its defaults). `optimizer`, `total_steps`: the lr
+        schedule and the optimizer's parameters are watched. `val_keys`: {"loss": KEY, "acc": KEY} naming the
+        run.log keys of the validation metrics when they are not val_loss / val_acc (the val_ / val/ convention).
+        `val_data`: a validation batch or loader; `evaluate`: your evaluation function, evaluate(model) ->
+        number or dict (sweeper.run.health: eval_determinism at the start, batchnorm_stats at the end)."""
         from sweeper.run.health import RunHealth   # deferred: torch (about 2 s): a script that never asks for
         #                                            the monitor imports the run API without torch
 
         extra = {} if thresholds is None else {"thresholds": thresholds}
         self._health = RunHealth(model, self.dir.health_path, interval=interval, num_classes=num_classes,
                                  preflight=preflight, saved=self._health_saved, resumed=self.start_step > 0,
+                                 optimizer=optimizer, total_steps=total_steps, val_keys=val_keys,
                                  val_data=val_data, evaluate=evaluate, **extra)
         return self._health
 

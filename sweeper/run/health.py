@@ -12,6 +12,12 @@ compares the trained model's BatchNorm running statistics with the validation ba
 Every after_backward notes whether the model trained in eval mode (train_mode: an evaluation's model.eval() not
 undone). `health.val_data` / `health.evaluate` keep what was given, for whole-run diagnosis.
 
+Validation metrics reach it through `run.log` itself: by convention a key `val_loss` / `val/loss` is the validation
+loss and `val_acc`, `val_accuracy`, `val/acc` the validation accuracy; other names are declared with
+`run.health(..., val_keys={"loss": "test_nll", "acc": "test_top1"})`. A logged `train_loss` (or `loss`) is the
+train curve when the monitor is given no loss itself. With `optimizer=` and `total_steps=` the monitor also watches
+the lr schedule and the optimizer's parameters. health.json carries the run's one diagnosis (sweeper.health.diagnosis).
+
 What it measures goes into the next `run.log(step, ...)` line by itself; its state goes into every
 `run.save_checkpoint` and comes back with `run.load_checkpoint` (a resumed run keeps its preflight checks and
 monitor history). health.json is written after preflight, again whenever the monitor raises a new warning (so
@@ -21,31 +27,60 @@ preflight that cannot run becomes an "error" check in health.json, never a crash
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from sweeper.health.attribution import annotate_consequences
 from sweeper.health.checks_batchnorm import batchnorm_report
 from sweeper.health.checks_eval import ModeWatch, evaluation_checks
 from sweeper.health.data_sources import read_batches
+from sweeper.health.diagnosis import diagnose
 from sweeper.health.monitor import LiveMonitor
 from sweeper.health.result import CheckResult, HealthReport
 from sweeper.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from sweeper.health.runner import CHECKS
 
+VAL_PREFIXES = ("val_", "val/")
+_VAL_NAMES = {"loss": "loss", "acc": "acc", "accuracy": "acc"}
+
+
+def val_key_map(val_keys: Any) -> dict[str, str]:
+    """{metric key: "loss" | "acc"} from run.health's val_keys: a dict {"loss": KEY, "acc": KEY} (either may be
+    left out) or None for the convention alone. ValueError naming what is accepted otherwise."""
+    if val_keys is None:
+        return {}
+    if not isinstance(val_keys, Mapping) or not set(val_keys) <= {"loss", "acc"} or \
+            not all(isinstance(v, str) and v for v in val_keys.values()):
+        raise ValueError(f"val_keys={val_keys!r}: expected a dict {{'loss': KEY, 'acc': KEY}} naming the run.log keys "
+                         f"of the validation loss and accuracy (either may be left out)")
+    return {key: kind for kind, key in val_keys.items()}
+
+
+def val_kind(key: str, declared: dict[str, str]) -> str | None:
+    if key in declared:
+        return declared[key]
+    for prefix in VAL_PREFIXES:
+        if key.startswith(prefix):
+            return _VAL_NAMES.get(key[len(prefix):])
+    return None
+
 
 class RunHealth:
     def __init__(self, model: Any, path: str | Path, *, interval: int = 10, num_classes: int | None = None,
                  preflight: Callable[[], HealthReport] | None = None, saved: dict[str, Any] | None = None,
-                 resumed: bool = False, thresholds: Thresholds = DEFAULT_THRESHOLDS, val_data: Any = None,
+                 resumed: bool = False, thresholds: Thresholds = DEFAULT_THRESHOLDS, optimizer: Any = None,
+                 total_steps: int | None = None, val_keys: Mapping[str, str] | None = None, val_data: Any = None,
                  evaluate: Callable[..., Any] | None = None):
         self.path = Path(path)
         self.model, self.thresholds = model, thresholds
         self.val_data, self.evaluate = val_data, evaluate
-        self.monitor = LiveMonitor(model, interval=interval, num_classes=num_classes, thresholds=thresholds)
+        self.val_keys = val_key_map(val_keys)
+        self.monitor = LiveMonitor(model, interval=interval, num_classes=num_classes, thresholds=thresholds,
+                                   optimizer=optimizer, total_steps=total_steps)
         self.mode_watch = ModeWatch(model)
         self.final: list[CheckResult] = []           # checks measured at the end (batchnorm_stats on val_data)
         self.preflight: list[CheckResult] = []
         self.pending: dict[str, Any] = {}          # measured, not yet logged (run.log takes it)
+        self._written: set[tuple[str, str]] = set()   # (check, status) of the last health.json write
         if saved:
             self.load_state_dict(saved)
         elif resumed and self.path.exists():       # resumed without saved health state: keep the old preflight
@@ -106,15 +141,34 @@ class RunHealth:
         out, self.pending = self.pending, {}
         return out
 
+    def observe_metrics(self, step: int, metrics: Mapping[str, Any]) -> None:
+        """What run.log got: validation metrics (by convention or val_keys) and a logged train loss. health.json
+        is rewritten when a validation point changes a check's status (the live view sees it then)."""
+        val: dict[str, float] = {}
+        for key, value in metrics.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            kind = val_kind(key, self.val_keys)
+            if kind is not None and kind not in val:
+                val[kind] = float(value)
+            elif key in ("train_loss", "loss"):
+                self.monitor.observe_train_loss(step, float(value))
+        if val:
+            self.monitor.observe_eval(step, val_loss=val.get("loss"), val_acc=val.get("acc"))
+            if {(c.name, c.status) for c in self.report().checks} != self._written:
+                self.write()
+
     def report(self) -> HealthReport:
         final = {c.name for c in self.final}
         watch = self.mode_watch.result(self.thresholds)
         report = HealthReport([c for c in self.preflight if c.name not in final]).merged(self.monitor.report())
-        return annotate_consequences(report.merged(([watch] if watch else []) + list(self.final)))
+        checks = annotate_consequences(report.merged(([watch] if watch else []) + list(self.final))).checks
+        return HealthReport(checks, diagnosis=diagnose(checks))
 
     def write(self) -> HealthReport:
         report = self.report()
         report.write(self.path)
+        self._written = {(c.name, c.status) for c in report.checks}
         return report
 
     def state_dict(self) -> dict[str, Any]:
