@@ -15,7 +15,7 @@ from sweeper.analysis import stats
 
 from sweeper.analysis import verdict
 from sweeper.analysis.results import load_runs
-from sweeper.run.rundir import Experiment
+from sweeper.run.rundir import Experiment, RunDir
 from tests.helpers.synthetic_sweep import write_sweep
 
 FAST = dict(n_resamples=500)
@@ -214,6 +214,29 @@ def test_health_invalid_on_real_files(tmp_path):
                        baseline="rope", health=health)
     c = verdict.analyze(load_runs(root), "val_loss", True, [("frozen", "rope")], **FAST).comparisons[0]
     assert c.verdict == "invalid" and "qk_grad_nonzero" in c.reason
+
+
+def test_a_variant_diagnosed_with_a_bug_is_invalid_though_no_check_failed(tmp_path):
+    """Issue 29: a whole-run diagnosis that names a bug (labels shuffled apart from the inputs: val at chance
+    while train falls) makes the variant invalid like a failed check; a benign one (overfitting) does not."""
+    from sweeper.health.result import CheckResult, HealthReport
+
+    root = write_sweep(tmp_path / "s", {"base": [3.00, 3.02, 2.99, 3.01], "shuffled": [2.80, 2.83, 2.79, 2.84],
+                                        "over": [2.90, 2.93, 2.89, 2.94]}, baseline="base")
+    for variant, name, kind in (("shuffled", "labels_do_not_match_inputs", "bug"), ("over", "overfitting", "benign")):
+        for seed in range(4):
+            rd = RunDir(root / "runs" / variant / f"seed_{seed}")
+            HealthReport([CheckResult("val_at_chance", "warn", 0.1, "> 0.1", "val at chance")],
+                         diagnosis={"name": name, "kind": kind, "invalidates": kind == "bug",
+                                    "check": "val_at_chance" if kind == "bug" else "overfitting",
+                                    "message": "m", "fix": "f"}).write(rd.health_path)
+    runs = load_runs(root)
+    assert set(runs.loc[runs.variant == "shuffled", "health_failed"]) == {"labels_do_not_match_inputs"}
+    assert set(runs.loc[runs.variant == "over", "diagnosis"]) == {"overfitting"}
+    an = verdict.analyze(runs, "val_loss", True, [("shuffled", "base"), ("over", "base")], **FAST)
+    by = {c.variant: c for c in an.comparisons}
+    assert by["shuffled"].verdict == "invalid" and "labels_do_not_match_inputs" in by["shuffled"].reason
+    assert by["over"].verdict == "better"                       # warned, benign: the numbers decide
 
 
 # ----------------------------------------------------------------------------- item 7: secondary metrics

@@ -42,7 +42,7 @@ from sweeper.health.result import HealthReport
 
 MISSING, UNKNOWN = "missing", "unknown"          # row states beyond a run's own status (see the docstring)
 FIXED_COLUMNS = ["variant", "seed", "run_id", "run_dir", "status", "error", "failure_class", "exit_code", "steps",
-                 "wall_time_s", "health", "health_failed", "config_hash", "log_tail", "resume_step"]
+                 "wall_time_s", "health", "health_failed", "diagnosis", "config_hash", "log_tail", "resume_step"]
 CURVE_COLUMNS = ["run_id", "variant", "seed", "step", "metric", "value"]
 TAIL_LINES = 6
 # Errors that say a run failed but not why (the launchers' fallbacks): the report shows the log's tail with them.
@@ -135,7 +135,7 @@ def _run_row(sweep_dir: Path, entry: RunEntry) -> tuple[dict, list[str]]:
     rd = RunDir(sweep_dir / entry.run_dir)
     row = dict(variant=entry.variant, seed=entry.seed, run_id=entry.run_id, run_dir=entry.run_dir,
                config_hash=entry.config_hash, status=MISSING, error=None, failure_class=None, exit_code=None,
-               steps=math.nan, wall_time_s=math.nan, health=None, health_failed="", log_tail="",
+               steps=math.nan, wall_time_s=math.nan, health=None, health_failed="", diagnosis=None, log_tail="",
                resume_step=None)
     damaged, problems = [], []
     try:
@@ -175,7 +175,8 @@ def _run_row(sweep_dir: Path, entry: RunEntry) -> tuple[dict, list[str]]:
         try:
             health = HealthReport.read(rd.health_path)
             row["health"] = health.verdict
-            row["health_failed"] = ",".join(c.name for c in health.failures)
+            row["health_failed"] = ",".join(invalidating(health))
+            row["diagnosis"] = (health.diagnosis or {}).get("name")
         except (ValueError, OSError) as e:
             damaged.append(str(e))
     if row["status"] == MISSING and rd.metrics_path.exists():
@@ -187,6 +188,16 @@ def _run_row(sweep_dir: Path, entry: RunEntry) -> tuple[dict, list[str]]:
         row["log_tail"] = log_tail_lines(rd)
     row["problems"] = "; ".join(damaged + problems)
     return row, damaged
+
+
+def invalidating(health: HealthReport) -> list[str]:
+    """What makes a run's numbers untrustworthy: its failed checks, and its whole-run diagnosis when that names
+    a bug (health.json `diagnosis.invalidates`, e.g. labels_do_not_match_inputs) its checks only warned about."""
+    names = [c.name for c in health.failures]
+    d = health.diagnosis or {}
+    if d.get("invalidates") and d.get("name") and d.get("check") not in names:
+        names.append(str(d["name"]))
+    return names
 
 
 def load_runs(sweep_dir: str | Path) -> pd.DataFrame:

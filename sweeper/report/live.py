@@ -134,14 +134,21 @@ class Progress:
         seen["mtime"] = mtime
 
         try:
-            checks = HealthReport.read(path).checks
+            report = HealthReport.read(path)
         except (ValueError, OSError):      # being rewritten, or damaged: the report names it
             return
-        for check in checks:
+        for check in report.checks:
             key = (check.name, check.status)
             if check.status in ("fail", "warn") and key not in seen["reported"]:
                 seen["reported"].add(key)
                 self.log(f"HEALTH {check.status.upper()} {run.label}: {check.name}: {check.message}")
+        d = report.diagnosis or {}
+        key = ("diagnosis", d.get("name"))
+        if d.get("name") and d["name"] != "healthy" and key not in seen["reported"]:
+            seen["reported"].add(key)
+            verdict = "invalidates the run" if d.get("invalidates") else d.get("kind", "")
+            self.log(f"DIAGNOSIS {run.label}: {d['name']} ({verdict}): {d.get('message', '')}"
+                     + (f"; fix: {d['fix']}" if d.get("fix") else ""))
 
     def not_started(self, run, status: dict) -> None:
         self.counts[Status.PENDING.value] += 1

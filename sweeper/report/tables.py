@@ -75,16 +75,16 @@ def health_cell(arm) -> str:
     for status in ("fail", "warn"):
         if counts.get(status):
             label = status.upper() if status == "fail" else status
-            named = f" ({', '.join(arm.health_failed)})" if status == "fail" and arm.health_failed else ""
+            named = f" ({', '.join(arm.health_failed)})" if arm.health_failed else ""   # warn: a diagnosed bug
             return f"{label} {counts[status]}/{total}{named}"
     return f"pass {counts['pass']}/{total}" if counts.get("pass") else "not checked"
 
 
 def health_lines(an: verdict.Analysis) -> list[str]:
     """One line per variant whose runs failed health checks: its numbers are not to be trusted as they stand."""
-    return [f"health: {a.variant} FAILED {', '.join(a.health_failed) or 'a health check'} in {a.health['fail']} "
-            f"run(s); see each run's health.json before trusting its numbers"
-            for a in an.arms.values() if a.health.get("fail")]
+    return [f"health: {a.variant} FAILED {', '.join(a.health_failed) or 'a health check'} in "
+            f"{a.health.get('fail') or 'its'} run(s); see each run's health.json (checks and diagnosis) before "
+            f"trusting its numbers" for a in an.arms.values() if a.health.get("fail") or a.health_failed]
 
 
 DECISION_HEADER = ["variant", "role", "usable", "lost", "mean ± sd", "Δ [decision CI]", "CI level",
