@@ -25,14 +25,19 @@ def _empty_outputs(q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torc
     return torch.empty_like(q), torch.empty_like(k)
 
 
+def _rotated(q, k, cos, sin, offset, batch_offsets, position_ids, interleaved, conjugate):
+    """The body of both registrations: fresh outputs, one launch over q and k."""
+    q_out, k_out = _empty_outputs(q, k)
+    launch_rope(q, k, cos, sin, q_out, k_out, offset, batch_offsets, position_ids, interleaved, conjugate)
+    return q_out, k_out
+
+
 @torch.library.custom_op("sweeper_kernels::rope", mutates_args=())
 def rope_op(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, offset: int,
             batch_offsets: Optional[torch.Tensor], position_ids: Optional[torch.Tensor], interleaved: bool,
             conjugate: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """q (B, T, Hq, D), k (B, T, Hk, D) logical views -> rotated copies. Positions already validated."""
-    q_out, k_out = _empty_outputs(q, k)
-    launch_rope(q, k, cos, sin, q_out, k_out, offset, batch_offsets, position_ids, interleaved, conjugate)
-    return q_out, k_out
+    return _rotated(q, k, cos, sin, offset, batch_offsets, position_ids, interleaved, conjugate)
 
 
 @rope_op.register_fake
@@ -45,9 +50,7 @@ def rope_triton_op(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: tor
                    batch_offsets: Optional[torch.Tensor], position_ids: Optional[torch.Tensor], interleaved: bool,
                    conjugate: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """The same as rope_op (CUDA): the launch goes through wrap_triton, so Inductor sees the kernel."""
-    q_out, k_out = _empty_outputs(q, k)
-    launch_rope(q, k, cos, sin, q_out, k_out, offset, batch_offsets, position_ids, interleaved, conjugate)
-    return q_out, k_out
+    return _rotated(q, k, cos, sin, offset, batch_offsets, position_ids, interleaved, conjugate)
 
 
 def _setup_context(ctx, inputs, output):
