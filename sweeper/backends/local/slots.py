@@ -26,7 +26,7 @@ from sweeper.errors import UsageError
 from sweeper.backends.local.gpu_topology import Device, discover_devices, resolve_visible
 from sweeper.config.launcher_schema import LocalLauncherConf
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[3]     # the repo root (sweeper/backends/local/slots.py)
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
