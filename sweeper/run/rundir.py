@@ -369,12 +369,18 @@ class RunDir:
 
         atomic_write_text(self.config_path, yaml.safe_dump(config, sort_keys=False, default_flow_style=False))
 
-    def write_env(self, record: dict) -> None:
-        atomic_write_json(self.env_path, record)
+    def rank_path(self, path: Path, rank: int) -> Path:
+        """Rank `rank`'s own copy of a per-process file of a multi-rank run: env.json -> env.rank1.json,
+        stdout.log -> stdout.rank1.log; rank 0 (and a one-process run) keeps the plain name."""
+        return path if not rank else path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
 
-    def read_env(self) -> dict:
-        raw = _load_json(self.env_path, "run environment record", "delete it")
-        return _object(raw, self.env_path, "run environment record", "delete it") if raw is not None else {}
+    def write_env(self, record: dict, rank: int = 0) -> None:
+        atomic_write_json(self.rank_path(self.env_path, rank), record)
+
+    def read_env(self, rank: int = 0) -> dict:
+        path = self.rank_path(self.env_path, rank)
+        raw = _load_json(path, "run environment record", "delete it")
+        return _object(raw, path, "run environment record", "delete it") if raw is not None else {}
 
     def has_checkpoint(self) -> bool:
         return self.ckpt_dir.is_dir() and any(p.name.startswith("step_") and p.suffix == ".pt"
