@@ -2,8 +2,9 @@
 
     check_corpus_fits(cfg, n_chars)          # the splits hold a validation window and a batch of training windows
     check_device(cfg, launcher={"name": "local", "cpu_only": False})   # train.device=cuda has a GPU to run on
+    check_ranks(cfg, launcher={"ranks_per_run": 2})   # the global batch splits evenly across the run's ranks
 
-Both raise ConfigError with one line naming the keys and the fix; train.config.validate calls them for every
+All raise ConfigError with one line naming the keys and the fix; train.config.validate calls them for every
 planned run, so a sweep that every run would fail at start is refused before anything starts. Pure Python
 (no torch, no numpy), and CUDA is never initialised here (GPUs are counted as sweeper.backends.local.slots counts them:
 CUDA_VISIBLE_DEVICES if set, else `nvidia-smi -L`). The device check applies to the local launcher only: on
@@ -66,3 +67,12 @@ def check_device(cfg: RunConfig, launcher: Mapping[str, Any] | None,
     if visible_gpu_count(environ) == 0:
         raise ConfigError("train.device=cuda, but this machine shows no GPU (CUDA_VISIBLE_DEVICES / nvidia-smi): "
                           "every run would fail at its start; use train.device=auto (cpu here) or launcher=slurm")
+
+
+def check_ranks(cfg: RunConfig, launcher: Mapping[str, Any] | None) -> None:
+    """A run of N ranks (the launcher's ranks_per_run for this run's variant) trains on N equal shards of the
+    global batch (train/parallel.py): train.batch_size must be a multiple of N."""
+    ranks = int((launcher or {}).get("ranks_per_run") or 1)
+    if cfg.train.batch_size % ranks:
+        raise ConfigError(f"train.batch_size={cfg.train.batch_size} is not divisible by ranks_per_run={ranks}: each "
+                          f"rank trains on an equal share of the global batch; use a multiple of {ranks}")

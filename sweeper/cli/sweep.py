@@ -85,7 +85,7 @@ def fix_launch(plan, backend, launcher_cfg):
 
     settings = getattr(backend, "launch_settings", None)
     if settings is not None:
-        computed = settings(launcher_cfg, len(plan.runs))
+        computed = settings(launcher_cfg, len(plan.runs), ranks=[plan.ranks_of(r.variant) for r in plan.runs])
     else:
         threads = getattr(launcher_cfg, "threads_per_run", None) or getattr(launcher_cfg, "cpus_per_task", None)
         computed = Launch(threads_per_run=threads)

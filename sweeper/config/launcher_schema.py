@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Dict, List, Optional
 
 from sweeper.errors import UsageError
-from sweeper.config.schema import at_least_zero, build, one_of, positive, rule
+from sweeper.config.schema import at_least_zero, build, one_of, positive, ranks_rule, rule
 
 
 def _seconds(default: float, strict: bool = False):
@@ -29,6 +29,8 @@ class PoolConf:
                                         ok=lambda v: True)   # null = every GPU visible (honours CUDA_VISIBLE_DEVICES);
     #                                     an id is an index, a GPU UUID or a MIG UUID (each MIG instance is a slot)
     runs_per_device: int = positive(1)      # runs sharing one GPU (small models)
+    ranks_per_run: int = ranks_rule(1)      # processes (data-parallel ranks) per run: one GPU each where GPUs exist,
+    #                                         else a CPU slot each (gloo); per variant: experiment.resources
     cpu_only: bool = False                  # ignore GPUs, run CPU slots
     max_parallel: Optional[int] = positive(None, null=True)     # cap on concurrent runs; null = one per slot
     threads_per_run: Optional[int] = positive(None, null=True)  # CPU threads per run; null = the cores split evenly across the slots
@@ -76,6 +78,8 @@ class SlurmLauncherConf:
     account: Optional[str] = None
     qos: Optional[str] = None
     timeout_min: int = positive(60)           # time limit of each task (minutes)
+    ranks_per_run: int = ranks_rule(1)        # ranks per run: one array task starts them all, with ranks_per_run x
+    #                                           gpus_per_node GPUs and ranks_per_run x cpus_per_task CPUs (per variant: experiment.resources)
     cpus_per_task: Optional[int] = positive(4, null=True)   # CPUs per run = its OMP_NUM_THREADS / MKL_NUM_THREADS
     gpus_per_node: Optional[int] = at_least_zero(1, null=True, what="a non-negative integer")  # GPUs per run (0: none); or set gres, e.g. gpu:a100:1
     gres: Optional[str] = None

@@ -44,6 +44,14 @@ def at_least_zero(default: Any, null: bool = False, what: str = "an integer >= 0
     return rule(default, must=f"must be {what}{' or null' if null else ''}", ok=lambda v: v >= 0)
 
 
+MAX_RANKS = 64       # ranks per run: one node's processes (a run spans one node)
+
+
+def ranks_rule(default: Any):
+    return rule(default, must=f"must be an integer from 1 to {MAX_RANKS} (processes per run, one GPU each)",
+                ok=lambda v: 1 <= v <= MAX_RANKS)
+
+
 def one_of(default: str, accepted: tuple[str, ...]):
     return rule(default, must=f"accepted values are {', '.join(accepted)}", ok=lambda v: v in accepted)
 
@@ -293,6 +301,13 @@ class TaskConf:
 
 
 @dataclass
+class ResourcesConf:
+    """experiment.resources.VARIANT: what the launcher gives each run of that variant, instead of its default."""
+    ranks_per_run: Optional[int] = rule(None, must=f"must be an integer from 1 to {MAX_RANKS} (processes per "
+                                         f"run, one GPU each) or null", ok=lambda v: 1 <= v <= MAX_RANKS)
+
+
+@dataclass
 class ExperimentConf:
     """experiment.* (conf/experiment/NAME.yaml, added with +experiment=NAME): what a sweep decides."""
     name: str = rule(MISSING, must="must be a name of letters, digits, '_', '-' and '.'",
@@ -310,6 +325,8 @@ class ExperimentConf:
     notes: Dict[str, str] = field(default_factory=dict)   # variant -> one line: what it tests
     controls: List[str] = field(default_factory=list)     # variants meant to equal another (deliberate A/A controls)
     bundles: List[str] = field(default_factory=list)      # variants that change several things on purpose
+    resources: Dict[str, ResourcesConf] = field(default_factory=dict)   # variant -> its own resources, e.g.
+    #                                         {wide: {ranks_per_run: 2}} (the others: launcher.ranks_per_run)
 
 
 # -- registration -------------------------------------------------------------------------------------------------

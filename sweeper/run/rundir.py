@@ -493,6 +493,7 @@ class Manifest:
     launch: Launch = field(default_factory=Launch)    # settings that change numbers, fixed by the plan
     variant_seeds: dict[str, list[int]] = field(default_factory=dict)   # variants whose seeds differ from `seeds`
     changes: dict[str, list[dict]] = field(default_factory=dict)   # variant -> its declared changes vs the baseline
+    resources: dict[str, dict] = field(default_factory=dict)   # variant -> {"ranks_per_run": N}; none recorded: 1
     extra: dict = field(default_factory=dict)                      # ([{override, keys}], sweeper.config.ablation)
 
     def to_dict(self) -> dict:
@@ -584,7 +585,15 @@ def _manifest_from(d: dict, path: Path) -> Manifest:
                    or not isinstance(c.get("keys", []), list) for c in v)
             for k, v in changes.items()):
         raise UnreadableFile(path, "changes is not a mapping of variant -> [{override, keys}]", fix)
-    kwargs = {k: d[k] for k in known - {"experiment", "runs", "extra", "launch", "variant_seeds"} if k in d}
+    resources = d.get("resources") or {}
+    if not isinstance(resources, dict) or any(
+            k not in variants or not isinstance(v, dict) or any(
+                not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in v.values())
+            for k, v in resources.items()):
+        raise UnreadableFile(path, f"resources={resources!r} is not a mapping of variant -> {{ranks_per_run: N}}", fix)
+    kwargs = {k: d[k] for k in known - {"experiment", "runs", "extra", "launch", "variant_seeds", "resources"}
+              if k in d}
+    kwargs["resources"] = {str(k): dict(v) for k, v in resources.items()}
     kwargs["launch"] = Launch.from_dict(d.get("launch"), path)
     kwargs["variant_seeds"] = {str(k): [int(s) for s in v] for k, v in variant_seeds.items()}
     extra = {k: v for k, v in d.items() if k not in known and k != "variant_overrides"}
