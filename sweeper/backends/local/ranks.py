@@ -158,12 +158,15 @@ class RankGroup:
         if self.returncode is not None:
             return self.returncode
         codes = [p.poll() for p in self.procs]
-        for r, code in enumerate(codes):
-            if code is not None and self.first_exit is None:
-                self.first_exit = time.time()
-            if code is not None and code not in (0, EXIT_INTERRUPTED) and self.cause is None:
-                self.cause = RankExit(r, len(self.procs), self.procs[r].pid, code)
-                self._kill_rest()
+        if self.first_exit is None and any(c is not None for c in codes):
+            self.first_exit = time.time()
+        failed = [r for r, c in enumerate(codes) if c is not None and c not in (0, EXIT_INTERRUPTED)]
+        if failed and self.cause is None:
+            # seen together: a rank killed by a signal is the cause, the others' errors (a collective whose
+            # peer vanished) its consequence; else the lowest rank
+            r = min(failed, key=lambda r: (codes[r] >= 0, r))
+            self.cause = RankExit(r, len(self.procs), self.procs[r].pid, codes[r])
+            self._kill_rest()
         if self.cause is None and self.first_exit is not None and None in codes \
                 and time.time() - self.first_exit > RANK_GRACE_S:
             r = codes.index(None)
