@@ -112,7 +112,9 @@ def main(run, on_step: OnStep | None = None) -> dict:
     cfg = RunConfig.from_dict({**run.config_dict, "seed": run.seed})
     run.keep_checkpoints = cfg.train.keep_checkpoints
     set_determinism(cfg.train.deterministic)       # before run.distributed(): nccl initialises CUDA
-    run.distributed()                              # joins the run's process group when it has several ranks
+    backend = run.distributed()                    # joins the run's process group when it has several ranks
+    if backend:
+        run.extra["distributed"] = {"backend": backend, "world_size": run.world_size}
     trainer = Trainer(cfg, run.streams, run.rank_streams, DataParallel(run.rank, run.world_size))
     run.record_env(device=device_name(trainer.device))
     run.extra["determinism"] = trainer.flags

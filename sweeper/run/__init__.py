@@ -243,7 +243,7 @@ class Run:
         if self.is_main:
             blob = {"step": int(step), "state": state, "rng": rng, "fingerprint": self._fingerprint,
                     "config": self.config_dict, "health": self._health.state_dict() if self._health else None}
-            if everyone is not None:
+            if everyone is not None and len(everyone) > 1:
                 blob.update(world_size=len(everyone), ranks=everyone)
             path = save_checkpoint(self.dir.ckpt_dir, int(step), blob, keep=self.keep_checkpoints)
         if everyone is not None or grouped():

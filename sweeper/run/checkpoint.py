@@ -143,9 +143,10 @@ def load_latest(ckpt_dir: Path) -> Loaded:
 def check_fingerprint(saved: dict, current: dict, run_dir: Path, saved_config: dict | None = None,
                       current_config: dict | None = None) -> None:
     """Raise FingerprintMismatch naming every field (and config key) that differs and how to start fresh."""
-    saved = {**ASSUMED, **saved}                  # older checkpoints: one rank
+    saved, current = {**ASSUMED, **saved}, {**ASSUMED, **current}     # older fingerprints: one rank
+    unknown = [k for k in MAY_BE_UNKNOWN if None in (saved.get(k), current.get(k))]
     diffs = [f"{k}: {saved.get(k)!r} -> {current.get(k)!r}" for k in sorted(set(saved) | set(current))
-             if saved.get(k) != current.get(k) and not (k in MAY_BE_UNKNOWN and None in (saved.get(k), current.get(k)))]
+             if saved.get(k) != current.get(k) and k not in unknown]
     if not diffs:
         return
     if saved_config is not None and current_config is not None:
