@@ -17,6 +17,7 @@ and no process group every call is the identity.
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 
 from sweeper.train.config import ConfigError
 
@@ -27,8 +28,6 @@ class DataParallel:
 
     @property
     def grouped(self) -> bool:
-        import torch.distributed as dist
-
         return dist.is_available() and dist.is_initialized()
 
     def check_batch(self, batch_size: int) -> None:
@@ -49,8 +48,6 @@ class DataParallel:
         (0-d). Parameters without a gradient are left out (the same ones on every rank: one graph)."""
         if not self.grouped:
             return loss
-        import torch.distributed as dist
-
         grads = [p.grad for p in params if p.grad is not None]
         flat = torch.cat([g.reshape(-1) for g in grads] + [loss.detach().reshape(1).to(grads[0].dtype)
                                                           if grads else loss.detach().reshape(1)])   # (n + 1,)
@@ -66,8 +63,6 @@ class DataParallel:
         """Rank 0's parameters and buffers on every rank (a no-op in numbers when they are already equal)."""
         if not self.grouped or self.world_size == 1:
             return
-        import torch.distributed as dist
-
         with torch.no_grad():
             for tensor in model.state_dict().values():
                 dist.broadcast(tensor, src=0)

@@ -35,11 +35,11 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from sweeper.run.checkpoint import (CorruptCheckpoint, FingerprintMismatch, Loaded, check_fingerprint,
-                                    checkpoint_path, load_latest, read_checkpoint, save_checkpoint)
+from sweeper.run.checkpoint import (CorruptCheckpoint, FingerprintMismatch, check_fingerprint, checkpoint_path,
+                                    save_checkpoint)
 from sweeper.run.envinfo import cuda_device_count, device_model, environment_record, thread_count, versions
 from sweeper.run.owner import process_identity
-from sweeper.run.ranks import Ranks, any_rank, barrier, from_main, gather_to_main, grouped, init_group, leave_group
+from sweeper.run.ranks import RankedRun, Ranks, any_rank, barrier, gather_to_main, grouped, leave_group
 from sweeper.run.rundir import EXIT_INTERRUPTED, KEEP, RunDir, Status, Summary, UnreadableFile, stable_hash
 from sweeper.run.stopping import StopRequest
 from sweeper.run.streams import STREAMS, SeedStreams, capture_rng_states, restore_rng_states
@@ -53,8 +53,8 @@ class ConfigError(ValueError):
     """A bad config value: the run fails with exit status 2 and is never retried."""
 
 
-class Run:
-    """One run of a sweep, seen from inside its process. Made by `init()`."""
+class Run(RankedRun):
+    """One run of a sweep, seen from inside its process. Made by `init()`. Its ranks: sweeper.run.ranks.RankedRun."""
 
     def __init__(self, rundir: RunDir, config: dict, *, keep_checkpoints: int = 2, tensorboard: bool = False):
         from omegaconf import OmegaConf
@@ -119,37 +119,6 @@ class Run:
         if self.dir.outcome() != summary.status:
             self.dir.update_status(summary.status)
         return True
-
-    # -- ranks ------------------------------------------------------------------------------------------------
-    @property
-    def rank(self) -> int:
-        return self.ranks.rank
-
-    @property
-    def world_size(self) -> int:
-        return self.ranks.world_size
-
-    @property
-    def local_rank(self) -> int:
-        """The index of this rank's GPU among the run's (cuda:LOCAL_RANK), and of its process on the node."""
-        return self.ranks.local_rank
-
-    @property
-    def is_main(self) -> bool:
-        return self.ranks.main
-
-    def distributed(self, backend: str | None = None) -> str | None:
-        """Join the run's process group (nccl on CUDA, gloo otherwise; on CUDA cuda:LOCAL_RANK becomes the
-        current device) and return its backend; None for a one-process run started without a rendezvous."""
-        if self.world_size == 1 and not self.ranks.launched:
-            return None
-        return init_group(self.ranks, backend)
-
-    def _collective(self) -> bool:
-        """True when the run API must agree with the other ranks (joining the group on first need)."""
-        if self.world_size > 1 and not grouped():
-            self.distributed()
-        return grouped()
 
     # -- seeds ------------------------------------------------------------------------------------------------
     def seed_for(self, stream: str) -> int:
@@ -284,16 +253,6 @@ class Run:
         self.extra["resumed_from"] = loaded.path.name
         print(f"resumed from {loaded.path} at step {self.start_step}", flush=True)
         return blob["state"]
-
-    def _load_latest(self) -> Loaded:
-        """The newest valid checkpoint; several ranks: the one rank 0 found (only rank 0 moves files aside)."""
-        if not self._collective():
-            return load_latest(self.dir.ckpt_dir)
-        loaded = load_latest(self.dir.ckpt_dir) if self.is_main else None
-        name = from_main(loaded.path.name if loaded and loaded.path else None)
-        if self.is_main:
-            return loaded
-        return Loaded(read_checkpoint(self.dir.ckpt_dir / name), self.dir.ckpt_dir / name) if name else Loaded(None, None)
 
     # -- stopping and ending ------------------------------------------------------------------------------------
     @property

@@ -1,6 +1,7 @@
 """The ranks of a multi-process (data-parallel) run, seen from one of its processes. Torch-free at import.
 
     ranks = Ranks.from_env(os.environ)   # RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE; 1 rank without them
+    run.rank, run.world_size, run.local_rank, run.is_main, run.distributed()   # RankedRun, a base of sweeper.run.Run
     backend = init_group(ranks)          # torch.distributed from MASTER_ADDR/MASTER_PORT: nccl on CUDA, else gloo
     any_rank(flag)                       # True on every rank when it is True on one rank
     gather_to_main(obj)                  # [obj of rank 0, obj of rank 1, ...] on rank 0, None on the others
@@ -17,9 +18,12 @@ of its ranks dies). Without a process group they act on this process alone.
 """
 from __future__ import annotations
 
+import datetime
 import os
 import sys
 from dataclasses import dataclass
+
+from sweeper.run.checkpoint import Loaded, load_latest, read_checkpoint
 
 RANK_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
 RENDEZVOUS_VARS = ("MASTER_ADDR", "MASTER_PORT")
@@ -67,7 +71,7 @@ def _dist():
     """torch.distributed when torch is in use here (never imported on the user's behalf before that)."""
     if "torch" not in sys.modules:
         return None
-    import torch.distributed as dist
+    import torch.distributed as dist    # torch: already imported by the run's code (checked above)
 
     return dist if dist.is_available() else None
 
@@ -81,9 +85,7 @@ def grouped() -> bool:
 def init_group(ranks: Ranks, backend: str | None = None, timeout_s: float | None = None) -> str:
     """Join the run's process group (env:// rendezvous): nccl when CUDA is visible, else gloo; on CUDA the
     current device becomes cuda:LOCAL_RANK first. Returns the backend; an existing group is kept."""
-    import datetime
-
-    import torch
+    import torch                        # torch: only a run with ranks joins a group (the run API is torch-free)
     import torch.distributed as dist
 
     if dist.is_initialized():
@@ -105,7 +107,7 @@ def init_group(ranks: Ranks, backend: str | None = None, timeout_s: float | None
 
 
 def _device():
-    import torch
+    import torch                        # torch: a process group exists, so torch is in use
     import torch.distributed as dist
 
     return torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
@@ -115,7 +117,7 @@ def any_rank(flag: bool) -> bool:
     """The OR of `flag` over every rank (one all-reduce), e.g. a stop request that reached some ranks only."""
     if not grouped():
         return bool(flag)
-    import torch
+    import torch                        # torch: a process group exists, so torch is in use
     import torch.distributed as dist
 
     t = torch.tensor([1.0 if flag else 0.0], device=_device())
@@ -127,7 +129,7 @@ def gather_to_main(obj):
     """Every rank's picklable `obj`, in rank order, on rank 0 (None on the other ranks)."""
     if not grouped():
         return [obj]
-    import torch.distributed as dist
+    import torch.distributed as dist    # torch: a process group exists, so torch is in use
 
     out = [None] * dist.get_world_size() if dist.get_rank() == 0 else None
     dist.gather_object(obj, out, dst=0)
@@ -138,7 +140,7 @@ def from_main(value):
     """Rank 0's picklable `value` on every rank."""
     if not grouped():
         return value
-    import torch.distributed as dist
+    import torch.distributed as dist    # torch: a process group exists, so torch is in use
 
     box = [value]
     dist.broadcast_object_list(box, src=0)
@@ -147,7 +149,7 @@ def from_main(value):
 
 def barrier() -> None:
     if grouped():
-        import torch.distributed as dist
+        import torch.distributed as dist    # torch: a process group exists, so torch is in use
 
         dist.barrier()
 
@@ -157,3 +159,49 @@ def leave_group() -> None:
     dist = _dist()
     if dist is not None and dist.is_initialized():
         dist.destroy_process_group()
+
+
+class RankedRun:
+    """The rank side of sweeper.run.Run (needs self.ranks: Ranks and self.dir: RunDir)."""
+    ranks: Ranks
+
+    @property
+    def rank(self) -> int:
+        return self.ranks.rank
+
+    @property
+    def world_size(self) -> int:
+        return self.ranks.world_size
+
+    @property
+    def local_rank(self) -> int:
+        """The index of this rank's GPU among the run's (cuda:LOCAL_RANK), and of its process on the node."""
+        return self.ranks.local_rank
+
+    @property
+    def is_main(self) -> bool:
+        return self.ranks.main
+
+    def distributed(self, backend: str | None = None) -> str | None:
+        """Join the run's process group (nccl on CUDA, gloo otherwise; on CUDA cuda:LOCAL_RANK becomes the
+        current device) and return its backend; None for a one-process run started without a rendezvous."""
+        if self.world_size == 1 and not self.ranks.launched:
+            return None
+        return init_group(self.ranks, backend)
+
+    def _collective(self) -> bool:
+        """True when the run API must agree with the other ranks (joining the group on first need)."""
+        if self.world_size > 1 and not grouped():
+            self.distributed()
+        return grouped()
+
+    def _load_latest(self) -> Loaded:
+        """The newest valid checkpoint; several ranks: the one rank 0 found (only rank 0 moves files aside)."""
+        if not self._collective():
+            return load_latest(self.dir.ckpt_dir)
+        loaded = load_latest(self.dir.ckpt_dir) if self.is_main else None
+        name = from_main(loaded.path.name if loaded and loaded.path else None)
+        if self.is_main:
+            return loaded
+        return Loaded(read_checkpoint(self.dir.ckpt_dir / name), self.dir.ckpt_dir / name) if name \
+            else Loaded(None, None)

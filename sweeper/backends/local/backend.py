@@ -114,10 +114,10 @@ def launch(plan, launcher_cfg: LauncherConfig | dict, progress: Progress | None 
         cfg = dataclasses.replace(cfg, threads_per_run=plan.launch.threads_per_run)
     slots = make_slots(cfg, len(todo), ranks=[plan.ranks_of(r.variant) for r in todo])
     adapter = RunAdapter(plan)
+    one_rank = any(plan.ranks_of(r.variant) == 1 for r in todo)     # multi-rank runs start cold: no launcher
+    warm = WarmStarts(plan.task.entry, str(plan.task.cwd), plan.task.preload) if one_rank else None
     outcomes = run_pool([adapter.job(r) for r in todo], slots, adapter, cfg.retry_policy(), progress,
-                        grace_s=float(cfg.grace_s), warm=WarmStarts(plan.task.entry, str(plan.task.cwd),
-                                                                          plan.task.preload),
-                        max_parallel=cfg.max_parallel)
+                        grace_s=float(cfg.grace_s), warm=warm, max_parallel=cfg.max_parallel)
     results.update({key: str(status.get("status", Status.FAILED.value)) for key, status in outcomes.items()})
     return results
 

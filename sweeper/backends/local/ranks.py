@@ -35,6 +35,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sweeper.backends.failures import Failure, classify, signal_name
+from sweeper.run.atomic import read_tail
 from sweeper.run.rundir import EXIT_INTERRUPTED, RunDir
 
 RANK_GRACE_S = 60.0          # a rank still running this long after another exited normally is stopped
@@ -93,8 +95,6 @@ class RankExit:
     returncode: int
 
     def describe(self) -> str:
-        from sweeper.backends.failures import signal_name
-
         how = f"was killed by {signal_name(self.returncode)}" if signal_name(self.returncode) and \
             self.returncode < 0 else f"exited with status {self.returncode}"
         return f"rank {self.rank} of {self.world} (pid {self.pid}) {how}; the run's other ranks were stopped"
@@ -102,9 +102,6 @@ class RankExit:
     def failure(self, failure, log_path: Path):
         """The run's Failure named by this rank: classified from its own exit and log when it is not rank 0
         (rank 0 records its own error in the run's status, which `failure` was classified from)."""
-        from sweeper.backends.failures import Failure, classify
-        from sweeper.run.atomic import read_tail
-
         if self.rank:
             failure = classify(self.returncode, None, read_tail(rank_log(log_path, self.rank)))
         message = f"rank {self.rank} of {self.world}: {failure.message} (pid {self.pid}; the other ranks were stopped)"
