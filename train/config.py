@@ -201,7 +201,7 @@ def validate(config: Mapping[str, Any], launcher: Mapping[str, Any] | None = Non
     context and batch) or train.device=cuda where the local launcher has no GPU raises ConfigError with a
     one-line message (sweeper.train.checks). Each distinct corpus is read once per process (a text file again only when
     it changed on disk)."""
-    from sweeper.train.checks import check_corpus_fits, check_device, check_ranks
+    from sweeper.train.checks import check_corpus_fits, check_device, check_ranks   # lazy: only when validating
     from sweeper.train.corpus import corpus_text
 
     cfg = RunConfig.from_dict(config)

@@ -83,7 +83,7 @@ class Run(RankedRun):
         self.keep_checkpoints = keep_checkpoints
         self.start_step = 0
         self.outcome: Status | None = None
-        self.summary: dict | None = None               # what the run ended with (rank 0 wrote it to summary.json)
+        self.summary: dict | None = None               # what the run ended with (rank 0 records it)
         self.extra: dict[str, Any] = {}               # more summary fields (e.g. determinism flags)
         self._t0 = time.time()
         self._last_step: int | None = None
@@ -172,7 +172,7 @@ class Run(RankedRun):
         """The live monitor on `model` (sweeper.health.LiveMonitor), writing health.json. `preflight`: a
         function returning a HealthReport, run once at the start of a fresh run (not on resume). `thresholds`:
         a sweeper.health.Thresholds for the monitor (default: its defaults)."""
-        from sweeper.run.health import RunHealth, SilentHealth
+        from sweeper.run.health import RunHealth, SilentHealth   # lazy: sweeper.health needs torch
 
         if not self.is_main:                          # rank 0 watches the model (the same on every rank)
             self._health = SilentHealth()

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Sequence
 
 from sweeper.errors import UsageError
-from sweeper.backends.local.gpu_topology import Device, discover_devices, resolve_visible
+from sweeper.backends.local.gpu_topology import Device, discover_devices, parse_cpu_list, resolve_visible
 from sweeper.config.launcher_schema import LocalLauncherConf
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]     # the repo root (sweeper/backends/local/slots.py)
@@ -172,8 +172,6 @@ def make_slots(cfg: LauncherConfig, n_runs: int, environ: dict | None = None,
 
 def numa_nodes() -> dict[int, int]:
     """core -> NUMA node of this machine (/sys/devices/system/node); {} where it cannot be read."""
-    from sweeper.backends.local.gpu_topology import parse_cpu_list
-
     out = {}
     try:
         names = [n for n in os.listdir("/sys/devices/system/node") if n.startswith("node") and n[4:].isdigit()]
