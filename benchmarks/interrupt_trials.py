@@ -247,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{tracebacks} tracebacks in the sweepers' output")
         md = ["# Interrupt trials", "",
               f"`python benchmarks/interrupt_trials.py --n {args.n} --seed {args.seed} --steps {args.steps}{wide}`: "
-              f"rope, nope x seeds 0-1, {args.steps} steps{f' ({args.wide}: 2 ranks per run)' if args.wide else ''}; each trial interrupts the sweep once, then runs the same "
+              f"rope, nope x seeds 0-1, {args.steps} steps{f' ({args.wide}: 2 ranks per run)' if args.wide else ''}; "
+              f"each trial interrupts the sweep once, then runs the same "
               f"command again.", "",
               f"- **{all_equal}/{args.n}** trials ended with every final val_loss and step count bitwise equal to the "
               f"uninterrupted sweep", f"- **{orphans}** orphan processes after the reruns",

@@ -97,7 +97,8 @@ def test_reserve_picks_the_set_that_drains_first():
 
 # -- the pool: reservation and max_parallel with real (tiny, torch-free) processes ----------------------------
 
-SLEEP = "import os, sys, time; time.sleep(float(sys.argv[1])); open(sys.argv[2], 'a').write(os.environ.get('RANK', '-') + '\\n')"
+SLEEP = ("import os, sys, time; time.sleep(float(sys.argv[1])); "
+         "open(sys.argv[2], 'a').write(os.environ.get('RANK', '-') + '\\n')")
 
 
 class Adapter:

@@ -67,12 +67,13 @@ def test_a_killed_rank_ends_its_run_named_within_30s(sweep_dir, tmp_path):
     pid = json.loads((nope / "env.rank1.json").read_text())["pid"]
     os.kill(pid, signal.SIGKILL)
     t0 = time.time()
-    wait_for(lambda: status(sweep_dir, "nope").get("attempts"), 30, "the pool to end the run")   # (rank 0 may
-    #                                          have recorded its own gloo error first: the pool's record names the cause)
+    # rank 0 may record its own gloo error first; the pool's record (with attempts) names the cause
+    wait_for(lambda: status(sweep_dir, "nope").get("attempts"), 30, "the pool to end the run")
     took = time.time() - t0
     st = status(sweep_dir, "nope")
     assert st["error"].startswith("rank 1 of 2: killed by SIGKILL") and st["failure_class"] == "signal", st
     assert took < 30
+    print(f"the killed rank ended its run, named in its status, {took:.2f} s after the kill")
     assert proc.wait(timeout=120) == 1
     out = log.read_text()
     assert "FAILED nope/seed_0" in out and "rank 1 of 2: killed by SIGKILL" in out

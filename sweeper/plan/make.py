@@ -131,7 +131,8 @@ def task_identity(task: TaskSpec | dict) -> dict:
 def plan_hash(task: TaskSpec, variant_configs: dict[str, dict], resources: dict[str, dict] | None = None) -> str:
     """The plan's identity; resources count once a variant has more than one rank (older plans hash as before)."""
     wide = {v: r for v, r in (resources or {}).items() if ranks_of(resources, v) != 1}
-    return stable_hash({"task": task_identity(task), "variants": variant_configs, **({"resources": wide} if wide else {})})
+    extra = {"resources": wide} if wide else {}
+    return stable_hash({"task": task_identity(task), "variants": variant_configs, **extra})
 
 
 def default_sweep_dir(sweep: Sweep, variants_hash: str) -> Path:

@@ -77,7 +77,8 @@ def parse_launcher_config(launcher: dict) -> SlurmConfig:
     if missing:
         raise UsageError(f"launcher=slurm: {', '.join(missing)} not found on PATH; run on a Slurm login node "
                          f"or use launcher=local")
-    flags = [f"--{k}" if v is True else f"--{k}={v}" for k, v in sbatch_options(for_ranks(cfg, cfg.ranks_per_run)).items()]
+    options = sbatch_options(for_ranks(cfg, cfg.ranks_per_run))
+    flags = [f"--{k}" if v is True else f"--{k}={v}" for k, v in options.items()]
     test = subprocess.run(["sbatch", "--test-only", *flags, "--wrap=true"], capture_output=True, text=True,
                           timeout=60)
     if test.returncode != 0:
