@@ -51,6 +51,19 @@ def test_a_two_rank_run_stopped_by_one_rank_resumes_bitwise(tmp_path):
     assert_bitwise_equal(ref, stopped)
 
 
+def test_one_rank_through_the_data_parallel_path_is_bitwise_the_plain_run(tmp_path):
+    """World size 1 with a rendezvous (a gloo group of one: every all-reduce runs) changes no bit."""
+    from train_runs import train
+
+    cfg = tiny_config(seed=4, **{"train.steps": 8})
+    plain, ranked = make_run_dir(tmp_path / "plain", cfg), make_run_dir(tmp_path / "ranked", cfg)
+    assert train(plain) == 0 and launch(ranked, world=1) == [0]
+    summary = RunDir(ranked).read_summary()
+    assert summary.extra["distributed"] == {"backend": "gloo", "world_size": 1}
+    assert "distributed" not in RunDir(plain).read_summary().extra
+    assert_bitwise_equal(plain, ranked)
+
+
 def test_a_resume_at_another_world_size_is_refused_naming_it(tmp_path):
     run_dir = make_run_dir(tmp_path / "r", tiny_config(seed=1, **{"train.steps": 12}))
     assert launch(run_dir, world=1, SWEEPER_AUDIT_STOP_AT_STEP="5") == [75]
