@@ -5,11 +5,15 @@
     python benchmarks/gpu_check.py --only bench_rope    # some steps (comma-separated names)
 
 Steps, each in its own process with its own time limit (a hang, a crash or a CUDA error ends that step only;
-the total of the limits is 415 s, and a step never starts with less time left than it needs to be useful):
+the limits add up to 450 s within a 420 s total: the last step gets what is left, and a step never starts with
+less time left than it needs to be useful):
   env                device name, memory, driver, torch / CUDA / Triton / Liger versions, git commit
   kernel_tests       the RoPE tests on CUDA (fp32/bf16/fp16, both layouts, positions, GQA, partial rotary, compile)
   train_determinism  a short training run on CUDA, three processes at once: two must end bitwise equal, the
                      third is SIGKILLed mid-run, resumed, and must end bitwise equal to them
+  ddp_smoke          the data-parallel path on one GPU: the trainer as rank 0 of a world of 1 (torchrun's
+                     variables, a held MASTER_PORT, NCCL; --smoke: gloo on CPU) beside the same run without
+                     ranks, and a third SIGKILLed mid-run and resumed: all three must end bitwise equal
   bench_rope         benchmarks/bench_rope.py cuda: fwd and fwd+bwd bandwidth vs eager, torch.compile, Liger
   pool_throughput    the local pool on one GPU: the same 4 runs with 1 (one after another), 2 and 4 runs per device
 Files, all under DIR and rewritten after every step: gpu_check.{json,md} (the summary: device, versions, each
@@ -41,7 +45,7 @@ TOTAL_S, SMOKE_TOTAL_S = 420, 600
 # name -> (limit on a GPU, limit in --smoke, the least time worth starting it with). The smoke limits leave room
 # for a loaded shared CPU (the smoke run takes ~1.5 min on an idle 2-core machine, 2.5-4 min on a busy one).
 STEPS = {"env": (15, 60, 5), "kernel_tests": (110, 120, 30), "train_determinism": (60, 150, 30),
-         "bench_rope": (130, 120, 40), "pool_throughput": (100, 150, 40)}
+         "ddp_smoke": (35, 150, 25), "bench_rope": (130, 120, 40), "pool_throughput": (100, 150, 40)}
 
 
 def _py(*args: str) -> list[str]:
@@ -142,6 +146,53 @@ def step_train_determinism(args) -> dict:
     return out
 
 
+def step_ddp_smoke(args) -> dict:
+    """World size 1 through the data-parallel path (NCCL on the GPU) must change no bit of the training run."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import train_runs as tr
+    from sweeper.backends.local.ranks import HeldPort, rank_env
+    from sweeper.run.rundir import RunDir
+
+    device = "cpu" if args.smoke else "cuda"
+    steps, kill_at = (12, 7) if args.smoke else (40, 23)
+    cfg = tr.tiny_config(seed=5, **{"train.device": device, "train.steps": steps, "train.ckpt_interval": 5})
+    out = {"device": device, "steps": steps, "killed_at_step": kill_at}
+    with tempfile.TemporaryDirectory() as tmp:
+        plain, ddp, killed = (tr.make_run_dir(Path(tmp) / n, cfg) for n in ("plain", "ddp", "killed"))
+        ports = [HeldPort(), HeldPort()]
+
+        def ranked(run_dir, port, **extra):      # rank 0 of 1, as the local pool starts a rank
+            env = rank_env(tr.train_env(**extra), 0, 1, port.port, [os.environ.get("CUDA_VISIBLE_DEVICES", "0")
+                                                                    .split(",")[0] if device == "cuda" else None])
+            with open(run_dir / "stdout.log", "ab") as log:
+                return subprocess.Popen(_py("-m", "sweeper.train", str(run_dir)), cwd=ROOT, env=env, stdout=log,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        t0 = time.perf_counter()
+        procs = [tr.start(plain), ranked(ddp, ports[0]),
+                 ranked(killed, ports[1], SWEEPER_AUDIT_KILL_AT_STEP=str(kill_at))]
+        codes = [tr.finish(p, d) for p, d in zip(procs, (plain, ddp, killed))]
+        out["three_runs_s"] = round(time.perf_counter() - t0, 2)
+        if codes != [0, 0, -9]:
+            raise StepFailed(f"exit codes {codes} (want 0, 0, -9): {tr.log_text(ddp)[-1500:]}", out)
+        summary = RunDir(ddp).read_summary()
+        out["distributed"] = summary.extra.get("distributed")
+        out["fingerprint"] = {k: summary.fingerprint.get(k) for k in ("world_size", "device_model", "device")}
+        want = "gloo" if args.smoke else "nccl"
+        if (out["distributed"] or {}).get("backend") != want or summary.fingerprint.get("world_size") != 1:
+            raise StepFailed(f"the ranked run did not train as rank 0 of 1 over {want}: {out['distributed']}", out)
+        tr.assert_bitwise_equal(plain, ddp)
+        out["ws1_bitwise_equal_to_plain"] = True
+        proc = ranked(killed, ports[1])
+        if tr.finish(proc, killed) != 0:
+            raise StepFailed(f"the resumed run failed: {tr.log_text(killed)[-1500:]}", out)
+        tr.assert_bitwise_equal(plain, killed)
+        out["resume_bitwise_equal"] = True
+        out["final"] = summary.final
+        for port in ports:
+            port.close()
+    return out
+
+
 def step_bench_rope(args) -> dict:
     wheel_dir = _unpack_liger()
     cmd = _py("benchmarks/bench_rope.py", "cuda", "--out", args.out, "--budget-s",
@@ -237,7 +288,7 @@ class StepFailed(Exception):
 
 
 STEP_FUNCS = {"env": step_env, "kernel_tests": step_kernel_tests, "train_determinism": step_train_determinism,
-              "bench_rope": step_bench_rope, "pool_throughput": step_pool_throughput}
+              "ddp_smoke": step_ddp_smoke, "bench_rope": step_bench_rope, "pool_throughput": step_pool_throughput}
 
 
 def run_one(args) -> int:

@@ -13,6 +13,8 @@ checkpoints every 5) runs once uninterrupted (the reference), then N trials, eac
      still name the trial's sweep dir after the rerun (and, for information, 20 s after the interrupt).
 Prints a table and writes benchmarks/results/interrupt_trials.{json,md}. Target: N/N bitwise equal, 0 orphans.
 A trial takes 20-60 s on 2 cores. Not a test (random moments), but any unequal trial is a bug to reproduce.
+`--wide nope` makes that variant's runs 2 data-parallel ranks each (experiment.resources; results in
+interrupt_trials_wide.{json,md}); sigkill_child then kills one run's rank 0, which takes the run down.
 """
 from __future__ import annotations
 
@@ -42,9 +44,13 @@ TINY = ["model.d_model=32", "model.n_layers=1", "model.n_heads=2", "model.contex
         "train.warmup_steps=2", "data.n_files=8", "health.preflight=false"]
 
 
+EXTRA: list[str] = []     # --wide VARIANT: its resources
+
+
 def sweep_args(sweep_dir: Path, steps: int) -> list[str]:
     return ["+experiment=rope", "~experiment.variants.rope_frozen_qk", "seeds=0-1", *TINY, f"train.steps={steps}",
-            f"sweeper.dir={sweep_dir}", "sweeper.report=false", "launcher.grace_s=3", "launcher.retry_backoff_s=0.5"]
+            f"sweeper.dir={sweep_dir}", "sweeper.report=false", "launcher.grace_s=3", "launcher.retry_backoff_s=0.5",
+            *EXTRA]
 
 
 def env() -> dict:
@@ -198,7 +204,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=30, help="train.steps of each run")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     ap.add_argument("--keep", action="store_true", help="keep the sweep dirs (printed)")
+    ap.add_argument("--wide", choices=VARIANTS, help="this variant's runs: 2 data-parallel ranks each")
     args = ap.parse_args(argv)
+    if args.wide:
+        EXTRA[:] = [f"+experiment.resources={{{args.wide}: {{ranks_per_run: 2}}}}"]
+    name = "interrupt_trials_wide" if args.wide else "interrupt_trials"
+    wide = f" --wide {args.wide}" if args.wide else ""
     if args.n < 1 or args.steps < 1:
         ap.error("--n and --steps must be positive")
     work = Path(tempfile.mkdtemp(prefix="interrupt_trials_"))
@@ -228,14 +239,16 @@ def main(argv: list[str] | None = None) -> int:
         all_equal = sum(r["equal"] == r["runs"] and r["rerun_rc"] == 0 for r in rows)
         orphans = sum(r["orphans"] for r in rows)
         tracebacks = sum(r["tracebacks"] for r in rows)
-        summary = {"n": args.n, "seed": args.seed, "steps": args.steps, "reference_wall_s": round(ref_wall, 1),
+        summary = {"n": args.n, "seed": args.seed, "steps": args.steps, "wide": args.wide,
+                   "reference_wall_s": round(ref_wall, 1),
                    "trials_bitwise_equal": all_equal, "orphans": orphans, "tracebacks": tracebacks,
                    "first_exit_codes": sorted({r["first_rc"] for r in rows}), "trials": rows}
         print(f"\n{all_equal}/{args.n} trials bitwise equal to the uninterrupted sweep, {orphans} orphans, "
               f"{tracebacks} tracebacks in the sweepers' output")
         md = ["# Interrupt trials", "",
-              f"`python benchmarks/interrupt_trials.py --n {args.n} --seed {args.seed} --steps {args.steps}`: "
-              f"rope, nope x seeds 0-1, {args.steps} steps; each trial interrupts the sweep once, then runs the same "
+              f"`python benchmarks/interrupt_trials.py --n {args.n} --seed {args.seed} --steps {args.steps}{wide}`: "
+              f"rope, nope x seeds 0-1, {args.steps} steps{f' ({args.wide}: 2 ranks per run)' if args.wide else ''}; "
+              f"each trial interrupts the sweep once, then runs the same "
               f"command again.", "",
               f"- **{all_equal}/{args.n}** trials ended with every final val_loss and step count bitwise equal to the "
               f"uninterrupted sweep", f"- **{orphans}** orphan processes after the reruns",
@@ -244,8 +257,8 @@ def main(argv: list[str] | None = None) -> int:
               "| # | kind | moment | delay s | first exit | reruns | equal | orphans |", "|---|---|---|---|---|---|---|---|"]
         md += [f"| {r['trial']} | {r['kind']} | {r['moment']} | {r['delay_s'] if r['delay_s'] is not None else '-'} | "
                f"{r['first_rc']} | {r['reruns']} | {r['equal']}/{r['runs']} | {r['orphans']} |" for r in rows]
-        write_results(args.out, "interrupt_trials", summary, md)
-        print(f"wrote {Path(args.out) / 'interrupt_trials.json'} and .md")
+        write_results(args.out, name, summary, md)
+        print(f"wrote {Path(args.out) / (name + '.json')} and .md")
         return 0 if all_equal == args.n and orphans == 0 else 1
     finally:
         if args.keep:

@@ -6,6 +6,7 @@ import os
 import pytest
 
 from tests.helpers.commands import TINY, slurm_problem
+from tests.helpers.fake_gpus import fake_smi_env
 
 # Triton kernels run in the interpreter when there is no GPU; this must be set before triton is imported.
 try:
@@ -41,3 +42,13 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture
+def node(monkeypatch):
+    """node("dgx_h100"): this process sees that node's GPUs through the fake nvidia-smi (tests/helpers/fake_gpus)."""
+    def use(name):
+        for k, v in fake_smi_env(name).items():
+            monkeypatch.setenv(k, v)
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    return use

@@ -20,6 +20,7 @@ pytest_plugins = ["tests.helpers.local_pool"]     # its sweep_dir fixture
 
 APP = ROOT / "tests" / "hydra_app" / "my_app.py"
 LOSS_APP = ROOT / "tests" / "hydra_app" / "loss_app.py"
+DDP_APP = ROOT / "tests" / "hydra_app" / "ddp_app.py"
 CORES = sorted(os.sched_getaffinity(0))
 sys.path.insert(0, str(LOSS_APP.parent))
 from loss_app import loss  # noqa: E402  (the values the app returns)
@@ -163,7 +164,9 @@ HYDRA_HINT = "Set the environment variable HYDRA_FULL_ERROR=1 for a complete sta
     ("grace_s=-1", "hydra.launcher.grace_s=-1: must be a number of seconds >= 0"),
     ("nope=1", "unknown config key 'hydra.launcher.nope'; keys of hydra.launcher are: baseline, cores, cpu_only, "
                "crash_loop_after, devices, grace_s, lower_is_better, max_parallel, max_retries, metric, n_jobs, "
-               "retry_backoff_s, runs_per_device, seed_key, threads_per_run"),
+               "ranks_per_run, retry_backoff_s, runs_per_device, seed_key, threads_per_run"),
+    ("ranks_per_run=0", "hydra.launcher.ranks_per_run=0: must be an integer from 1 to 64 (processes per run, one "
+                        "GPU each)"),
     ("n_jobs=0", "hydra.launcher.n_jobs=0: must be a positive integer (or -1: no cap)"),
     ("lower_is_better=maybe", "hydra.launcher.lower_is_better='maybe': must be true or false"),
     ("metric=[a]", "hydra.launcher.metric=['a']: must be a non-empty name"),
@@ -184,7 +187,8 @@ def test_every_key_of_the_local_launcher_schema_is_a_plugin_option(sweep_dir):
     keys = [f.name for f in dataclasses.fields(PoolConf)]
     assert set(keys) == {f.name for f in dataclasses.fields(LocalLauncherConf)} - {"name"}
     given = {"devices": ["1"], "runs_per_device": 2, "cpu_only": True, "max_parallel": 3, "threads_per_run": 1,
-             "cores": CORES[:1], "max_retries": 4, "retry_backoff_s": 0.5, "crash_loop_after": 5, "grace_s": 1.5}
+             "cores": CORES[:1], "max_retries": 4, "retry_backoff_s": 0.5, "crash_loop_after": 5, "grace_s": 1.5,
+             "ranks_per_run": 2}
     assert set(given) == set(keys)
     proc = app("--cfg", "hydra", "-p", "hydra.launcher", "hydra/launcher=sweeper_pool",
                *[f"hydra.launcher.{k}={json.dumps(v)}" for k, v in given.items()])
@@ -343,3 +347,20 @@ def test_a_killed_job_is_completed_by_the_parent_and_an_old_result_does_not_outl
         assert (record.variant, record.seed, record.attempts) == ("die=True", int(num), 1)
         assert rd.read_summary().status == Status.PENDING and rd.read_summary().final == {}
         assert rd.outcome() == Status.FAILED          # the first config's finished summary does not win
+
+
+def test_ranks_per_run_makes_each_job_a_process_group_and_rank_0_records_it(sweep_dir):
+    proc = app("-m", "seed=0,1", "hydra/launcher=sweeper_pool", "hydra.launcher.ranks_per_run=2",
+               "hydra.launcher.cpu_only=true", f"hydra.sweep.dir={sweep_dir}", script=DDP_APP, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    manifest = read_manifest(sweep_dir)
+    assert manifest.resources == {"default": {"ranks_per_run": 2}}
+    ports = set()
+    for entry in manifest.runs:
+        rd = manifest.run_dir(sweep_dir, entry)
+        ranks = [json.loads((rd.path / f"rank{r}.json").read_text()) for r in (0, 1)]
+        assert [r["sum"] for r in ranks] == [3.0, 3.0] and {r["world"] for r in ranks} == {2}
+        ports |= {r["port"] for r in ranks}
+        assert rd.read_summary().final == {"objective": 3.0 + entry.seed}
+        assert rd.read_env(rank=1)["rank"]["rank"] == "1" and (rd.path / "stdout.rank1.log").exists()
+    assert len(ports) == 2                    # one MASTER_PORT per job

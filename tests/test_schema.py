@@ -66,6 +66,8 @@ RANGE_CASES = [
     ("sweeper.one_change", ["sweeper.one_change=sometimes"], "accepted values are warn, error, off"),
     ("health.thresholds", ["+health.thresholds.no_such=1"], "health.thresholds.no_such: unknown threshold; accepted:"),
     ("launcher.runs_per_device", ["launcher.runs_per_device=0"], "must be a positive integer"),
+    ("launcher.ranks_per_run", ["launcher.ranks_per_run=0"], "must be an integer from 1 to 64"),
+    ("launcher.ranks_per_run", ["launcher=slurm", "launcher.ranks_per_run=65"], "must be an integer from 1 to 64"),
     ("launcher.max_parallel", ["launcher.max_parallel=0"], "must be a positive integer or null"),
     ("launcher.threads_per_run", ["launcher.threads_per_run=-2"], "must be a positive integer or null"),
     ("launcher.cores", ["launcher.cores=[-1]"], "must be a list of CPU core ids"),
@@ -98,6 +100,7 @@ RANGE_CASES = [
     ("experiment.metric", ["experiment.metric=''"], "must be a metric name"),
     ("experiment.variants", ["experiment.variants=null"], "must map variant names to lists of overrides"),
     ("experiment.min_effect", ["experiment.min_effect=0"], "must be a positive number"),
+    ("experiment.resources", ["+experiment.resources={nope: {ranks_per_run: 0}}"], "must be an integer from 1 to 64"),
     ("experiment.secondary_metrics", ["+experiment.secondary_metrics={acc: up}"], "lower or higher"),
     ("model.d_model", ["model.d_model=0"], "must be a positive integer"),
     ("model.n_layers", ["model.n_layers=0"], "must be a positive integer"),
@@ -214,8 +217,8 @@ def test_an_out_of_range_value_is_one_line_naming_the_key(key, args, says, tmp_p
                        "extend, journal, max_runs, one_change, "
                          "preflight, report, tensorboard"),
     (["+launcher.gpus=2"], "unknown config key 'launcher.gpus'; keys of launcher are: cores, cpu_only, "
-                           "crash_loop_after, devices, grace_s, max_parallel, max_retries, name, retry_backoff_s, "
-                           "runs_per_device, threads_per_run"),
+                           "crash_loop_after, devices, grace_s, max_parallel, max_retries, name, ranks_per_run, "
+                           "retry_backoff_s, runs_per_device, threads_per_run"),
 ])
 def test_the_cli_prints_one_line_exit_2_and_writes_nothing(args, line, tmp_path):
     proc = run_sweeper(*BASE, *args, f"sweeper.dir={tmp_path / 's'}", cwd=tmp_path)

@@ -10,34 +10,16 @@ import os
 
 import pytest
 
-from tests.helpers.commands import ROOT
+from tests.helpers.fake_gpus import FIXTURES, fake_smi_env
 from tests.helpers.local_pool import child_env, run, run_dir, sweep_args
 from sweeper.errors import UsageError
 from sweeper.backends.local.gpu_topology import parse_cpu_list
 from sweeper.backends.local.slots import make_slots
 from sweeper.backends.local.schema import LocalLauncherConf
 
-FIXTURES = ROOT / "tests" / "fixtures" / "nvidia_smi"
 H100_SOCKETS = (set(parse_cpu_list("0-55,112-167")), set(parse_cpu_list("56-111,168-223")))
 A100_NEAR = {0: "48-63,176-191", 1: "48-63,176-191", 2: "16-31,144-159", 3: "16-31,144-159",
              4: "112-127,240-255", 5: "112-127,240-255", 6: "80-95,208-223", 7: "80-95,208-223"}
-
-
-def fake_smi_env(node: str) -> dict:
-    """Environment that puts the fake nvidia-smi first on PATH, replaying `node`'s recorded outputs."""
-    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
-    env["PATH"] = f"{FIXTURES}{os.pathsep}{env.get('PATH', '')}"
-    env["NVIDIA_SMI_FIXTURE"] = str(FIXTURES / node)
-    return env
-
-
-@pytest.fixture
-def node(monkeypatch):
-    def use(name):
-        for k, v in fake_smi_env(name).items():
-            monkeypatch.setenv(k, v)
-        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    return use
 
 
 def uuids(name: str, prefix: str) -> list[str]:

@@ -2,8 +2,9 @@
 
     check_corpus_fits(cfg, n_chars)          # the splits hold a validation window and a batch of training windows
     check_device(cfg, launcher={"name": "local", "cpu_only": False})   # train.device=cuda has a GPU to run on
+    check_ranks(cfg, launcher={"ranks_per_run": 2})   # the global batch splits evenly across the run's ranks
 
-Both raise ConfigError with one line naming the keys and the fix; validate (the task's validate hook) calls them for every
+All raise ConfigError with one line naming the keys and the fix; validate (the task's validate hook) calls them for every
 planned run, so a sweep that every run would fail at start is refused before anything starts. Pure Python
 (no torch, no numpy), and CUDA is never initialised here (GPUs are counted as sweeper.backends.local.slots counts them:
 CUDA_VISIBLE_DEVICES if set, else `nvidia-smi -L`). The device check applies to the local launcher only: on
@@ -71,11 +72,20 @@ def check_device(cfg: RunConfig, launcher: Mapping[str, Any] | None,
                           "every run would fail at its start; use train.device=auto (cpu here) or launcher=slurm")
 
 
+def check_ranks(cfg: RunConfig, launcher: Mapping[str, Any] | None) -> None:
+    """A run of N ranks (the launcher's ranks_per_run for this run's variant) trains on N equal shards of the
+    global batch (train/parallel.py): train.batch_size must be a multiple of N."""
+    ranks = int((launcher or {}).get("ranks_per_run") or 1)
+    if cfg.train.batch_size % ranks:
+        raise ConfigError(f"train.batch_size={cfg.train.batch_size} is not divisible by ranks_per_run={ranks}: each "
+                          f"rank trains on an equal share of the global batch; use a multiple of {ranks}")
+
+
 def validate(config: Mapping[str, Any], launcher: Mapping[str, Any] | None = None) -> None:
     """The plan-time hook (`sweeper.train.checks:validate`), called with each planned run's resolved config (and the
     sweep's launcher config): a bad value, an unusable corpus (missing, empty, not text, too short for the model's
     context and batch) or train.device=cuda where the local launcher has no GPU raises ConfigError with a
-    one-line message (check_corpus_fits, check_device). Each distinct corpus is read once per process (a text file again only when
+    one-line message (check_corpus_fits, check_device, check_ranks). Each distinct corpus is read once per process (a text file again only when
     it changed on disk)."""
     cfg = RunConfig.from_dict(config)
     data = cfg.data
@@ -84,6 +94,7 @@ def validate(config: Mapping[str, Any], launcher: Mapping[str, Any] | None = Non
         _CORPUS_LENGTHS[key] = len(corpus_text(data)[0])    # characters = tokens of the character-level corpus
     check_corpus_fits(cfg, _CORPUS_LENGTHS[key])
     check_device(cfg, launcher)
+    check_ranks(cfg, launcher)
 
 
 _CORPUS_LENGTHS: dict[str, int] = {}

@@ -7,8 +7,10 @@ Everything that touches the run dir or the process goes through the Run: the con
 streams (run.streams), checkpoints (run.save_checkpoint / run.load_checkpoint add every RNG state, the health
 state and the fingerprint to the trainer's own state), metrics (run.log), health (run.health), the stop flag
 (run.should_stop) and the ending (run.finish / run.diverged / run.interrupt). A run dir that holds checkpoints
-continues from the newest valid one and ends bitwise equal to the run that never stopped (same thread count
-and device; the fingerprint check refuses anything else).
+continues from the newest valid one and ends bitwise equal to the run that never stopped (same thread count,
+world size and device; the fingerprint check refuses anything else). With launcher.ranks_per_run=N the run is
+N ranks training data-parallel (train/parallel.py: gloo on CPU, nccl on CUDA): the same model everywhere, each
+rank its shard of the global batch, gradients and the logged loss averaged over the ranks; rank 0 writes.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from sweeper.train.corpus import load_corpus
 from sweeper.train.determinism import set_determinism
 from sweeper.train.model import Transformer
 from sweeper.train.optim import device_name, make_optimizer, make_scheduler, pick_device
+from sweeper.train.parallel import DataParallel
 from sweeper.train.preflight import preflight_model
 from sweeper.train.trail import hooks_from_env
 
@@ -38,20 +41,25 @@ OnStep = Callable[["Trainer", int, Any], None]    # on_step(trainer, step, run) 
 class Trainer:
     """Everything one run trains with, built from the config and the seed streams (no global state in the loop)."""
 
-    def __init__(self, cfg: RunConfig, streams: SeedStreams | None = None):
+    def __init__(self, cfg: RunConfig, streams: SeedStreams | None = None, rank_streams: SeedStreams | None = None,
+                 parallel: DataParallel | None = None):
         streams = streams or SeedStreams(cfg.seed)
+        rank_streams = rank_streams or streams       # this rank's own streams (dropout, python, numpy)
         self.cfg = cfg
+        self.parallel = parallel or DataParallel(0, 1)
+        self.parallel.check_batch(cfg.train.batch_size)
         self.flags = set_determinism(cfg.train.deterministic)
         self.device = pick_device(cfg)
         self.corpus = load_corpus(cfg.data)
         T, B = cfg.model.context, cfg.train.batch_size
         torch.manual_seed(streams.seed_for("init"))
         self.model = Transformer(cfg.model, self.corpus.vocab_size).to(self.device)
-        torch.manual_seed(streams.seed_for("dropout"))               # global torch RNG = dropout stream
+        self.parallel.same_everywhere(self.model)
+        torch.manual_seed(rank_streams.seed_for("dropout"))          # global torch RNG = this rank's dropout stream
         if self.device.type == "cuda":
-            torch.cuda.manual_seed_all(streams.seed_for("dropout"))
-        random.seed(streams.seed_for("python"))
-        np.random.seed(streams.seed_for("python") % 2**32)
+            torch.cuda.manual_seed_all(rank_streams.seed_for("dropout"))
+        random.seed(rank_streams.seed_for("python"))
+        np.random.seed(rank_streams.seed_for("python") % 2**32)
         self.optimizer = make_optimizer(self.model.parameters(), cfg)
         self.scheduler = make_scheduler(self.optimizer, cfg)
         self.sampler = EpochSampler((len(self.corpus.train) - 1) // T, B, streams.generator("data_order"))
@@ -61,13 +69,13 @@ class Trainer:
         self.fingerprint = {     # what the run API's own fingerprint (config, seed, versions, threads) lacks
             "corpus_hash": self.corpus.text_sha256[:16], "data_order_hash": tensor_hash(first_epoch),
             "eval_batches_hash": tensor_hash(self.eval_starts), "triton_version": versions()["triton"],
-            "device": device_name(self.device), "world_size": 1,
+            "device": device_name(self.device), "world_size": self.parallel.world_size,
             "deterministic": cfg.train.deterministic, "determinism_flags": self.flags,
         }
         self.last_starts: torch.Tensor | None = None    # (B,) window indices of the latest batch (audit trail)
 
     def batch(self) -> tuple[torch.Tensor, torch.Tensor]:
-        self.last_starts = self.sampler.next_indices()                          # (B,)
+        self.last_starts = self.parallel.shard(self.sampler.next_indices())     # (B / W,) of the global (B,)
         starts = self.last_starts * self.cfg.model.context                      # (B,)
         x, y = windows(self.corpus.train, starts, self.cfg.model.context)       # (B, T) each
         return x.to(self.device), y.to(self.device)
@@ -103,7 +111,11 @@ def main(run, on_step: OnStep | None = None) -> dict:
     run.request_stop); without one, the audit switches in the environment may supply it (train/trail.py)."""
     cfg = RunConfig.from_dict({**run.config_dict, "seed": run.seed})
     run.keep_checkpoints = cfg.train.keep_checkpoints
-    trainer = Trainer(cfg, run.streams)
+    set_determinism(cfg.train.deterministic)       # before run.distributed(): nccl initialises CUDA
+    backend = run.distributed()                    # joins the run's process group when it has several ranks
+    if backend:
+        run.extra["distributed"] = {"backend": backend, "world_size": run.world_size}
+    trainer = Trainer(cfg, run.streams, run.rank_streams, DataParallel(run.rank, run.world_size))
     run.record_env(device=device_name(trainer.device))
     run.extra["determinism"] = trainer.flags
     state = run.load_checkpoint(fingerprint=trainer.fingerprint)
@@ -111,6 +123,7 @@ def main(run, on_step: OnStep | None = None) -> dict:
     if state is not None:
         trainer.load_state_dict(state)
         loop = state["loop"]
+        trainer.parallel.same_everywhere(trainer.model)
     thresholds = Thresholds.from_dict(cfg.health.thresholds)          # health.thresholds.NAME=value
     preflight = (lambda: preflight_model(cfg, trainer.model, trainer.corpus, thresholds)) \
         if cfg.health.preflight else None
@@ -139,11 +152,12 @@ def _train(run, tr: Trainer, health, loop: dict, on_step: OnStep | None) -> dict
             if step != last_ckpt:
                 checkpoint(step)
             run.interrupt(step)
-            return run.dir.read_summary().to_dict()
+            return run.summary
         x, y = tr.batch()
         _, loss = tr.model(x, y)
         tr.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        loss = tr.parallel.average(tr.model.parameters(), loss)   # grads and loss: the ranks' mean
         grad_norm = torch.nn.utils.clip_grad_norm_(tr.model.parameters(), t.grad_clip or float("inf"))
         loss_value, grad_norm_value = loss.item(), grad_norm.item()
         health_rec = health.after_backward(step, loss_value, grad_norm_value)

@@ -117,7 +117,7 @@ def hooks_from_env() -> Callable | None:
                 f.write(line)
         if kill_at is not None and step == kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
-        if stop_at is not None and step == stop_at and not run.should_stop:
+        if stop_at is not None and step == stop_at:     # (not run.should_stop: a collective with several ranks)
             run.request_stop(f"{STOP_ENV}={stop_at}")
 
     return on_step

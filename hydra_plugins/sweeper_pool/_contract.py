@@ -215,7 +215,8 @@ def write_sweep_manifest(sweep_dir: Path, jobs: list[HydraJob], opts: Options, l
         overrides=list(config.hydra.overrides.task), source="hydra", argv=list(sys.argv),
         launcher={"name": "sweeper_pool", **plain_params(launcher.params)},
         task={"kind": "hydra", "app": str(config.hydra.job.name), "cwd": os.getcwd(),
-              "function": f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', '?')}"})
+              "function": f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', '?')}"},
+        resources={v: {"ranks_per_run": plain_params(launcher.params).get("ranks_per_run") or 1} for v in variants})
     write_manifest(sweep_dir, manifest)
     return manifest
 

@@ -86,6 +86,8 @@ class HydraJobAdapter:
         if ret is not None and ret.status == JobStatus.FAILED:
             error = _line(ret._return_value)
         failure = classify(returncode, error, read_tail(job.log_path))
+        if job.rank_exit is not None:                      # one rank's exit ended the job: name it
+            failure = job.rank_exit.failure(failure, job.log_path)
         status = rd.update_status(Status.INTERRUPTED if stopped else Status.FAILED, error=failure.message,
                                   exit_code=returncode, ended=time.time(), attempts=attempt, **failure.to_dict())
         return status.to_dict(), failure
@@ -151,7 +153,8 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
         job_file, result = work / f"job_{key}.pkl", work / f"job_{key}.result.pkl"
         job = Job(key=key, label=f"#{key} {hjob.shown}", group=hjob.variant,
                   argv=[sys.executable, "-m", "hydra_plugins.sweeper_pool._worker", str(job_file), str(result)],
-                  log_path=hjob.rundir.log_path, marker=str(job_file), cwd=Path(os.getcwd()), run_dir=hjob.rundir.path)
+                  log_path=hjob.rundir.log_path, marker=str(job_file), cwd=Path(os.getcwd()), run_dir=hjob.rundir.path,
+                  ranks=cfg.ranks_per_run)
         summary = contract.finished(hjob)
         if summary is not None:
             ret = load_return(result)
@@ -186,7 +189,8 @@ def _run(jobs, cfg, adapter: HydraJobAdapter, progress, returns: dict) -> dict:
     log.info(f"sweeper_pool: {len(slots)} slot(s): {', '.join(s.name for s in slots)}")
     for job in jobs:
         log.info(f"\t{job.label}")
-    outcomes = run_pool(jobs, slots, adapter, cfg.retry_policy(), progress, grace_s=float(cfg.grace_s))
+    outcomes = run_pool(jobs, slots, adapter, cfg.retry_policy(), progress, grace_s=float(cfg.grace_s),
+                        max_parallel=cfg.max_parallel)
     returns.update(adapter.returns)
     return outcomes
 

@@ -10,6 +10,9 @@ marked running, then, after Hydra's run_job:
                                        final metric and a warning
     the job raised                     status failed with the exception's line (traceback in the job's log)
 The JobReturn is written to RESULT_PKL atomically. Exit 0 when the task completed, 1 when it raised.
+With hydra.launcher.ranks_per_run=N every rank of the job runs this (torchrun's RANK, WORLD_SIZE, MASTER_PORT
+set by the pool: the task function joins its process group itself); rank 0 alone writes the status, the
+summary and the result, a rank r > 0 its env.rank<r>.json.
 """
 from __future__ import annotations
 
@@ -88,9 +91,11 @@ def main(job_file: str, result_file: str) -> int:
     run = job["run"]
     rd, started = RunDir(run["run_dir"]), time.time()
     os.environ[RUN_DIR_ENV] = str(rd.path)
-    rd.update_status(Status.RUNNING, started=started, ended=None, error=None, exit_code=None, pid=os.getpid())
+    rank = int(os.environ.get("RANK") or 0)
+    if rank == 0:
+        rd.update_status(Status.RUNNING, started=started, ended=None, error=None, exit_code=None, pid=os.getpid())
     env = environment_record()
-    rd.write_env(env)
+    rd.write_env(env, rank=rank)
     setup_globals()
     Singleton.set_state(job["singleton_state"])
     HydraConfig.instance().set_config(job["config"])
@@ -99,6 +104,9 @@ def main(job_file: str, result_file: str) -> int:
     if ret.status != JobStatus.COMPLETED:
         err = ret._return_value
         traceback.print_exception(type(err), err, err.__traceback__)
+    if rank:                                  # rank 0 records the job's outcome and result
+        sys.stdout.flush()
+        return 0 if ret.status == JobStatus.COMPLETED else 1
     record_outcome(run, ret, started, env)
     import cloudpickle   # deferred: cloudpickle (at launch only), only when this runs
 

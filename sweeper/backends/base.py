@@ -29,8 +29,9 @@ class Backend(ABC):
     def probe(self, conf: Any) -> None:
         """Checks that need a process or the machine (a cluster's verdict on the job options); UsageError."""
 
-    def launch_settings(self, conf: Any, n_runs: int) -> Launch:
-        """What the plan fixes for every run of an n_runs sweep (recorded in the manifest)."""
+    def launch_settings(self, conf: Any, plan) -> Launch:
+        """What the plan fixes for every run of the (full) plan, recorded in the manifest: the threads a run gets;
+        a run wider than the machine or allocation is refused here (UsageError)."""
         return Launch(threads_per_run=getattr(conf, "threads_per_run", None))
 
     def waits(self, conf: Any) -> bool:

@@ -5,7 +5,8 @@
 
 The plan is read from the sweep dir alone (its manifest: experiment, seeds, task, launcher; and each run's frozen
 config.yaml), not recomposed from the config dirs, so edits to the configs since the sweep started cannot change
-it; nor can launcher overrides change the launch settings the plan recorded (the threads of every run). Finished runs are skipped, diverged ones kept, interrupted ones resume from their checkpoints, failed and
+it; nor can launcher overrides change the launch settings the plan recorded (the threads of every run) or the
+ranks per run of each variant (its resources). Finished runs are skipped, diverged ones kept, interrupted ones resume from their checkpoints, failed and
 pending ones run again (with the retry policy and crash-loop stop of the launcher). A run whose config.yaml no
 longer matches the hash recorded in the manifest is refused (exit 2): that would be a different plan. Exit
 status as `python -m sweeper`.
@@ -80,7 +81,7 @@ def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
     plan = Plan(sweep_dir=sweep_dir, experiment=manifest.experiment, seeds=list(manifest.seeds), runs=runs,
                 variants_hash=manifest.variants_hash, sweep=sweep, task=task,
                 tensorboard=sweeper_cfg["tensorboard"], variant_seeds=dict(manifest.variant_seeds),
-                launch=manifest.launch)
+                launch=manifest.launch, resources=dict(manifest.resources))    # ranks per run: the plan's
     return plan, list(manifest.argv)
 
 

@@ -47,6 +47,14 @@ def at_least_zero(default: Any, null: bool = False, what: str = "an integer >= 0
     return rule(default, must=f"must be {what}{' or null' if null else ''}", ok=lambda v: v >= 0 and finite(v))
 
 
+MAX_RANKS = 64       # ranks per run: one node's processes (a run spans one node)
+
+
+def ranks_rule(default: Any):
+    return rule(default, must=f"must be an integer from 1 to {MAX_RANKS} (processes per run, one GPU each)",
+                ok=lambda v: 1 <= v <= MAX_RANKS)
+
+
 def one_of(default: str, accepted: tuple[str, ...]):
     return rule(default, must=f"accepted values are {', '.join(accepted)}", ok=lambda v: v in accepted)
 

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 
-from sweeper.config.fields import MISSING, one_of, positive, rule, show
+from sweeper.config.fields import MAX_RANKS, MISSING, one_of, positive, rule, show
 from sweeper.config.launchers import registered
 from sweeper.errors import UsageError
 from sweeper.run.entry import ENTRY
@@ -110,6 +110,13 @@ class TaskConf:
 
 
 @dataclass
+class ResourcesConf:
+    """experiment.resources.VARIANT: what the launcher gives each run of that variant, instead of its default."""
+    ranks_per_run: Optional[int] = rule(None, must=f"must be an integer from 1 to {MAX_RANKS} (processes per "
+                                         f"run, one GPU each) or null", ok=lambda v: 1 <= v <= MAX_RANKS)
+
+
+@dataclass
 class ExperimentConf:
     """experiment.* (conf/experiment/NAME.yaml, added with +experiment=NAME): what a sweep decides."""
     name: str = rule(MISSING, must="must be a name of letters, digits, '_', '-' and '.'",
@@ -127,6 +134,8 @@ class ExperimentConf:
     notes: Dict[str, str] = field(default_factory=dict)   # variant -> one line: what it tests
     controls: List[str] = field(default_factory=list)     # variants meant to equal another (deliberate A/A controls)
     bundles: List[str] = field(default_factory=list)      # variants that change several things on purpose
+    resources: Dict[str, ResourcesConf] = field(default_factory=dict)   # variant -> its own resources, e.g.
+    #                                         {wide: {ranks_per_run: 2}} (the others: launcher.ranks_per_run)
 
 
 # -- registration -------------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from sweeper.config.compose import compose, missing_keys
 from sweeper.config.fields import build
 from sweeper.config.hydra_errors import missing_message
 from sweeper.config.launchers import launcher_conf
+from sweeper.config.resources import effective_resources, read_resources
 from sweeper.config.run_config import run_config
 from sweeper.config.schema import ExperimentConf, SweeperConf
 from sweeper.config.search import available, search_dirs, where_searched
@@ -45,6 +46,7 @@ class Sweep:
     variant_configs: dict[str, dict] = field(default_factory=dict)   # variant -> run config (seed 0)
     variant_seeds: dict[str, list[int] | None] = field(default_factory=dict)  # variant -> its own seeds= or None
     changes: dict[str, list] = field(default_factory=dict)    # variant -> [config_diff.Declared] vs the baseline
+    resources: dict[str, dict] = field(default_factory=dict)  # experiment.resources, checked (config/resources.py)
     warnings: list[str] = field(default_factory=list)         # what the user should hear before launch
 
     @functools.cached_property
@@ -87,6 +89,7 @@ def read_experiment(cfg: dict, overrides: list[str] = ()) -> Experiment:
         if ovs is not None and not (isinstance(ovs, list) and all(isinstance(o, str) for o in ovs)):
             raise UsageError(f"experiment.variants.{vname} must be a list of 'key=value' overrides")
     try:
+        read_resources(exp, variants, overrides)        # its own one-line errors (unknown variant, range)
         conf = build(ExperimentConf, exp, "experiment")
     except UsageError as e:
         raise UsageError(f"{e} (in {where})") from None
@@ -139,7 +142,8 @@ def compose_sweep(overrides: list[str]) -> Sweep:
 
 def _compose_variants(cfg: dict, overrides: list[str], experiment: Experiment, task: TaskSpec) -> Sweep:
     """Every variant's run config and seeds, and the ablation check: nothing started, nothing written."""
-    sweep = Sweep(overrides=list(overrides), cfg=cfg, experiment=experiment, task=task)
+    sweep = Sweep(overrides=list(overrides), cfg=cfg, experiment=experiment, task=task,
+                  resources=read_resources(cfg["experiment"], experiment.variants, overrides))
     for variant, variant_overrides in experiment.variants.items():
         try:
             vcfg = compose(list(overrides) + variant_overrides) if variant_overrides else cfg
@@ -173,13 +177,14 @@ def _validate(sweep: Sweep) -> None:
     variant shares (a command-line value) is reported once, without a variant name."""
     hook = load_hook(sweep.task, "validate")
     errors: dict[str, str] = {}
+    resources = effective_resources(sweep.variant_configs, sweep.resources, sweep.launcher)
     for variant, config in sweep.variant_configs.items():
         missing = missing_keys(config)
         if missing:
             errors[variant] = missing_message(missing[0])
         elif hook is not None:
             try:
-                _call_validate(hook, dict(config), dict(sweep.launcher))
+                _call_validate(hook, dict(config), {**sweep.launcher, **resources[variant]})   # its own ranks
             except ValueError as e:                     # ConfigError and UsageError are ValueErrors
                 errors[variant] = (str(e).strip().splitlines() or [type(e).__name__])[0]
             except Exception as e:  # noqa: BLE001 - a bug in the hook: still one line before anything starts

@@ -31,7 +31,7 @@ class PreflightRefused(Exception):
 def fix_launch(plan: Plan, backend, conf) -> Plan:
     """plan.launch: the settings recorded in the sweep dir, else the backend's for the launcher config and the
     FULL plan (never the runs left)."""
-    return keep_recorded_launch(plan, backend.launch_settings(conf, len(plan.runs)))
+    return keep_recorded_launch(plan, backend.launch_settings(conf, plan))
 
 
 def launch_plan(plan: Plan, backend, conf, argv: list[str], progress: Progress, state: dict,

@@ -17,12 +17,18 @@ resume with fewer runs left, another launcher.max_parallel): a run's result neve
 launched. A plan above sweeper.max_runs runs (default 1000) is refused before anything is written. Writing the
 plan is idempotent (every file atomic, the manifest last; Ctrl-C waits until it is complete), so a write cut
 short by SIGKILL is completed by the same command.
+
+Resources per variant (sweeper.config.resources: experiment.resources, else launcher.ranks_per_run) are part of
+the plan: plan.ranks_of(variant) is how many ranks each of its runs has, recorded in the manifest (`resources`)
+and shown by the dry run; a plan with a run of more than one rank has them in its identity (the sweep dir's
+hash), so the same command with another world size is another sweep, never a resume of this one.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sweeper.config.resources import effective_resources, ranks_of
 from sweeper.config.sweep import Sweep
 from sweeper.errors import UsageError
 from sweeper.interrupts import deferred_interrupts
@@ -77,6 +83,11 @@ class Plan:
     variant_seeds: dict[str, list[int]] = field(default_factory=dict)   # variants whose seeds differ from seeds
     launch: Launch = field(default_factory=Launch)    # settings that change numbers (keep_recorded_launch)
     notes: list[str] = field(default_factory=list)    # what the launch should tell the user (kept settings)
+    resources: dict[str, dict] = field(default_factory=dict)   # variant -> {"ranks_per_run": N} (every variant)
+
+    def ranks_of(self, variant: str) -> int:
+        """How many ranks (processes, one GPU each where GPUs exist) each run of `variant` has."""
+        return ranks_of(self.resources, variant)
 
     def seeds_of(self, variant: str) -> list[int]:
         """The seeds `variant` runs: its own seeds= override, else the sweep's."""
@@ -105,7 +116,8 @@ class Plan:
                            run_dir=str(r.run_dir.relative_to(self.sweep_dir)), config_hash=r.config_hash)
                   for r in self.runs],
             argv=list(argv), launch=self.launch, variant_seeds={k: list(v) for k, v in self.variant_seeds.items()},
-            changes={v: [d.to_dict() for d in ds] for v, ds in self.sweep.changes.items()}, extra=extra)
+            changes={v: [d.to_dict() for d in ds] for v, ds in self.sweep.changes.items()}, extra=extra,
+            resources={v: dict(r) for v, r in self.resources.items()})
         if created is not None:
             manifest.created = created
         return manifest
@@ -118,8 +130,11 @@ def task_identity(task: TaskSpec | dict) -> dict:
     return {"entry": entry, "command": list(d.get("command") or []) or None}    # as before the package move
 
 
-def plan_hash(task: TaskSpec, variant_configs: dict[str, dict]) -> str:
-    return stable_hash({"task": task_identity(task), "variants": variant_configs})
+def plan_hash(task: TaskSpec, variant_configs: dict[str, dict], resources: dict[str, dict] | None = None) -> str:
+    """The plan's identity; resources count once a variant has more than one rank (older plans hash as before)."""
+    wide = {v: r for v, r in (resources or {}).items() if ranks_of(resources, v) != 1}
+    extra = {"resources": wide} if wide else {}
+    return stable_hash({"task": task_identity(task), "variants": variant_configs, **extra})
 
 
 def default_sweep_dir(sweep: Sweep, variants_hash: str) -> Path:
@@ -145,7 +160,8 @@ def make_plan(sweep: Sweep, seeds: list[int], variant_seeds: dict[str, list[int]
     own = {v: list(variant_seeds[v]) for v in sweep.variant_configs if v in variant_seeds
            and list(variant_seeds[v]) != list(seeds)}
     check_size(sweep, {v: len(own.get(v, seeds)) for v in sweep.variant_configs})
-    variants_hash = plan_hash(sweep.task, sweep.variant_configs)
+    resources = effective_resources(sweep.variant_configs, sweep.resources, sweep.launcher)
+    variants_hash = plan_hash(sweep.task, sweep.variant_configs, resources)
     root = sweep.sweeper.dir or default_sweep_dir(sweep, variants_hash)
     sweep_dir = Path(root).expanduser().resolve()
     runs = []
@@ -157,7 +173,7 @@ def make_plan(sweep: Sweep, seeds: list[int], variant_seeds: dict[str, list[int]
                                 run_dir=sweep_dir / "runs" / variant / f"seed_{seed}", config=config, config_hash=h))
     return Plan(sweep_dir=sweep_dir, experiment=sweep.experiment, seeds=list(seeds), runs=runs,
                 variants_hash=variants_hash, sweep=sweep, task=sweep.task,
-                tensorboard=bool(sweep.sweeper.tensorboard), variant_seeds=own)
+                tensorboard=bool(sweep.sweeper.tensorboard), variant_seeds=own, resources=resources)
 
 
 def recorded(sweep_dir: Path) -> Manifest | None:
@@ -179,6 +195,10 @@ def reconcile(plan: Plan, extend: bool) -> Plan:
         elif old.task and task_identity(old.task) != task_identity(plan.task):
             before = old.task.get("entry") or " ".join(old.task.get("command") or [])
             what = f"the task ({before} -> {plan.task.name})"
+        elif any(ranks_of(old.resources, v) != plan.ranks_of(v) for v in plan.experiment.variants):
+            what = "the ranks per run (" + ", ".join(f"{v}: {ranks_of(old.resources, v)} -> {plan.ranks_of(v)}"
+                                                     for v in plan.experiment.variants
+                                                     if ranks_of(old.resources, v) != plan.ranks_of(v)) + ")"
         else:
             what = "the run configs"
         raise UsageError(f"{plan.sweep_dir} holds a different plan ({what} differ; recorded overrides: "
@@ -272,7 +292,12 @@ def format_plan(plan: Plan) -> str:
     if plan.variant_seeds:
         lines[-1] = lines[-1].replace(f" = {len(plan.runs)} runs", f", variants' own seeds below = {len(plan.runs)} runs")
     if plan.launch.threads_per_run is not None:
-        lines.append(f"launch: {plan.launch.threads_per_run} thread(s) per run (fixed by the plan)")
+        per = "rank" if any(plan.ranks_of(v) > 1 for v in plan.experiment.variants) else "run"
+        lines.append(f"launch: {plan.launch.threads_per_run} thread(s) per {per} (fixed by the plan)")
+    wide = {v: plan.ranks_of(v) for v in plan.experiment.variants if plan.ranks_of(v) != 1}
+    if wide:
+        lines.append("resources: " + ", ".join(f"{v} {n} ranks per run" for v, n in wide.items())
+                     + (", the others 1" if len(wide) < len(plan.experiment.variants) else ""))
     if plan.experiment.hypothesis:
         lines.append(f"hypothesis: {plan.experiment.hypothesis}")
 
@@ -283,7 +308,8 @@ def format_plan(plan: Plan) -> str:
         if variant != baseline and variant in configs and baseline in configs:
             changed = "  -> " + describe(diff_configs(configs[baseline], configs[variant]),
                                          plan.sweep.changes.get(variant, []))
-        lines.append(f"  {variant:<20} {' '.join(ovs) or '(baseline config)'}{own}{changed}")
+        ranks = f"  [{plan.ranks_of(variant)} ranks]" if plan.ranks_of(variant) != 1 else ""
+        lines.append(f"  {variant:<20} {' '.join(ovs) or '(baseline config)'}{own}{ranks}{changed}")
     lines.append("runs:")
     lines += [f"  {r.run_id:<36} {r.run_dir.relative_to(plan.sweep_dir)}" for r in plan.runs]
     return "\n".join(lines)

@@ -14,6 +14,13 @@
         run.log(step, train_loss=loss)          # the run's metrics (+ TensorBoard with sweeper.tensorboard=true)
     run.finish(val_loss=val)                    # its summary: the numbers the decision table is made of
 
+A run of several processes (launcher.ranks_per_run=N: data-parallel ranks, torchrun's environment) is one
+Run per process: run.rank, run.world_size, run.distributed() joins the process group (gloo on CPU, nccl on
+CUDA); rank 0 alone writes status, metrics, summary, health and checkpoints; run.should_stop, save_checkpoint
+and load_checkpoint are collectives then (every rank calls them at the same point): a stop request that reached
+one rank stops every rank at the same step, a checkpoint holds every rank's RNG states (and its rank_state),
+and a resume restores each rank's own. run.rank_streams are this rank's own seed streams (dropout).
+
 `python -m sweeper.run MODULE:FUNCTION RUN_DIR` calls FUNCTION(run) in a fresh process (what a sweep with
 `task.entry` launches); a script named by `task.command` calls `sweeper.init()` itself. Torch is optional:
 code without it gets python and numpy RNG states and pickle checkpoints.
@@ -28,10 +35,11 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from sweeper.run.checkpoint import (CorruptCheckpoint, FingerprintMismatch, check_fingerprint, load_latest,
+from sweeper.run.checkpoint import (CorruptCheckpoint, FingerprintMismatch, check_fingerprint, checkpoint_path,
                                     save_checkpoint)
-from sweeper.run.envinfo import cuda_device_count, environment_record, thread_count, versions
+from sweeper.run.envinfo import cuda_device_count, device_model, environment_record, thread_count, versions
 from sweeper.run.owner import process_identity
+from sweeper.run.ranks import RankedRun, Ranks, any_rank, barrier, gather_to_main, grouped, leave_group
 from sweeper.run.rundir import EXIT_INTERRUPTED, KEEP, RunDir, Status, Summary, UnreadableFile, stable_hash
 from sweeper.run.stopping import StopRequest
 from sweeper.run.streams import STREAMS, SeedStreams, capture_rng_states, restore_rng_states
@@ -45,8 +53,8 @@ class ConfigError(ValueError):
     """A bad config value: the run fails with exit status 2 and is never retried."""
 
 
-class Run:
-    """One run of a sweep, seen from inside its process. Made by `init()`."""
+class Run(RankedRun):
+    """One run of a sweep, seen from inside its process. Made by `init()`. Its ranks: sweeper.run.ranks.RankedRun."""
 
     def __init__(self, rundir: RunDir, config: dict, *, keep_checkpoints: int = 2, tensorboard: bool = False):
         from omegaconf import OmegaConf   # deferred: omegaconf (0.1 s), only when this runs
@@ -63,12 +71,19 @@ class Run:
         seed = self.config_dict.get("seed", record.seed if record.seed is not None else 0)
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
             raise ConfigError(f"seed={seed!r}: a seed is a non-negative integer")
+        try:
+            self.ranks = Ranks.from_env(os.environ)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
         self.seed, self.streams = seed, SeedStreams(seed)
+        self.rank_streams = SeedStreams(seed, self.ranks.rank)   # this rank's own (rank 0: the shared ones)
+        self.rank_state: Any = None                   # this rank's part of the loaded checkpoint (save_checkpoint)
         self.run_id = record.run_id or rundir.path.name
         self.experiment, self.variant = record.experiment or "adhoc", record.variant or "default"
         self.keep_checkpoints = keep_checkpoints
         self.start_step = 0
         self.outcome: Status | None = None
+        self.summary: dict | None = None               # what the run ended with (rank 0 records it)
         self.extra: dict[str, Any] = {}               # more summary fields (e.g. determinism flags)
         self._t0 = time.time()
         self._last_step: int | None = None
@@ -81,10 +96,11 @@ class Run:
         self.stop = StopRequest()
         if self.finished:
             return
-        rundir.update_status(Status.RUNNING, run_id=self.run_id, seed=self.seed, error=None, exit_code=None,
-                             started=self._t0, ended=None, pid=os.getpid(), owner=process_identity())
-        if not rundir.has_checkpoint():
-            rundir.keep_metrics_until(None)           # a fresh start: earlier lines would be duplicates
+        if self.is_main:
+            rundir.update_status(Status.RUNNING, run_id=self.run_id, seed=self.seed, error=None, exit_code=None,
+                                 started=self._t0, ended=None, pid=os.getpid(), owner=process_identity())
+            if not rundir.has_checkpoint():
+                rundir.keep_metrics_until(None)       # a fresh start: earlier lines would be duplicates
         self.record_env()
         if threading.current_thread() is threading.main_thread():
             self.stop.__enter__()
@@ -138,6 +154,8 @@ class Run:
         """Append one metrics line {"step": step, **health metrics measured since the last line, **metrics}."""
         record = {"step": int(step), **(self._health.take_pending() if self._health else {}), **metrics}
         record = {k: _plain(v) for k, v in record.items()}
+        if not self.is_main:                          # rank 0 logs the run's metrics
+            return record
         self.dir.append_metrics(record)
         if self._health is not None:                  # validation metrics are evidence (val_ keys / val_keys)
             self._health.observe_metrics(int(step), {k: record[k] for k in metrics})
@@ -161,9 +179,11 @@ class Run:
         run.log keys of the validation metrics when they are not val_loss / val_acc (the val_ / val/ convention).
         `val_data`: a validation batch or loader; `evaluate`: your evaluation function, evaluate(model) ->
         number or dict (sweeper.run.health: eval_determinism at the start, batchnorm_stats at the end)."""
-        from sweeper.run.health import RunHealth   # deferred: torch (about 2 s): a script that never asks for
-        #                                            the monitor imports the run API without torch
-
+        from sweeper.run.health import RunHealth, SilentHealth   # deferred: torch (about 2 s): a script that
+        #                                                          never asks for the monitor imports no torch
+        if not self.is_main:                          # rank 0 watches the model (the same on every rank)
+            self._health = SilentHealth()
+            return self._health
         extra = {} if thresholds is None else {"thresholds": thresholds}
         self._health = RunHealth(model, self.dir.health_path, interval=interval, num_classes=num_classes,
                                  preflight=preflight, saved=self._health_saved, resumed=self.start_step > 0,
@@ -174,7 +194,7 @@ class Run:
     def record_env(self, device: str | None = None) -> dict:
         """Write env.json: what this process sees (threads, devices, affinity, versions)."""
         self.env = environment_record(device)
-        self.dir.write_env(self.env)
+        self.dir.write_env(self.env, rank=self.rank)  # env.json; rank r > 0: env.rank<r>.json
         return self.env
 
     # -- checkpoints ------------------------------------------------------------------------------------------
@@ -183,38 +203,59 @@ class Run:
         lib = versions()
         base = {"config_hash": self.config_hash, "seed": self.seed, "python_version": lib["python"],
                 "torch_version": lib["torch"] if "torch" in sys.modules else None,
-                "num_threads": thread_count(), "cuda_device_count": cuda_device_count()}
+                "num_threads": thread_count(), "cuda_device_count": cuda_device_count(),
+                "world_size": self.world_size, "device_model": device_model()}
         return {**base, **dict(extra or {})}
 
-    def save_checkpoint(self, state: Any, step: int, fingerprint: Mapping | None = None) -> Path:
-        """Write ckpt/step_<step>.pt atomically: `state`, every RNG state, health state, the fingerprint."""
+    def save_checkpoint(self, state: Any, step: int, fingerprint: Mapping | None = None,
+                        rank_state: Any = None) -> Path:
+        """Write ckpt/step_<step>.pt atomically: `state`, every RNG state, health state, the fingerprint.
+
+        Several ranks: every rank calls it (a collective); rank 0's `state` is saved (the state the ranks
+        share: model, optimizer), with every rank's RNG states and its own `rank_state` (what differs between
+        ranks), and it returns once the file is written."""
         self._fingerprint = self.fingerprint(fingerprint)
-        blob = {"step": int(step), "state": state, "rng": capture_rng_states(), "fingerprint": self._fingerprint,
-                "config": self.config_dict, "health": self._health.state_dict() if self._health else None}
-        return save_checkpoint(self.dir.ckpt_dir, int(step), blob, keep=self.keep_checkpoints)
+        rng = capture_rng_states()
+        everyone = gather_to_main({"rng": rng, "rank_state": rank_state}) if self._collective() else None
+        path = checkpoint_path(self.dir.ckpt_dir, int(step))
+        if self.is_main:
+            blob = {"step": int(step), "state": state, "rng": rng, "fingerprint": self._fingerprint,
+                    "config": self.config_dict, "health": self._health.state_dict() if self._health else None}
+            if everyone is not None and len(everyone) > 1:
+                blob.update(world_size=len(everyone), ranks=everyone)
+            path = save_checkpoint(self.dir.ckpt_dir, int(step), blob, keep=self.keep_checkpoints)
+        if everyone is not None or grouped():
+            barrier()
+        return path
 
     def load_checkpoint(self, fingerprint: Mapping | None = None) -> Any:
         """The newest valid checkpoint's state (RNG states restored, metrics after it dropped), or None.
 
         Corrupt newer files are moved aside and named in stdout and the run's status; a checkpoint from another
-        setup (fingerprint) raises FingerprintMismatch naming what differs."""
-        loaded = load_latest(self.dir.ckpt_dir)
+        setup (fingerprint: world size and device model too) raises FingerprintMismatch naming what differs.
+        Several ranks (a collective): rank 0 chooses the checkpoint, every rank reads it and gets its own RNG
+        states back, and its rank_state in run.rank_state."""
+        loaded = self._load_latest()
         fallback = loaded.path.name if loaded.path else "no valid checkpoint left, restarting from step 0"
         notes = [f"{p.name}: {why}" for p, why in loaded.skipped]
         for line in notes:
             print(f"WARNING: corrupt checkpoint skipped, falling back to an older one ({fallback}): {line}", flush=True)
-        if notes:
+        if notes and self.is_main:
             self.dir.update_status(warnings=[f"corrupt checkpoint skipped ({fallback}): {s}" for s in notes])
             self.extra["skipped_checkpoints"] = notes
         current = self._fingerprint = self.fingerprint(fingerprint)   # the summary names it even without a save
         if loaded.state is None:
-            self.dir.keep_metrics_until(None)
+            if self.is_main:
+                self.dir.keep_metrics_until(None)
             return None
         blob = loaded.state
         check_fingerprint(blob["fingerprint"], current, self.dir.path, blob.get("config"), self.config_dict)
-        restore_rng_states(blob["rng"])
+        mine = (blob.get("ranks") or [{"rng": blob["rng"]}])[self.rank]
+        restore_rng_states(mine["rng"])
+        self.rank_state = mine.get("rank_state")
         self.start_step = self._last_step = int(blob["step"])
-        self.dir.keep_metrics_until(self.start_step)
+        if self.is_main:
+            self.dir.keep_metrics_until(self.start_step)
         self._health_saved = blob.get("health")
         if self._health is not None and self._health_saved:
             self._health.load_state_dict(self._health_saved)
@@ -225,8 +266,15 @@ class Run:
     # -- stopping and ending ------------------------------------------------------------------------------------
     @property
     def should_stop(self) -> bool:
-        """True once a stop signal arrived: save a checkpoint and `sys.exit(run.interrupt(step))`."""
-        return self.stop.requested is not None
+        """True once a stop signal arrived: save a checkpoint and `sys.exit(run.interrupt(step))`. Several
+        ranks: a collective, True on every rank once one rank got the signal (they stop at the same step)."""
+        local = self.stop.requested is not None
+        if not self._collective():
+            return local
+        agreed = any_rank(local)
+        if agreed and not local:
+            self.stop.requested = "a stop request of another rank"
+        return agreed
 
     def request_stop(self, reason: str) -> None:
         self.stop.requested = self.stop.requested or reason
@@ -255,9 +303,13 @@ class Run:
                          diverged_at_step=step, last_good_checkpoint=last_good_checkpoint)
 
     def fail(self, error: str, exit_code: int = 1) -> None:
-        """Record a failure (the entry runner and the crash hook call this)."""
+        """Record a failure (the entry runner and the crash hook call this). A rank > 0 says it on its own
+        output only: the launcher names the rank whose exit ended the run."""
         self.outcome = Status.FAILED
-        self.dir.update_status(Status.FAILED, error=error, exit_code=exit_code, ended=time.time())
+        if self.is_main:
+            self.dir.update_status(Status.FAILED, error=error, exit_code=exit_code, ended=time.time())
+        else:
+            print(f"rank {self.rank} of {self.world_size} failed: {error}", file=sys.stderr, flush=True)
         self.close()
 
     def _end(self, status: Status, final: Mapping, steps: int | None, cost: Mapping | None = None,
@@ -272,15 +324,17 @@ class Run:
                           variant=self.variant, seed=self.seed, config_hash=self.config_hash,
                           fingerprint=self._fingerprint or self.fingerprint(), env=self.env,
                           extra={**self.extra, "cost": {**measured, **{k: _plain(v) for k, v in (cost or {}).items()}}})
-        self.dir.write_summary(summary)
-        self.dir.update_status(status, ended=time.time(), **fields)
-        self.outcome = status
+        if self.is_main:
+            self.dir.write_summary(summary)
+            self.dir.update_status(status, ended=time.time(), **fields)
+        self.outcome, self.summary = status, summary.to_dict()
         self.close()
-        return summary.to_dict()
+        return self.summary
 
     def close(self) -> None:
-        """Restore the signal handlers and close TensorBoard (finish/interrupt/diverged/fail call it)."""
+        """Restore the signal handlers, close TensorBoard, leave the process group (finish/interrupt/diverged/fail)."""
         self.stop.__exit__(None, None, None)
+        leave_group()
         if self._tb is not None:
             self._tb.close()
             self._tb = None

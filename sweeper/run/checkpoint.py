@@ -36,6 +36,10 @@ _NAME = re.compile(r"^step_(\d{8})\.pt$")
 WRITE_DELAY_ENV = "SWEEPER_TEST_CKPT_WRITE_DELAY_S"
 
 
+ASSUMED = {"world_size": 1}          # fingerprint keys older checkpoints lack, and the value they had
+MAY_BE_UNKNOWN = ("device_model",)   # None (not known when the fingerprint was taken) on either side: not compared
+
+
 class CorruptCheckpoint(RuntimeError):
     pass
 
@@ -139,8 +143,10 @@ def load_latest(ckpt_dir: Path) -> Loaded:
 def check_fingerprint(saved: dict, current: dict, run_dir: Path, saved_config: dict | None = None,
                       current_config: dict | None = None) -> None:
     """Raise FingerprintMismatch naming every field (and config key) that differs and how to start fresh."""
-    diffs = [f"{k}: {saved.get(k)!r} -> {current.get(k)!r}"
-             for k in sorted(set(saved) | set(current)) if saved.get(k) != current.get(k)]
+    saved, current = {**ASSUMED, **saved}, {**ASSUMED, **current}     # older fingerprints: one rank
+    unknown = [k for k in MAY_BE_UNKNOWN if None in (saved.get(k), current.get(k))]
+    diffs = [f"{k}: {saved.get(k)!r} -> {current.get(k)!r}" for k in sorted(set(saved) | set(current))
+             if saved.get(k) != current.get(k) and k not in unknown]
     if not diffs:
         return
     if saved_config is not None and current_config is not None:
@@ -149,7 +155,7 @@ def check_fingerprint(saved: dict, current: dict, run_dir: Path, saved_config: d
             diffs.insert(0, "config " + ", ".join(changed))
     raise FingerprintMismatch(
         f"refusing to resume {run_dir}: its checkpoints come from a different setup ({'; '.join(diffs)}). "
-        f"Restore the original config, data, thread count and device, or start fresh by deleting "
+        f"Restore the original config, data, thread count, world size and device, or start fresh by deleting "
         f"{Path(run_dir) / 'ckpt'} (or use another sweeper.dir).")
 
 

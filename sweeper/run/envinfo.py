@@ -56,6 +56,18 @@ def cuda_device_count() -> int:
     return torch.cuda.device_count() if torch is not None and torch.cuda.is_available() else 0
 
 
+def device_model() -> str | None:
+    """The model of the GPU this process computes on (CUDA RNG streams and kernels depend on it: a bitwise
+    resume holds on the same model only); "cpu" when torch sees no GPU; None when unknown (no torch, or CUDA
+    not initialised yet: asking would initialise it on the caller's behalf)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    if torch.cuda.is_initialized():
+        return torch.cuda.get_device_name(torch.cuda.current_device())
+    return None if torch.cuda.is_available() else "cpu"
+
+
 def environment_record(device: str | None = None) -> dict:
     affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {
@@ -66,6 +78,8 @@ def environment_record(device: str | None = None) -> dict:
         "cuda_device_count": cuda_device_count(),
         "device": device,
         "torch_num_threads": thread_count(),
+        "rank": {k.lower(): os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT")
+                 if os.environ.get(k) is not None} or None,
         "cpu_affinity": affinity,
         "env": {k: os.environ.get(k) for k in THREAD_VARS},
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),

@@ -23,6 +23,7 @@ What it measures goes into the next `run.log(step, ...)` line by itself; its sta
 monitor history). health.json is written after preflight, again whenever the monitor raises a new warning (so
 the sweeper can show failures while the run goes on), and at the end (`run.finish` / `run.diverged`). A
 preflight that cannot run becomes an "error" check in health.json, never a crashed run; the monitor never raises.
+A rank > 0 of a multi-rank run gets a SilentHealth instead: rank 0 watches the model (the same on every rank).
 """
 from __future__ import annotations
 
@@ -208,3 +209,32 @@ class RunHealth:
             print(f"health: {report.verdict.upper()} "
                   f"({', '.join(c.name for c in report.failures + report.warnings)})", flush=True)
         return report
+
+
+class SilentHealth:
+    """What run.health gives a rank > 0 of a multi-rank run: rank 0 watches the model (the same on every rank)
+    and writes health.json; here every call measures nothing and returns nothing."""
+    diverged = None
+    preflight: list = []
+
+    def after_backward(self, step: int, loss: Any, grad_norm: Any = None) -> dict[str, Any]:
+        return {}
+
+    def after_step(self, step: int) -> dict[str, Any]:
+        return {}
+
+    def observe_metrics(self, step: int, metrics: Any) -> None:
+        return None
+
+    def take_pending(self) -> dict[str, Any]:
+        return {}
+
+    def state_dict(self) -> None:
+        return None
+
+    def load_state_dict(self, saved: dict[str, Any]) -> None:
+        pass
+
+    def finish(self, diverged_at: int | None = None, reason: str | None = None,
+               last_good_checkpoint: int | None = None) -> None:
+        return None

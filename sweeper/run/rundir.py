@@ -364,12 +364,18 @@ class RunDir:
     def write_config(self, config: dict) -> None:
         atomic_write_text(self.config_path, yaml.safe_dump(config, sort_keys=False, default_flow_style=False))
 
-    def write_env(self, record: dict) -> None:
-        atomic_write_json(self.env_path, record)
+    def rank_path(self, path: Path, rank: int) -> Path:
+        """Rank `rank`'s own copy of a per-process file of a multi-rank run: env.json -> env.rank1.json,
+        stdout.log -> stdout.rank1.log; rank 0 (and a one-process run) keeps the plain name."""
+        return path if not rank else path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
 
-    def read_env(self) -> dict:
-        raw = _load_json(self.env_path, "run environment record", "delete it")
-        return _object(raw, self.env_path, "run environment record", "delete it") if raw is not None else {}
+    def write_env(self, record: dict, rank: int = 0) -> None:
+        atomic_write_json(self.rank_path(self.env_path, rank), record)
+
+    def read_env(self, rank: int = 0) -> dict:
+        path = self.rank_path(self.env_path, rank)
+        raw = _load_json(path, "run environment record", "delete it")
+        return _object(raw, path, "run environment record", "delete it") if raw is not None else {}
 
     def has_checkpoint(self) -> bool:
         return self.ckpt_dir.is_dir() and any(p.name.startswith("step_") and p.suffix == ".pt"
@@ -482,6 +488,7 @@ class Manifest:
     launch: Launch = field(default_factory=Launch)    # settings that change numbers, fixed by the plan
     variant_seeds: dict[str, list[int]] = field(default_factory=dict)   # variants whose seeds differ from `seeds`
     changes: dict[str, list[dict]] = field(default_factory=dict)   # variant -> its declared changes vs the baseline
+    resources: dict[str, dict] = field(default_factory=dict)   # variant -> {"ranks_per_run": N}; none recorded: 1
     extra: dict = field(default_factory=dict)                      # ([{override, keys}], sweeper.config.ablation)
 
     def to_dict(self) -> dict:
@@ -573,7 +580,15 @@ def _manifest_from(d: dict, path: Path) -> Manifest:
                    or not isinstance(c.get("keys", []), list) for c in v)
             for k, v in changes.items()):
         raise UnreadableFile(path, "changes is not a mapping of variant -> [{override, keys}]", fix)
-    kwargs = {k: d[k] for k in known - {"experiment", "runs", "extra", "launch", "variant_seeds"} if k in d}
+    resources = d.get("resources") or {}
+    if not isinstance(resources, dict) or any(
+            k not in variants or not isinstance(v, dict) or any(
+                not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in v.values())
+            for k, v in resources.items()):
+        raise UnreadableFile(path, f"resources={resources!r} is not a mapping of variant -> {{ranks_per_run: N}}", fix)
+    kwargs = {k: d[k] for k in known - {"experiment", "runs", "extra", "launch", "variant_seeds", "resources"}
+              if k in d}
+    kwargs["resources"] = {str(k): dict(v) for k, v in resources.items()}
     kwargs["launch"] = Launch.from_dict(d.get("launch"), path)
     kwargs["variant_seeds"] = {str(k): [int(s) for s in v] for k, v in variant_seeds.items()}
     extra = {k: v for k, v in d.items() if k not in known and k != "variant_overrides"}

@@ -4,13 +4,16 @@
     streams.seed_for("data_order")       # -> int, stable across Python versions, machines and processes
     g = streams.generator("data_order")  # torch.Generator seeded from it
     streams.numpy("eval_batches")        # numpy.random.Generator seeded from it
+    SeedStreams(seed=3, rank=1)          # rank 1's own streams of a multi-rank run (rank 0's are the ones above)
     states = capture_rng_states()        # python, numpy, torch CPU, every CUDA device: into a checkpoint
     restore_rng_states(states)           # bitwise the same random future
 
 Separate streams make paired comparisons valid: two variants run with the same seed see the same data order,
 the same validation batches and the same dropout masks even when one of them builds a different model (its
 init draws come from the "init" stream only). The global torch RNG is the dropout stream after model init;
-nothing in the loop reseeds it.
+nothing in the loop reseeds it. In a multi-rank run, streams every rank must share (init, data order, eval
+batches: the same model, one global data order that each rank shards) come from SeedStreams(seed); streams
+each rank draws on its own (dropout) from SeedStreams(seed, rank), which for rank 0 are the shared ones.
 
 Torch is optional: without it (or before the user's code imported it) only the python and numpy states are
 captured; torch is never imported here on the user's behalf.
@@ -33,13 +36,14 @@ _warned: set[str] = set()
 
 
 class SeedStreams:
-    def __init__(self, seed: int):
-        self.seed = int(seed)
+    def __init__(self, seed: int, rank: int = 0):
+        self.seed, self.rank = int(seed), int(rank)
 
     def seed_for(self, stream: str) -> int:
         if stream not in STREAMS:
             raise KeyError(f"unknown seed stream {stream!r}; streams are {', '.join(STREAMS)}")
-        digest = hashlib.sha256(f"sweeper:{self.seed}:{stream}".encode()).digest()
+        rank = f":rank{self.rank}" if self.rank else ""       # rank 0: a one-process run's streams, unchanged
+        digest = hashlib.sha256(f"sweeper:{self.seed}:{stream}{rank}".encode()).digest()
         return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
     def generator(self, stream: str):

@@ -14,6 +14,8 @@ launcher.retry_backoff_s, 2x, 4x ...; deterministic ones (exit 2, health check, 
 run.finish()) are not; when launcher.crash_loop_after runs of a variant fail with the same error, its queued
 runs are not started. Process handling (slots, process groups, Ctrl-C, orphans) is sweeper.backends.local.pool; a task.entry
 run is forked by its slot's warm launcher (sweeper.backends.local.warm: the torch import paid once per slot, not per run).
+A run of N ranks (plan.ranks_of(variant): launcher.ranks_per_run or experiment.resources) is N processes on N
+slots (sweeper.backends.local.ranks); a rank that dies ends the run, its status naming the rank.
 """
 from __future__ import annotations
 
@@ -32,10 +34,11 @@ from sweeper.report.live import Progress
 from sweeper.run.rundir import KEEP, Launch, RunDir, Status, UnreadableFile
 
 
-def launch_settings(cfg: LocalLauncherConf, n_runs: int) -> Launch:
+def launch_settings(cfg: LocalLauncherConf, n_runs: int, ranks=()) -> Launch:
     """What the plan fixes for every run of a sweep of n_runs runs (all of them, not the runs left): the thread
-    count its slots would give with every run queued (launcher.threads_per_run, else the cores split evenly)."""
-    return Launch(threads_per_run=make_slots(cfg, n_runs)[0].threads)
+    count its slots would give with every run queued (launcher.threads_per_run, else the cores split evenly;
+    ranks: each run's ranks, a slot per rank). A run wider than the devices is refused here (UsageError)."""
+    return Launch(threads_per_run=make_slots(cfg, n_runs, ranks=ranks)[0].threads)
 
 
 def recorded_threads(rd: RunDir) -> int | None:
@@ -61,7 +64,7 @@ class RunAdapter:
                    log_path=rd.log_path, marker=str(rd.path), cwd=Path(self.plan.task.cwd), run_dir=rd.path,
                    total_steps=run.total_steps, threads=recorded_threads(rd) or self.plan.launch.threads_per_run,
                    extra_env=dict(self.plan.run_env(run)),
-                   pythonpath=python_path(self.plan.task, str(PROJECT_ROOT)))
+                   pythonpath=python_path(self.plan.task, str(PROJECT_ROOT)), ranks=self.plan.ranks_of(run.variant))
 
     def _ids(self, run, attempt: int | None = None) -> dict:
         ids = {"run_id": run.run_id, "variant": run.variant, "seed": run.seed}
@@ -71,6 +74,8 @@ class RunAdapter:
         run = self.runs[job.key]
         rd = run.rundir
         state, failure = attempt_outcome(rd, returncode)
+        if failure is not None and job.rank_exit is not None:        # one rank's exit ended the run: name it
+            failure = job.rank_exit.failure(failure, rd.log_path)
         if failure is None:                              # finished or diverged: the child's record stands
             return rd.update_status(**self._ids(run, attempt)).to_dict(), None
         if interrupted:                                  # the sweeper stopped it: not a failure of the run
@@ -109,11 +114,12 @@ def launch(plan, launcher_cfg: LocalLauncherConf | dict, progress: Progress | No
         return results
     if plan.launch.threads_per_run is not None:     # slots sized for the plan's threads, not for the runs left
         cfg = dataclasses.replace(cfg, threads_per_run=plan.launch.threads_per_run)
-    slots = make_slots(cfg, len(todo))
+    slots = make_slots(cfg, len(todo), ranks=[plan.ranks_of(r.variant) for r in todo])
     adapter = RunAdapter(plan)
+    one_rank = any(plan.ranks_of(r.variant) == 1 for r in todo)     # multi-rank runs start cold: no launcher
+    warm = WarmStarts(plan.task.entry, str(plan.task.cwd), plan.task.preload) if one_rank else None
     outcomes = run_pool([adapter.job(r) for r in todo], slots, adapter, cfg.retry_policy(), progress,
-                        grace_s=float(cfg.grace_s), warm=WarmStarts(plan.task.entry, str(plan.task.cwd),
-                                                                          plan.task.preload))
+                        grace_s=float(cfg.grace_s), warm=warm, max_parallel=cfg.max_parallel)
     results.update({key: str(status.get("status", Status.FAILED.value)) for key, status in outcomes.items()})
     return results
 
@@ -129,8 +135,8 @@ class LocalBackend(Backend):
     def probe(self, conf: LocalLauncherConf) -> None:
         make_slots(conf, 1)    # device and core selections against this machine (nvidia-smi when GPUs are asked)
 
-    def launch_settings(self, conf: LocalLauncherConf, n_runs: int) -> Launch:
-        return launch_settings(conf, n_runs)
+    def launch_settings(self, conf: LocalLauncherConf, plan) -> Launch:
+        return launch_settings(conf, len(plan.runs), ranks=[plan.ranks_of(r.variant) for r in plan.runs])
 
     def launch(self, plan, conf: LocalLauncherConf, progress) -> dict[str, str]:
         return launch(plan, conf, progress)

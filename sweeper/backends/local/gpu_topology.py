@@ -7,8 +7,11 @@ Nothing here initialises CUDA. `nvidia-smi -L` lists the GPUs ("GPU 0: NAME (UUI
 under a GPU in MIG mode, its MIG instances ("MIG 3g.40gb Device 0: (UUID: MIG-...)"); a MIG instance is a
 device of its own, addressed by its MIG UUID, and its GPU is then no device (CUDA cannot use a MIG-mode GPU
 whole). `nvidia-smi topo -m` gives each GPU's "CPU Affinity" column (e.g. "0-55,112-167"), the cores of the
-socket/NUMA node the GPU hangs off; a MIG instance inherits its GPU's. Missing nvidia-smi, a failing call or an
-unparsable table means no devices / no affinity (the pool then splits cores contiguously).
+socket/NUMA node the GPU hangs off; a MIG instance inherits its GPU's. The same table's GPU-to-GPU cells say
+which pairs talk over NVLink ("NV12": 12 bonded links; "SYS", "NODE", "PHB", "PIX": PCIe), so a run of several
+ranks can be given GPUs that all reach each other over NVLink (sweeper.backends.local.placement); MIG instances
+get none. Missing nvidia-smi, a failing call or an unparsable table means no devices / no affinity / no links
+(the pool then splits cores contiguously and places ranks by slot order).
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ class Device:
     uuid: str | None                 # GPU-... or MIG-...
     cpus: tuple[int, ...] = ()       # the near CPU set ("CPU Affinity"); () when unknown
     name: str = ""
+    nvlink: tuple[int, ...] = ()     # indices of the GPUs this one reaches over NVLink (topo -m "NV#" cells)
 
     @property
     def aliases(self) -> tuple[str, ...]:
@@ -87,9 +91,29 @@ def parse_topo_affinity(text: str) -> dict[int, tuple[int, ...]]:
     return out
 
 
-def parse_list(text: str, affinity: dict[int, tuple[int, ...]] | None = None) -> list[Device]:
-    """`nvidia-smi -L` (plus topo affinity) -> devices: each GPU, or its MIG instances when it has any."""
-    affinity = affinity or {}
+def parse_topo_links(text: str) -> dict[int, tuple[int, ...]]:
+    """`nvidia-smi topo -m` -> {gpu index: indices of the GPUs it reaches over NVLink} (cells "NV<n>")."""
+    lines = [_ANSI.sub("", line).rstrip("\n") for line in text.splitlines()]
+    header = next((line for line in lines if "CPU Affinity" in line), None)
+    if header is None:
+        return {}
+    cols = [c.strip() for c in header.split("\t")]
+    gpu_cols = {i: int(c[3:]) for i, c in enumerate(cols) if re.fullmatch(r"GPU\d+", c)}
+    out = {}
+    for line in lines:
+        m = re.match(r"^GPU(\d+)\t", line)
+        if not m:
+            continue
+        cells = [c.strip() for c in line.split("\t")]
+        out[int(m.group(1))] = tuple(sorted(gpu_cols[i] for i in gpu_cols
+                                            if i < len(cells) and re.fullmatch(r"NV\d+", cells[i])))
+    return out
+
+
+def parse_list(text: str, affinity: dict[int, tuple[int, ...]] | None = None,
+               links: dict[int, tuple[int, ...]] | None = None) -> list[Device]:
+    """`nvidia-smi -L` (plus topo affinity and NVLink peers) -> devices: each GPU, or its MIG instances."""
+    affinity, links = affinity or {}, links or {}
     gpus: list[tuple[int, str, str, list[Device]]] = []
     for raw in text.splitlines():
         line = _ANSI.sub("", raw)
@@ -105,7 +129,7 @@ def parse_list(text: str, affinity: dict[int, tuple[int, ...]] | None = None) ->
     devices: list[Device] = []
     for index, name, uuid, migs in gpus:
         devices.extend(migs or [Device(id=str(index), gpu_index=index, uuid=uuid, cpus=affinity.get(index, ()),
-                                       name=name)])
+                                       name=name, nvlink=links.get(index, ()))])
     return devices
 
 
@@ -114,7 +138,8 @@ def discover_devices() -> list[Device]:
     listing = _nvidia_smi("-L")
     if not listing:
         return []
-    return parse_list(listing, parse_topo_affinity(_nvidia_smi("topo", "-m")))
+    topo = _nvidia_smi("topo", "-m")
+    return parse_list(listing, parse_topo_affinity(topo), parse_topo_links(topo))
 
 
 def resolve_visible(value: str, known: list[Device]) -> list[Device]:

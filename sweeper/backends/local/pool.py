@@ -13,6 +13,12 @@ Teardown: while the pool runs this process is a child subreaper, so grandchildre
 after grace_s, or at once on a second Ctrl-C; then KeyboardInterrupt is raised. Leftover processes of a job
 from an earlier sweeper (found in /proc by the job's marker: a command-line argument, or SWEEPER_JOB=marker in
 their environment, which every child and its descendants inherit) are stopped before the job starts again.
+
+A job of N ranks (Job.ranks) takes N slots at once, placed by sweeper.backends.local.placement (one NVLink/NUMA
+island when there is one; the oldest waiting wide job reserves the slots it waits for, so narrow jobs cannot
+starve it) and started by sweeper.backends.local.ranks (torchrun's environment, a held MASTER_PORT, one process
+group; a rank that dies takes the job down at once, named in Job.rank_exit for the adapter). max_parallel caps
+running jobs when the slots would allow more (slots are ranks' places).
 """
 from __future__ import annotations
 
@@ -27,6 +33,8 @@ from pathlib import Path
 from typing import Protocol
 
 from sweeper.backends.failures import CrashLoops, Failure, RetryPolicy
+from sweeper.backends.local.placement import choose, reserve
+from sweeper.backends.local.ranks import RankGroup, SlotGroup
 from sweeper.backends.local.slots import PROJECT_ROOT, Slot
 
 MARKER_ENV = "SWEEPER_JOB"       # every child's environment carries its job's marker (found again in /proc)
@@ -52,6 +60,8 @@ class Job:
     threads: int | None = None        # thread count to keep (a resumed checkpoint's), else the slot's
     extra_env: dict = field(default_factory=dict)
     pythonpath: str = str(PROJECT_ROOT)   # PYTHONPATH entries before the inherited ones (slots.run_env)
+    ranks: int = 1                    # processes of the job (data-parallel ranks), one slot each
+    rank_exit: object = None          # set by the pool when an attempt ended: the rank whose exit ended it, or None
 
 
 class Adapter(Protocol):
@@ -65,13 +75,25 @@ class Adapter(Protocol):
 @dataclass
 class Child:
     job: Job
-    slot: Slot
-    proc: subprocess.Popen      # or a sweeper.backends.local.warm.WarmProc (the same interface)
+    slots: list[Slot]
+    proc: subprocess.Popen      # or a warm.WarmProc, or a ranks.RankGroup (the same interface)
     started: float
     attempt: int
     fd: int | None = None       # readable when the process has ended: its pidfd, or its warm launcher's pipe
 
+    @property
+    def slot(self):
+        return self.slots[0] if len(self.slots) == 1 else SlotGroup(tuple(self.slots))
+
+    def wait_fds(self) -> list[int]:
+        if hasattr(self.proc, "wait_fds"):
+            return self.proc.wait_fds()
+        return [self.fd] if self.fd is not None else []
+
     def __post_init__(self):
+        if hasattr(self.proc, "wait_fds"):
+            self.owns_fd = False
+            return
         if hasattr(self.proc, "fileno"):
             self.fd = self.proc.fileno()
         elif hasattr(os, "pidfd_open"):
@@ -101,11 +123,19 @@ def pin_and_watch(cores: set[int], parent: int):
     return in_child
 
 
-def start_child(job: Job, slot: Slot, warm=None):
-    """The job's process: forked by the slot's warm launcher (sweeper.backends.local.warm) when it can, else a cold Popen."""
+def start_child(job: Job, slot: Slot | list[Slot], warm=None):
+    """The job's process: forked by the slot's warm launcher (sweeper.backends.local.warm) when it can, else a cold
+    Popen; a job of several ranks (a list of slots) as a ranks.RankGroup, always cold."""
     job.log_path.parent.mkdir(parents=True, exist_ok=True)
+    slots = slot if isinstance(slot, list) else [slot]
+    where = slots[0].name if len(slots) == 1 else f"{SlotGroup(tuple(slots)).name} ({len(slots)} ranks)"
+    header = f"\n=== sweeper: start on {where} at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n"
     with open(job.log_path, "ab") as log:
-        log.write(f"\n=== sweeper: start on {slot.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n".encode())
+        log.write(header.encode())
+    if len(slots) > 1:
+        return RankGroup.start(job.argv, job.cwd, lambda s: job_env(job, s), slots, job.log_path,
+                               lambda s: pin_and_watch(set(s.cores), os.getpid()), header=header)
+    slot = slots[0]
     env = job_env(job, slot)
     proc = warm.start(job, slot, env) if warm is not None else None
     if proc is not None:
@@ -289,11 +319,12 @@ def wait_for_events(fds: list[int], timeout: float) -> None:
 # -- scheduling ----------------------------------------------------------------------------------------------
 
 def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: RetryPolicy, progress,
-             grace_s: float = 20.0, tick_s: float = 0.2, warm=None) -> dict[str, dict]:
+             grace_s: float = 20.0, tick_s: float = 0.2, warm=None, max_parallel: int | None = None) -> dict[str, dict]:
     """Run every job; returns key -> final status dict. Raises KeyboardInterrupt after a clean stop.
 
     Waits are events (a child's pidfd or its warm launcher's pipe, the signal pipe); tick_s bounds a wait so
-    that progress is shown. warm: a sweeper.backends.local.warm.WarmStarts (opened on these slots), None: cold starts only."""
+    that progress is shown. warm: a sweeper.backends.local.warm.WarmStarts (opened on these slots), None: cold
+    starts only. max_parallel: the most jobs running at once (None: as many as the slots hold)."""
     queue, ready_at, attempts, waiting = list(jobs), {}, {}, {}    # waiting: key -> status of a failed try
     free, running, outcomes = sorted(slots, key=lambda s: s.index), [], {}
     loops = CrashLoops(policy.crash_loop_after)
@@ -303,6 +334,7 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
             reaper.mine |= warm.pids()
         while (queue or running) and not intr.count:
             now = time.time()
+            reserved: set[int] = set()           # slots kept for the oldest ready job that does not fit
             for job in list(queue):
                 if job.group in loops.stopped:
                     queue.remove(job)
@@ -312,7 +344,14 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                     outcomes[job.key] = adapter.not_started(job, loops.stopped[job.group])
                     progress.not_started(job, outcomes[job.key])
                     continue
-                if not free or ready_at.get(job.key, 0.0) > now:
+                if not free or ready_at.get(job.key, 0.0) > now or \
+                        (max_parallel is not None and len(running) >= max_parallel):
+                    continue
+                picked = choose([s for s in free if s.index not in reserved], job.ranks)
+                if picked is None:
+                    if job.ranks > 1 and not reserved:
+                        busy = {s.index for c in running for s in c.slots}
+                        reserved = {s.index for s in reserve(slots, busy, job.ranks) or []}
                     continue
                 leftovers = processes_with_arg(job.marker)
                 if leftovers:
@@ -321,20 +360,23 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                     stop_processes(leftovers, grace_s)
                 queue.remove(job)
                 waiting.pop(job.key, None)
-                slot = free.pop(0)
+                for s in picked:
+                    free.remove(s)
                 attempts[job.key] = attempts.get(job.key, 0) + 1
-                child = Child(job, slot, start_child(job, slot, warm), time.time(), attempts[job.key])
-                reaper.mine.add(child.proc.pid)
+                proc = start_child(job, picked if job.ranks > 1 else picked[0], warm)
+                child = Child(job, picked, proc, time.time(), attempts[job.key])
+                reaper.mine |= set(getattr(proc, "pids", [proc.pid]))
                 running.append(child)
-                progress.started(job, slot)
+                progress.started(job, child.slot)
             for child in [c for c in running if c.proc.poll() is not None]:
                 running.remove(child)
                 child.release()
                 signal_group(child.proc.pid, signal.SIGKILL)    # what is left of its group (stuck workers)
                 reaper.kill_adopted()
-                free.append(child.slot)
+                free.extend(child.slots)
                 free.sort(key=lambda s: s.index)
                 job, wall = child.job, time.time() - child.started
+                job.rank_exit = getattr(child.proc, "cause", None)
                 status, failure = adapter.settle(job, child.proc.returncode, False, child.attempt)
                 if failure is not None and policy.should_retry(failure, child.attempt):
                     delay = policy.delay_s(child.attempt)
@@ -351,12 +393,13 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
             if not (queue or running) or any(c.proc.poll() is not None for c in running):
                 continue                         # done (no last tick's wait), or another child has ended
             due = [ready_at.get(j.key, 0.0) - time.time() for j in queue if free and j.group not in loops.stopped]
-            wait_for_events([intr.fd, *(c.fd for c in running)], min([tick_s, *due]))
+            wait_for_events([intr.fd, *(fd for c in running for fd in c.wait_fds())], min([tick_s, *due]))
         if intr.count:
             progress.log(f"interrupted: stopping {len(running)} running run(s) (SIGTERM; SIGKILL after "
                          f"{grace_s:g}s; Ctrl-C again to kill now)")
             _stop_all(running, intr, grace_s)
             for child in running:
+                child.job.rank_exit = getattr(child.proc, "cause", None)
                 status, _ = adapter.settle(child.job, child.proc.returncode, True, child.attempt)
                 outcomes[child.job.key] = status
                 progress.ended(child.job, status, time.time() - child.started)

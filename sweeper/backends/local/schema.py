@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar, List, Optional
 
 from sweeper.backends.failures import RetryPolicy
-from sweeper.config.fields import at_least_zero, build, one_of, positive, rule, seconds
+from sweeper.config.fields import at_least_zero, build, one_of, positive, ranks_rule, rule, seconds
 
 
 @dataclass
@@ -21,6 +21,8 @@ class PoolConf:
                                         ok=lambda v: True)   # null = every GPU visible (honours CUDA_VISIBLE_DEVICES);
     #                                     an id is an index, a GPU UUID or a MIG UUID (each MIG instance is a slot)
     runs_per_device: int = positive(1)      # runs sharing one GPU (small models)
+    ranks_per_run: int = ranks_rule(1)      # processes (data-parallel ranks) per run: one GPU each where GPUs exist,
+    #                                         else a CPU slot each (gloo); per variant: experiment.resources
     cpu_only: bool = False                  # ignore GPUs, run CPU slots
     max_parallel: Optional[int] = positive(None, null=True)     # cap on concurrent runs; null = one per slot
     threads_per_run: Optional[int] = positive(None, null=True)  # CPU threads per run; null = the cores split evenly across the slots

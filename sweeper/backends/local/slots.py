@@ -15,15 +15,22 @@ of threads: the size of the smallest set (idle OpenMP threads spin and steal cor
 equal thread counts keep every run of a sweep bitwise reproducible, and a run resumed in another slot passes
 the checkpoint's thread-count check). With runs_per_device > 1 the slots alternate devices (gpu0, gpu1, gpu0,
 gpu1, ...), so max_parallel spreads runs over devices before it doubles them up.
+
+A run of N ranks (launcher.ranks_per_run, experiment.resources) takes N slots on N distinct devices (or N CPU
+slots) at once; make_slots(..., ranks=[...]) sizes the pool for the plan's runs (a slot is then one rank's
+share: its GPU, cores and threads) and refuses a run wider than the devices. Each slot records its NUMA group
+(its GPU's near CPU set, or the node of its first core) and the devices its GPU reaches over NVLink, which
+sweeper.backends.local.placement uses to keep a run's ranks on one island.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from sweeper.errors import UsageError
-from sweeper.backends.local.gpu_topology import Device, discover_devices, resolve_visible
+from sweeper.backends.local.gpu_topology import Device, discover_devices, parse_cpu_list, resolve_visible
 from sweeper.backends.local.schema import LocalLauncherConf
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]   # the folder that holds the sweeper package (children import it)
@@ -50,6 +57,8 @@ class Slot:
     gpu: str | None             # the id put in CUDA_VISIBLE_DEVICES; None = a CPU slot
     cores: tuple[int, ...]      # CPU affinity of the run
     threads: int                # OMP_NUM_THREADS / MKL_NUM_THREADS / torch threads
+    numa: int | None = None     # its NUMA group: the GPU's near CPU set, or the node of its first core
+    links: tuple[str, ...] = () # devices (slot.gpu ids) its GPU reaches over NVLink
 
     @property
     def name(self) -> str:
@@ -122,18 +131,47 @@ def _core_sets(owners: list[Device | None], cores: list[int]) -> list[tuple[int,
 
 
 def make_slots(cfg: LocalLauncherConf, n_runs: int, environ: dict | None = None,
-               cores: list[int] | None = None) -> list[Slot]:
-    """The pool's slots for n_runs runs (cores: the usable cores, default launcher.cores or this process's)."""
+               cores: list[int] | None = None, ranks: Sequence[int] = ()) -> list[Slot]:
+    """The pool's slots for n_runs runs (cores: the usable cores, default launcher.cores or this process's;
+    ranks: each run's ranks, default launcher.ranks_per_run each). A slot is one rank's place."""
     devices = visible_devices(cfg, environ)
     cores = available_cores(cfg) if cores is None else sorted(cores)
+    ranks = sorted(ranks or [cfg.ranks_per_run] * max(1, n_runs), reverse=True)
+    widest = ranks[0]
     if devices:
+        if widest > len(devices):
+            raise UsageError(f"a run of {widest} ranks needs {widest} GPUs, one per rank (launcher.ranks_per_run / "
+                             f"experiment.resources); {len(devices)} visible ({', '.join(d.id for d in devices)}; "
+                             f"launcher.devices and CUDA_VISIBLE_DEVICES are honoured)")
         owners: list[Device | None] = [d for _ in range(cfg.runs_per_device) for d in devices]
     else:
         per_run = cfg.threads_per_run or 1
-        owners = [None] * max(1, len(cores) // per_run)
-    n = min(len(owners), cfg.max_parallel or len(owners), max(1, n_runs))
+        owners = [None] * max(1, len(cores) // per_run, widest)
+    cap = sum(ranks[:cfg.max_parallel]) if cfg.max_parallel else len(owners)   # the widest max_parallel runs
+    n = min(len(owners), max(widest, min(sum(ranks), cap)))
     owners = owners[:n]
     sets = _core_sets(owners, cores) if devices else _split(cores, n)
     threads = cfg.threads_per_run or min(len(s) for s in sets)
-    return [Slot(index=i, gpu=d.id if d is not None else None, cores=sets[i], threads=threads)
+    groups = {g: i for i, g in enumerate(dict.fromkeys(frozenset(d.cpus) for d in devices if d.cpus))}
+    by_index = {d.gpu_index: d.id for d in devices if not (d.uuid or "").startswith("MIG-")}
+    nodes = numa_nodes()
+    return [Slot(index=i, gpu=d.id if d is not None else None, cores=sets[i], threads=threads,
+                 numa=(groups.get(frozenset(d.cpus)) if d is not None else nodes.get(sets[i][0])),
+                 links=tuple(by_index[g] for g in (d.nvlink if d is not None else ()) if g in by_index))
             for i, d in enumerate(owners)]
+
+
+def numa_nodes() -> dict[int, int]:
+    """core -> NUMA node of this machine (/sys/devices/system/node); {} where it cannot be read."""
+    out = {}
+    try:
+        names = [n for n in os.listdir("/sys/devices/system/node") if n.startswith("node") and n[4:].isdigit()]
+    except OSError:
+        return {}
+    for name in names:
+        try:
+            with open(f"/sys/devices/system/node/{name}/cpulist") as f:
+                out.update({c: int(name[4:]) for c in parse_cpu_list(f.read())})
+        except OSError:
+            continue
+    return out

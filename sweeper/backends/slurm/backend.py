@@ -16,6 +16,10 @@ At scale (sweeper.backends.slurm.limits): a plan larger than the cluster's MaxAr
 the one record; launcher.array_parallelism stays the sweep's limit, shared among its arrays; what the
 controller's MaxJobCount cannot hold yet is submitted once earlier jobs leave the queue (wait=true) or by the
 same command again (wait=false). A refused sbatch is one line naming Slurm's reason and the fix.
+
+Runs of several ranks (sweeper.backends.slurm.ranks): one array task per run asks for every rank's resources
+(cpus_per_task, GPUs, mem_gb are per rank) and starts the ranks itself; variants of different widths go in
+different arrays, sharing launcher.array_parallelism.
 """
 from __future__ import annotations
 
@@ -35,6 +39,8 @@ from sweeper.backends.slurm.schema import SlurmLauncherConf
 from sweeper.errors import UsageError
 from sweeper.plan.slurm_record import RECORD, read_record, write_record
 from sweeper.run.rundir import KEEP, Launch, UnreadableFile
+from sweeper.backends.slurm.limits import share
+from sweeper.backends.slurm.ranks import for_ranks
 from sweeper.config.task import python_path
 from sweeper.report.live import Progress
 from sweeper.backends.slurm.limits import cluster_limits, jobs_in_controller, split_arrays
@@ -59,7 +65,8 @@ def probe_cluster(cfg: SlurmLauncherConf) -> None:
     if missing:
         raise UsageError(f"launcher=slurm: {', '.join(missing)} not found on PATH; run on a Slurm login node "
                          f"or use launcher=local")
-    flags = [f"--{k}" if v is True else f"--{k}={v}" for k, v in sbatch_options(cfg).items()]
+    options = sbatch_options(for_ranks(cfg, cfg.ranks_per_run))
+    flags = [f"--{k}" if v is True else f"--{k}={v}" for k, v in options.items()]
     test = subprocess.run(["sbatch", "--test-only", *flags, "--wrap=true"], capture_output=True, text=True,
                           timeout=60)
     if test.returncode != 0:
@@ -152,7 +159,25 @@ def launch(plan, launcher_cfg: SlurmLauncherConf | dict, progress=None) -> dict[
 def _submit_what_fits(plan, todo: list, cfg: SlurmLauncherConf, progress, quiet: bool = False
                       ) -> tuple[dict[str, str], list]:
     """Submit as many of `todo` as the cluster holds now, in arrays that fit it, each recorded as soon as sbatch
-    accepts it; (run_id -> job id of what was submitted, the runs left for later)."""
+    accepts it; (run_id -> job id of what was submitted, the runs left for later). Runs of different ranks per
+    run go in different arrays (their resources differ), sharing launcher.array_parallelism."""
+    widths: dict[int, list] = {}
+    for run in todo:
+        widths.setdefault(plan.ranks_of(run.variant), []).append(run)
+    if len(widths) <= 1:
+        return _submit_width(plan, todo, cfg, next(iter(widths), 1), progress, quiet)
+    jobs, left = {}, []
+    for (ranks, runs), at_once in zip(widths.items(), share(cfg.array_parallelism, [len(r) for r in widths.values()])):
+        got, rest = _submit_width(plan, runs, dataclasses.replace(cfg, array_parallelism=at_once), ranks, progress,
+                                  quiet)
+        jobs.update(got)
+        left += rest
+    return jobs, left
+
+
+def _submit_width(plan, todo: list, cfg: SlurmLauncherConf, ranks: int, progress, quiet: bool = False
+                  ) -> tuple[dict[str, str], list]:
+    """_submit_what_fits for runs of `ranks` ranks each."""
     if not todo:
         return {}, []
     limits, held = cluster_limits(), jobs_in_controller()
@@ -170,12 +195,13 @@ def _submit_what_fits(plan, todo: list, cfg: SlurmLauncherConf, progress, quiet:
     jobs, start, parts = {}, 0, []
     for size, throttle in zip(sizes, throttles):
         runs = todo[start:start + size]
-        executor = make_executor(dataclasses.replace(cfg, array_parallelism=throttle), folder, job_name)
+        executor = make_executor(for_ranks(dataclasses.replace(cfg, array_parallelism=throttle), ranks), folder,
+                                 job_name)
         try:
             with _sbatch_quiet(), executor.batch():
                 submitted = [executor.submit(RunTask(str(run.run_dir), plan.argv(run), plan.task.cwd,
                                                      plan.run_env(run), pythonpath, cfg.use_gpus, cfg.stop_grace_s,
-                                                     cfg.max_retries, cfg.retry_backoff_s)) for run in runs]
+                                                     cfg.max_retries, cfg.retry_backoff_s, ranks)) for run in runs]
         except Exception as e:   # sbatch refused (submitit raises its stderr): one line, nothing guessed
             done = f"; {start} run(s) were submitted before it and are recorded in {sweep_dir / RECORD}" if start \
                 else "; nothing was submitted"
@@ -295,7 +321,7 @@ class SlurmBackend(Backend):
     def probe(self, conf: SlurmLauncherConf) -> None:
         probe_cluster(conf)
 
-    def launch_settings(self, conf: SlurmLauncherConf, n_runs: int) -> Launch:
+    def launch_settings(self, conf: SlurmLauncherConf, plan) -> Launch:
         return Launch(threads_per_run=conf.cpus_per_task)
 
     def waits(self, conf: SlurmLauncherConf) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
-from sweeper.config.fields import at_least_zero, build, one_of, positive, rule, seconds
+from sweeper.config.fields import at_least_zero, build, one_of, positive, ranks_rule, rule, seconds
 from sweeper.errors import UsageError
 
 
@@ -24,6 +24,9 @@ class SlurmLauncherConf:
     account: Optional[str] = None
     qos: Optional[str] = None
     timeout_min: int = positive(60)           # time limit of each task (minutes)
+    ranks_per_run: int = ranks_rule(1)        # ranks per run: one array task starts them all, with ranks_per_run x
+    #                                           gpus_per_node GPUs and ranks_per_run x cpus_per_task CPUs (per
+    #                                           variant: experiment.resources)
     cpus_per_task: Optional[int] = positive(4, null=True)   # CPUs per run = its OMP_NUM_THREADS / MKL_NUM_THREADS
     gpus_per_node: Optional[int] = at_least_zero(1, null=True, what="a non-negative integer")  # GPUs per run (0: none); or set gres, e.g. gpu:a100:1
     gres: Optional[str] = None

@@ -16,6 +16,11 @@ the run again, which resumes from that checkpoint, bitwise equal to a run that n
 alone (scancel, or preemption that requeues by itself) the run is asked to stop the same way and the task
 waits for Slurm to end the job. The attempt is judged like the local pool's (failures.attempt_outcome): a
 run that exits 0 without run.finish() fails.
+
+A run of several ranks (ranks > 1) is started here as the local pool starts one (sweeper.backends.slurm.ranks:
+each rank its share of the allocation's GPUs and CPUs, torchrun's variables, one process group); a stop
+request goes to every rank (they agree on the step and checkpoint together), and a rank that dies ends the
+attempt at once, its failure named after it.
 """
 from __future__ import annotations
 
@@ -27,6 +32,9 @@ import time
 from submitit.helpers import Checkpointable, DelayedSubmission
 
 from sweeper.backends.failures import RetryPolicy, attempt_outcome
+from sweeper.backends.local.pool import pin_and_watch
+from sweeper.backends.local.ranks import RankGroup
+from sweeper.backends.slurm.ranks import task_slots
 from sweeper.run.rundir import RunDir, Status
 from sweeper.backends.local.slots import PROJECT_ROOT, run_env
 
@@ -68,29 +76,35 @@ def _child_exited(pid: int) -> bool:
         return True
 
 
+def _exited(child) -> bool:
+    """Every process of the run (its ranks) has exited, none reaped (safe inside a signal handler)."""
+    return all(_child_exited(pid) for pid in getattr(child, "pids", [child.pid]))
+
+
 class RunTask(Checkpointable):
     """A picklable callable: the Slurm task of one run (submitit requeues it through `checkpoint`)."""
 
     def __init__(self, run_dir: str, argv: list[str], cwd: str, env: dict, pythonpath: str, use_gpus: bool,
-                 stop_grace_s: float = 60.0, max_retries: int = 0, retry_backoff_s: float = 5.0):
+                 stop_grace_s: float = 60.0, max_retries: int = 0, retry_backoff_s: float = 5.0, ranks: int = 1):
         self.run_dir = str(run_dir)
         self.argv, self.cwd, self.env = [str(a) for a in argv], str(cwd), dict(env)
         self.pythonpath = str(pythonpath)
         self.use_gpus = use_gpus
         self.stop_grace_s = float(stop_grace_s)
         self.max_retries, self.retry_backoff_s = int(max_retries), float(retry_backoff_s)
-        self._child: subprocess.Popen | None = None
+        self.ranks = int(ranks)
+        self._child: subprocess.Popen | RankGroup | None = None
         self._stop_sent = False
 
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k not in ("_child", "_stop_sent")}
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state, _child=None, _stop_sent=False)
+        self.__dict__.update({"ranks": 1, **state}, _child=None, _stop_sent=False)
 
     def _again(self) -> "RunTask":
         return RunTask(self.run_dir, self.argv, self.cwd, self.env, self.pythonpath, self.use_gpus,
-                       self.stop_grace_s, self.max_retries, self.retry_backoff_s)
+                       self.stop_grace_s, self.max_retries, self.retry_backoff_s, self.ranks)
 
     def __call__(self) -> dict:
         """Run the child; a transient failure (killed by a signal, CUDA out of memory, lost node) is retried in
@@ -103,6 +117,9 @@ class RunTask(Checkpointable):
         while True:
             returncode = self._attempt(rd, attempt)
             state, failure = attempt_outcome(rd, returncode)
+            cause = getattr(self._child, "cause", None)
+            if failure is not None and cause is not None:     # one rank's exit ended the run: name it
+                failure = cause.failure(failure, rd.log_path)
             if state is Status.INTERRUPTED:
                 self._await_end_of_job()
                 raise RunInterrupted(f"run {rd.path} stopped by a signal ({rd.read_status().error}) and the job "
@@ -131,13 +148,22 @@ class RunTask(Checkpointable):
         job = f"{job}_{os.environ.get('SLURM_ARRAY_TASK_ID')}" if job else os.environ.get("SLURM_JOB_ID")
         restart = os.environ.get("SLURM_RESTART_COUNT", "0")
         rd.path.mkdir(parents=True, exist_ok=True)
+        slots = task_slots(os.environ, self.ranks, self.use_gpus, task_cpus(os.environ)) if self.ranks > 1 else None
+        threads = f"{slots[0].threads} threads per rank, {self.ranks} ranks" if slots else \
+            f"{env['OMP_NUM_THREADS']} threads"
+        header = (f"\n=== sweeper: start in Slurm job {job} (restart {restart}, attempt {attempt}) at "
+                  f"{time.strftime('%Y-%m-%d %H:%M:%S')}, CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES')}, "
+                  f"{threads} ===\n")
         with open(rd.log_path, "ab") as log:
-            log.write(f"\n=== sweeper: start in Slurm job {job} (restart {restart}, attempt {attempt}) at "
-                      f"{time.strftime('%Y-%m-%d %H:%M:%S')}, CUDA_VISIBLE_DEVICES="
-                      f"{env.get('CUDA_VISIBLE_DEVICES')}, {env['OMP_NUM_THREADS']} threads ===\n".encode())
+            log.write(header.encode())
             log.flush()
-            self._child = subprocess.Popen(self.argv, cwd=self.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                           stdin=subprocess.DEVNULL, start_new_session=True)
+            if slots:
+                self._child = RankGroup.start(
+                    self.argv, self.cwd, lambda s: {**s.child_env(os.environ, s.threads, self.pythonpath), **self.env},
+                    slots, rd.log_path, lambda s: pin_and_watch(set(s.cores), os.getpid()), header=header)
+            else:
+                self._child = subprocess.Popen(self.argv, cwd=self.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                               stdin=subprocess.DEVNULL, start_new_session=True)
         _log(f"run {rd.path} started as pid {self._child.pid} (restart {restart}, attempt {attempt})")
         while self._child.poll() is None:
             time.sleep(0.2)
@@ -149,9 +175,12 @@ class RunTask(Checkpointable):
 
     def _stop_child(self) -> None:
         child = self._child
-        if child is None or self._stop_sent or _child_exited(child.pid):
+        if child is None or self._stop_sent or _exited(child):
             return
         self._stop_sent = True
+        if isinstance(child, RankGroup):
+            child.send_signal(signal.SIGUSR1)        # every rank: they agree on the step to stop at
+            return
         try:
             os.kill(child.pid, signal.SIGUSR1)
         except ProcessLookupError:
@@ -170,9 +199,9 @@ class RunTask(Checkpointable):
         if child is not None:
             self._stop_child()
             deadline = time.time() + self.stop_grace_s
-            while not _child_exited(child.pid) and time.time() < deadline:
+            while not _exited(child) and time.time() < deadline:
                 time.sleep(0.1)
-            if not _child_exited(child.pid):
+            if not _exited(child):
                 _log(f"run did not stop within {self.stop_grace_s:.0f}s: SIGKILL (it resumes from its last "
                      f"periodic checkpoint)")
                 try:
