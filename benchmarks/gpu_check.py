@@ -149,7 +149,7 @@ def step_train_determinism(args) -> dict:
 def step_ddp_smoke(args) -> dict:
     """World size 1 through the data-parallel path (NCCL on the GPU) must change no bit of the training run."""
     sys.path.insert(0, str(ROOT / "tests"))
-    import train_runs as tr
+    import tests.helpers.train_runs as tr
     from sweeper.backends.local.ranks import HeldPort, rank_env
     from sweeper.run.rundir import RunDir
 

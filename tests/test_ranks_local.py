@@ -11,12 +11,12 @@ import time
 
 import pytest
 
-from local_helpers import (checkpoints, child_env, processes_mentioning, run, run_dir, start, status, sweep_args,
+from tests.helpers.local_pool import (checkpoints, child_env, processes_mentioning, run, run_dir, start, status, sweep_args,
                            wait_for)
 from sweeper.run.rundir import read_manifest
-from train_runs import assert_bitwise_equal
+from tests.helpers.train_runs import assert_bitwise_equal
 
-pytest_plugins = ["local_helpers"]     # its sweep_dir fixture
+pytest_plugins = ["tests.helpers.local_pool"]     # its sweep_dir fixture
 
 WIDE = "+experiment.resources={nope: {ranks_per_run: 2}}"
 CORES = sorted(os.sched_getaffinity(0))

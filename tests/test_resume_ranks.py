@@ -16,7 +16,7 @@ from sweeper.backends.local.ranks import HeldPort, rank_env
 from sweeper.run.checkpoint import FingerprintMismatch, check_fingerprint
 from sweeper.run.ranks import Ranks
 from sweeper.run.rundir import RunDir
-from train_runs import ROOT, assert_bitwise_equal, make_run_dir, tiny_config, train_env
+from tests.helpers.train_runs import ROOT, assert_bitwise_equal, make_run_dir, tiny_config, train_env
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -53,7 +53,7 @@ def test_a_two_rank_run_stopped_by_one_rank_resumes_bitwise(tmp_path):
 
 def test_one_rank_through_the_data_parallel_path_is_bitwise_the_plain_run(tmp_path):
     """World size 1 with a rendezvous (a gloo group of one: every all-reduce runs) changes no bit."""
-    from train_runs import train
+    from tests.helpers.train_runs import train
 
     cfg = tiny_config(seed=4, **{"train.steps": 8})
     plain, ranked = make_run_dir(tmp_path / "plain", cfg), make_run_dir(tmp_path / "ranked", cfg)

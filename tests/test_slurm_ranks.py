@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from local_helpers import wait_for
+from tests.helpers.local_pool import wait_for
 from test_slurm import (final_state_hash, job_of, logged_step, metric_lines, planned, release_requeued,  # noqa: F401
                         sacct_history, scontrol_job, slurm, status)
 from sweeper.report.live import Progress
