@@ -268,17 +268,22 @@ class TaskConf:
     preflight: Optional[str] = entry_point()  # module:function(config) -> sweeper.health.HealthReport, for sweeper.preflight=warn|stop
     preload: List[str] = rule(factory=list, must="must be a list of module names, e.g. [my_pkg.model, my_pkg.data]",
                               ok=lambda v: all(MODULE.match(m) for m in v))
-    #                          what task.entry imports inside its function: each slot's warm launcher imports them
-    #                          once, so the runs it forks do not (the local pool; see sweeper/backends/local/warm.py)
+    #                          what task.entry imports inside its function (or a python command beyond its script's
+    #                          own imports): each slot's warm launcher imports them once, so the runs it forks do not
+    #                          (the local pool; see sweeper/backends/local/warm.py)
+    args: Any = "none"                        # what of the run config a task.command gets as arguments: none (only
+    #                                           the {key} placeholders in its words) | flags (--key=value for every
+    #                                           run-config key, nested keys dotted) | [seed, width, lr] (those keys)
+    metrics: List[str] = field(default_factory=list)   # where a command without the run API reports final metrics:
+    #                                           stdout (JSON lines) and/or files (.json/.jsonl/.csv, relative to
+    #                                           {out_dir}); default: stdout, then any such file the run wrote in {out_dir}
+    metrics_prefix: Optional[str] = None      # only stdout lines starting with this (e.g. 'METRICS ') hold metrics
 
     def check(self, prefix: str = "task") -> None:
         if bool(self.entry) == bool(self.command):
             raise UsageError(f"{prefix}: set exactly one of {prefix}.entry (module:function, called with the run) and "
                              f"{prefix}.command (a program that calls sweeper.init()); "
                              + ("both are set" if self.entry else "neither is set"))
-        if self.preload and not self.entry:
-            raise UsageError(f"{prefix}.preload={show(list(self.preload))}: only with {prefix}.entry (a {prefix}.command "
-                             f"starts a fresh program per run, which nothing can import for it); remove {prefix}.preload")
         command = self.command
         if isinstance(command, str):
             try:
@@ -290,6 +295,32 @@ class TaskConf:
             raise UsageError(f"{prefix}.command={command!r}: expected a program and its arguments, "
                              f"e.g. [python, train.py] or 'python train.py --fast'")
         self.command = [str(w) for w in command] if command is not None else None
+        if self.preload and not (self.entry or self.command[0] in ("python", "python3")):
+            raise UsageError(f"{prefix}.preload={show(list(self.preload))}: only with {prefix}.entry or a python "
+                             f"{prefix}.command (another program starts fresh per run, which nothing can import "
+                             f"for); remove {prefix}.preload")
+        self.args = check_args(self.args, f"{prefix}.args")
+        if (self.args != "none" or self.metrics or self.metrics_prefix) and not self.command:
+            key = "args" if self.args != "none" else "metrics" if self.metrics else "metrics_prefix"
+            raise UsageError(f"{prefix}.{key}: only with {prefix}.command (an entry gets the run itself)")
+        bad = next((m for m in self.metrics if m != "stdout" and not m.endswith((".json", ".jsonl", ".csv"))), None)
+        if bad is not None:
+            raise UsageError(f"{prefix}.metrics={show(list(self.metrics))}: {bad!r} is not stdout or a .json, "
+                             f".jsonl or .csv file")
+
+
+ARGS_FORMS = ("none", "flags")
+
+
+def check_args(value: Any, key: str = "task.args"):
+    """task.args: none | flags | a list of run-config keys (dotted for nested keys)."""
+    if isinstance(value, str) and value in ARGS_FORMS:
+        return value
+    if isinstance(value, (list, tuple)) and value and all(isinstance(k, str) and re.fullmatch(r"[A-Za-z_][\w.-]*", k)
+                                                           for k in value):
+        return [str(k) for k in value]
+    raise UsageError(f"{key}={show(value)}: accepted values are none (only the {{key}} placeholders of the command), "
+                     f"flags (--key=value for every run-config key) or a list of run-config keys, e.g. [seed, lr]")
 
 
 @dataclass

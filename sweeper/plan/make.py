@@ -83,7 +83,7 @@ class Plan:
 
     def argv(self, run: RunSpec) -> list[str]:
         """The command line of one run (started in self.task.cwd)."""
-        return self.task.argv(run.run_dir)
+        return self.task.argv(run.run_dir, run.config)
 
     def run_env(self, run: RunSpec) -> dict[str, str]:
         """Environment variables a run's process gets on top of the backend's own."""
@@ -113,7 +113,10 @@ class Plan:
 def task_identity(task: TaskSpec | dict) -> dict:
     """What of the task shapes a run's numbers: the code it starts (not where from, nor its hooks)."""
     d = task.to_dict() if isinstance(task, TaskSpec) else task
-    return {"entry": d.get("entry"), "command": list(d.get("command") or []) or None}
+    out = {"entry": d.get("entry"), "command": list(d.get("command") or []) or None}
+    if d.get("args") not in (None, "none"):   # what a command is given changes what it computes
+        out["args"] = d["args"]
+    return out
 
 
 def plan_hash(task: TaskSpec, variant_configs: dict[str, dict]) -> str:
@@ -165,6 +168,9 @@ def make_plan(sweep: Sweep, seeds: list[int], variant_seeds: dict[str, list[int]
            and list(variant_seeds[v]) != list(seeds)}
     check_size(sweep, {v: len(own.get(v, seeds)) for v in sweep.variant_configs})
     variants_hash = plan_hash(sweep.task, sweep.variant_configs)
+    if sweep.task.command:                    # every {key} of the command names a run-config key
+        for base in sweep.variant_configs.values():
+            sweep.task.check_placeholders({**base, "seed": 0})
     root = sweep.sweeper.get("dir") or default_sweep_dir(sweep, variants_hash)
     sweep_dir = Path(root).expanduser().resolve()
     runs = []
