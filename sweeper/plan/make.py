@@ -292,7 +292,9 @@ def _write_config(rd: RunDir, run: RunSpec, planned: bool) -> None:
 
 def format_plan(plan: Plan) -> str:
     lines = [f"sweep dir: {plan.sweep_dir}",
-             f"task: {plan.task.name} (in {plan.task.cwd})",
+             f"task: {plan.task.name} (in {plan.task.cwd})" + (
+                 f"\n  first run's command: {' '.join(_shown_words(plan, plan.runs[0]))}"
+                 if plan.task.command and plan.runs else ""),
              f"experiment {plan.experiment.name}: {len(plan.experiment.variants)} variants x {len(plan.seeds)} seeds "
              f"({format_seeds(plan.seeds)}) = {len(plan.runs)} runs; baseline {plan.experiment.baseline}, metric "
              f"{plan.experiment.metric} ({'lower' if plan.experiment.lower_is_better else 'higher'} is better)"]
@@ -315,3 +317,13 @@ def format_plan(plan: Plan) -> str:
     lines.append("runs:")
     lines += [f"  {r.run_id:<36} {r.run_dir.relative_to(plan.sweep_dir)}" for r in plan.runs]
     return "\n".join(lines)
+
+
+def _shown_words(plan: Plan, run: RunSpec) -> list[str]:
+    """What the user's program of one run gets (its words after sweeper.run.command's own), paths shortened."""
+    argv = plan.argv(run)
+    words = argv[argv.index("--") + 1:] if "--" in argv else argv
+    import sys
+
+    words = ["python" if w == sys.executable else w for w in words]
+    return [w.replace(str(plan.sweep_dir), "SWEEP_DIR") for w in words]

@@ -27,7 +27,7 @@ from sweeper.report.live import Progress
 from sweeper.run.rundir import KEEP, Launch, RunDir, Status, UnreadableFile
 from sweeper.backends.local.slots import PROJECT_ROOT, LauncherConfig, make_slots
 from sweeper.config.task import python_path
-from sweeper.backends.local.warm import WarmStarts
+from sweeper.backends.local.warm import WarmStarts, warm_target
 
 
 def launch_settings(cfg: LauncherConfig, n_runs: int) -> Launch:
@@ -110,10 +110,15 @@ def launch(plan, launcher_cfg: LauncherConfig | dict, progress: Progress | None 
     slots = make_slots(cfg, len(todo))
     adapter = RunAdapter(plan)
     outcomes = run_pool([adapter.job(r) for r in todo], slots, adapter, cfg.retry_policy(), progress,
-                        grace_s=float(cfg.grace_s), warm=WarmStarts(plan.task.entry, str(plan.task.cwd),
-                                                                          plan.task.preload))
+                        grace_s=float(cfg.grace_s), warm=WarmStarts(*_warm(plan.task)))
     results.update({key: str(status.get("status", Status.FAILED.value)) for key, status in outcomes.items()})
     return results
+
+
+def _warm(task) -> tuple:
+    """WarmStarts' arguments: what a slot's launcher serves (an entry, a python command, or None) and preloads."""
+    target, preload = warm_target(task)
+    return target, str(task.cwd), preload
 
 
 def parse_launcher_config(launcher: dict) -> LauncherConfig:

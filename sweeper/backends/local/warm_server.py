@@ -1,5 +1,9 @@
 """`python -m sweeper.backends.local.warm_server ENTRY FD PRELOAD PADDING`: a slot's warm launcher; started by sweeper.backends.local.warm only.
 
+ENTRY is an entry point (module:function), or `sweeper.run.command` for a python task.command: its children run
+`sweeper.run.command.run_command(argv)`, which runs the script as `__main__`; PRELOAD names ending in `?` are
+the script's own imports, imported when they can be (one that fails is left to the run).
+
 It starts with the slot's complete environment (thread counts, CUDA_VISIBLE_DEVICES, PYTHONPATH) and CPU
 affinity, imports sweeper.run and ENTRY's module ONCE and, in a one-thread slot, the PRELOAD modules
 (comma-separated: task.preload) and, when torch is loaded by then, torch._dynamo (every torch.optim optimizer
@@ -30,6 +34,7 @@ import traceback
 
 PR_SET_PDEATHSIG = 1
 MARKER_ENV = "SWEEPER_JOB"
+COMMAND = "sweeper.run.command"     # ENTRY for a python task.command (sweeper.backends.local.warm.COMMAND)
 WITH_TORCH = ("torch._dynamo",)     # imported lazily by torch itself in every run that builds an optimizer
 
 
@@ -105,6 +110,13 @@ def child(req: dict, entry: str, libc, parent: int) -> int:
     import random
     random.seed()                      # a fresh interpreter's seeding, not the server's state
     import sweeper.run
+    if entry == COMMAND:               # a python task.command: sweeper.run.command runs its script as __main__
+        from sweeper.run import command
+        sys.argv = [command.__file__, *req["argv"][3:]]
+        code = command.run_command(req["argv"][3:])
+        import atexit
+        atexit._run_exitfuncs()        # what the script registered, as its own interpreter's exit would run
+        return code
     from sweeper.run.entry import run_entry
     sys.argv = [os.path.join(os.path.dirname(sweeper.run.__file__), "__main__.py"), *req["argv"][3:]]
     return run_entry(entry, req["argv"][-1])
@@ -121,9 +133,12 @@ def preload(modules: list[str]) -> None:
     if any(os.environ.get(var) != "1" for var in THREAD_VARS):
         return
     for name in modules:
+        optional = name.endswith("?")        # a python command's own import (read from its script): best effort
         try:
-            importlib.import_module(name)
+            importlib.import_module(name.rstrip("?"))
         except Exception as e:
+            if optional:
+                continue
             raise ImportError(f"task.preload module {name} does not import ({type(e).__name__}: {e})") from e
     if "torch" in sys.modules:
         for name in WITH_TORCH:
@@ -142,7 +157,10 @@ def serve(entry: str, fd: int, modules: list[str] = ()) -> int:
             _rewrite(a0, a1, [w for w in f.read().split(b"\0") if w])      # /proc/self/mem writable here
         from sweeper.run.entry import load_entry
 
-        load_entry(entry)                  # ENTRY's module and everything it imports, once
+        if entry == COMMAND:
+            import sweeper.run.command     # noqa: F401 - the runner of a python command (its script: preload)
+        else:
+            load_entry(entry)              # ENTRY's module and everything it imports, once
         preload(list(modules))             # what the entry imports inside its function (torch), once
     except Exception as e:  # noqa: BLE001 - whatever fails, the caller starts its runs cold
         print(json.dumps({"cold": f"warm start unavailable: {type(e).__name__}: {e}"}), file=replies)
