@@ -273,8 +273,9 @@ def test_one_variant_without_a_baseline_is_a_table_without_comparisons(tmp_path)
     root = write_sweep(tmp_path / "s", {"lr=0.1": [3.0, 3.1, 3.2]}, baseline="")
     text = report_sweep(root, plots=True, **FAST)
     assert "No comparison: lr=0.1 only." in text
-    assert sorted(p.name for p in (root / "plots").iterdir()) == ["final_metric.png", "grad_flow.png", "grad_norm.png",
+    assert sorted(p.name for p in (root / "plots").iterdir()) == ["final_metric.png", "grad_norm.png",
                                                                   "metric_curve.png", "paired_difference.png"]
+    # no live monitor logged health/grad_share/*: no grad_flow.png placeholder (grad_norm was logged)
 
 
 def test_failed_runs_show_their_error_and_the_log_tail_when_the_error_says_little(tmp_path):

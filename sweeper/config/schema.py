@@ -341,6 +341,9 @@ class ExperimentConf:
     notes: Dict[str, str] = field(default_factory=dict)   # variant -> one line: what it tests
     controls: List[str] = field(default_factory=list)     # variants meant to equal another (deliberate A/A controls)
     bundles: List[str] = field(default_factory=list)      # variants that change several things on purpose
+    design: str = one_of("auto", ("auto", "paired", "independent"))   # paired test by seed or Welch: auto decides
+    #   from what the runs recorded (the same data order per seed: the built-in trainer's hashes, or run.generator
+    #   ("data_order") of the run API); paired: the experiment declares that a seed fixes the shared randomness
 
 
 # -- registration -------------------------------------------------------------------------------------------------

@@ -422,13 +422,17 @@ class Experiment:
     notes: dict[str, str] = field(default_factory=dict)     # variant -> one line: what it tests
     controls: list[str] = field(default_factory=list)       # deliberate A/A controls (may equal another variant)
     bundles: list[str] = field(default_factory=list)        # variants that change several things on purpose
+    design: str = "auto"                        # auto (from what the runs recorded) | paired | independent
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "baseline": self.baseline, "metric": self.metric,
-                "lower_is_better": self.lower_is_better, "variants": {k: list(v) for k, v in self.variants.items()},
-                "min_effect": self.min_effect, "secondary_metrics": dict(self.secondary_metrics),
-                "hypothesis": self.hypothesis, "notes": dict(self.notes), "controls": list(self.controls),
-                "bundles": list(self.bundles)}
+        out = {"name": self.name, "baseline": self.baseline, "metric": self.metric,
+               "lower_is_better": self.lower_is_better, "variants": {k: list(v) for k, v in self.variants.items()},
+               "min_effect": self.min_effect, "secondary_metrics": dict(self.secondary_metrics),
+               "hypothesis": self.hypothesis, "notes": dict(self.notes), "controls": list(self.controls),
+               "bundles": list(self.bundles)}
+        if self.design != "auto":
+            out["design"] = self.design
+        return out
 
 
 @dataclass(frozen=True)
@@ -548,7 +552,8 @@ def _manifest_from(d: dict, path: Path) -> Manifest:
                             float(min_effect) if min_effect is not None else None,
                             {str(k): str(v) for k, v in secondary.items()}, hypothesis,
                             {str(k): v for k, v in notes.items()}, [str(v) for v in named["controls"]],
-                            [str(v) for v in named["bundles"]])
+                            [str(v) for v in named["bundles"]],
+                            exp.get("design") if exp.get("design") in ("paired", "independent") else "auto")
     runs = d.get("runs")
     if not isinstance(runs, list):
         raise UnreadableFile(path, "no 'runs' list", fix)
