@@ -40,7 +40,7 @@ def install(tmp_path_factory):
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                             "-w", str(root / "dist"), str(src)], capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stdout + built.stderr
-    wheel, = (root / "dist").glob("sweeper-*.whl")
+    wheel, = (root / "dist").glob("seed_sweeper-*.whl")      # the distribution's name; the import name is sweeper
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"

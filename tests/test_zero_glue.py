@@ -225,3 +225,33 @@ def test_ctrl_c_stops_a_zero_glue_run_and_the_same_command_restarts_it_from_scra
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     lines = [json.loads(x) for x in (status.parent / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in lines] == [1, 2, 3, 4, 5]                       # from scratch, no duplicates
+
+
+def test_the_few_lines_level_gets_curves_and_the_paired_test(tmp_path):
+    """examples/few_lines: run.generator("data_order") is recorded (summary fingerprint seed_streams), so the report
+    pairs the variants by seed and says why; run.log gives curves; the paired-difference plot is titled paired."""
+    project = tmp_path / "few_lines"
+    shutil.copytree(ROOT / "examples" / "few_lines", project, ignore=shutil.ignore_patterns("sweeps", "__pycache__"))
+    proc = sweeper(project, "+experiment=logged_width", "seeds=0-2", *FAST, "sweeper.dir=sw")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "wide vs relu: BETTER" in proc.stdout and "paired t-test" in proc.stdout, proc.stdout[-3000:]
+    report = (project / "sw" / "report.md").read_text()
+    assert "paired by seed: both arms drew their data order from the run's seed stream" in report
+    summary = json.loads((project / "sw" / "runs" / "wide" / "seed_0" / "summary.json").read_text())
+    assert summary["fingerprint"]["seed_streams"] == "data_order,init"
+    lines = (project / "sw" / "runs" / "wide" / "seed_0" / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == 20 and "train_loss" in lines[-1]
+    plots = sorted(p.name for p in (project / "sw" / "plots").iterdir())
+    assert "grad_norm.png" not in plots and "grad_flow.png" not in plots           # no monitor ran: no placeholder
+    from sweeper.analysis.results import load_experiment, load_runs
+    from sweeper.analysis.verdict import analyze_all
+
+    runs = load_runs(project / "sw")
+    exp, _ = load_experiment(project / "sw")
+    primary, _ = analyze_all(runs, exp, n_resamples=500)
+    assert {c.design for c in primary.comparisons} == {"paired"}
+    import dataclasses
+
+    declared, _ = analyze_all(runs, dataclasses.replace(exp, design="independent"), n_resamples=500)
+    assert {c.design for c in declared.comparisons} == {"independent"}
+    assert "declared by experiment.design=independent" in declared.comparisons[0].notes[0]
