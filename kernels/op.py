@@ -105,6 +105,11 @@ def _rotate(q, k, cos, sin, positions, layout, impl):
     if impl == "auto":
         impl = "triton" if q.is_cuda else "torch"
     if impl == "triton":
+        import importlib.util
+
+        if importlib.util.find_spec("triton") is None:   # CUDA builds of torch bring it; a CPU-only install has none
+            raise ImportError(f"RoPE impl={'auto on CUDA' if q.is_cuda else 'triton'} needs triton, which is not "
+                              f"installed: pip install 'seed-sweeper[gpu]' (or impl='torch')")
         from sweeper.kernels.rope_triton_op import rope_triton
         return rope_triton(q, k, cos, sin, offset, batch_offsets, ids, layout == "interleaved")
     if batch_offsets is not None:

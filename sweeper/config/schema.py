@@ -233,7 +233,7 @@ class SweeperConf:
     preflight: str = one_of("off", PREFLIGHT_MODES)   # off | warn | stop: health checks once per variant before the seeds launch
     audit: bool = False            # run the resume audit on the baseline before launching
     report: bool = True            # write report.md, summary.csv and plots at the end
-    tensorboard: bool = False      # run.log also writes TensorBoard event files (pip install 'sweeper[tensorboard]')
+    tensorboard: bool = False      # run.log also writes TensorBoard event files (pip install 'seed-sweeper[tensorboard]')
     max_runs: int = positive(1000)  # the most runs one sweep may plan (sweeper.plan.make refuses a bigger plan before writing)
     one_change: str = one_of("warn", ("warn", "error", "off"))  # a variant with several declared changes: warn | error | off
     baseline_first: bool = True    # the baseline's health preflight (task.preflight) passes before any variant launches
