@@ -339,6 +339,7 @@ def test_a_health_failed_variant_is_invalid_not_worse_and_the_headline_does_not_
     assert line.startswith("frozen vs base: INVALID: health checks failed (qk_grad_nonzero)")
     head = headline(inp.analysis)
     assert "beats frozen" not in head and "not compared with frozen (invalid" in head and "loses to better" in head
+    assert head.startswith("base loses to better")          # the baseline is the subject when it loses too
     csv = pd.read_csv(Path(root) / "summary.csv").set_index("variant")
     assert csv.loc["frozen", "verdict"] == "invalid" and csv.loc["frozen", "numbers_say"] == "worse"
     assert csv.loc["frozen", "invalid_checks"] == "qk_grad_nonzero"
