@@ -280,6 +280,7 @@ class TaskConf:
     metrics_prefix: Optional[str] = None      # only stdout lines starting with this (e.g. 'METRICS ') hold metrics
 
     def check(self, prefix: str = "task") -> None:
+        self.args = check_args(self.args, f"{prefix}.args")
         if bool(self.entry) == bool(self.command):
             raise UsageError(f"{prefix}: set exactly one of {prefix}.entry (module:function, called with the run) and "
                              f"{prefix}.command (a program that calls sweeper.init()); "
@@ -299,7 +300,6 @@ class TaskConf:
             raise UsageError(f"{prefix}.preload={show(list(self.preload))}: only with {prefix}.entry or a python "
                              f"{prefix}.command (another program starts fresh per run, which nothing can import "
                              f"for); remove {prefix}.preload")
-        self.args = check_args(self.args, f"{prefix}.args")
         if (self.args != "none" or self.metrics or self.metrics_prefix) and not self.command:
             key = "args" if self.args != "none" else "metrics" if self.metrics else "metrics_prefix"
             raise UsageError(f"{prefix}.{key}: only with {prefix}.command (an entry gets the run itself)")
