@@ -309,6 +309,11 @@ class RunDir:
         return summary
 
     # metrics.jsonl
+    def set_aside_summary(self) -> None:
+        """Move summary.json to summary.rejected.json (a result the sweep refused: a resume runs the run again)."""
+        if self.summary_path.exists():
+            self.summary_path.replace(self.path / "summary.rejected.json")
+
     def append_metrics(self, record: dict) -> None:
         step = record.get("step")
         if not isinstance(step, int) or isinstance(step, bool):

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from sweeper.backends.failures import CONFIG, Failure, attempt_outcome
-from sweeper.execute.metric_check import MetricCheck
+from sweeper.analysis.metric_check import MetricCheck
 from sweeper.backends.local.pool import Job, run_pool
 from sweeper.report.live import Progress
 from sweeper.run.rundir import KEEP, Launch, RunDir, Status, UnreadableFile

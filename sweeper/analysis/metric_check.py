@@ -3,11 +3,11 @@ the sweep (one line naming the metric, what the run did report and the fix; exit
 
     check = MetricCheck(plan.experiment)
     problem, warnings = check.run(run_dir, "nope/seed_0")   # problem: the one line (None: the run is usable)
-    check.reject(run_dir, problem)                         # the run becomes failed (its summary kept aside), so
+    check.reject(run_dir, problem)                         # the run becomes failed (its result set aside), so
                                                            # the corrected command reruns it; finished runs stay
 
 Why at the first run: a metric typo (`metric: val_acc` for a run that reports `val_loss`) otherwise costs the whole
-sweep's compute before the report finds it. Pure Python; reads the run's summary.json only.
+sweep's compute before the report finds it. Pure Python; reads the run's summary through RunDir only.
 """
 from __future__ import annotations
 
@@ -16,8 +16,6 @@ from pathlib import Path
 
 from sweeper.run.reported import describe
 from sweeper.run.rundir import RunDir, Status, UnreadableFile
-
-REJECTED = "summary.rejected.json"
 
 
 def is_number(value) -> bool:
@@ -73,11 +71,10 @@ class MetricCheck:
 
     @staticmethod
     def reject(run_dir: Path, problem: str) -> None:
-        """The run did not give a usable result: status failed (config_error), its summary kept as
-        summary.rejected.json, so a resume reruns it with the corrected command."""
+        """The run did not give a usable result: status failed (config_error), its summary set aside
+        (RunDir.set_aside_summary), so a resume reruns it with the corrected command."""
         rd = RunDir(run_dir)
-        if rd.summary_path.exists():
-            rd.summary_path.replace(rd.path / REJECTED)
+        rd.set_aside_summary()
         rd.update_status(Status.FAILED, error=problem, exit_code=2, ended=time.time(), failure_class="config_error",
                          transient=False)
 
