@@ -19,11 +19,11 @@ options) runs as a child process in this one's process group.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
-import traceback
 from pathlib import Path
 
 OUT = "out"                      # RUN_DIR/out: the folder a zero-glue script writes to ({out_dir})
@@ -99,7 +99,7 @@ def run_python(words: list[str]) -> int:
     except Stopped:
         raise
     except BaseException:  # noqa: BLE001 - the script's crash: its traceback in the log, exit 1 as python gives
-        traceback.print_exc()
+        sys.excepthook(*sys.exc_info())      # as the interpreter would: a Run's crash hook records the exception
         return 1
     return 0
 
@@ -146,6 +146,17 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b")
+
+
+def failure_line(code: int, last: str) -> str:
+    """A failed run's error: the exception a crash ended with (`KeyError: 'col'`), else the exit status and the
+    program's last line (`exit status 2: train.py: error: unrecognized arguments: --lr=0.1`)."""
+    if last and EXCEPTION_LINE.match(last):
+        return last
+    return f"exit status {code}" + (f": {last}" if last else "")
+
+
 def run_command(argv: list[str]) -> int:
     from sweeper.run.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, RunDir, Status
 
@@ -176,23 +187,21 @@ def run_command(argv: list[str]) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     record = rd.read_status()
-    if record.started != t0 or record.status is not Status.RUNNING:     # the script ran its own run (the run API)
-        return _api_exit(rd, code, stopped)
     text = _read_from(offset)
+    if record.started != t0 or record.status is not Status.RUNNING:     # the script ran its own run (the run API)
+        return _api_exit(rd, code, stopped, _last_line(text))
     if stopped:
         rd.update_status(Status.INTERRUPTED, ended=time.time(), exit_code=EXIT_INTERRUPTED,
                          error=f"stopped by {stopped}; this run has no checkpoint of its own (task.command without "
                                f"the run API), so it restarts from scratch")
         return EXIT_INTERRUPTED
     if code != 0:
-        last = _last_line(text)
-        rd.update_status(Status.FAILED, ended=time.time(), exit_code=code,
-                         error=f"exit status {code}" + (f": {last}" if last else ""))
+        rd.update_status(Status.FAILED, ended=time.time(), exit_code=code, error=failure_line(code, _last_line(text)))
         return code
     return _finish(rd, text, sources, prefix, out_dir, t0)
 
 
-def _api_exit(rd, code: int, stopped: str | None) -> int:
+def _api_exit(rd, code: int, stopped: str | None, last: str = "") -> int:
     """The script used sweeper.init(): its record stands; fill in what it could not write (a crash here)."""
     from sweeper.run.rundir import EXIT_INTERRUPTED, TERMINAL, Status
 
@@ -204,7 +213,7 @@ def _api_exit(rd, code: int, stopped: str | None) -> int:
                          error=f"stopped by {stopped} before the run could checkpoint; resumes from its last checkpoint")
         return EXIT_INTERRUPTED
     if code != 0:
-        rd.update_status(Status.FAILED, ended=time.time(), exit_code=code, error=f"exit status {code}")
+        rd.update_status(Status.FAILED, ended=time.time(), exit_code=code, error=failure_line(code, last))
     return code
 
 
