@@ -39,7 +39,8 @@ def sweep(extra: list[str], sweep_dir: Path) -> dict:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
-        raise SystemExit(f"sweep failed ({proc.returncode}): {' '.join(argv)}\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+        raise SystemExit(f"sweep failed ({proc.returncode}): {' '.join(argv)}\n"
+                         f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
     from sweeper.analysis.results import load_runs
     from sweeper.analysis.verdict import analyze_all
     from sweeper.analysis.results import load_experiment

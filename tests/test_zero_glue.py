@@ -167,8 +167,9 @@ def test_a_metric_typo_stops_the_sweep_after_the_first_finished_run_and_the_fix_
                    "launcher.max_parallel=1")
     assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
     err = proc.stderr.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("sweeper: error: run a/seed_0 finished without the decision metric "
-                                                "los (experiment.metric); it reported: label='low', loss=1.2, score=0.9"), err
+    assert len(err) == 1 and err[0].startswith(
+        "sweeper: error: run a/seed_0 finished without the decision metric los (experiment.metric); it reported: "
+        "label='low', loss=1.2, score=0.9"), err
     assert "set experiment.metric to the name the run reports (loss, score)" in err[0]
     statuses = {p.parent.parent.name + "/" + p.parent.name: json.loads(p.read_text())["status"]
                 for p in (printer / "sw" / "runs").glob("*/seed_*/status.json")}

@@ -11,7 +11,8 @@ Your own configs: `--config-dir DIR` (also `-cd DIR`, `--config-dir=DIR`, repeat
 config search path, as `hydra.searchpath=[file:///abs/DIR]` does. DIR holds experiment/NAME.yaml and any
 config groups of your own. An experiment for your own code starts with
 `defaults: [override /task: custom]` and sets task.entry (module:function, called with the run) or
-task.command (a program that calls sweeper.init()); its other top-level keys are what each run gets as
+task.command (a program: your script as it is, or one that calls sweeper.init()); its other top-level
+keys are what each run gets as
 run.config (with `seed` set per run). Runs start in the directory the sweep is started in (task.cwd).
 
 Bad input (unknown experiment or key, malformed override, bad seeds, bad values) is one line on stderr and

@@ -262,7 +262,7 @@ class TaskConf:
     """The `task:` block: what every run starts (conf/task/train.yaml: the built-in trainer; task/custom: yours).
     Set exactly one of entry and command."""
     entry: Optional[str] = entry_point()      # package.module:function called with the run, by `python -m sweeper.run ENTRY RUN_DIR`
-    command: Any = None                       # a program that calls sweeper.init(): [python, train.py] or 'python train.py --fast'
+    command: Any = None                       # a program: [python, train.py] or 'python train.py --fast' (zero glue, or it calls sweeper.init())
     cwd: Optional[str] = None                 # where each run starts; default: the directory the sweep was started in
     validate: Optional[str] = entry_point()   # module:function called with each run's config before anything starts
     preflight: Optional[str] = entry_point()  # module:function(config) -> sweeper.health.HealthReport, for sweeper.preflight=warn|stop
@@ -283,7 +283,7 @@ class TaskConf:
         self.args = check_args(self.args, f"{prefix}.args")
         if bool(self.entry) == bool(self.command):
             raise UsageError(f"{prefix}: set exactly one of {prefix}.entry (module:function, called with the run) and "
-                             f"{prefix}.command (a program that calls sweeper.init()); "
+                             f"{prefix}.command (a program: your script as it is, or one that calls sweeper.init()); "
                              + ("both are set" if self.entry else "neither is set"))
         command = self.command
         if isinstance(command, str):

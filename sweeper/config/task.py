@@ -46,7 +46,7 @@ PYTHONS = ("python", "python3")
 @dataclass(frozen=True)
 class TaskSpec:
     entry: str | None = None                   # "package.module:function", called with the Run
-    command: tuple[str, ...] | None = None     # argv of a program that calls sweeper.init()
+    command: tuple[str, ...] | None = None     # argv of a program (zero glue, or it calls sweeper.init())
     cwd: str = ""                              # absolute working directory of every run
     validate: str | None = None                # "module:function"(config) at plan time
     preflight: str | None = None               # "module:function"(config) -> HealthReport

@@ -210,7 +210,8 @@ def _api_exit(rd, code: int, stopped: str | None, last: str = "") -> int:
         return EXIT_INTERRUPTED if state is Status.INTERRUPTED else (code if state is Status.FAILED else 0)
     if stopped:
         rd.update_status(Status.INTERRUPTED, ended=time.time(), exit_code=EXIT_INTERRUPTED,
-                         error=f"stopped by {stopped} before the run could checkpoint; resumes from its last checkpoint")
+                         error=f"stopped by {stopped} before the run could checkpoint; resumes from its last "
+                               f"checkpoint")
         return EXIT_INTERRUPTED
     if code != 0:
         rd.update_status(Status.FAILED, ended=time.time(), exit_code=code, error=failure_line(code, last))
