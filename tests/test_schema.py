@@ -240,7 +240,7 @@ def test_cfg_prints_every_key_of_every_schema_with_its_default():
         if prefix == "sweeper":                           # rope.yaml's own first look (seeds=adaptive)
             defaults["adaptive"]["start"] = 3
         if prefix == "train":                             # rope.yaml's first-run length (bench_first_run.py)
-            defaults["steps"] = 150
+            defaults["steps"] = 100
         assert cfg[prefix] == defaults, prefix
     proc = run_sweeper(*BASE, "launcher=slurm", "data=text", "--cfg")
     cfg = yaml.safe_load(proc.stdout)
