@@ -168,9 +168,10 @@ def decision_text(inp: ReportInput) -> str:
     """What the terminal shows: the decision table, one line per verdict, failed runs, then warnings."""
     an = inp.analysis
     keep = [i for i, h in enumerate(DECISION_HEADER) if h not in TERMINAL_LEAVES_OUT]
-    verdict_at = DECISION_HEADER.index("verdict")
-    rows = [[("invalid" if i == verdict_at and str(r[i]).startswith("invalid") else r[i]) for i in keep]
-            for r in decision_rows(an)]                  # the health column names the failed checks
+    verdict_at, health_at = DECISION_HEADER.index("verdict"), DECISION_HEADER.index("health")
+    short = {verdict_at: lambda v: "invalid" if v.startswith("invalid") else v,   # the `health:` line below names
+             health_at: lambda v: v.split(" (")[0]}                               # the failed checks
+    rows = [[short.get(i, str)(str(r[i])) for i in keep] for r in decision_rows(an)]
     lines = [inp.title, *inp.header, "", text_table([DECISION_HEADER[i] for i in keep], rows)]
     levels = sorted({_level(c) for c in an.comparisons if c.decision_ci is not None})
     if levels:
