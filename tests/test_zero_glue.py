@@ -256,3 +256,17 @@ def test_the_few_lines_level_gets_curves_and_the_paired_test(tmp_path):
     declared, _ = analyze_all(runs, dataclasses.replace(exp, design="independent"), n_resamples=500)
     assert {c.design for c in declared.comparisons} == {"independent"}
     assert "declared by experiment.design=independent" in declared.comparisons[0].notes[0]
+
+
+def test_a_zero_glue_script_on_slurm_reports_what_it_printed_as_locally(printer, slurm_cluster):
+    local = sweeper(printer, "+experiment=printer", "seeds=0-2", "sweeper.dir=local", "sweeper.report=false")
+    assert local.returncode == 0, local.stdout[-3000:] + local.stderr[-3000:]
+    slurm = sweeper(printer, "+experiment=printer", "seeds=0-2", "sweeper.dir=slurm", "launcher=slurm",
+                    "launcher.cpus_per_task=1", "launcher.gpus_per_node=0", "launcher.poll_s=0.5")
+    assert slurm.returncode == 0, slurm.stdout[-3000:] + slurm.stderr[-3000:]
+    assert "b vs a: WORSE" in slurm.stdout
+    for run in sorted((printer / "local" / "runs").glob("*/seed_*")):
+        there = printer / "slurm" / run.relative_to(printer / "local")
+        assert json.loads((there / "summary.json").read_text())["final"] == \
+            json.loads((run / "summary.json").read_text())["final"]
+        assert (there / "metrics.jsonl").read_text() == (run / "metrics.jsonl").read_text()
