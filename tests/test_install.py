@@ -40,7 +40,7 @@ def install(tmp_path_factory):
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                             "-w", str(root / "dist"), str(src)], capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stdout + built.stderr
-    wheel, = (root / "dist").glob("sweeper-*.whl")
+    wheel, = (root / "dist").glob("seed_sweeper-*.whl")      # the distribution's name; the import name is sweeper
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
@@ -73,6 +73,11 @@ def test_the_wheel_holds_every_module_and_every_config(install):
     assert {"conf/sweep.yaml", "conf/task/train.yaml", "conf/experiment/rope.yaml"} <= configs
     assert {f"sweeper/{c}" for c in configs} <= names
     assert not any(n.startswith("conf/") for n in names)               # shipped inside the package only
+    meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    requires = [ln for ln in zipfile.ZipFile(wheel).read(meta).decode().splitlines() if ln.startswith("Requires-Dist")]
+    triton = [ln for ln in requires if ln.split(":", 1)[1].strip().startswith("triton")]
+    assert triton and all("extra ==" in ln for ln in triton), triton   # a CPU-only install pulls no triton
+    assert any(ln.startswith("Requires-Dist: torch") and "extra" not in ln for ln in requires), requires
 
 
 WHERE = """\

@@ -234,3 +234,19 @@ def test_an_unexplained_lazy_import_is_caught(monkeypatch, tmp_path):
     _with_probe(monkeypatch, tmp_path, "sweeper.config.lazy_probe", "def f():\n    import json\n")
     with pytest.raises(AssertionError, match=r"lazy_probe.py:2: import json inside a function"):
         test_an_import_inside_a_function_says_why()
+
+
+@pytest.mark.parametrize("module, heavy", [
+    ("sweeper.cli.sweep", ("torch", "pandas", "scipy", "matplotlib", "triton", "submitit")),   # answers bad input fast
+    ("sweeper.cli.resume", ("torch", "pandas", "scipy", "matplotlib", "triton", "submitit")),
+    ("sweeper.run", ("torch", "numpy", "pandas", "hydra")),            # the run API a user's script imports
+    ("sweeper.train", ("torch",)),                                    # the plan-time hooks of the built-in trainer
+    ("sweeper.kernels", ("triton",)),                                 # triton only on the GPU kernel path
+    ("sweeper.health", ("torch",)),                                   # names resolved on first use
+])
+def test_what_a_module_imports_at_import_time(module, heavy):
+    """Deferred imports stay deferred: a clean interpreter importing `module` loads none of `heavy`."""
+    code = f"import sys, {module}\nprint(sorted(m for m in {heavy!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", f"importing {module} loads {out.stdout.strip()}"

@@ -276,8 +276,9 @@ def test_one_variant_without_a_baseline_is_a_table_without_comparisons(tmp_path)
     root = write_sweep(tmp_path / "s", {"lr=0.1": [3.0, 3.1, 3.2]}, baseline="")
     text = report_sweep(root, plots=True, **FAST)
     assert "No comparison: lr=0.1 only." in text
-    assert sorted(p.name for p in (root / "plots").iterdir()) == ["final_metric.png", "grad_flow.png", "grad_norm.png",
+    assert sorted(p.name for p in (root / "plots").iterdir()) == ["final_metric.png", "grad_norm.png",
                                                                   "metric_curve.png", "paired_difference.png"]
+    # no live monitor logged health/grad_share/*: no grad_flow.png placeholder (grad_norm was logged)
 
 
 def test_failed_runs_show_their_error_and_the_log_tail_when_the_error_says_little(tmp_path):
@@ -341,6 +342,7 @@ def test_a_health_failed_variant_is_invalid_not_worse_and_the_headline_does_not_
     assert line.startswith("frozen vs base: INVALID: health checks failed (qk_grad_nonzero)")
     head = headline(inp.analysis)
     assert "beats frozen" not in head and "not compared with frozen (invalid" in head and "loses to better" in head
+    assert head.startswith("base loses to better")          # the baseline is the subject when it loses too
     csv = pd.read_csv(Path(root) / "summary.csv").set_index("variant")
     assert csv.loc["frozen", "verdict"] == "invalid" and csv.loc["frozen", "numbers_say"] == "worse"
     assert csv.loc["frozen", "invalid_checks"] == "qk_grad_nonzero"

@@ -95,6 +95,11 @@ RANGE_CASES = [
     ("task.validate", ["task.validate=nocolon"], "expected an entry point"),
     ("task.preflight", ["task.preflight=no-colon"], "expected an entry point"),
     ("task.preload", ["task.preload=[train/loop]"], "must be a list of module names"),
+    ("task.args", ["task=custom", "task.command=[prog]", "task.args=every"], "accepted values are none"),
+    ("task.metrics", ["task=custom", "task.command=[prog]", "task.metrics=[out.txt]"],
+     "'out.txt' is not stdout or a .json, .jsonl or .csv file"),
+    ("task.metrics_prefix", ["task.metrics_prefix=M"], "task.metrics_prefix: only with task.command"),
+    ("experiment.design", ["+experiment.design=maybe"], "accepted values are auto, paired, independent"),
     ("experiment.name", ["experiment.name=a/b"], "must be a name of letters, digits"),
     ("experiment.baseline", ["experiment.baseline=nosuch"], "is not one of the variants: rope, nope, rope_frozen_qk"),
     ("experiment.metric", ["experiment.metric=''"], "must be a metric name"),
@@ -239,6 +244,8 @@ def test_cfg_prints_every_key_of_every_schema_with_its_default():
                             preflight="sweeper.train.preflight:preflight_config")
         if prefix == "sweeper":                           # rope.yaml's own first look (seeds=adaptive)
             defaults["adaptive"]["start"] = 3
+        if prefix == "train":                             # rope.yaml's first-run length (bench_first_run.py)
+            defaults["steps"] = 100
         assert cfg[prefix] == defaults, prefix
     proc = run_sweeper(*BASE, "launcher=slurm", "data=text", "--cfg")
     cfg = yaml.safe_load(proc.stdout)

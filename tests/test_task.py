@@ -74,8 +74,9 @@ def listing(root):
     (["task.preflight=mymod:nosuch", "sweeper.preflight=warn"], "task.preflight='mymod:nosuch': module mymod has no"),
     (["task.cwd=/no/such/dir"], "task.cwd='/no/such/dir': no such directory"),
     (["+task.bogus=1"],
-     "unknown config key 'task.bogus'; keys of task are: command, cwd, entry, preflight, preload, validate"),
-    (["task.preload=[mymod]"], "task.preload=['mymod']: only with task.entry"),
+     "unknown config key 'task.bogus'; keys of task are: args, command, cwd, entry, metrics, metrics_prefix, "
+     "preflight, preload, validate"),
+    (["task.command=[ls]", "task.preload=[mymod]"], "task.preload=['mymod']: only with task.entry or a python"),
     (["task.command=null", "task.entry=mymod:main", "task.preload=[mymod,no_such_mod_xyz]"],
      "task.preload: no module named 'no_such_mod_xyz'"),
     (["task.command=null", "task.entry=mymod:main", "task.preload=[mymod.nope.x]"],
@@ -116,7 +117,19 @@ def test_a_good_user_task_plans_from_its_own_directory(project):
 def test_parse_task_and_argv(tmp_path):
     spec = parse_task({"command": "python train.py --lr {run_dir}/x"}, cwd=tmp_path)
     assert spec.command == ("python", "train.py", "--lr", "{run_dir}/x") and spec.cwd == str(tmp_path.resolve())
-    assert spec.argv("/r") == [sys.executable, "train.py", "--lr", "/r/x"]
+    runner = [sys.executable, "-m", "sweeper.run.command", "/r", "--"]
+    assert spec.argv("/r") == [*runner, sys.executable, "train.py", "--lr", "/r/x"]
+    config = {"seed": 3, "lr": 0.5, "model": {"width": 8, "act": None}, "flag": True, "sizes": [1, 2]}
+    spec = parse_task({"command": "python t.py --w={model.width} --o {out_dir} {nokey_in_json}", "args": "flags"},
+                      cwd=tmp_path)
+    assert spec.argv("/r", config)[len(runner):] == [
+        sys.executable, "t.py", "--w=8", "--o", "/r/out", "{nokey_in_json}", "--seed=3", "--lr=0.5",
+        "--model.width=8", "--flag=true", "--sizes=[1,2]"]                     # null values are left out
+    keys = parse_task({"command": "prog", "args": ["lr", "model.width"], "metrics": ["{seed}.json"]}, cwd=tmp_path)
+    assert keys.argv("/r", config) == [sys.executable, "-m", "sweeper.run.command", "--metrics", "3.json", "/r",
+                                       "--", "prog", "--lr=0.5", "--model.width=8"]
+    with pytest.raises(UsageError, match=r"task.command: \{nokey_in_json\} is not a key of the run config"):
+        spec.check_placeholders(config)
     entry = parse_task({"entry": "pkg.mod:main", "cwd": "."}, cwd=tmp_path)
     assert entry.argv("/r") == [sys.executable, "-m", "sweeper.run", "pkg.mod:main", "/r"]
     assert TaskSpec.from_dict(entry.to_dict()) == entry

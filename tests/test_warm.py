@@ -76,7 +76,7 @@ def test_cold_starts_when_warm_is_off_or_not_the_same_process(tmp_path, monkeypa
     warm = WarmStarts(None, str(tmp_path))                   # a task.command: no launcher at all
     warm.open([slot], lambda s: {})
     assert warm.servers == {} and warm.start(job, slot, {}) is None
-    assert warm.summary() == "cold starts: warm starts need a task.entry"
+    assert warm.summary() == "cold starts: warm starts need a task.entry or a python task.command"
     monkeypatch.setenv("SWEEPER_COLD_START", "1")
     assert WarmStarts("sweeper.train:main", str(tmp_path)).entry is None
 

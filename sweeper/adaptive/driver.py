@@ -24,8 +24,6 @@ from sweeper.plan.looks import read_looks, write_looks
 from sweeper.plan.make import check_size, make_plan, reconcile
 from sweeper.report.live import Progress
 from sweeper.run.rundir import UnreadableFile
-import sweeper.analysis.verdict as verdict       # deferred: pandas and scipy (about 1 s), at the first look
-from sweeper.analysis.results import load_runs
 
 
 def design_of(sweep) -> adaptive.Design:
@@ -49,6 +47,7 @@ def design_of(sweep) -> adaptive.Design:
 
 class AdaptiveSweep:
     """What sweeper.cli.sweep.prepare returns for seeds=adaptive; its run() is the sweep."""
+    adaptive = True              # what the command checks (it imports this module only for seeds=adaptive)
 
     def __init__(self, sweep, design: adaptive.Design):
         self.sweep, self.design = sweep, design
@@ -138,6 +137,8 @@ class AdaptiveSweep:
 
     def look(self, sweep_dir, states, seeds) -> None:
         """Analyse this look's runs and decide every open comparison (states updated in place)."""
+        import sweeper.analysis.verdict as verdict       # deferred: pandas and scipy (about 1 s), at the first look
+        from sweeper.analysis.results import load_runs   # deferred: pandas, as above
         exp = self.sweep.experiment
         live = adaptive.still_open(states)
         try:

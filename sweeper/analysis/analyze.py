@@ -93,7 +93,8 @@ def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3
     family = [(v, exp.baseline) for v in present if v != exp.baseline] if exp.baseline else []
     secondary_exp = Experiment(exp.name, exp.baseline, exp.metric, exp.lower_is_better, dict(exp.variants),
                                exp.min_effect, {m: d for m, d in exp.secondary_metrics.items()
-                                                if f"final_{m}" in runs.columns and m != exp.metric})
+                                                if f"final_{m}" in runs.columns and m != exp.metric},
+                               design=exp.design)
     missing = sorted(m for m in exp.secondary_metrics if f"final_{m}" not in runs.columns)
     an, secondary = verdict.analyze_all(runs, secondary_exp, family, alpha=alpha, min_seeds=min_seeds,
                                         n_resamples=n_resamples, seed=seed)

@@ -19,8 +19,10 @@ Decision rule, fixed before looking at the data (report.md repeats it):
    most of its seeds can be called "worse". Simulated with the baseline losing its 3 worst of 10 seeds and no
    true effect, its family-wise error stays below 0.05 (benchmarks/calibrate.py).
 4. No lost seeds -> t-test. Design: paired when every seed usable in both arms has the same data_order_hash
-   and eval_batches_hash in both (the seed then fixes data order and evaluation batches); otherwise
-   independent. Paired t-test (paired) or Welch t-test (independent). Why a t-test: at the seed counts sweeps
+   and eval_batches_hash in both (the seed then fixes data order and evaluation batches), or, for user code
+   without those hashes, when both arms drew their data order from the run API's seed stream (summary
+   fingerprint seed_streams holds data_order); experiment.design=paired|independent declares it instead;
+   otherwise independent. Paired t-test (paired) or Welch t-test (independent). Why a t-test: at the seed counts sweeps
    use, exact permutation tests have a floor on p (4 vs 4: 2/70 = 0.029; 4 pairs sign-flip: 2/16 = 0.125)
    that Holm lifts above alpha; the t-tests reach small p when effects are large relative to seed noise, at the
    price of assuming roughly normal per-seed means. When the t statistic is undefined (zero spread), the exact
@@ -132,6 +134,7 @@ class Analysis:
     comparisons: list[Comparison]
     min_effect: float | None = None
     role: str = "primary"            # or "secondary": its own Holm family, outside the decision
+    design: str = "auto"             # experiment.design: auto | paired | independent
 
 
 def _arm(variant: str, rows: pd.DataFrame, column: str, n_resamples: int, seed: int, confidence: float) -> Arm:
@@ -166,10 +169,29 @@ def _fingerprint(rows: pd.DataFrame, seeds: np.ndarray, key: str) -> dict:
 
 
 def _design(va: Arm, vb: Arm, rows_a: pd.DataFrame, rows_b: pd.DataFrame,
-            min_seeds: int) -> tuple[bool, np.ndarray, str]:
+            min_seeds: int, declared: str = "auto") -> tuple[bool, np.ndarray, str]:
     common = np.intersect1d(va.seeds, vb.seeds)
     if common.size < min_seeds:
         return False, common, f"independent: only {common.size} seeds usable in both arms"
+    if declared == "independent":
+        return False, common, "independent: declared by experiment.design=independent"
+    if declared == "paired":
+        return True, common, ("paired by seed: declared by experiment.design=paired (the experiment says a seed "
+                              "fixes the randomness both arms share)")
+    if not any(f"fp_{key}" in rows_a for key in PAIRING_KEYS) and "fp_seed_streams" in rows_a:
+        fa, fb = _fingerprint(rows_a, common, "seed_streams"), _fingerprint(rows_b, common, "seed_streams")
+        shared = all("data_order" in str(fa.get(s) or "").split(",") and fa.get(s) == fb.get(s)
+                     for s in common.tolist())
+        if shared:
+            return True, common, ("paired by seed: both arms drew their data order from the run's seed stream "
+                                  "(run.generator('data_order')), so a seed gives both the same data order")
+        return False, common, ("independent: the runs did not all draw their data order from the run's seed "
+                               "stream (run.generator('data_order')) in both arms; experiment.design=paired "
+                               "declares it when the seed fixes the shared randomness some other way")
+    if not any(f"fp_{key}" in rows_a for key in PAIRING_KEYS):
+        return False, common, ("independent: the runs recorded nothing that says a seed fixes their data order "
+                               "(the run API records it when the data order comes from "
+                               "run.generator('data_order'); experiment.design=paired declares it)")
     for key in PAIRING_KEYS:
         fa, fb = _fingerprint(rows_a, common, key), _fingerprint(rows_b, common, key)
         if not fa or any(fa.get(s) is None or fa.get(s) != fb.get(s) for s in common.tolist()):
@@ -230,7 +252,7 @@ def _compare(c: Comparison, va: Arm, vb: Arm, rows_a: pd.DataFrame, rows_b: pd.D
         c.spread = _pooled_sd(a, b)
         n_a, n_b = a.size, b.size
     else:
-        paired, common, why = _design(va, vb, rows_a, rows_b, an.min_seeds)
+        paired, common, why = _design(va, vb, rows_a, rows_b, an.min_seeds, an.design)
         c.notes.append(why)
         if paired:
             a = va.values[np.isin(va.seeds, common)]
@@ -432,7 +454,8 @@ def _workers(tasks: int) -> ThreadPoolExecutor:
 
 def analyze(runs: pd.DataFrame, metric: str, lower_is_better: bool, comparisons: list[tuple[str, str]],
             alpha: float = 0.05, min_seeds: int = 3, n_resamples: int = 10_000, seed: int = 0,
-            confidence: float = 0.95, min_effect: float | None = None, role: str = "primary") -> Analysis:
+            confidence: float = 0.95, min_effect: float | None = None, role: str = "primary",
+            design: str = "auto") -> Analysis:
     """Arms for every variant in `runs`, and one Comparison per (variant, baseline) pair, Holm over the family.
     `metric` is read from the final_<metric> column (or a column of that name, e.g. wall_time_s)."""
     if not 0 < alpha < 1:
@@ -442,7 +465,8 @@ def analyze(runs: pd.DataFrame, metric: str, lower_is_better: bool, comparisons:
     if min_effect is not None and not min_effect > 0:
         raise ValueError(f"min_effect={min_effect}: accepted values are positive differences in metric units")
     column = _column(runs, metric)
-    an = Analysis(metric, lower_is_better, alpha, min_seeds, n_resamples, seed, confidence, {}, [], min_effect, role)
+    an = Analysis(metric, lower_is_better, alpha, min_seeds, n_resamples, seed, confidence, {}, [], min_effect, role,
+                  design)
     groups = {v: g for v, g in runs.groupby("variant", sort=False)} if len(runs) else {}
     for variant, baseline in comparisons:
         for name in (variant, baseline):
@@ -490,11 +514,13 @@ def analyze_all(runs: pd.DataFrame, experiment, comparisons: list[tuple[str, str
         present = list(dict.fromkeys(runs["variant"])) if len(runs) else []
         comparisons = [(v, experiment.baseline) for v in present if v != experiment.baseline] \
             if experiment.baseline else []
+    design = getattr(experiment, "design", "auto")
     primary = analyze(runs, experiment.metric, experiment.lower_is_better, comparisons,
-                      min_effect=experiment.min_effect, **options)
+                      min_effect=experiment.min_effect, design=design, **options)
     secondary = {}
     for metric, direction in dict(experiment.secondary_metrics or {}).items():
         if direction not in ("lower", "higher"):
             raise ValueError(f"secondary_metrics.{metric}={direction!r}: accepted values are lower, higher")
-        secondary[metric] = analyze(runs, metric, direction == "lower", comparisons, role="secondary", **options)
+        secondary[metric] = analyze(runs, metric, direction == "lower", comparisons, role="secondary", design=design,
+                                    **options)
     return primary, secondary

@@ -11,7 +11,8 @@ Your own configs: `--config-dir DIR` (also `-cd DIR`, `--config-dir=DIR`, repeat
 config search path, as `hydra.searchpath=[file:///abs/DIR]` does. DIR holds experiment/NAME.yaml and any
 config groups of your own. An experiment for your own code starts with
 `defaults: [override /task: custom]` and sets task.entry (module:function, called with the run) or
-task.command (a program that calls sweeper.init()); its other top-level keys are what each run gets as
+task.command (a program: your script as it is, or one that calls sweeper.init()); its other top-level
+keys are what each run gets as
 run.config (with `seed` set per run). Runs start in the directory the sweep is started in (task.cwd).
 
 Bad input (unknown experiment or key, malformed override, bad seeds, bad values) is one line on stderr and
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import sys
 
-from sweeper.adaptive.driver import AdaptiveSweep, prepare_adaptive
 from sweeper.cli.boundary import run_command
 from sweeper.config.argv import split_config_dirs, with_config_dirs
 from sweeper.config.compose import compose, to_yaml
@@ -64,6 +64,8 @@ def prepare(argv: list[str]):
     sweep = compose_sweep(overrides_of(argv))
     check_preflight_options(sweep)
     if is_adaptive(sweep.cfg["seeds"]):            # seeds=adaptive: sweeper.adaptive.driver plans look by look
+        from sweeper.adaptive.driver import prepare_adaptive   # deferred: scipy (about 1 s), adaptive sweeps only
+
         return prepare_adaptive(sweep, backend_for)
     n_seeds = count_seeds(sweep.cfg["seeds"])      # a huge range is refused before it is expanded
     check_size(sweep, {v: len(own) if own is not None else n_seeds for v, own in sweep.variant_seeds.items()}
@@ -86,7 +88,7 @@ def _main(argv: list[str], state: dict) -> int:
         print(to_yaml(compose(overrides_of([a for a in argv if a != "--cfg"]))), end="")
         return 0
     plan, backend, conf = prepare(argv)
-    if isinstance(plan, AdaptiveSweep):              # looks, then the report
+    if getattr(plan, "adaptive", False):             # an AdaptiveSweep: looks, then the report
         return plan.run(backend, conf, argv, state)
     for warning in plan.sweep.warnings:
         print(f"sweeper: warning: {warning}", file=sys.stderr)

@@ -54,7 +54,7 @@ class SweeperConf:
     preflight: str = one_of("off", PREFLIGHT_MODES)   # off | warn | stop: health checks once per variant before the seeds launch
     audit: bool = False            # run the resume audit on the baseline before launching
     report: bool = True            # write report.md, summary.csv and plots at the end
-    tensorboard: bool = False      # run.log also writes TensorBoard event files (pip install 'sweeper[tensorboard]')
+    tensorboard: bool = False      # run.log also writes TensorBoard event files (pip install 'seed-sweeper[tensorboard]')
     max_runs: int = positive(1000)  # the most runs one sweep may plan (sweeper.plan.make refuses a bigger plan before writing)
     one_change: str = one_of("warn", ("warn", "error", "off"))  # a variant with several declared changes: warn | error | off
     baseline_first: bool = True    # the baseline's health preflight (task.preflight) passes before any variant launches
@@ -79,23 +79,29 @@ class TaskConf:
     """The `task:` block: what every run starts (conf/task/train.yaml: the built-in trainer; task/custom: yours).
     Set exactly one of entry and command."""
     entry: Optional[str] = entry_point()      # package.module:function called with the run, by `python -m sweeper.run ENTRY RUN_DIR`
-    command: Any = None                       # a program that calls sweeper.init(): [python, train.py] or 'python train.py --fast'
+    command: Any = None                       # a program: [python, train.py] or 'python train.py --fast' (zero glue, or it calls sweeper.init())
     cwd: Optional[str] = None                 # where each run starts; default: the directory the sweep was started in
     validate: Optional[str] = entry_point()   # module:function called with each run's config before anything starts
     preflight: Optional[str] = entry_point()  # module:function(config) -> sweeper.health.HealthReport, for sweeper.preflight=warn|stop
     preload: List[str] = rule(factory=list, must="must be a list of module names, e.g. [my_pkg.model, my_pkg.data]",
                               ok=lambda v: all(MODULE.match(m) for m in v))
-    #                          what task.entry imports inside its function: each slot's warm launcher imports them
-    #                          once, so the runs it forks do not (the local pool; see sweeper/backends/local/warm.py)
+    #                          what task.entry imports inside its function (or a python command beyond its script's
+    #                          own imports): each slot's warm launcher imports them once, so the runs it forks do not
+    #                          (the local pool; see sweeper/backends/local/warm.py)
+    args: Any = "none"                        # what of the run config a task.command gets as arguments: none (only
+    #                                           the {key} placeholders in its words) | flags (--key=value for every
+    #                                           run-config key, nested keys dotted) | [seed, width, lr] (those keys)
+    metrics: List[str] = field(default_factory=list)   # where a command without the run API reports final metrics:
+    #                                           stdout (JSON lines) and/or files (.json/.jsonl/.csv, relative to
+    #                                           {out_dir}); default: stdout, then any such file the run wrote in {out_dir}
+    metrics_prefix: Optional[str] = None      # only stdout lines starting with this (e.g. 'METRICS ') hold metrics
 
     def check(self, prefix: str = "task") -> None:
+        self.args = check_args(self.args, f"{prefix}.args")
         if bool(self.entry) == bool(self.command):
             raise UsageError(f"{prefix}: set exactly one of {prefix}.entry (module:function, called with the run) and "
-                             f"{prefix}.command (a program that calls sweeper.init()); "
+                             f"{prefix}.command (a program: your script as it is, or one that calls sweeper.init()); "
                              + ("both are set" if self.entry else "neither is set"))
-        if self.preload and not self.entry:
-            raise UsageError(f"{prefix}.preload={show(list(self.preload))}: only with {prefix}.entry (a {prefix}.command "
-                             f"starts a fresh program per run, which nothing can import for it); remove {prefix}.preload")
         command = self.command
         if isinstance(command, str):
             try:
@@ -107,6 +113,31 @@ class TaskConf:
             raise UsageError(f"{prefix}.command={command!r}: expected a program and its arguments, "
                              f"e.g. [python, train.py] or 'python train.py --fast'")
         self.command = [str(w) for w in command] if command is not None else None
+        if self.preload and not (self.entry or self.command[0] in ("python", "python3")):
+            raise UsageError(f"{prefix}.preload={show(list(self.preload))}: only with {prefix}.entry or a python "
+                             f"{prefix}.command (another program starts fresh per run, which nothing can import "
+                             f"for); remove {prefix}.preload")
+        if (self.args != "none" or self.metrics or self.metrics_prefix) and not self.command:
+            key = "args" if self.args != "none" else "metrics" if self.metrics else "metrics_prefix"
+            raise UsageError(f"{prefix}.{key}: only with {prefix}.command (an entry gets the run itself)")
+        bad = next((m for m in self.metrics if m != "stdout" and not m.endswith((".json", ".jsonl", ".csv"))), None)
+        if bad is not None:
+            raise UsageError(f"{prefix}.metrics={show(list(self.metrics))}: {bad!r} is not stdout or a .json, "
+                             f".jsonl or .csv file")
+
+
+ARGS_FORMS = ("none", "flags")
+
+
+def check_args(value: Any, key: str = "task.args"):
+    """task.args: none | flags | a list of run-config keys (dotted for nested keys)."""
+    if isinstance(value, str) and value in ARGS_FORMS:
+        return value
+    if isinstance(value, (list, tuple)) and value and all(isinstance(k, str) and re.fullmatch(r"[A-Za-z_][\w.-]*", k)
+                                                           for k in value):
+        return [str(k) for k in value]
+    raise UsageError(f"{key}={show(value)}: accepted values are none (only the {{key}} placeholders of the command), "
+                     f"flags (--key=value for every run-config key) or a list of run-config keys, e.g. [seed, lr]")
 
 
 @dataclass
@@ -136,6 +167,9 @@ class ExperimentConf:
     bundles: List[str] = field(default_factory=list)      # variants that change several things on purpose
     resources: Dict[str, ResourcesConf] = field(default_factory=dict)   # variant -> its own resources, e.g.
     #                                         {wide: {ranks_per_run: 2}} (the others: launcher.ranks_per_run)
+    design: str = one_of("auto", ("auto", "paired", "independent"))   # paired test by seed or Welch: auto decides
+    #   from what the runs recorded (the same data order per seed: the built-in trainer's hashes, or run.generator
+    #   ("data_order") of the run API); paired: the experiment declares that a seed fixes the shared randomness
 
 
 # -- registration -------------------------------------------------------------------------------------------------

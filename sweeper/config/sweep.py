@@ -105,7 +105,7 @@ def read_experiment(cfg: dict, overrides: list[str] = ()) -> Experiment:
                       hypothesis=conf.hypothesis,
                       notes={str(k): str(v) for k, v in conf.notes.items() if k not in dropped},
                       controls=[str(v) for v in conf.controls if v not in dropped],
-                      bundles=[str(v) for v in conf.bundles if v not in dropped])
+                      bundles=[str(v) for v in conf.bundles if v not in dropped], design=conf.design)
 
 
 def check_schemas(cfg: dict) -> None:

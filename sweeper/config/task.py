@@ -13,12 +13,23 @@
       cwd: null                             #   where it runs; default: the directory the sweep was started in
 
 `python` as the first word of a command is this interpreter (sys.executable), so the run sees the environment
-sweeper is installed in. `{run_dir}` in a command's words is replaced by the run's directory. A run's
-process also finds modules in the task's cwd (it is put on PYTHONPATH).
+sweeper is installed in. A run's process also finds modules in the task's cwd (it is put on PYTHONPATH).
+
+A command gets the run's config as arguments (spec.argv(run_dir, config)):
+    {seed} {lr} {model.width}   any run-config key in a word is replaced by its value (nested keys dotted)
+    {run_dir} {out_dir}         the run's directory, and RUN_DIR/out (created; the script's own outputs go there)
+    task.args: flags            appends --key=value for every run-config key (nested: --model.width=32)
+    task.args: [seed, lr]       appends --seed=0 --lr=0.01 (those keys only)
+Values are written as YAML/JSON scalars (true/false, 0.01, relu); lists and mappings as JSON; null values are
+left out. Every command runs through `python -m sweeper.run.command` (sweeper/run/command.py): a script that
+calls sweeper.init() owns its run; one that does not gets its final metrics read from what it prints
+(task.metrics). A `{key}` that names no run-config key is a UsageError at plan time.
 """
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,28 +53,60 @@ BUILTIN = {"entry": "sweeper.train:main", "validate": "sweeper.train.checks:vali
 @dataclass(frozen=True)
 class TaskSpec:
     entry: str | None = None                   # "package.module:function", called with the Run
-    command: tuple[str, ...] | None = None     # argv of a program that calls sweeper.init()
+    command: tuple[str, ...] | None = None     # argv of a program (zero glue, or it calls sweeper.init())
     cwd: str = ""                              # absolute working directory of every run
     validate: str | None = None                # "module:function"(config) at plan time
     preflight: str | None = None               # "module:function"(config) -> HealthReport
     preload: tuple[str, ...] = ()              # modules a slot's warm launcher imports before forking runs
+    args: str | tuple[str, ...] = "none"       # none | flags | run-config keys: what a command gets as --key=value
+    metrics: tuple[str, ...] = ()              # where a command without the run API reports its final metrics
+    metrics_prefix: str | None = None          # stdout lines holding metrics start with this
 
     @property
     def name(self) -> str:
         return self.entry or " ".join(self.command or ())
 
-    def argv(self, run_dir: str | Path) -> list[str]:
+    def argv(self, run_dir: str | Path, config: dict | None = None) -> list[str]:
+        """The command line of one run: an entry through `python -m sweeper.run`, a command through
+        `python -m sweeper.run.command` with the run config in its words (see the module docstring)."""
         if self.entry:
             return [sys.executable, "-m", "sweeper.run", self.entry, str(run_dir)]
-        words = [w.replace("{run_dir}", str(run_dir)) for w in self.command or ()]
+        values = {**flat_config(config or {}), "run_dir": str(run_dir), "out_dir": str(Path(run_dir) / "out")}
+        words = [_fill(w, values) for w in self.command or ()]
+        words += config_flags(config or {}, self.args)
         if words and words[0] in PYTHONS:
             words[0] = sys.executable
-        return words
+        head = [sys.executable, "-m", "sweeper.run.command"]
+        for source in self.metrics:
+            head += ["--metrics", _fill(source, values)]
+        if self.metrics_prefix:
+            head += ["--prefix", self.metrics_prefix]
+        return [*head, str(run_dir), "--", *words]
+
+    def placeholders(self) -> list[str]:
+        """The {key} names in the command's words and metrics files."""
+        return [m for w in (*(self.command or ()), *self.metrics) for m in PLACEHOLDER.findall(w)]
+
+    def check_placeholders(self, config: dict) -> None:
+        """UsageError naming a {key} of the command that is not a key of the run config (nor run_dir, out_dir),
+        or a task.args key the run config lacks."""
+        known = set(flat_config(config)) | {"run_dir", "out_dir"}
+        for name in self.placeholders():
+            if name not in known:
+                keys = ", ".join(sorted(k for k in known if "." not in k or len(known) < 40))
+                raise UsageError(f"task.command: {{{name}}} is not a key of the run config; keys are: {keys}")
+        if isinstance(self.args, tuple):
+            missing = [k for k in self.args if k not in flat_config(config)]
+            if missing:
+                raise UsageError(f"task.args: {missing[0]!r} is not a key of the run config; keys are: "
+                                 f"{', '.join(sorted(flat_config(config)))}")
 
     def to_dict(self) -> dict:
         out = asdict(self)
         out["command"] = list(self.command) if self.command else None
         out["preload"] = list(self.preload)
+        out["args"] = list(self.args) if isinstance(self.args, tuple) else self.args
+        out["metrics"] = list(self.metrics)
         return out
 
     @classmethod
@@ -85,7 +128,44 @@ def parse_task(block: dict | None, cwd: str | Path | None = None) -> TaskSpec:
         raise UsageError(f"task.cwd={str(base)!r}: no such directory")
     return TaskSpec(entry=conf.entry or None, command=tuple(conf.command) if conf.command else None,
                     cwd=str(base.resolve()), validate=conf.validate, preflight=conf.preflight,
-                    preload=tuple(conf.preload))
+                    preload=tuple(conf.preload), args=conf.args if isinstance(conf.args, str) else tuple(conf.args),
+                    metrics=tuple(conf.metrics), metrics_prefix=conf.metrics_prefix)
+
+
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w.-]*)\}")
+
+
+def flat_config(config: dict, prefix: str = "") -> dict:
+    """{"model": {"width": 32}, "seed": 0} -> {"model.width": 32, "model": {...}, "seed": 0}."""
+    out = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        out[name] = value
+        if isinstance(value, dict):
+            out.update(flat_config(value, f"{name}."))
+    return out
+
+
+def format_value(value) -> str:
+    """A config value as one argument word: true/false, numbers as Python writes them, lists/mappings as JSON."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def _fill(word: str, values: dict) -> str:
+    return PLACEHOLDER.sub(lambda m: format_value(values[m.group(1)]) if m.group(1) in values else m.group(0), word)
+
+
+def config_flags(config: dict, args) -> list[str]:
+    """--key=value words for task.args: flags (every leaf key, nested dotted) or a tuple of keys; none: []."""
+    if args == "none" or not config:
+        return []
+    flat = flat_config(config)
+    keys = [k for k, v in flat.items() if not isinstance(v, dict)] if args == "flags" else list(args)
+    return [f"--{k}={format_value(flat[k])}" for k in keys if k in flat and flat[k] is not None]
 
 
 def python_path(spec: TaskSpec, inherited: str | None = None) -> str:

@@ -25,19 +25,30 @@ hash), so the same command with another world size is another sweep, never a res
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sweeper.config.config_diff import describe, diff_configs
 from sweeper.config.resources import effective_resources, ranks_of
+from sweeper.config.seeds import format_seeds
 from sweeper.config.sweep import Sweep
+from sweeper.config.task import BUILTIN, LEGACY_BUILTIN, TaskSpec
 from sweeper.errors import UsageError
 from sweeper.interrupts import deferred_interrupts
 from sweeper.run import RUN_DIR_ENV, TENSORBOARD_ENV
-from sweeper.run.rundir import (Experiment, Launch, Manifest, RunDir, RunEntry, Status, UnreadableFile,
-                                read_manifest, stable_hash, write_manifest)
-from sweeper.config.seeds import format_seeds
-from sweeper.config.task import BUILTIN, LEGACY_BUILTIN, TaskSpec
-from sweeper.config.config_diff import describe, diff_configs
+from sweeper.run.rundir import (
+    Experiment,
+    Launch,
+    Manifest,
+    RunDir,
+    RunEntry,
+    Status,
+    UnreadableFile,
+    read_manifest,
+    stable_hash,
+    write_manifest,
+)
 
 
 @dataclass(frozen=True)
@@ -95,7 +106,7 @@ class Plan:
 
     def argv(self, run: RunSpec) -> list[str]:
         """The command line of one run (started in self.task.cwd)."""
-        return self.task.argv(run.run_dir)
+        return self.task.argv(run.run_dir, run.config)
 
     def run_env(self, run: RunSpec) -> dict[str, str]:
         """Environment variables a run's process gets on top of the backend's own."""
@@ -127,7 +138,10 @@ def task_identity(task: TaskSpec | dict) -> dict:
     """What of the task shapes a run's numbers: the code it starts (not where from, nor its hooks)."""
     d = task.to_dict() if isinstance(task, TaskSpec) else task
     entry = LEGACY_BUILTIN["entry"] if d.get("entry") == BUILTIN["entry"] else d.get("entry")   # same sweep dir
-    return {"entry": entry, "command": list(d.get("command") or []) or None}    # as before the package move
+    out = {"entry": entry, "command": list(d.get("command") or []) or None}    # as before the package move
+    if d.get("args") not in (None, "none"):   # what a command is given changes what it computes
+        out["args"] = d["args"]
+    return out
 
 
 def plan_hash(task: TaskSpec, variant_configs: dict[str, dict], resources: dict[str, dict] | None = None) -> str:
@@ -162,6 +176,9 @@ def make_plan(sweep: Sweep, seeds: list[int], variant_seeds: dict[str, list[int]
     check_size(sweep, {v: len(own.get(v, seeds)) for v in sweep.variant_configs})
     resources = effective_resources(sweep.variant_configs, sweep.resources, sweep.launcher)
     variants_hash = plan_hash(sweep.task, sweep.variant_configs, resources)
+    if sweep.task.command:                    # every {key} of the command names a run-config key
+        for base in sweep.variant_configs.values():
+            sweep.task.check_placeholders({**base, "seed": 0})
     root = sweep.sweeper.dir or default_sweep_dir(sweep, variants_hash)
     sweep_dir = Path(root).expanduser().resolve()
     runs = []
@@ -285,7 +302,9 @@ def _write_config(rd: RunDir, run: RunSpec, planned: bool) -> None:
 
 def format_plan(plan: Plan) -> str:
     lines = [f"sweep dir: {plan.sweep_dir}",
-             f"task: {plan.task.name} (in {plan.task.cwd})",
+             f"task: {plan.task.name} (in {plan.task.cwd})" + (
+                 f"\n  first run's command: {' '.join(_shown_words(plan, plan.runs[0]))}"
+                 if plan.task.command and plan.runs else ""),
              f"experiment {plan.experiment.name}: {len(plan.experiment.variants)} variants x {len(plan.seeds)} seeds "
              f"({format_seeds(plan.seeds)}) = {len(plan.runs)} runs; baseline {plan.experiment.baseline}, metric "
              f"{plan.experiment.metric} ({'lower' if plan.experiment.lower_is_better else 'higher'} is better)"]
@@ -313,3 +332,12 @@ def format_plan(plan: Plan) -> str:
     lines.append("runs:")
     lines += [f"  {r.run_id:<36} {r.run_dir.relative_to(plan.sweep_dir)}" for r in plan.runs]
     return "\n".join(lines)
+
+
+def _shown_words(plan: Plan, run: RunSpec) -> list[str]:
+    """What the user's program of one run gets (its words after sweeper.run.command's own), paths shortened."""
+    argv = plan.argv(run)
+    words = argv[argv.index("--") + 1:] if "--" in argv else argv
+
+    words = ["python" if w == sys.executable else w for w in words]
+    return [w.replace(str(plan.sweep_dir), "SWEEP_DIR") for w in words]

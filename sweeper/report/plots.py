@@ -13,7 +13,8 @@ x/÷ geometric-sd band per variant (a band that stays positive).
 grad_flow.png: gradient flow per parameter group per variant: a heatmap of each layer's share of the squared
 gradient norm (the health/grad_share/LAYER metrics the live monitor logs) over steps, mean across seeds, log
 colour scale; a layer that gets exactly no gradient (rope_frozen_qk's q/k projections) is drawn black.
-Every file is always written; a plot without data says so instead of being skipped. File names are fixed
+grad_norm.png and grad_flow.png are written only when the runs logged what they draw (grad_norm, the monitor's
+health/grad_share/*); the other plots are always written, and one without data yet says so. File names are fixed
 (never made of variant names, which may hold '=', '/' or spaces); variant names only appear as labels.
 """
 from __future__ import annotations
@@ -119,6 +120,7 @@ def paired_differences(analysis) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 def _paired_plot(plt, analysis, path: Path):
     diffs = paired_differences(analysis)
+    designs = {c.design for c in analysis.comparisons if c.design != "-"}
     fig, ax = plt.subplots(figsize=(max(5, 1.5 * len(diffs) + 2), 4.2))
     ax.axhline(0.0, color="0.4", lw=1)
     for i, c in enumerate(analysis.comparisons):
@@ -133,12 +135,16 @@ def _paired_plot(plt, analysis, path: Path):
                                                          [max(0.0, high - c.delta.estimate)]],
                         fmt="o", color="k", capsize=4, zorder=4)
     ax.set_xticks(range(len(analysis.comparisons)),
-                  [_label(f"{c.variant} - {c.baseline}\n{c.verdict}") for c in analysis.comparisons], fontsize=8)
+                  [_label(f"{c.variant} - {c.baseline}\n{c.verdict}" + (f"\n{c.design}" if len(designs) > 1 else ""))
+                   for c in analysis.comparisons], fontsize=8)
     if not analysis.comparisons or not any(diffs[c.variant][1].size for c in analysis.comparisons):
         ax.text(0.5, 0.5, "no seed usable in both arms yet", ha="center", va="center", transform=ax.transAxes)
     arrow = "below 0 is better" if analysis.lower_is_better else "above 0 is better"
+    kind = ("paired differences per seed" if designs == {"paired"} else
+            "differences per seed (same seed, not paired: the test compares the arms' means)"
+            if designs == {"independent"} else "differences per seed (paired where the label says so)")
     ax.set(ylabel=f"{analysis.metric}: variant - baseline, per seed ({arrow})",
-           title="paired differences per seed; black: difference with the decision interval")
+           title=f"{kind}; black: difference with the decision interval")
     ax.grid(alpha=0.3, axis="y")
     _save(fig, path)
     plt.close(fig)
@@ -203,7 +209,15 @@ def write_plots(out_dir: str | Path, curves: pd.DataFrame, analysis, metric: str
                 paths["metric_curve"])
     _final_plot(plt, analysis, paths["final_metric"])
     _paired_plot(plt, analysis, paths["paired_difference"])
-    _curve_plot(plt, curves, "grad_norm", variants, "gradient norm: geometric mean x/÷ geometric sd across seeds",
-                True, paths["grad_norm"])
-    _grad_flow_plot(plt, curves, variants, paths["grad_flow"])
+    logged = set(curves["metric"].astype(str)) if len(curves) else set()
+    if "grad_norm" in logged:
+        _curve_plot(plt, curves, "grad_norm", variants, "gradient norm: geometric mean x/÷ geometric sd across "
+                    "seeds", True, paths["grad_norm"])
+    if any(m.startswith(GRAD_SHARE) for m in logged):
+        _grad_flow_plot(plt, curves, variants, paths["grad_flow"])
+    for name in ("grad_norm", "grad_flow"):      # no monitor ran: no plot (an old one of another report goes)
+        if not paths[name].exists() or not (name == "grad_norm" and "grad_norm" in logged or name == "grad_flow"
+                                             and any(m.startswith(GRAD_SHARE) for m in logged)):
+            paths[name].unlink(missing_ok=True)
+            del paths[name]
     return paths

@@ -89,6 +89,7 @@ def health_lines(an: verdict.Analysis) -> list[str]:
 
 DECISION_HEADER = ["variant", "role", "usable", "lost", "mean ± sd", "Δ [decision CI]", "CI level",
                    "bootstrap 95% CI (secondary)", "P(better)", "driving test", "p", "p (Holm)", "verdict", "health"]
+TERMINAL_LEAVES_OUT = ("bootstrap 95% CI (secondary)", "p")      # report.md keeps them: the terminal stays narrow
 
 
 SECONDARY_HEADER = ["variant", "vs", "mean ± sd", "Δ [decision CI]", "CI level", "p (Holm, own family)", "verdict"]
@@ -124,7 +125,20 @@ def md_table(header: list[str], rows: list[list[str]]) -> str:
 def decision_text(inp: ReportInput) -> str:
     """What the terminal shows: the decision table, one line per verdict, failed runs, then warnings."""
     an = inp.analysis
-    lines = [inp.title, *inp.header, "", text_table(DECISION_HEADER, decision_rows(an)), ""]
+    keep = [i for i, h in enumerate(DECISION_HEADER) if h not in TERMINAL_LEAVES_OUT]
+    verdict_at, health_at = DECISION_HEADER.index("verdict"), DECISION_HEADER.index("health")
+    short = {verdict_at: lambda v: "invalid" if v.startswith("invalid") else v,   # the `health:` line below names
+             health_at: lambda v: v.split(" (")[0]}                               # the failed checks
+    rows = [[short.get(i, str)(str(r[i])) for i in keep] for r in decision_rows(an)]
+    lines = [inp.title, *inp.header, "", text_table([DECISION_HEADER[i] for i in keep], rows)]
+    levels = sorted({_level(c) for c in an.comparisons if c.decision_ci is not None})
+    if levels:
+        lines.append(f"CI level: the decision interval is the deciding test inverted at its Holm step's level, "
+                     f"1 - {an.alpha:g}/(comparisons not yet decided)" + (
+                         f", hence {' / '.join(levels)} from row to row" if len(levels) > 1 else "") +
+                     "; it excludes 0 exactly when the verdict is better or worse (bootstrap 95% CI and raw p: "
+                     "report.md)")
+    lines.append("")
     lines += [f"{c.variant} vs {c.baseline}: {c.verdict.upper()}: {c.reason}" for c in an.comparisons]
     lines += report_changes.terminal_lines(inp.changes, inp.declared, _baseline(inp))
     for metric, sec in inp.secondary.items():
@@ -156,13 +170,15 @@ def headline(an: verdict.Analysis) -> str:
     for baseline in dict.fromkeys(c.baseline for c in an.comparisons):
         group = {v: [c.variant for c in an.comparisons if c.baseline == baseline and c.verdict == v]
                  for v in ("worse", "better", "inconclusive", "insufficient", "invalid")}
-        parts = [f"{baseline} beats {', '.join(group['worse'])}" if group["worse"] else "",
+        parts = [f"beats {', '.join(group['worse'])}" if group["worse"] else "",
                  f"loses to {', '.join(group['better'])}" if group["better"] else "",
                  f"no decision vs {', '.join(group['inconclusive'] + group['insufficient'])}"
                  if group["inconclusive"] or group["insufficient"] else "",
                  f"not compared with {', '.join(group['invalid'])} (invalid: health checks failed)"
                  if group["invalid"] else ""]
-        out.append("; ".join(p for p in parts if p) + ".")
+        parts = [p for p in parts if p]
+        subject = f"{baseline} " if parts[0].startswith(("beats", "loses")) else f"{baseline}: "
+        out.append(subject + "; ".join(parts) + ".")      # the baseline is the subject of every clause
     return " ".join(out)
 
 

@@ -78,6 +78,7 @@ class Run(RankedRun):
         self.seed, self.streams = seed, SeedStreams(seed)
         self.rank_streams = SeedStreams(seed, self.ranks.rank)   # this rank's own (rank 0: the shared ones)
         self.rank_state: Any = None                   # this rank's part of the loaded checkpoint (save_checkpoint)
+        self.streams_used: set[str] = set()          # named streams this run drew from (seed_for, generator, ...)
         self.run_id = record.run_id or rundir.path.name
         self.experiment, self.variant = record.experiment or "adhoc", record.variant or "default"
         self.keep_checkpoints = keep_checkpoints
@@ -122,14 +123,20 @@ class Run(RankedRun):
 
     # -- seeds ------------------------------------------------------------------------------------------------
     def seed_for(self, stream: str) -> int:
-        return self.streams.seed_for(stream)
+        """The seed of one named stream (recorded as used: the summary's fingerprint lists the streams drawn,
+        which is what the report's paired test needs to know)."""
+        value = self.streams.seed_for(stream)
+        self.streams_used.add(stream)
+        return value
 
     def generator(self, stream: str):
         """A torch.Generator seeded from one named stream."""
+        self.seed_for(stream)
         return self.streams.generator(stream)
 
     def numpy_rng(self, stream: str):
         """A numpy.random.Generator seeded from one named stream."""
+        self.seed_for(stream)
         return self.streams.numpy(stream)
 
     def manual_seed(self, stream: str) -> None:
@@ -322,7 +329,8 @@ class Run(RankedRun):
         summary = Summary(status=status, final={k: _plain(v) for k, v in final.items()}, steps=steps,
                           wall_time_s=wall, run_id=self.run_id, experiment=self.experiment,
                           variant=self.variant, seed=self.seed, config_hash=self.config_hash,
-                          fingerprint=self._fingerprint or self.fingerprint(), env=self.env,
+                          fingerprint={**(self._fingerprint or self.fingerprint()), **self._stream_record()},
+                          env=self.env,
                           extra={**self.extra, "cost": {**measured, **{k: _plain(v) for k, v in (cost or {}).items()}}})
         if self.is_main:
             self.dir.write_summary(summary)
@@ -330,6 +338,12 @@ class Run(RankedRun):
         self.outcome, self.summary = status, summary.to_dict()
         self.close()
         return self.summary
+
+    def _stream_record(self) -> dict:
+        """The summary's record of the seed streams drawn ("data_order,init"): two runs of one seed that drew
+        data_order share their data order, so the report pairs them (not in checkpoints: a resume draws the
+        streams again after loading)."""
+        return {"seed_streams": ",".join(sorted(self.streams_used))} if self.streams_used else {}
 
     def close(self) -> None:
         """Restore the signal handlers, close TensorBoard, leave the process group (finish/interrupt/diverged/fail)."""

@@ -310,6 +310,11 @@ class RunDir:
         return summary
 
     # metrics.jsonl
+    def set_aside_summary(self) -> None:
+        """Move summary.json to summary.rejected.json (a result the sweep refused: a resume runs the run again)."""
+        if self.summary_path.exists():
+            self.summary_path.replace(self.path / "summary.rejected.json")
+
     def append_metrics(self, record: dict) -> None:
         step = record.get("step")
         if not isinstance(step, int) or isinstance(step, bool):
@@ -423,13 +428,17 @@ class Experiment:
     notes: dict[str, str] = field(default_factory=dict)     # variant -> one line: what it tests
     controls: list[str] = field(default_factory=list)       # deliberate A/A controls (may equal another variant)
     bundles: list[str] = field(default_factory=list)        # variants that change several things on purpose
+    design: str = "auto"                        # auto (from what the runs recorded) | paired | independent
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "baseline": self.baseline, "metric": self.metric,
-                "lower_is_better": self.lower_is_better, "variants": {k: list(v) for k, v in self.variants.items()},
-                "min_effect": self.min_effect, "secondary_metrics": dict(self.secondary_metrics),
-                "hypothesis": self.hypothesis, "notes": dict(self.notes), "controls": list(self.controls),
-                "bundles": list(self.bundles)}
+        out = {"name": self.name, "baseline": self.baseline, "metric": self.metric,
+               "lower_is_better": self.lower_is_better, "variants": {k: list(v) for k, v in self.variants.items()},
+               "min_effect": self.min_effect, "secondary_metrics": dict(self.secondary_metrics),
+               "hypothesis": self.hypothesis, "notes": dict(self.notes), "controls": list(self.controls),
+               "bundles": list(self.bundles)}
+        if self.design != "auto":
+            out["design"] = self.design
+        return out
 
 
 @dataclass(frozen=True)
@@ -550,7 +559,8 @@ def _manifest_from(d: dict, path: Path) -> Manifest:
                             float(min_effect) if min_effect is not None else None,
                             {str(k): str(v) for k, v in secondary.items()}, hypothesis,
                             {str(k): v for k, v in notes.items()}, [str(v) for v in named["controls"]],
-                            [str(v) for v in named["bundles"]])
+                            [str(v) for v in named["bundles"]],
+                            exp.get("design") if exp.get("design") in ("paired", "independent") else "auto")
     runs = d.get("runs")
     if not isinstance(runs, list):
         raise UnreadableFile(path, "no 'runs' list", fix)

@@ -1,4 +1,4 @@
-"""TensorBoard event files for `run.log` (optional extra: `pip install 'sweeper[tensorboard]'`, tensorboardX).
+"""TensorBoard event files for `run.log` (optional extra: `pip install 'seed-sweeper[tensorboard]'`, tensorboardX).
 
     tb = TensorBoardLog(run_dir / "tensorboard", "rope", "nope", seed=0, purge_step=None)
     tb.log({"step": 10, "train_loss": 3.2})     # one scalar per numeric field
@@ -18,7 +18,7 @@ class TensorBoardLog:
         try:
             from tensorboardX import SummaryWriter   # deferred: tensorboardX, an optional extra, only when this runs
         except ImportError:
-            raise RuntimeError("sweeper.tensorboard=true needs tensorboardX: pip install 'sweeper[tensorboard]'") from None
+            raise RuntimeError("sweeper.tensorboard=true needs tensorboardX: pip install 'seed-sweeper[tensorboard]'") from None
         self.writer = SummaryWriter(logdir=str(log_dir), purge_step=purge_step, flush_secs=10,
                                     filename_suffix=f".{experiment}.{variant}.seed{seed}")
         self.writer.add_text("sweeper/run", f"experiment={experiment} variant={variant} seed={seed}", 0)

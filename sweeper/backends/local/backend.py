@@ -23,12 +23,13 @@ import dataclasses
 import time
 from pathlib import Path
 
+from sweeper.analysis.metric_check import MetricCheck
 from sweeper.backends.base import Backend
-from sweeper.backends.failures import Failure, attempt_outcome
+from sweeper.backends.failures import CONFIG, Failure, attempt_outcome
 from sweeper.backends.local.pool import Job, run_pool
 from sweeper.backends.local.schema import LocalLauncherConf
 from sweeper.backends.local.slots import PROJECT_ROOT, make_slots
-from sweeper.backends.local.warm import WarmStarts
+from sweeper.backends.local.warm import WarmStarts, warm_target
 from sweeper.config.task import python_path
 from sweeper.report.live import Progress
 from sweeper.run.rundir import KEEP, Launch, RunDir, Status, UnreadableFile
@@ -54,9 +55,12 @@ def recorded_threads(rd: RunDir) -> int | None:
 class RunAdapter:
     """Between the pool and a run dir: the run's status is the child's; the parent completes it when it cannot."""
 
-    def __init__(self, plan):
+    def __init__(self, plan, progress: Progress | None = None):
         self.plan = plan
         self.runs = {r.run_id: r for r in plan.runs}
+        self.progress = progress
+        self.metrics = MetricCheck(plan.experiment)
+        self.stop: str | None = None     # set when a finished run lacks the decision metric: the pool stops
 
     def job(self, run) -> Job:
         rd = run.rundir
@@ -76,13 +80,22 @@ class RunAdapter:
         state, failure = attempt_outcome(rd, returncode)
         if failure is not None and job.rank_exit is not None:        # one rank's exit ended the run: name it
             failure = job.rank_exit.failure(failure, rd.log_path)
+        if state is Status.FINISHED:                     # fail fast: the decision metric must be a number
+            problem, warnings = self.metrics.run(rd.path, run.label)
+            for warning in warnings:
+                if self.progress is not None:
+                    self.progress.log(f"warning: {warning}")
+            if problem:
+                self.metrics.reject(rd.path, problem)
+                self.stop = self.stop or problem
+                return rd.update_status(**self._ids(run, attempt)).to_dict(), \
+                    Failure(CONFIG, problem, f"{CONFIG}: decision metric")
         if failure is None:                              # finished or diverged: the child's record stands
             return rd.update_status(**self._ids(run, attempt)).to_dict(), None
         if interrupted:                                  # the sweeper stopped it: not a failure of the run
             if state is not Status.INTERRUPTED:          # the child could not record it itself
                 rd.update_status(Status.INTERRUPTED, error="stopped by the sweeper (Ctrl-C / SIGTERM) before it "
-                                 "could checkpoint; resumes from its last checkpoint", exit_code=returncode,
-                                 ended=time.time())
+                                 "could checkpoint; " + _resumes(rd), exit_code=returncode, ended=time.time())
             return rd.update_status(**self._ids(run, attempt)).to_dict(), None
         record = rd.update_status(state, error=failure.message, exit_code=returncode, ended=time.time(),
                                   **failure.to_dict(), **self._ids(run, attempt))
@@ -91,6 +104,11 @@ class RunAdapter:
     def not_started(self, job: Job, reason: str) -> dict:
         run = self.runs[job.key]
         return run.rundir.update_status(Status.PENDING, error=f"not started: {reason}", **self._ids(run)).to_dict()
+
+
+def _resumes(rd: RunDir) -> str:
+    """What a resume does with a run stopped before it could checkpoint."""
+    return "resumes from its last checkpoint" if rd.has_checkpoint() else "restarts from scratch (no checkpoint)"
 
 
 def launch(plan, launcher_cfg: LocalLauncherConf | dict, progress: Progress | None = None) -> dict[str, str]:
@@ -115,9 +133,9 @@ def launch(plan, launcher_cfg: LocalLauncherConf | dict, progress: Progress | No
     if plan.launch.threads_per_run is not None:     # slots sized for the plan's threads, not for the runs left
         cfg = dataclasses.replace(cfg, threads_per_run=plan.launch.threads_per_run)
     slots = make_slots(cfg, len(todo), ranks=[plan.ranks_of(r.variant) for r in todo])
-    adapter = RunAdapter(plan)
+    adapter = RunAdapter(plan, progress)
     one_rank = any(plan.ranks_of(r.variant) == 1 for r in todo)     # multi-rank runs start cold: no launcher
-    warm = WarmStarts(plan.task.entry, str(plan.task.cwd), plan.task.preload) if one_rank else None
+    warm = WarmStarts(*_warm(plan.task)) if one_rank else None
     outcomes = run_pool([adapter.job(r) for r in todo], slots, adapter, cfg.retry_policy(), progress,
                         grace_s=float(cfg.grace_s), warm=warm, max_parallel=cfg.max_parallel)
     results.update({key: str(status.get("status", Status.FAILED.value)) for key, status in outcomes.items()})
@@ -140,3 +158,9 @@ class LocalBackend(Backend):
 
     def launch(self, plan, conf: LocalLauncherConf, progress) -> dict[str, str]:
         return launch(plan, conf, progress)
+
+
+def _warm(task) -> tuple:
+    """WarmStarts' arguments: what a slot's launcher serves (an entry, a python command, or None) and preloads."""
+    target, preload = warm_target(task)
+    return target, str(task.cwd), preload

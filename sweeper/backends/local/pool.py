@@ -36,6 +36,7 @@ from sweeper.backends.failures import CrashLoops, Failure, RetryPolicy
 from sweeper.backends.local.placement import choose, reserve
 from sweeper.backends.local.ranks import RankGroup, SlotGroup
 from sweeper.backends.local.slots import PROJECT_ROOT, Slot
+from sweeper.errors import UsageError
 
 MARKER_ENV = "SWEEPER_JOB"       # every child's environment carries its job's marker (found again in /proc)
 
@@ -332,7 +333,8 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
         if warm is not None:
             warm.open(slots, lambda slot: job_env(jobs[0], slot) if jobs else {})
             reaper.mine |= warm.pids()
-        while (queue or running) and not intr.count:
+        halt = None                              # the adapter's stop (a run without the decision metric)
+        while (queue or running) and not intr.count and not halt:
             now = time.time()
             reserved: set[int] = set()           # slots kept for the oldest ready job that does not fit
             for job in list(queue):
@@ -389,14 +391,17 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                 progress.ended(job, status, wall)
                 if failure is not None and loops.record(job.group, failure):
                     progress.log(f"STOP   variant {job.group}: {loops.stopped[job.group]}")
+                halt = halt or getattr(adapter, "stop", None)
+            if halt:
+                break
             progress.tick([(c.job, c.slot) for c in running], queued=len(queue))
             if not (queue or running) or any(c.proc.poll() is not None for c in running):
                 continue                         # done (no last tick's wait), or another child has ended
             due = [ready_at.get(j.key, 0.0) - time.time() for j in queue if free and j.group not in loops.stopped]
             wait_for_events([intr.fd, *(fd for c in running for fd in c.wait_fds())], min([tick_s, *due]))
-        if intr.count:
-            progress.log(f"interrupted: stopping {len(running)} running run(s) (SIGTERM; SIGKILL after "
-                         f"{grace_s:g}s; Ctrl-C again to kill now)")
+        if intr.count or halt:
+            progress.log(f"{'stopping the sweep' if halt else 'interrupted'}: stopping {len(running)} running "
+                         f"run(s) (SIGTERM; SIGKILL after {grace_s:g}s; Ctrl-C again to kill now)")
             _stop_all(running, intr, grace_s)
             for child in running:
                 child.job.rank_exit = getattr(child.proc, "cause", None)
@@ -412,6 +417,8 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
     progress.close()
     if intr.count:
         raise KeyboardInterrupt
+    if halt:
+        raise UsageError(halt)               # one line, exit 2; the stopped runs are interrupted (resumable)
     return outcomes
 
 

@@ -5,6 +5,11 @@
     proc = warm.start(job, slot, env)              # a WarmProc (pid, poll, wait, kill, fileno), None: start cold
     warm.close()
 
+A python task.command (`python script.py ...`, run by sweeper.run.command in its own process) is warm too:
+`warm = WarmStarts(COMMAND, cwd, command_preload(spec))`; its launcher imports the script's own third-party
+imports (found by reading the script, never running it: modules outside the project folder) and task.preload,
+and forks `python -m sweeper.run.command ...`, which runs the script as `__main__`.
+
 A cold start pays the interpreter and its imports per run on the critical path (the built-in trainer: torch
 1.0 s, torch._dynamo 1.4 s, which every torch.optim optimizer imports when it is built); a slot's warm launcher
 (sweeper.backends.local.warm_server) pays them once, with the slot's environment and affinity fixed before it starts: the
@@ -18,16 +23,21 @@ those of a cold start (tests/test_warm.py). SWEEPER_COLD_START=1 turns warm star
 """
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
 import os
 import select
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from sweeper.backends.local.pool import MARKER_ENV, pin_and_watch
+from sweeper.run.command import in_process
 
 COLD_ENV = "SWEEPER_COLD_START"
+COMMAND = "sweeper.run.command"      # the warm launcher of a python task.command (not an entry point)
 PAD = 8192                     # bytes the warm child's cmdline and marker may take (a run dir path fits)
 
 
@@ -159,7 +169,7 @@ class WarmStarts:
     def __init__(self, entry: str | None, cwd: str, preload: tuple[str, ...] = ()):
         off = os.environ.get(COLD_ENV, "") not in ("", "0")
         self.entry, self.preload = None if off else entry, tuple(preload)
-        self.why_cold = f"{COLD_ENV}=1" if off else "warm starts need a task.entry"
+        self.why_cold = f"{COLD_ENV}=1" if off else "warm starts need a task.entry or a python task.command"
         self.cwd, self.servers = cwd, {}
         self.forked, self.cold = 0, 0
         self.unavailable: set[str] = set()       # why a launcher could not serve (its import failed), for the log
@@ -182,7 +192,7 @@ class WarmStarts:
         server = self.servers.get(slot.index)
         argv = list(job.argv)
         if server is None or server.gone or (server.child is not None and server.child.poll() is None) \
-                or argv[:4] != [sys.executable, "-m", "sweeper.run", self.entry] or len(argv) != 5 \
+                or not self.serves(argv) \
                 or str(job.cwd or os.getcwd()) != self.cwd or shared_env(env) != server.env \
                 or len("\0".join(argv)) + 1 > PAD or len(job.marker) > PAD:
             self.cold += 1
@@ -196,6 +206,13 @@ class WarmStarts:
         self.forked += 1
         server.child = WarmProc(server, answer["pid"])
         return server.child
+
+    def serves(self, argv: list[str]) -> bool:
+        """The job's command line is what this launcher forks: its entry's, or a python command's."""
+        if self.entry == COMMAND:
+            return argv[:3] == [sys.executable, "-m", COMMAND] and "--" in argv and \
+                in_process(argv[argv.index("--") + 1:])
+        return argv[:4] == [sys.executable, "-m", "sweeper.run", self.entry] and len(argv) == 5
 
     def summary(self) -> str:
         """One line for the sweep's log: how many starts were warm."""
@@ -213,3 +230,51 @@ class WarmStarts:
             if server.why_gone:
                 self.unavailable.add(server.why_gone)
         self.servers = {}
+
+
+def warm_target(spec) -> tuple[str | None, tuple[str, ...]]:
+    """(what a slot's warm launcher serves, what it preloads) for a task: its entry and task.preload; for a
+    `python script.py` / `python -m module` command, COMMAND and task.preload plus the script's own imports of
+    installed packages (command_preload); (None, ()) for any other program (every run starts cold)."""
+    if spec.entry:
+        return spec.entry, tuple(spec.preload)
+    words = list(spec.command or ())
+    if not in_process(words):
+        return None, ()
+    return COMMAND, tuple(spec.preload) + tuple(f"{m}?" for m in command_preload(words, spec.cwd))
+
+
+def command_preload(words: list[str], cwd: str) -> list[str]:
+    """The modules a python script imports (any `import x` / `from x import y`, read with ast, not run) that come
+    from installed packages, not from the project (cwd or the script's folder): what the warm launcher may
+    import once for every run. Only top-level names are looked up (find_spec of a dotted name would import
+    its parents here)."""
+    if len(words) < 2 or not words[1].endswith(".py"):
+        return []
+    script = Path(cwd) / words[1]
+    try:
+        tree = ast.parse(script.read_text(), str(script))
+    except (OSError, SyntaxError, ValueError):
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+    project = {Path(cwd).resolve(), script.resolve().parent}
+    out = []
+    for name in dict.fromkeys(names):
+        top = name.split(".")[0]
+        if top in ("sweeper", "__future__") or top in sys.builtin_module_names:
+            continue
+        try:
+            spec = importlib.util.find_spec(top) if top not in sys.modules else sys.modules[top].__spec__
+        except (ImportError, ValueError):
+            continue
+        origin = Path(spec.origin).resolve() if spec is not None and spec.origin not in (None, "built-in", "frozen") \
+            else None
+        if spec is None or origin is None or any(p == origin.parent or p in origin.parents for p in project):
+            continue
+        out.append(name)
+    return out

@@ -1,5 +1,9 @@
 """`python -m sweeper.backends.local.warm_server ENTRY FD PRELOAD PADDING`: a slot's warm launcher; started by sweeper.backends.local.warm only.
 
+ENTRY is an entry point (module:function), or `sweeper.run.command` for a python task.command: its children run
+`sweeper.run.command.run_command(argv)`, which runs the script as `__main__`; PRELOAD names ending in `?` are
+the script's own imports, imported when they can be (one that fails is left to the run).
+
 It starts with the slot's complete environment (thread counts, CUDA_VISIBLE_DEVICES, PYTHONPATH) and CPU
 affinity, imports sweeper.run and ENTRY's module ONCE and, in a one-thread slot, the PRELOAD modules
 (comma-separated: task.preload) and, when torch is loaded by then, torch._dynamo (every torch.optim optimizer
@@ -21,17 +25,23 @@ kills it, and its running child gets SIGTERM through its own PR_SET_PDEATHSIG, a
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
+import importlib
 import json
 import os
+import random
 import signal
 import sys
 import traceback
-import random
-import importlib
+
+import sweeper.run
+from sweeper.run import command
+from sweeper.run.entry import run_entry
 
 PR_SET_PDEATHSIG = 1
 MARKER_ENV = "SWEEPER_JOB"
+COMMAND = "sweeper.run.command"     # ENTRY for a python task.command (sweeper.backends.local.warm.COMMAND)
 WITH_TORCH = ("torch._dynamo",)     # imported lazily by torch itself in every run that builds an optimizer
 
 from sweeper.backends.local.slots import THREAD_VARS
@@ -108,8 +118,11 @@ def child(req: dict, entry: str, libc, parent: int) -> int:
     os.dup2(log, 2)
     os.closerange(3, 1 << 16)          # also the ready pipe: the server now tells the sweeper our pid
     random.seed()                      # a fresh interpreter's seeding, not the server's state
-    import sweeper.run
-    from sweeper.run.entry import run_entry
+    if entry == COMMAND:               # a python task.command: sweeper.run.command runs its script as __main__
+        sys.argv = [command.__file__, *req["argv"][3:]]
+        code = command.run_command(req["argv"][3:])
+        atexit._run_exitfuncs()        # what the script registered, as its own interpreter's exit would run
+        return code
     sys.argv = [os.path.join(os.path.dirname(sweeper.run.__file__), "__main__.py"), *req["argv"][3:]]
     return run_entry(entry, req["argv"][-1])
 
@@ -121,9 +134,12 @@ def preload(modules: list[str]) -> None:
     if any(os.environ.get(var) != "1" for var in THREAD_VARS):
         return
     for name in modules:
+        optional = name.endswith("?")        # a python command's own import (read from its script): best effort
         try:
-            importlib.import_module(name)
+            importlib.import_module(name.rstrip("?"))
         except Exception as e:
+            if optional:
+                continue
             raise ImportError(f"task.preload module {name} does not import ({type(e).__name__}: {e})") from e
     if "torch" in sys.modules:
         for name in WITH_TORCH:
@@ -140,7 +156,10 @@ def serve(entry: str, fd: int, modules: list[str] = ()) -> int:
         (a0, a1), _ = _mm_ranges()
         with open("/proc/self/cmdline", "rb") as f:
             _rewrite(a0, a1, [w for w in f.read().split(b"\0") if w])      # /proc/self/mem writable here
-        load_entry(entry)                  # ENTRY's module and everything it imports, once
+        if entry == COMMAND:
+            import sweeper.run.command  # noqa: F401  deferred: only a python-command slot loads its runner
+        else:
+            load_entry(entry)              # ENTRY's module and everything it imports, once
         preload(list(modules))             # what the entry imports inside its function (torch), once
     except Exception as e:  # noqa: BLE001 - whatever fails, the caller starts its runs cold
         print(json.dumps({"cold": f"warm start unavailable: {type(e).__name__}: {e}"}), file=replies)

@@ -1,0 +1,239 @@
+"""`python -m sweeper.run.command [--metrics SRC]... [--prefix P] RUN_DIR -- PROGRAM ARGS...`: one run of a
+task.command, as a sweep launches it (sweeper.config.task builds this command line).
+
+    python -m sweeper.run.command sweeps/x-1a2b/runs/a/seed_0 -- python train.py --seed=0 --out=sweeps/.../out
+
+A script that calls `sweeper.init()` itself (the run API) owns its run: what it records stands. A script that
+does not (zero glue: arguments in, metrics out) gets its run recorded here: status `running` while it runs; at
+its end, its final metrics are the last value of each key it reported (sweeper.run.reported: JSON lines on
+stdout, or the metrics files named by --metrics, or any .json/.jsonl/.csv it wrote in RUN_DIR/out/), its lines
+with a "step" become the run's metrics curves; exit 0 -> finished, any other exit status -> failed with the last
+line of its output. SIGTERM/SIGINT/SIGUSR1/SIGUSR2 (Ctrl-C, preemption) stop it: status interrupted, exit 75;
+with no checkpoint of its own, such a run restarts from scratch when the sweep resumes.
+
+`python script.py ...` and `python -m module ...` run in THIS process (runpy, as `__main__`, with their argv and
+sys.path[0] the script's folder): one interpreter per run, and a slot's warm launcher can fork it with the
+script's imports already loaded (sweeper.backends.local.warm). Any other program (or python with interpreter
+options) runs as a child process in this one's process group.
+"""
+from __future__ import annotations
+
+import os
+import re
+import runpy
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from sweeper.run import init
+from sweeper.run.reported import read_reported
+from sweeper.run.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, RunDir, Status
+
+OUT = "out"                      # RUN_DIR/out: the folder a zero-glue script writes to ({out_dir})
+PYTHONS = ("python", "python3")
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2)
+USAGE = "usage: python -m sweeper.run.command [--metrics SRC]... [--prefix P] RUN_DIR -- PROGRAM ARGS..."
+
+
+class Stopped(BaseException):
+    """A stop signal arrived while a zero-glue script ran (raised where it was, like KeyboardInterrupt)."""
+
+
+def in_process(words: list[str]) -> bool:
+    """True for `python script.py ...` and `python -m module ...` (no interpreter options): runpy can run them."""
+    if len(words) < 2 or not (words[0] in PYTHONS or words[0] == sys.executable):
+        return False
+    return words[1].endswith(".py") or (words[1] == "-m" and len(words) >= 3)
+
+
+def parse_args(argv: list[str]) -> tuple[list[str], str | None, str, list[str]]:
+    """(metrics sources, prefix, run dir, the program's words); ValueError for a malformed command line."""
+    if "--" not in argv:
+        raise ValueError(USAGE)
+    split = argv.index("--")
+    head, words = argv[:split], argv[split + 1:]
+    sources, prefix, rest = [], None, []
+    it = iter(head)
+    for arg in it:
+        if arg == "--metrics":
+            sources.append(next(it, ""))
+        elif arg == "--prefix":
+            prefix = next(it, "")
+        else:
+            rest.append(arg)
+    if len(rest) != 1 or not words:
+        raise ValueError(USAGE)
+    return sources or ["stdout"], prefix, rest[0], words
+
+
+def _stop(signum, _frame):
+    for sig in STOP_SIGNALS:                     # one Stopped: a second signal waits for the first's handling
+        signal.signal(sig, signal.SIG_IGN)
+    raise Stopped(signal.Signals(signum).name)
+
+
+def _exit_code(e: SystemExit) -> int:
+    if e.code is None:
+        return 0
+    if isinstance(e.code, int):
+        return e.code
+    print(e.code, file=sys.stderr)
+    return 1
+
+
+def run_python(words: list[str]) -> int:
+    """Run `python script.py ARGS` / `python -m module ARGS` here, as `__main__`; its exit status."""
+    try:
+        if words[1] == "-m":
+            sys.argv = [words[2], *words[3:]]
+            runpy.run_module(words[2], run_name="__main__", alter_sys=True)
+        else:
+            script = os.path.abspath(words[1])
+            if not os.path.isfile(script):
+                print(f"python: can't open file {script!r}: [Errno 2] No such file or directory", file=sys.stderr)
+                return 2
+            sys.argv = [words[1], *words[2:]]
+            sys.path[0] = os.path.dirname(script)
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        return _exit_code(e)
+    except Stopped:
+        raise
+    except BaseException:  # noqa: BLE001 - the script's crash: its traceback in the log, exit 1 as python gives
+        sys.excepthook(*sys.exc_info())      # as the interpreter would: a Run's crash hook records the exception
+        return 1
+    return 0
+
+
+def run_program(words: list[str]) -> int:
+    """Any other program, as a child in this process group (a stop signal to the group reaches it too)."""
+    proc = subprocess.Popen(words, stdin=subprocess.DEVNULL)
+    try:
+        return proc.wait()
+    except Stopped:
+        try:
+            proc.wait(timeout=30)                # it got the group's signal too: let it end
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        raise
+
+
+def _log_size() -> int | None:
+    """Where the run's output starts in its log (our stdout), None when stdout is not a file."""
+    try:
+        st = os.fstat(1)
+    except OSError:
+        return None
+
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
+def _read_from(offset: int | None) -> str:
+    if offset is None:
+        return ""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        with open(f"/proc/self/fd/1", "rb") as f:
+            f.seek(offset)
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("=== sweeper")]
+    return lines[-1][:300] if lines else ""
+
+
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b")
+
+
+def failure_line(code: int, last: str) -> str:
+    """A failed run's error: the exception a crash ended with (`KeyError: 'col'`), else the exit status and the
+    program's last line (`exit status 2: train.py: error: unrecognized arguments: --lr=0.1`)."""
+    if last and EXCEPTION_LINE.match(last):
+        return last
+    return f"exit status {code}" + (f": {last}" if last else "")
+
+
+def run_command(argv: list[str]) -> int:
+    try:
+        sources, prefix, run_dir, words = parse_args(argv)
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return EXIT_CONFIG
+    rd = RunDir(run_dir)
+    if rd.outcome() in KEEP:
+        print(f"{run_dir}: already {rd.outcome().value}; nothing to do", flush=True)
+        return 0
+    out_dir = rd.path / OUT
+    out_dir.mkdir(parents=True, exist_ok=True)
+    offset = _log_size()
+    t0 = time.time()
+    rd.update_status(Status.RUNNING, started=t0, ended=None, error=None, exit_code=None, pid=os.getpid(),
+                     glue="command")
+    previous = {sig: signal.signal(sig, _stop) for sig in STOP_SIGNALS}
+    stopped = None
+    try:
+        code = run_python(words) if in_process(words) else run_program(words)
+    except Stopped as e:
+        stopped, code = str(e), EXIT_INTERRUPTED
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    record = rd.read_status()
+    text = _read_from(offset)
+    if record.started != t0 or record.status is not Status.RUNNING:     # the script ran its own run (the run API)
+        return _api_exit(rd, code, stopped, _last_line(text))
+    if stopped:
+        rd.update_status(Status.INTERRUPTED, ended=time.time(), exit_code=EXIT_INTERRUPTED,
+                         error=f"stopped by {stopped}; this run has no checkpoint of its own (task.command without "
+                               f"the run API), so it restarts from scratch")
+        return EXIT_INTERRUPTED
+    if code != 0:
+        rd.update_status(Status.FAILED, ended=time.time(), exit_code=code, error=failure_line(code, _last_line(text)))
+        return code
+    return _finish(rd, text, sources, prefix, out_dir, t0)
+
+
+def _api_exit(rd, code: int, stopped: str | None, last: str = "") -> int:
+    """The script used sweeper.init(): its record stands; fill in what it could not write (a crash here)."""
+    state = rd.read_status().status
+    if state in TERMINAL:
+        return EXIT_INTERRUPTED if state is Status.INTERRUPTED else (code if state is Status.FAILED else 0)
+    if stopped:
+        rd.update_status(Status.INTERRUPTED, ended=time.time(), exit_code=EXIT_INTERRUPTED,
+                         error=f"stopped by {stopped} before the run could checkpoint; resumes from its last "
+                               f"checkpoint")
+        return EXIT_INTERRUPTED
+    if code != 0:
+        rd.update_status(Status.FAILED, ended=time.time(), exit_code=code, error=failure_line(code, last))
+    return code
+
+
+def _finish(rd, text: str, sources: list[str], prefix: str | None, out_dir: Path, t0: float) -> int:
+    """Exit 0 without the run API: final metrics and curves from what the script reported; status finished."""
+    final, steps, notes = read_reported(text, sources, prefix, base=out_dir, out_dir=out_dir)
+    for note in notes:
+        print(f"sweeper: {note}", flush=True)
+    run = init(rd.path, record_crashes=False)
+    run._t0 = t0                                     # wall time of the script, not of this bookkeeping
+    for record in steps:
+        run.log(record["step"], **{k: v for k, v in record.items() if k != "step"})
+    run.extra["reported_by"] = "command output (zero glue)"
+    run.finish(final, steps=max((r["step"] for r in steps), default=None))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_command(sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
