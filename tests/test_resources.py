@@ -11,7 +11,7 @@ import json
 import pytest
 
 from sweeper.cli.resume import load_plan
-from sweeper.cli.report import main
+from sweeper.cli.sweep import main
 from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
 from sweeper.plan.make import make_plan, plan_hash, reconcile, write_plan
