@@ -1,18 +1,11 @@
 """python -m sweeper +experiment=NAME seeds=0-3: plan, launch and report a seed sweep (sweeper.cli.sweep.main)."""
-import signal
-import sys
+from sweeper.interrupts import start
 
-from sweeper import interrupts
 
-signal.signal(signal.SIGTERM, signal.default_int_handler)   # SIGTERM during the imports: KeyboardInterrupt too
-try:
-    from sweeper.cli.sweep import main
-except KeyboardInterrupt:
-    print("sweeper: interrupted; nothing was started; run the same command again", file=sys.stderr)
-    interrupts.exit_with(interrupts.INTERRUPTED)
+def _load():
+    from sweeper.cli.sweep import main   # deferred: hydra (0.2 s), imported once Ctrl-C is an interrupt (start)
 
-try:
-    code = main()
-except KeyboardInterrupt:            # Ctrl-C in the instant between main's own handling and the exit
-    code = interrupts.INTERRUPTED
-interrupts.exit_with(code)
+    return main
+
+
+start("sweeper", _load)

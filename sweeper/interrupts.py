@@ -56,6 +56,25 @@ def exit_with(code: int):
     sys.exit(code)
 
 
+def start(prog: str, load) -> None:
+    """The whole of a `python -m` command's module: `start("sweeper", lambda: import_main())`. Ctrl-C or
+    SIGTERM while its imports run (Hydra, OmegaConf, which may swallow the interrupt into their own error) is
+    one line and exit 130; then main()'s exit status, through exit_with."""
+    install()
+    try:
+        main = load()
+    except BaseException:
+        if fired():
+            print(f"{prog}: interrupted; nothing was started; run the same command again", file=sys.stderr)
+            exit_with(INTERRUPTED)
+        raise
+    try:
+        code = main()
+    except KeyboardInterrupt:            # Ctrl-C in the instant between main's own handling and the exit
+        code = INTERRUPTED
+    exit_with(code)
+
+
 def install() -> None:
     if _main_thread():
         for sig in SIGNALS:

@@ -1,6 +1,10 @@
 """`python -m sweeper.journal ...`: the command's name; its code is sweeper.cli.journal (this module only starts it)."""
 if __name__ == "__main__":
-    from sweeper.cli.journal import main as _main
-    from sweeper.interrupts import exit_with
+    from sweeper.interrupts import start
 
-    exit_with(_main())
+    def _load():
+        from sweeper.cli.journal import main   # deferred: imported once Ctrl-C is an interrupt (start)
+
+        return main
+
+    start("sweeper.journal", _load)

@@ -1,6 +1,10 @@
 """`python -m sweeper.slurm ...`: the command's name; its code is sweeper.cli.slurm (this module only starts it)."""
 if __name__ == "__main__":
-    from sweeper.cli.slurm import main as _main
-    from sweeper.interrupts import exit_with
+    from sweeper.interrupts import start
 
-    exit_with(_main())
+    def _load():
+        from sweeper.cli.slurm import main   # deferred: imported once Ctrl-C is an interrupt (start)
+
+        return main
+
+    start("sweeper.slurm", _load)

@@ -90,7 +90,8 @@ def job_records(sweep_dir) -> dict:
 
 def test_plugin_is_discovered_and_its_scan_imports_nothing_heavy():
     code = ("import sys\n"
-            "SCHEMA = ('sweeper', 'sweeper.errors', 'sweeper.config', 'sweeper.config.schema', 'sweeper.config.launcher_schema')\n"
+            "SCHEMA = ('sweeper', 'sweeper.errors', 'sweeper.config', 'sweeper.config.fields', 'sweeper.backends', "
+            "'sweeper.backends.local', 'sweeper.backends.local.schema')\n"
             "from hydra.core.plugins import Plugins\n"
             "from hydra.plugins.launcher import Launcher\n"
             "names = [f'{p.__module__}.{p.__name__}' for p in Plugins.instance().discover(Launcher)]\n"
@@ -161,7 +162,7 @@ HYDRA_HINT = "Set the environment variable HYDRA_FULL_ERROR=1 for a complete sta
     ("cores=[a]", "hydra.launcher.cores=['a']: must be a list of CPU core ids, e.g. [0,1,2,3], or null"),
     ("cpu_only=maybe", "hydra.launcher.cpu_only='maybe': expected a boolean (true or false)"),
     ("cpu_only=1", "hydra.launcher.cpu_only=1: expected a boolean (true or false)"),     # strict, as the cli
-    ("grace_s=-1", "hydra.launcher.grace_s=-1: must be a number of seconds >= 0"),
+    ("grace_s=-1", "hydra.launcher.grace_s=-1: must be a number of seconds >= 0 (not inf)"),
     ("nope=1", "unknown config key 'hydra.launcher.nope'; keys of hydra.launcher are: baseline, cores, cpu_only, "
                "crash_loop_after, devices, grace_s, lower_is_better, max_parallel, max_retries, metric, n_jobs, "
                "ranks_per_run, retry_backoff_s, runs_per_device, seed_key, threads_per_run"),

@@ -187,17 +187,15 @@ def test_a_plan_above_max_runs_is_refused_before_anything_is_written(tmp_path, s
 
 
 def test_max_runs_in_process_counts_variants_own_seeds(tmp_path):
-    sweep = compose_sweep(["+experiment=rope", f"sweeper.dir={tmp_path}", NOPE_OWN_SEEDS])
-    sweep.cfg["sweeper"]["max_runs"] = 3
+    sweep = compose_sweep(["+experiment=rope", f"sweeper.dir={tmp_path}", NOPE_OWN_SEEDS, "sweeper.max_runs=3"])
     with pytest.raises(UsageError, match=r"^the plan has 4 runs \(rope: 1 \+ nope: 2 \+ rope_frozen_qk: 1\), "
                                          r"more than sweeper.max_runs=3"):
         make_plan(sweep, [0])
-    sweep.cfg["sweeper"]["max_runs"] = 4
+    sweep = compose_sweep(["+experiment=rope", f"sweeper.dir={tmp_path}", NOPE_OWN_SEEDS, "sweeper.max_runs=4"])
     assert len(make_plan(sweep, [0]).runs) == 4        # 1 + 2 + 1
-    for bad in (0, -3, True, "many", 2.5):
-        sweep.cfg["sweeper"]["max_runs"] = bad
-        with pytest.raises(UsageError, match=rf"^sweeper.max_runs={bad!r}: must be a positive integer"):
-            make_plan(sweep, [0])
+    for bad in ("0", "-3", "true", "many", "2.5"):     # the schema refuses them as the command line gives them
+        with pytest.raises(UsageError, match=r"^sweeper.max_runs=.*: (must be a positive integer|expected an integer)"):
+            compose_sweep(["+experiment=rope", f"sweeper.dir={tmp_path}", f"sweeper.max_runs={bad}"])
 
 
 # -- issue 11 item 1: launch settings are fixed by the first plan -------------------------------------------------

@@ -64,7 +64,7 @@ def planned(tmp_path: Path, tiny: list[str], *overrides: str, name: str = "sweep
     """Plan and write a sweep the way the CLI does; returns (plan, launcher config)."""
     argv = ["+experiment=rope", f"sweeper.dir={tmp_path / name}", *tiny, *FAST, *overrides]
     plan, backend, cfg = prepare(argv)
-    assert backend is slurm
+    assert isinstance(backend, slurm.SlurmBackend)
     write_plan(plan, argv)
     return plan, cfg
 

@@ -30,7 +30,6 @@ from hydra.plugins.launcher import Launcher
 from omegaconf import OmegaConf
 
 from hydra_plugins.sweeper_pool._options import SweeperPoolLauncherConf
-from hydra_plugins.sweeper_pool._core import launch
 
 
 def _open_node():
@@ -57,6 +56,7 @@ class SweeperPoolLauncher(Launcher):
         self.task_function = task_function
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int):
-        #                                                       (Hydra's plugin scan imports this module)
+        from hydra_plugins.sweeper_pool._core import launch   # deferred: Hydra's plugin scan imports this module
+        #   in every Hydra app; cloudpickle and the pool load only when a multirun launches
 
         return launch(self, job_overrides, initial_job_idx)

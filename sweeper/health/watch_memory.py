@@ -227,11 +227,10 @@ class MemoryWatch:
                            + "; no steady growth", details)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"rss": self.rss.state_dict(), "heap": self.heap.state_dict(), "cuda": self.cuda.state_dict(),
-                "found": self.found}
+        """Nothing: memory is the process's, not the run's. A resumed run is a new process that watches its own
+        memory from its first step (its readings would not continue the old curve), and a checkpoint holds only
+        what makes the resumed run bitwise the run that never stopped."""
+        return {}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.rss.load_state_dict(state.get("rss"))
-        self.heap.load_state_dict(state.get("heap"))
-        self.cuda.load_state_dict(state.get("cuda"))
-        self.found = state.get("found")
+        return None

@@ -1,5 +1,11 @@
 """`python -m sweeper.report SWEEP_DIR [options]`: the command's name; its code is sweeper.cli.report."""
-from sweeper.cli.report import main
-from sweeper.interrupts import exit_with
+from sweeper.interrupts import start
 
-exit_with(main())
+
+def _load():
+    from sweeper.cli.report import main   # deferred: pandas (0.5 s), imported once Ctrl-C is an interrupt (start)
+
+    return main
+
+
+start("sweeper.report", _load)

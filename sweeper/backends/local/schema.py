@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, List, Optional
 
-from sweeper.backends.failures import RetryPolicy
 from sweeper.config.fields import at_least_zero, build, one_of, positive, ranks_rule, rule, seconds
 
 
@@ -45,7 +44,10 @@ class PoolConf:
                 d[key] = [p.strip() for p in str(d[key]).split(",") if p.strip()]
         return build(cls, d, prefix)
 
-    def retry_policy(self) -> RetryPolicy:
+    def retry_policy(self):
+        from sweeper.backends.failures import RetryPolicy   # deferred: Hydra's plugin scan imports this schema
+        #                                                      (the Hydra plugin's options); the run contract loads
+        #                                                      only when a pool runs
         return RetryPolicy(max_retries=self.max_retries, backoff_s=float(self.retry_backoff_s),
                            crash_loop_after=self.crash_loop_after)
 
