@@ -140,16 +140,17 @@ def test_new_warning_appears_in_the_metrics_of_its_step():
     assert rec["health/warning"].startswith("grad-norm spike at step 6")
 
 
-def test_state_dict_resume_gives_the_same_report():
+@pytest.mark.parametrize("split", [20, 21])     # 21: right after interval step 20, whose checks are still due
+def test_state_dict_resume_gives_the_same_report(split):
     reference = make_model()
     whole = LiveMonitor(reference, interval=3, num_classes=3)
     run(reference, whole, 40)
     model = make_model()
     first = LiveMonitor(model, interval=3, num_classes=3)
-    opt = run(model, first, 20)
+    opt = run(model, first, split)
     second = LiveMonitor(model, interval=3, num_classes=3)
     second.load_state_dict(first.state_dict())
-    run(model, second, 40, start=20, opt=opt)
+    run(model, second, 40, start=split, opt=opt)
     def same(report):      # the memory check's figures are this process's, not the run's: compared apart
         d = report.to_dict()
         d["checks"] = [c for c in d["checks"] if c["name"] != "memory"]

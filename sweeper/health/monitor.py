@@ -414,6 +414,8 @@ class LiveMonitor(HooksMixin):
         for k, v in state.items():
             if k == "_norms":
                 self._norms = deque(v, maxlen=50)
+            elif k == "accum":
+                self.accum.load_state_dict(v, self.named)
             elif k in self._PARTS:
                 getattr(self, k).load_state_dict(v)
             elif k in self._STATE:

@@ -237,7 +237,14 @@ class AccumulationWatch:
                            f"gradients were cleared before backward at all {self.checks} checks")
 
     def state_dict(self) -> dict[str, Any]:
-        return {"found": self.found, "checks": self.checks}
+        """`armed_at`: a checkpoint written between an interval step and the next keeps that step's check due."""
+        return {"found": self.found, "checks": self.checks, "armed_at": self.armed_at}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, Any], named: list[tuple[str, torch.nn.Parameter]]) -> None:
+        """Re-arms the hooks when the checkpoint fell between an interval step and its check, so a resumed run
+        counts the same checks as one that never stopped."""
         self.found, self.checks = state.get("found"), state.get("checks", 0)
+        self.disarm()
+        self.armed_at, self.flags = None, {}
+        if state.get("armed_at") is not None:
+            self.arm(state["armed_at"], named)
