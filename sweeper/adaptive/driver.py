@@ -22,6 +22,7 @@ from sweeper.execute.launch import PreflightRefused, finish, fix_launch, launch_
 from sweeper.plan.lock import sweep_lock
 from sweeper.plan.looks import read_looks, write_looks
 from sweeper.plan.make import check_size, make_plan, reconcile
+from sweeper.plan.paths import check_paths
 from sweeper.report.live import Progress
 from sweeper.run.rundir import UnreadableFile
 import sweeper.analysis.verdict as verdict       # deferred: pandas and scipy (about 1 s), at the first look
@@ -176,10 +177,17 @@ class AdaptiveSweep:
         return record
 
 
-def prepare_adaptive(sweep, backend_for):
-    """sweeper.cli.sweep.prepare for seeds=adaptive: (AdaptiveSweep, backend, launcher config), every check
-    done; backend_for(sweep) gives the backend and its checked config."""
+def prepare_adaptive(sweep, backend, conf) -> AdaptiveSweep:
+    """sweeper.cli.sweep.prepare for seeds=adaptive: the AdaptiveSweep, every check that starts nothing done
+    (the design, the plan's size, a launcher that waits, the first look's plan against the sweep dir and its
+    recorded looks, the paths it writes); the caller then starts the task's and the backend's probes."""
     design = design_of(sweep)
     check_size(sweep, {v: design.max_seeds for v in sweep.variant_configs})
-    backend, conf = backend_for(sweep)
-    return AdaptiveSweep(sweep, design), backend, conf
+    adaptive_sweep = AdaptiveSweep(sweep, design)
+    if not backend.waits(conf):
+        raise UsageError("seeds=adaptive with launcher.wait=false: each look needs its runs' results before "
+                         "the next one is planned; use launcher.wait=true")
+    first = adaptive_sweep.plan_for({v: design.start for v in [sweep.experiment.baseline, *adaptive_sweep.variants]})
+    check_paths(first)
+    adaptive_sweep._load(first.sweep_dir)          # looks recorded with another design: refused here
+    return adaptive_sweep

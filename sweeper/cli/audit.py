@@ -32,7 +32,6 @@ from sweeper.config.sweep import compose_sweep
 from sweeper.config.seeds import parse_seeds
 from sweeper.errors import UsageError
 from sweeper.execute.audit import AUDITED_ENTRY, audit_run_config
-from sweeper.train.audit import AuditError     # deferred: torch (about 2 s), after the command line is checked
 
 
 def _parser() -> ArgumentParser:
@@ -80,6 +79,8 @@ def _main(argv: list[str], state: dict) -> int:
         raise UsageError(f"--threads {args.threads}: must be a positive integer")
     sweep = compose_sweep(with_config_dirs(overrides, config_dirs))
     run_cfg = _select(sweep, args.variant, args.seed)
+
+    from sweeper.train.audit import AuditError     # deferred: torch (about 2 s), after the command line is checked
 
     temp = None if args.work_dir else tempfile.mkdtemp(prefix="sweeper-audit-")
     try:

@@ -102,11 +102,13 @@ def check_task(spec: TaskSpec, timeout_s: float = 120.0, preflight: bool = True)
 
 
 class TaskCheck:
-    """check_task started in the background, so the import probe (a fresh interpreter importing the task:
-    torch, for the built-in trainer, ~1.5 s) runs while the sweep composes its variants.
+    """check_task started in the background: the import probe (a fresh interpreter importing the task and its
+    hooks, checking their signatures: torch, for the built-in trainer, ~1.5 s) runs while the caller does the
+    other checks that start a process (the backend's probes). Start it only once every check that starts
+    nothing has passed (sweeper.config.sweep.check_task_started): bad input never starts a process.
 
         with TaskCheck(spec) as check:       # the probe starts here
-            ...                              # compose, plan nothing to disk
+            ...                              # the backend's probes
             check.wait()                     # UsageError as check_task; leaving the block kills a probe left running
     """
 
@@ -176,6 +178,11 @@ for key, entry in {hooks!r}:
         sys.exit(3)
     if not callable(getattr(mod, attr, None)):
         print(f"task.{{key}}={{entry!r}}: module {{module}} has no function {{attr}}")
+        sys.exit(3)
+    from sweeper.run.entry import call_problem      # the signature sweeper calls it with
+    problem = call_problem(getattr(mod, attr), key, entry)
+    if problem:
+        print(problem)
         sys.exit(3)
 for module in {preload!r}:       # found, not imported (the warm launchers import them; a failure there starts runs cold)
     try:

@@ -21,7 +21,6 @@ from sweeper.plan.lock import sweep_lock
 from sweeper.plan.make import Plan, keep_recorded_launch, repair_stale, write_plan
 from sweeper.report.live import Progress
 from sweeper.run.rundir import KEEP
-from sweeper.report.write import report_sweep  # deferred: pandas and scipy (about 1 s), after the runs
 
 
 class PreflightRefused(Exception):
@@ -74,6 +73,8 @@ def finish(sweep_dir: Path, sweeper: SweeperConf, statuses: dict[str, str]) -> i
     """The end of a sweep that waited for its runs: the report (unless sweeper.report=false), the sweep dir,
     and the exit status: 1 when a run failed or was left unfinished, else 0."""
     if sweeper.report:
+        from sweeper.report.write import report_sweep  # deferred: pandas and scipy (about 1 s), after the runs
+
         print(report_sweep(sweep_dir, plots=True, journal=sweeper.journal))
     print(f"sweep dir: {sweep_dir}")
     return 1 if any(s not in KEEP for s in statuses.values()) else 0
