@@ -250,7 +250,7 @@ def test_from_dict_validates_an_old_manifests_launcher_as_composition_does():
         with pytest.raises(UsageError) as e:
             LocalLauncherConf.from_dict(bad)
         assert str(e.value).startswith(says), str(e.value)
-    with pytest.raises(UsageError, match=r"^hydra\.launcher\.grace_s=-1: must be a number of seconds >= 0$"):
+    with pytest.raises(UsageError, match=r"^hydra\.launcher\.grace_s=-1: must be a number of seconds >= 0 \(not inf\)$"):
         build(PoolConf, {"grace_s": -1}, "hydra.launcher")
 
 

@@ -32,7 +32,7 @@ def check_name(key: str, value, what: str) -> None:
     """UsageError when `value` cannot name a folder: `what` says which (e.g. "the sweep dir sweeps/<name>-<hash>")."""
     text = str(value)
     if not NAME.fullmatch(text) or set(text) == {"."}:
-        raise UsageError(f"{key}={shorten(text)}: use letters, digits, '_', '-' and '.' only (not only dots): it "
+        raise UsageError(f"{key}={shorten(text)}: must be a name of letters, digits, '_', '-' and '.' (not only dots): it "
                          f"names {what}")
     if len(text) > MAX_NAME:
         raise UsageError(f"{key}={shorten(text)}: at most {MAX_NAME} characters (it names {what}; a file system "
