@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import argparse
 import errno
+import linecache
 import os
+import re
 import sys
 from typing import Callable
 
 from sweeper import interrupts
+from sweeper.config.hydra_errors import yaml_problem
 from sweeper.errors import UsageError
-from sweeper.run.rundir import UnreadableFile
+from sweeper.run.rundir import UnreadableFile, not_text
 
 FIXES = {errno.EACCES: "check its permissions (or run from a folder you can write)",
          errno.EPERM: "check its permissions (or run from a folder you can write)",
@@ -55,23 +58,58 @@ def interrupted(prog: str, sweep_dir=None) -> int:
     return interrupts.INTERRUPTED
 
 
+# What a failing call was doing, by the name it is called with in the innermost frames' source lines.
+ACTIONS = (("makedirs", "creating the folder"), ("mkdir", "creating the folder"), ("mkstemp", "creating a file in"),
+           ("mkdtemp", "creating a folder in"), ("rmtree", "removing"), ("unlink", "removing"),
+           ("replace", "replacing"), ("rename", "renaming"), ("savefig", "writing"), ("write", "writing"),
+           ("fsync", "writing"), ("truncate", "writing"), ("flock", "locking"), ("chmod", "changing the mode of"),
+           ("read", "reading"), ("load", "reading"), ("open", "opening"), ("stat", "looking up"),
+           ("scandir", "listing"), ("listdir", "listing"), ("iterdir", "listing"), ("glob", "listing"))
+PATH_LOCALS = ("full_path", "path", "tmp", "filename", "file", "target", "log_path", "folder", "out_dir",
+               "sweep_dir", "run_dir", "root")
+
+
+def _frames(e: BaseException):
+    """The frames of e's traceback, innermost first."""
+    tb, frames = e.__traceback__, []
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    return reversed(frames)
+
+
+def attempted(e: BaseException) -> tuple[str | None, str | None]:
+    """(what the failing call was doing, the path it worked on) read from the traceback: the innermost source
+    line that calls a known file operation, and the innermost frame's local naming a path (an OSError of
+    f.write() or a UnicodeDecodeError carries no file name)."""
+    what = where = None
+    for frame in _frames(e):
+        if what is None:
+            line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+            what = next((w for name, w in ACTIONS if re.search(rf"\b{name}\w*\(", line)), None)
+        if where is None:
+            where = next((str(frame.f_locals[n]) for n in PATH_LOCALS
+                          if isinstance(frame.f_locals.get(n), (str, os.PathLike)) and str(frame.f_locals[n])), None)
+        if what and where:
+            break
+    return what, where
+
+
 def os_error_line(e: OSError) -> str:
-    """`sweeps/x/runs: Permission denied; check its permissions ...`"""
-    where = e.filename if e.filename is not None else ""
-    what = e.strerror or type(e).__name__
+    """`creating the folder sweeps/x: Read-only file system; the file system is read-only: run from ...`"""
+    what, found = attempted(e)
+    where = e.filename if e.filename is not None else found
+    error = e.strerror or type(e).__name__
     fix = FIXES.get(e.errno, "")
-    return f"{where + ': ' if where else ''}{what}" + (f"; {fix}" if fix else "")
+    head = " ".join(str(p) for p in (what if what and where else None, where) if p)
+    return f"{head + ': ' if head else ''}{error}" + (f"; {fix}" if fix else "")
 
 
-def _yaml_line(e: Exception) -> str | None:
-    """A YAML error as `FILE, line N: problem`, or None when e is none (yaml is imported only if loaded)."""
-    yaml = sys.modules.get("yaml")
-    if yaml is None or not isinstance(e, yaml.YAMLError):
-        return None
-    mark = getattr(e, "problem_mark", None)
-    where = f"{mark.name}, line {mark.line + 1}" if mark is not None else "a YAML file"
-    problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-    return f"{where}: not valid YAML ({problem})"
+def unicode_line(e: UnicodeDecodeError) -> str:
+    """A file that is not UTF-8 text, named when the traceback says which."""
+    _, where = attempted(e)
+    return (f"{where or 'a file'} is not UTF-8 text ({not_text(e)}); restore it, or save it as UTF-8 "
+            f"(SWEEPER_DEBUG=1 shows where it was read)")
 
 
 def run_command(prog: str, body: Callable[[list[str], dict], int], argv: list[str] | None = None) -> int:
@@ -98,17 +136,16 @@ def report_error(prog: str, e: Exception) -> int:
     if isinstance(e, (UsageError, UnreadableFile)):     # bad input, or a damaged file named with its fix
         print(f"{prog}: error: {e}", file=sys.stderr)
         return UsageError.exit_code
-    yaml_line = _yaml_line(e)
-    if yaml_line is not None:
-        print(f"{prog}: error: {yaml_line}", file=sys.stderr)
+    line = yaml_problem(e)
+    if line is not None:
+        print(f"{prog}: error: {line}", file=sys.stderr)
         return UsageError.exit_code
     if isinstance(e, UnicodeDecodeError):
-        print(f"{prog}: error: a file is not UTF-8 text ({e.reason} at byte {e.start}); "
-              f"check the file named above or restore it", file=sys.stderr)
+        print(f"{prog}: error: {unicode_line(e)}", file=sys.stderr)
         return UsageError.exit_code
     if isinstance(e, OSError):
         print(f"{prog}: error: {os_error_line(e)}", file=sys.stderr)
         return 1
-    print(f"{prog}: internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
+    print(f"{prog}: internal error: {type(e).__name__}: {(str(e).splitlines() or [''])[0]} "
           f"(a bug in sweeper; SWEEPER_DEBUG=1 shows the traceback)", file=sys.stderr)
     return 1

@@ -5,18 +5,70 @@
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any, Callable
 
 from omegaconf.errors import ConfigKeyError, ConfigTypeError, ValidationError
 
 from sweeper.config.argv import key_of, override_value
 from sweeper.config.fields import explain_validation
-from sweeper.config.search import available, where_searched
+from sweeper.config.search import available, experiment_file, search_dirs, where_searched
+
+def _chain(e: BaseException | None, depth: int = 8):
+    """e and the exceptions it was raised from (its __cause__ / __context__), at most `depth`."""
+    while e is not None and depth:
+        yield e
+        e, depth = e.__cause__ or e.__context__, depth - 1
+
+
+def yaml_problem(e: BaseException) -> str | None:
+    """A YAML error (in e or what it was raised from) as one line naming the file and the line:
+    `conf/experiment/x.yaml, line 4: not valid YAML (found duplicate key name; while constructing a mapping at
+    line 3)`; None when there is none. yaml is looked up only if something loaded it."""
+    yaml = sys.modules.get("yaml")
+    found = next((c for c in _chain(e) if yaml is not None and isinstance(c, yaml.YAMLError)), None)
+    if found is None:
+        return None
+    mark, context = getattr(found, "problem_mark", None), getattr(found, "context_mark", None)
+    name = mark.name if mark is not None else (context.name if context is not None else None)
+    where = f"{name}, line {(mark or context).line + 1}" if name and name != "<unicode string>" else (
+        f"a YAML value, line {(mark or context).line + 1}" if mark or context else "a YAML file")
+    problem = getattr(found, "problem", None) or (str(found).splitlines() or [type(found).__name__])[0]
+    if getattr(found, "context", None):
+        problem += f"; {found.context}" + (f" at line {context.line + 1}" if context is not None else "")
+    return f"{where}: not valid YAML ({' '.join(problem.split())})"
+
+
+def package_hint(overrides: list[str]) -> str | None:
+    """Why an experiment file's keys landed under experiment.*: its first line lacks `# @package _global_`."""
+    path = experiment_file(overrides)
+    if path is None:
+        return None
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")[:2000]
+    except OSError:
+        return None
+    if re.search(r"^#\s*@package\s+_global_\s*$", head, re.M):
+        return None
+    return (f"{path} has no `# @package _global_` line: an experiment file starts with it (without it, its "
+            f"defaults and keys land under experiment.*); add it as the first line")
+
 
 def explain_hydra_error(e: Exception, overrides: list[str], compose_raw: Callable[[list[str]], Any]) -> str:
     """One line for an error Hydra raised composing `overrides` (compose_raw composes again, for the keys a
     section has, when a key is unknown)."""
     msg, name = str(e), type(e).__name__
+    line = yaml_problem(e)
+    if line is not None:
+        return line
+    decode = next((c for c in _chain(e) if isinstance(c, UnicodeDecodeError)), None)
+    if decode is not None:
+        return f"{not_text_file(decode, overrides)} is not UTF-8 text ({decode.reason} at offset {decode.start}); " \
+               f"save it as UTF-8"
+    if re.search(r"Could not override '[^']*@experiment\.", msg):
+        hint = package_hint(overrides)
+        if hint:
+            return hint
     m = re.match(r"Ambiguous value for argument '([^'=]+)=([^\n]*)'", msg)
     if m:
         key, value = m.groups()
@@ -82,6 +134,21 @@ def _keys_at(section: str | None, overrides: list[str], compose_raw: Callable[[l
     for part in section.split(".") if section else []:
         node = node.get(part) if isinstance(node, dict) else None
     return sorted(k for k in node if not (section is None and k == "hydra")) if isinstance(node, dict) else []
+
+
+def not_text_file(e: UnicodeDecodeError, overrides: list[str]) -> str:
+    """The config file that is not UTF-8: the experiment's, else the first of the search dirs' YAML files that
+    does not decode (Hydra's error does not name it)."""
+    candidates = [experiment_file(overrides)] + [p for d in search_dirs(overrides)[1:] for p in sorted(d.rglob("*.yaml"))[:500]]
+    for path in candidates:
+        try:
+            if path is not None:
+                path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            return str(path)
+        except OSError:
+            continue
+    return "a config file"
 
 
 def missing_message(key: str) -> str:

@@ -52,6 +52,19 @@ def _importable(module: str) -> bool:
         return False
 
 
+def experiment_file(overrides: list[str]) -> Path | None:
+    """The file +experiment=NAME selects (the last such override), first found along the search path; None."""
+    name = next((o.split("=", 1)[1] for o in reversed(overrides) if key_of(o) == "experiment" and "=" in o), None)
+    for d in search_dirs(overrides) if name else []:
+        path = d / "experiment" / f"{name}.yaml"
+        try:
+            if path.is_file():
+                return path
+        except OSError:                      # a name too long for the file system: not a file here
+            continue
+    return None
+
+
 def available(group: str, overrides: list[str] = ()) -> list[str]:
     """The options of a config group over every config dir and the ConfigStore (the typed groups)."""
     try:

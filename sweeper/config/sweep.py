@@ -24,12 +24,12 @@ from sweeper.config.ablation import check_ablation
 from sweeper.config.argv import key_of
 from sweeper.config.compose import compose, missing_keys
 from sweeper.config.fields import build
-from sweeper.config.hydra_errors import missing_message
+from sweeper.config.hydra_errors import missing_message, package_hint
 from sweeper.config.launchers import launcher_conf
 from sweeper.config.names import check_name
 from sweeper.config.run_config import run_config
 from sweeper.config.schema import ExperimentConf, SweeperConf
-from sweeper.config.search import available, search_dirs, where_searched
+from sweeper.config.search import available, experiment_file, where_searched
 from sweeper.config.seeds import count_seeds, parse_seeds
 from sweeper.config.task import TaskCheck, TaskSpec, parse_task
 from sweeper.errors import UsageError
@@ -59,10 +59,7 @@ class Sweep:
 
 def _experiment_file(overrides: list[str]) -> str:
     name = next((o.split("=", 1)[1] for o in reversed(overrides) if key_of(o) == "experiment" and "=" in o), None)
-    for d in search_dirs(overrides) if name else []:
-        if (d / "experiment" / f"{name}.yaml").is_file():
-            return str(d / "experiment" / f"{name}.yaml")
-    return f"experiment/{name}.yaml"
+    return str(experiment_file(overrides) or f"experiment/{name}.yaml")
 
 
 def read_experiment(cfg: dict, overrides: list[str] = ()) -> Experiment:
@@ -77,7 +74,8 @@ def read_experiment(cfg: dict, overrides: list[str] = ()) -> Experiment:
                          f"lower_is_better, variants) in {where}")
     for key in ("name", "baseline", "metric", "lower_is_better", "variants"):
         if key not in exp:
-            raise UsageError(f"experiment.{key} is missing in {where}")
+            hint = package_hint(overrides)
+            raise UsageError(hint or f"experiment.{key} is missing in {where}")
     variants = exp["variants"] or {}
     if not isinstance(variants, dict) or not variants:
         raise UsageError("experiment.variants must map variant names to lists of overrides")

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from sweeper.errors import UsageError
 from sweeper.run.atomic import atomic_write_text
-from sweeper.run.rundir import UnreadableFile, stable_hash
+from sweeper.run.rundir import UnreadableFile, not_text, stable_hash
 from sweeper.config.config_diff import describe
 from sweeper.config.seeds import format_seeds
 
@@ -53,7 +53,10 @@ def read_entries(folder: str | Path) -> list[dict]:
     except FileNotFoundError:
         return []
     except OSError as e:
-        raise UnreadableFile(path, f"the journal cannot be read ({e})", "check its permissions") from None
+        raise UnreadableFile(path, f"the journal cannot be read ({e.strerror or e})", "check its permissions") from None
+    except UnicodeDecodeError as e:
+        raise UnreadableFile(path, f"the journal is not UTF-8 text ({not_text(e)})",
+                             "restore it from a backup, or move it aside (journal.md holds a readable copy)") from None
     entries = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():

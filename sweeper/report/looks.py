@@ -63,7 +63,7 @@ def add_looks(sweep_dir: str | Path, text: str) -> str:
     if not md:
         return text
     path = Path(sweep_dir) / "report.md"
-    report = path.read_text() if path.is_file() else ""
+    report = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
     marker = "## What each variant changes"
     block = "\n".join(md) + "\n"
     report = report.replace(marker, block + marker, 1) if marker in report else report + "\n" + block

@@ -73,7 +73,7 @@ def read_jsonl(path: str | Path) -> list[dict]:
     """Every complete, parseable line; a truncated or corrupt line is skipped."""
     out = []
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:    # a damaged line is skipped, not fatal
             for line in f:
                 try:
                     out.append(json.loads(line))

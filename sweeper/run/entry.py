@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import re
 import sys
 import traceback
@@ -112,4 +113,16 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m sweeper.run MODULE:FUNCTION RUN_DIR   (RUN_DIR/config.yaml holds the run's config)",
               file=sys.stderr)
         return 2
-    return run_entry(argv[0], argv[1])
+    if not os.path.isdir(argv[1]):
+        print(f"sweeper.run: error: {argv[1]}: no such run dir (a folder holding the run's config.yaml)",
+              file=sys.stderr)
+        return 2
+    try:
+        return run_entry(argv[0], argv[1])
+    except (OSError, UnicodeDecodeError, UnreadableFile) as e:   # the run dir itself: not the entry's own error
+        if os.environ.get("SWEEPER_DEBUG", "") not in ("", "0"):
+            raise
+        where = getattr(e, "filename", None) or argv[1]
+        what = e.strerror if isinstance(e, OSError) and e.strerror else str(e).splitlines()[0]
+        print(f"sweeper.run: error: {where}: {what} (SWEEPER_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 2 if isinstance(e, (UnicodeDecodeError, UnreadableFile)) else 1

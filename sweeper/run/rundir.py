@@ -66,6 +66,12 @@ class UnreadableFile(ValueError):
         super().__init__(f"{path}: {why}" + (f"; {fix}" if fix else ""))
 
 
+def not_text(e: UnicodeDecodeError) -> str:
+    """Where a file stops being UTF-8 text: `byte 0xff at offset 40`."""
+    bad = e.object[e.start:e.start + 1] if isinstance(e.object, (bytes, bytearray)) else b""
+    return f"byte 0x{bad.hex() or '??'} at offset {e.start}"
+
+
 def stable_hash(obj: Any, n: int = 12) -> str:
     """Short sha256 of a JSON-able object, independent of dict order (config hashes, run ids)."""
     blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str).encode()
@@ -81,6 +87,8 @@ def _load_json(path: Path, what: str, fix: str = "") -> Any:
         return None
     except OSError as e:
         raise UnreadableFile(path, f"cannot read the {what} ({e.strerror})", fix) from None
+    except UnicodeDecodeError as e:
+        raise UnreadableFile(path, f"the {what} is not UTF-8 text ({not_text(e)})", fix) from None
     try:
         return json.loads(text)
     except ValueError as e:
@@ -354,9 +362,12 @@ class RunDir:
         except FileNotFoundError:
             raise UnreadableFile(self.config_path, "the run's config is missing",
                                  "this run dir was not planned by sweeper; pass config= to sweeper.run.init") from None
-        except (OSError, yaml.YAMLError) as e:
-            raise UnreadableFile(self.config_path, f"the run's config is not readable YAML ({e})",
+        except UnicodeDecodeError as e:
+            raise UnreadableFile(self.config_path, f"the run's config is not UTF-8 text ({not_text(e)})",
                                  "restore it or start a new sweep") from None
+        except (OSError, yaml.YAMLError) as e:
+            raise UnreadableFile(self.config_path, f"the run's config is not readable YAML "
+                                 f"({' '.join(str(e).split())})", "restore it or start a new sweep") from None
         if not isinstance(cfg, dict):
             raise UnreadableFile(self.config_path, "the run's config is not a mapping", "restore it")
         return cfg
