@@ -162,8 +162,8 @@ HYDRA_HINT = "Set the environment variable HYDRA_FULL_ERROR=1 for a complete sta
     ("cpu_only=1", "hydra.launcher.cpu_only=1: expected a boolean (true or false)"),     # strict, as the cli
     ("grace_s=-1", "hydra.launcher.grace_s=-1: must be a number of seconds >= 0"),
     ("nope=1", "unknown config key 'hydra.launcher.nope'; keys of hydra.launcher are: baseline, cores, cpu_only, "
-               "crash_loop_after, devices, grace_s, lower_is_better, max_parallel, max_retries, metric, n_jobs, "
-               "retry_backoff_s, runs_per_device, seed_key, threads_per_run"),
+               "crash_loop_after, devices, grace_s, lower_is_better, max_log_mb, max_parallel, max_retries, metric, "
+               "n_jobs, retry_backoff_s, runs_per_device, seed_key, stall_kill, stall_s, threads_per_run"),
     ("n_jobs=0", "hydra.launcher.n_jobs=0: must be a positive integer (or -1: no cap)"),
     ("lower_is_better=maybe", "hydra.launcher.lower_is_better='maybe': must be true or false"),
     ("metric=[a]", "hydra.launcher.metric=['a']: must be a non-empty name"),

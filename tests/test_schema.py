@@ -214,8 +214,8 @@ def test_an_out_of_range_value_is_one_line_naming_the_key(key, args, says, tmp_p
                        "extend, journal, max_runs, one_change, "
                          "preflight, report, tensorboard"),
     (["+launcher.gpus=2"], "unknown config key 'launcher.gpus'; keys of launcher are: cores, cpu_only, "
-                           "crash_loop_after, devices, grace_s, max_parallel, max_retries, name, retry_backoff_s, "
-                           "runs_per_device, threads_per_run"),
+                           "crash_loop_after, devices, grace_s, max_log_mb, max_parallel, max_retries, name, "
+                           "retry_backoff_s, runs_per_device, stall_kill, stall_s, threads_per_run"),
 ])
 def test_the_cli_prints_one_line_exit_2_and_writes_nothing(args, line, tmp_path):
     proc = run_sweeper(*BASE, *args, f"sweeper.dir={tmp_path / 's'}", cwd=tmp_path)

@@ -186,7 +186,8 @@ def _run(jobs, cfg, adapter: HydraJobAdapter, progress, returns: dict) -> dict:
     log.info(f"sweeper_pool: {len(slots)} slot(s): {', '.join(s.name for s in slots)}")
     for job in jobs:
         log.info(f"\t{job.label}")
-    outcomes = run_pool(jobs, slots, adapter, cfg.retry_policy(), progress, grace_s=float(cfg.grace_s))
+    outcomes = run_pool(jobs, slots, adapter, cfg.retry_policy(), progress, grace_s=float(cfg.grace_s),
+                        watch=cfg.watch())
     returns.update(adapter.returns)
     return outcomes
 

@@ -5,39 +5,14 @@
 from __future__ import annotations
 
 import re
-import sys
 from typing import Any, Callable
 
 from omegaconf.errors import ConfigKeyError, ConfigTypeError, ValidationError
 
 from sweeper.config.argv import key_of, override_value
+from sweeper.errors import chain as _chain, yaml_problem
 from sweeper.config.fields import explain_validation
 from sweeper.config.search import available, experiment_file, search_dirs, where_searched
-
-def _chain(e: BaseException | None, depth: int = 8):
-    """e and the exceptions it was raised from (its __cause__ / __context__), at most `depth`."""
-    while e is not None and depth:
-        yield e
-        e, depth = e.__cause__ or e.__context__, depth - 1
-
-
-def yaml_problem(e: BaseException) -> str | None:
-    """A YAML error (in e or what it was raised from) as one line naming the file and the line:
-    `conf/experiment/x.yaml, line 4: not valid YAML (found duplicate key name; while constructing a mapping at
-    line 3)`; None when there is none. yaml is looked up only if something loaded it."""
-    yaml = sys.modules.get("yaml")
-    found = next((c for c in _chain(e) if yaml is not None and isinstance(c, yaml.YAMLError)), None)
-    if found is None:
-        return None
-    mark, context = getattr(found, "problem_mark", None), getattr(found, "context_mark", None)
-    name = mark.name if mark is not None else (context.name if context is not None else None)
-    where = f"{name}, line {(mark or context).line + 1}" if name and name != "<unicode string>" else (
-        f"a YAML value, line {(mark or context).line + 1}" if mark or context else "a YAML file")
-    problem = getattr(found, "problem", None) or (str(found).splitlines() or [type(found).__name__])[0]
-    if getattr(found, "context", None):
-        problem += f"; {found.context}" + (f" at line {context.line + 1}" if context is not None else "")
-    return f"{where}: not valid YAML ({' '.join(problem.split())})"
-
 
 def package_hint(overrides: list[str]) -> str | None:
     """Why an experiment file's keys landed under experiment.*: its first line lacks `# @package _global_`."""

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from sweeper.errors import UsageError
 from sweeper.run.atomic import atomic_write_text
-from sweeper.run.rundir import UnreadableFile, not_text, stable_hash
+from sweeper.errors import not_text
+from sweeper.run.rundir import UnreadableFile, stable_hash
 from sweeper.config.config_diff import describe
 from sweeper.config.seeds import format_seeds
 

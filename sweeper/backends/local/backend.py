@@ -29,7 +29,7 @@ from sweeper.backends.local.slots import PROJECT_ROOT, make_slots
 from sweeper.backends.local.warm import WarmStarts
 from sweeper.config.task import python_path
 from sweeper.report.live import Progress
-from sweeper.run.rundir import KEEP, Launch, RunDir, Status, UnreadableFile
+from sweeper.run.rundir import KEEP, LOST_SUMMARY, Launch, RunDir, Status, UnreadableFile
 
 
 def launch_settings(cfg: LocalLauncherConf, n_runs: int) -> Launch:
@@ -46,6 +46,15 @@ def recorded_threads(rd: RunDir) -> int | None:
     except UnreadableFile:
         return None
     return threads if isinstance(threads, int) and not isinstance(threads, bool) and threads > 0 else None
+
+
+def lost_result(rd: RunDir) -> str | None:
+    """The error RunDir.outcome() recorded for a finished run whose summary is gone (it runs again), else None."""
+    try:
+        error = rd.read_status().error or ""
+    except UnreadableFile:
+        return None
+    return error if LOST_SUMMARY in error else None
 
 
 class RunAdapter:
@@ -100,6 +109,9 @@ def launch(plan, launcher_cfg: LocalLauncherConf | dict, progress: Progress | No
             progress.skipped(run, state.value)
         else:
             todo.append(run)
+            lost = lost_result(run.rundir)
+            if lost:
+                progress.log(f"redo   {run.label}: {lost}")
     variant_order = {v: i for i, v in enumerate(plan.experiment.variants)}
     todo.sort(key=lambda r: (plan.seeds.index(r.seed) if r.seed in plan.seeds else r.seed, variant_order[r.variant]))
     resumable = [r.label for r in todo if r.rundir.has_checkpoint()]
@@ -113,7 +125,7 @@ def launch(plan, launcher_cfg: LocalLauncherConf | dict, progress: Progress | No
     adapter = RunAdapter(plan)
     outcomes = run_pool([adapter.job(r) for r in todo], slots, adapter, cfg.retry_policy(), progress,
                         grace_s=float(cfg.grace_s), warm=WarmStarts(plan.task.entry, str(plan.task.cwd),
-                                                                          plan.task.preload))
+                                                                          plan.task.preload), watch=cfg.watch())
     results.update({key: str(status.get("status", Status.FAILED.value)) for key, status in outcomes.items()})
     return results
 
