@@ -45,10 +45,10 @@ PATH_LOCALS = ("full_path", "path", "tmp", "filename", "file", "target", "log_pa
 
 
 def _frames(e: BaseException):
-    """The frames of e's traceback, innermost first."""
+    """(frame, the line it was at when e passed through) of e's traceback, innermost first."""
     tb, frames = e.__traceback__, []
     while tb is not None:
-        frames.append(tb.tb_frame)
+        frames.append((tb.tb_frame, tb.tb_lineno))
         tb = tb.tb_next
     return reversed(frames)
 
@@ -58,9 +58,9 @@ def attempted(e: BaseException) -> tuple[str | None, str | None]:
     line that calls a known file operation, and the innermost frame's local naming a path (an OSError of
     f.write() or a UnicodeDecodeError carries no file name)."""
     what = where = None
-    for frame in _frames(e):
+    for frame, lineno in _frames(e):
         if what is None:
-            line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+            line = linecache.getline(frame.f_code.co_filename, lineno)
             what = next((w for name, w in ACTIONS if re.search(rf"\b{name}\w*\(", line)), None)
         if where is None:
             where = next((str(frame.f_locals[n]) for n in PATH_LOCALS

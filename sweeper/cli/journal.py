@@ -49,13 +49,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str], state: dict) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "list":                        # bad input first, whether or not a journal is there
+        _check_date("since", args.since), _check_date("until", args.until)
     folder = Path(args.journal).expanduser()
     if not (folder / RECORD).is_file() and args.command != "conclude":
         print(f"no journal in {folder} yet (a sweep's report writes one; --journal DIR names another)")
         return 0
     entries = read_entries(folder)
     if args.command == "list":
-        _check_date("since", args.since), _check_date("until", args.until)
         for e in select(entries, args.experiment, args.variant, args.since, args.until):
             print(summary_line(e))
     elif args.command == "search":

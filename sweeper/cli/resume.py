@@ -33,6 +33,11 @@ USAGE = "usage: python -m sweeper.resume SWEEP_DIR [launcher.KEY=VALUE ...] [swe
 def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
     """The recorded plan (and recorded argv) of a sweep dir, with launcher/report overrides applied."""
     sweep_dir = Path(sweep_dir).expanduser().resolve()
+    for item in overrides:                            # the command line first: bad input before any file is read
+        key, eq, _ = item.partition("=")
+        if not eq or not (key.startswith("launcher.") or key == "sweeper.report") or key == "launcher.name":
+            raise UsageError(f"{item!r}: accepted arguments after SWEEP_DIR are launcher.KEY=VALUE and "
+                             f"sweeper.report=true|false (the plan itself is fixed by {MANIFEST})")
     manifest = recorded(sweep_dir)
     if manifest is None and (sweep_dir / "runs").is_dir():
         raise UsageError(f"{sweep_dir}: no {MANIFEST} yet: the sweeper that planned it was stopped while it wrote the "
