@@ -20,7 +20,7 @@ from sweeper.adaptive import design as adaptive
 from sweeper.errors import UsageError
 from sweeper.execute.launch import PreflightRefused, finish, fix_launch, launch_plan
 from sweeper.plan.lock import sweep_lock
-from sweeper.plan.looks import read_looks, write_looks
+from sweeper.plan.looks import looks_path, read_looks, write_looks
 from sweeper.plan.make import check_size, make_plan, reconcile
 from sweeper.plan.paths import check_paths
 from sweeper.report.live import Progress
@@ -120,7 +120,11 @@ class AdaptiveSweep:
             s = record["states"].get(v)
             if s is None:
                 raise UsageError(f"{sweep_dir}: its looks record has no comparison {v}; use another sweeper.dir")
-            states[v] = adaptive.State(v, s["alpha"], s["status"], s["reason"], list(s["looks"]))
+            try:
+                states[v] = adaptive.State(v, float(s["alpha"]), str(s["status"]), s["reason"], list(s["looks"]))
+            except (KeyError, TypeError, ValueError) as e:
+                raise UsageError(f"{looks_path(sweep_dir)}: comparison {v} is damaged ({type(e).__name__}: {e}); "
+                                 f"delete the file to restart the adaptive looks (finished runs are kept)") from None
         return record, states
 
     def seeds_next(self, states) -> dict[str, int]:

@@ -20,7 +20,7 @@ import sys
 from typing import Callable
 
 from sweeper import interrupts
-from sweeper.errors import UsageError, os_error_line, unicode_line, yaml_problem
+from sweeper.errors import UsageError, attempted, os_error_line, unicode_line, yaml_problem
 from sweeper.run.rundir import UnreadableFile
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -43,9 +43,25 @@ def interrupted(prog: str, sweep_dir=None) -> int:
     return interrupts.INTERRUPTED
 
 
+def one_line(text: str) -> str:
+    """A message on one line whatever a value in it holds: control characters (a newline or carriage return in
+    an override, a damaged file's bytes) are shown escaped."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
+def _tolerant_streams() -> None:
+    """stdout/stderr write what cannot be encoded (a lone surrogate from a damaged file) as an escape."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):    # not a text file (a test's StringIO): nothing to change
+            pass
+
+
 def run_command(prog: str, body: Callable[[list[str], dict], int], argv: list[str] | None = None) -> int:
     """Run body(argv, state) behind the boundary; the exit status."""
     interrupts.install()
+    _tolerant_streams()
     argv = list(sys.argv[1:] if argv is None else argv)
     state: dict = {}
     debug = debugging(argv)
@@ -65,18 +81,23 @@ def run_command(prog: str, body: Callable[[list[str], dict], int], argv: list[st
 def report_error(prog: str, e: Exception) -> int:
     """Print the one line for an error raised by a command; its exit status."""
     if isinstance(e, (UsageError, UnreadableFile)):     # bad input, or a damaged file named with its fix
-        print(f"{prog}: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {one_line(str(e))}", file=sys.stderr)
         return UsageError.exit_code
     line = yaml_problem(e)
     if line is not None:
-        print(f"{prog}: error: {line}", file=sys.stderr)
+        print(f"{prog}: error: {one_line(line)}", file=sys.stderr)
         return UsageError.exit_code
     if isinstance(e, UnicodeDecodeError):
-        print(f"{prog}: error: {unicode_line(e)}", file=sys.stderr)
+        print(f"{prog}: error: {one_line(unicode_line(e))}", file=sys.stderr)
         return UsageError.exit_code
     if isinstance(e, OSError):
-        print(f"{prog}: error: {os_error_line(e)}", file=sys.stderr)
+        print(f"{prog}: error: {one_line(os_error_line(e))}", file=sys.stderr)
         return 1
+    if isinstance(e, ValueError) and "null byte" in str(e):    # a path given with a NUL in it (os, pathlib)
+        _, where = attempted(e)
+        print(f"{prog}: error: {one_line(where or 'a path')}: a path cannot hold a NUL byte (\\x00); remove it",
+              file=sys.stderr)
+        return UsageError.exit_code
     print(f"{prog}: internal error: {type(e).__name__}: {(str(e).splitlines() or [''])[0]} "
           f"(a bug in sweeper; SWEEPER_DEBUG=1 shows the traceback)", file=sys.stderr)
     return 1

@@ -10,6 +10,7 @@ The journal's files and their owner: sweeper.report.journal.
 """
 from __future__ import annotations
 
+import os
 import json
 import time
 from pathlib import Path
@@ -51,7 +52,7 @@ def _main(argv: list[str], state: dict) -> int:
     args = _parser().parse_args(argv)
     if args.command == "list":                        # bad input first, whether or not a journal is there
         _check_date("since", args.since), _check_date("until", args.until)
-    folder = Path(args.journal).expanduser()
+    folder = Path(os.path.expanduser(args.journal))
     if not (folder / RECORD).is_file() and args.command != "conclude":
         print(f"no journal in {folder} yet (a sweep's report writes one; --journal DIR names another)")
         return 0

@@ -12,6 +12,7 @@ status as `python -m sweeper`.
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -32,7 +33,7 @@ USAGE = "usage: python -m sweeper.resume SWEEP_DIR [launcher.KEY=VALUE ...] [swe
 
 def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
     """The recorded plan (and recorded argv) of a sweep dir, with launcher/report overrides applied."""
-    sweep_dir = Path(sweep_dir).expanduser().resolve()
+    sweep_dir = Path(os.path.expanduser(sweep_dir)).resolve()
     for item in overrides:                            # the command line first: bad input before any file is read
         key, eq, _ = item.partition("=")
         if not eq or not (key.startswith("launcher.") or key == "sweeper.report") or key == "launcher.name":

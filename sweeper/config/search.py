@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import os
 import importlib.util
 from pathlib import Path
 
@@ -35,9 +36,9 @@ def search_dirs(overrides: list[str] = ()) -> list[Path]:
         for entry in searchpath_value(override):
             scheme, sep, rest = entry.partition("://")
             if not sep:
-                dirs.append(Path(entry).expanduser().resolve())
+                dirs.append(Path(os.path.expanduser(entry)).resolve())
             elif scheme == "file":
-                dirs.append(Path(rest).expanduser().resolve())
+                dirs.append(Path(os.path.expanduser(rest)).resolve())
             elif scheme == "pkg":
                 spec = importlib.util.find_spec(rest) if _importable(rest) else None
                 if spec is not None and spec.submodule_search_locations:

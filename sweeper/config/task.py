@@ -78,7 +78,7 @@ def parse_task(block: dict | None, cwd: str | Path | None = None) -> TaskSpec:
     """The `task:` config block, typed and checked by its schema (sweeper.config.schema.TaskConf; no imports, no
     processes: see check_task); a relative task.cwd is relative to `cwd`."""
     conf = build(TaskConf, dict(block or {}), "task")
-    base = Path(conf.cwd or cwd or os.getcwd()).expanduser()
+    base = Path(os.path.expanduser(conf.cwd or cwd or os.getcwd()))
     if not base.is_absolute():
         base = Path(cwd or os.getcwd()) / base
     if not base.is_dir():

@@ -20,6 +20,7 @@ short by SIGKILL is completed by the same command.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -97,7 +98,7 @@ class Plan:
         extra = {"tensorboard": True} if self.tensorboard else {}
         journal = self.sweep.sweeper.journal
         if journal:                   # the journal this sweep's reports go to (sweeper.report, resume)
-            extra["journal"] = journal if journal.lower() == "off" else str(Path(journal).expanduser().resolve())
+            extra["journal"] = journal if journal.lower() == "off" else str(Path(os.path.expanduser(journal)).resolve())
         manifest = Manifest(
             experiment=self.experiment, seeds=list(self.seeds), variants_hash=self.variants_hash,
             overrides=list(self.sweep.overrides), launcher=dict(self.sweep.launcher), task=self.task.to_dict(),
@@ -147,7 +148,7 @@ def make_plan(sweep: Sweep, seeds: list[int], variant_seeds: dict[str, list[int]
     check_size(sweep, {v: len(own.get(v, seeds)) for v in sweep.variant_configs})
     variants_hash = plan_hash(sweep.task, sweep.variant_configs)
     root = sweep.sweeper.dir or default_sweep_dir(sweep, variants_hash)
-    sweep_dir = Path(root).expanduser().resolve()
+    sweep_dir = Path(os.path.expanduser(root)).resolve()
     runs = []
     for variant, base in sweep.variant_configs.items():
         for seed in own.get(variant, seeds):

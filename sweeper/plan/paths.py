@@ -102,4 +102,4 @@ def check_paths(plan) -> None:
     check_writable(sweep_dir, existing, "the sweep dir")
     journal = plan.sweep.sweeper.journal
     if journal and str(journal).strip().lower() not in ("off", "false", "none"):
-        check_length(Path(journal).expanduser(), f"sweeper.journal={shorten(journal, 60)}", below=len("/.journal.md.XXXXXXXX.tmp"))
+        check_length(Path(os.path.expanduser(journal)), f"sweeper.journal={shorten(journal, 60)}", below=len("/.journal.md.XXXXXXXX.tmp"))

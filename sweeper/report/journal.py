@@ -37,7 +37,7 @@ def journal_dir(sweep_dir: str | Path, setting: str | None) -> Path | None:
     """Where a sweep's entry goes: sweeper.journal (a dir; `off`: nowhere), default the sweep dir's parent."""
     if setting is not None and str(setting).strip().lower() in ("off", "false", "none", ""):
         return None
-    return Path(setting).expanduser() if setting else Path(sweep_dir).resolve().parent
+    return Path(os.path.expanduser(setting)) if setting else Path(sweep_dir).resolve().parent
 
 
 def entry_id(sweep_dir: str | Path) -> str:
@@ -107,7 +107,7 @@ def record(folder: str | Path, entry: dict) -> Path:
 
 def find(entries: list[dict], ref: str) -> dict:
     """The entry a reference names: its id, sweep name, or sweep dir (UsageError listing the choices)."""
-    ref_path = str(Path(ref).expanduser().resolve()) if ref else ""
+    ref_path = str(Path(os.path.expanduser(ref)).resolve()) if ref else ""
     hits = [e for e in entries if ref in (e["id"], e.get("sweep")) or e.get("sweep_dir") == ref_path]
     if len(hits) == 1:
         return hits[0]
