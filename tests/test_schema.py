@@ -73,6 +73,8 @@ RANGE_CASES = [
     ("launcher.retry_backoff_s", ["launcher.retry_backoff_s=-0.5"], "must be a number of seconds >= 0"),
     ("launcher.crash_loop_after", ["launcher.crash_loop_after=-1"], "must be an integer >= 0"),
     ("launcher.grace_s", ["launcher.grace_s=-1"], "must be a number of seconds >= 0"),
+    ("launcher.max_log_mb", ["launcher.max_log_mb=0"], "must be a positive number of MiB or null"),
+    ("launcher.stall_s", ["launcher.stall_s=-1"], "must be a number of seconds >= 0"),
     ("launcher.name", ["launcher.name=kubernetes"], "accepted values are local, slurm"),
     ("launcher.timeout_min", ["launcher=slurm", "launcher.timeout_min=0"], "must be a positive integer"),
     ("launcher.cpus_per_task", ["launcher=slurm", "launcher.cpus_per_task=0"], "must be a positive integer or null"),
@@ -146,7 +148,7 @@ def refused(args: list[str], tmp_path, monkeypatch) -> str:
 
 # The keys without a range or choice (any value of their type is accepted): booleans, free text, lists of ids.
 WITHOUT_RANGE = {"sweeper.dir", "sweeper.dry_run", "sweeper.extend", "sweeper.audit", "sweeper.report",
-                 "sweeper.tensorboard", "launcher.devices", "launcher.cpu_only", "sweeper.baseline_first",
+                 "sweeper.tensorboard", "launcher.devices", "launcher.cpu_only", "launcher.stall_kill", "sweeper.baseline_first",
                  "sweeper.journal", "experiment.hypothesis", "experiment.notes", "experiment.controls",
                  "experiment.bundles"} | {
     f"launcher.{k}" for k in ("wait", "partition", "account", "qos", "gres", "mem_per_gpu", "mem_per_cpu",

@@ -57,7 +57,7 @@ def resolve_experiment(exp: Experiment, sweep_dir: Path, runs: pd.DataFrame, bas
                      if c.startswith("final_") and runs.loc[ended, c].notna().any())
     if results and f"final_{metric}" not in runs.columns:
         raise UsageError(f"metric {metric!r}: no run of {sweep_dir} has a final {metric}; pass --metric NAME "
-                         f"(final metrics of its finished runs: {', '.join(results)})")
+                         f"(final metrics of its runs: {', '.join(results)})")
     lower = exp.lower_is_better if lower_is_better is None else lower_is_better
     return dataclasses.replace(exp, baseline=baseline, metric=metric, lower_is_better=lower,
                                variants=dict(exp.variants), secondary_metrics=dict(exp.secondary_metrics))
