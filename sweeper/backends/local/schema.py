@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import ClassVar, List, Optional
 
 from sweeper.backends.failures import RetryPolicy
-from sweeper.backends.local.watch import RunWatch
 from sweeper.config.fields import at_least_zero, build, one_of, positive, rule, seconds
 
 
@@ -47,8 +46,10 @@ class PoolConf:
                 d[key] = [p.strip() for p in str(d[key]).split(",") if p.strip()]
         return build(cls, d, prefix)
 
-    def watch(self) -> RunWatch:
+    def watch(self):
         """What the pool watches on every running run: its log's size, stalls (sweeper.backends.local.watch)."""
+        from sweeper.backends.local.watch import RunWatch   # deferred: only when a pool runs (the schema stays light)
+
         return RunWatch(max_log_bytes=int(self.max_log_mb * 2 ** 20) if self.max_log_mb else None,
                         stall_s=float(self.stall_s), stall_kill=bool(self.stall_kill))
 
