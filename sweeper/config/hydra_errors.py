@@ -4,12 +4,14 @@
 """
 from __future__ import annotations
 
+import errno
 import re
 from typing import Any, Callable
 
 from omegaconf.errors import ConfigKeyError, ConfigTypeError, ValidationError
 
 from sweeper.config.argv import key_of, override_value
+from sweeper.config.names import MAX_NAME, NAME_MAX, shorten
 from sweeper.errors import chain as _chain, yaml_problem
 from sweeper.config.fields import explain_validation
 from sweeper.config.search import available, experiment_file, search_dirs, where_searched
@@ -36,6 +38,11 @@ def explain_hydra_error(e: Exception, overrides: list[str], compose_raw: Callabl
     line = yaml_problem(e)
     if line is not None:
         return line
+    if any(isinstance(c, OSError) and c.errno == errno.ENAMETOOLONG for c in _chain(e)):
+        key = max((key_of(o) for o in overrides), key=lambda k: max(map(len, re.split(r"[./]", k))), default="")
+        part = max(re.split(r"[./]", key), key=len) if key else ""
+        return (f"{shorten(key)}: the name {shorten(part)} has {len(part)} characters, more than a file system "
+                f"allows in one name ({NAME_MAX}); names (experiment, variants) have at most {MAX_NAME}")
     decode = next((c for c in _chain(e) if isinstance(c, UnicodeDecodeError)), None)
     if decode is not None:
         return f"{not_text_file(decode, overrides)} is not UTF-8 text ({decode.reason} at offset {decode.start}); " \

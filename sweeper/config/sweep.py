@@ -30,7 +30,7 @@ from sweeper.config.names import check_name
 from sweeper.config.run_config import run_config
 from sweeper.config.schema import ExperimentConf, SweeperConf
 from sweeper.config.search import available, experiment_file, where_searched
-from sweeper.config.seeds import count_seeds, parse_seeds
+from sweeper.config.seeds import count_seeds, is_adaptive, parse_seeds
 from sweeper.config.task import TaskCheck, TaskSpec, parse_task
 from sweeper.errors import UsageError
 from sweeper.run.entry import call_problem, load_entry
@@ -126,6 +126,8 @@ def compose_sweep(overrides: list[str], start_checks: bool = True) -> Sweep:
     check_schemas(cfg)
     experiment = read_experiment(cfg, overrides)
     task = read_task(cfg)
+    if not is_adaptive(cfg.get("seeds")):             # the sweep's seeds= before composing each variant
+        count_seeds(cfg.get("seeds"))
     sweep = _compose_variants(cfg, overrides, experiment, task)
     _check_missing(sweep)
     if start_checks:
