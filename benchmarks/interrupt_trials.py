@@ -1,4 +1,4 @@
-"""`python benchmarks/interrupt_trials.py [--n 30] [--seed 0] [--steps 30]`: random interrupts, then the same command.
+"""`python benchmarks/interrupt_trials.py [--n 30] [--seed 0] [--steps 30] [--name NAME]`: random interrupts, then the same command.
 
 A short sweep (the rope experiment's rope and nope variants x seeds 0-1, a tiny model, `--steps` steps,
 checkpoints every 5) runs once uninterrupted (the reference), then N trials, each in a fresh sweep dir:
@@ -197,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the random kinds, moments and delays")
     ap.add_argument("--steps", type=int, default=30, help="train.steps of each run")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--name", default="interrupt_trials", help="results file name (OUT/NAME.json and .md)")
     ap.add_argument("--keep", action="store_true", help="keep the sweep dirs (printed)")
     args = ap.parse_args(argv)
     if args.n < 1 or args.steps < 1:
@@ -234,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{all_equal}/{args.n} trials bitwise equal to the uninterrupted sweep, {orphans} orphans, "
               f"{tracebacks} tracebacks in the sweepers' output")
         md = ["# Interrupt trials", "",
-              f"`python benchmarks/interrupt_trials.py --n {args.n} --seed {args.seed} --steps {args.steps}`: "
+              f"`python benchmarks/interrupt_trials.py --n {args.n} --seed {args.seed} --steps {args.steps}"
+              f"{'' if args.name == 'interrupt_trials' else ' --name ' + args.name}`: "
               f"rope, nope x seeds 0-1, {args.steps} steps; each trial interrupts the sweep once, then runs the same "
               f"command again.", "",
               f"- **{all_equal}/{args.n}** trials ended with every final val_loss and step count bitwise equal to the "
@@ -244,8 +246,8 @@ def main(argv: list[str] | None = None) -> int:
               "| # | kind | moment | delay s | first exit | reruns | equal | orphans |", "|---|---|---|---|---|---|---|---|"]
         md += [f"| {r['trial']} | {r['kind']} | {r['moment']} | {r['delay_s'] if r['delay_s'] is not None else '-'} | "
                f"{r['first_rc']} | {r['reruns']} | {r['equal']}/{r['runs']} | {r['orphans']} |" for r in rows]
-        write_results(args.out, "interrupt_trials", summary, md)
-        print(f"wrote {Path(args.out) / 'interrupt_trials.json'} and .md")
+        write_results(args.out, args.name, summary, md)
+        print(f"wrote {Path(args.out) / (args.name + '.json')} and .md")
         return 0 if all_equal == args.n and orphans == 0 else 1
     finally:
         if args.keep:
