@@ -192,6 +192,6 @@ def prepare_adaptive(sweep, backend, conf) -> AdaptiveSweep:
         raise UsageError("seeds=adaptive with launcher.wait=false: each look needs its runs' results before "
                          "the next one is planned; use launcher.wait=true")
     first = adaptive_sweep.plan_for({v: design.start for v in [sweep.experiment.baseline, *adaptive_sweep.variants]})
-    check_paths(first)
+    check_paths(first, writable=not sweep.sweeper.dry_run)
     adaptive_sweep._load(first.sweep_dir)          # looks recorded with another design: refused here
     return adaptive_sweep

@@ -77,7 +77,7 @@ def prepare(argv: list[str]):
                or {v: n_seeds for v in sweep.variant_configs})
     seeds = parse_seeds(sweep.cfg["seeds"])
     plan = reconcile(make_plan(sweep, seeds), extend=sweep.sweeper.extend)
-    check_paths(plan)
+    check_paths(plan, writable=not sweep.sweeper.dry_run)
     check_task_started(sweep, alongside=lambda: backend.probe(conf))
     return fix_launch(plan, backend, conf), backend, conf
 

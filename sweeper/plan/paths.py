@@ -91,15 +91,17 @@ def check_writable(path: Path, existing: Path, what: str) -> None:
                   else f"{os.strerror(code)} (writing {what})", str(existing))
 
 
-def check_paths(plan) -> None:
+def check_paths(plan, writable: bool = True) -> None:
     """Every path the plan writes: the sweep dir (its new names, its length with the deepest file below it), a
-    writable place for it, and the journal folder's names (sweeper.journal). Raises before anything is written."""
+    writable place for it (unless writable=False: a dry run writes nothing), and the journal folder's names
+    (sweeper.journal). Raises before anything is written."""
     sweep_dir = Path(plan.sweep_dir)
     deepest = max((len(str(r.run_dir.relative_to(sweep_dir)).encode()) for r in plan.runs), default=0) \
         + len(DEEPEST) + 1
     existing = check_length(sweep_dir, f"sweeper.dir={shorten(sweep_dir, 60)}", reserve_last=len(COMPARE_PREFIX),
                             below=deepest)
-    check_writable(sweep_dir, existing, "the sweep dir")
+    if writable:
+        check_writable(sweep_dir, existing, "the sweep dir")
     journal = plan.sweep.sweeper.journal
     if journal and str(journal).strip().lower() not in ("off", "false", "none"):
         check_length(Path(os.path.expanduser(journal)), f"sweeper.journal={shorten(journal, 60)}", below=len("/.journal.md.XXXXXXXX.tmp"))
