@@ -31,7 +31,7 @@ from sweeper.config.run_config import run_config
 from sweeper.config.schema import ExperimentConf, SweeperConf
 from sweeper.config.search import available, experiment_file, where_searched
 from sweeper.config.seeds import count_seeds, is_adaptive, parse_seeds
-from sweeper.config.task import TaskCheck, TaskSpec, parse_task
+from sweeper.config.task import TaskCheck, TaskSpec, check_command, parse_task
 from sweeper.errors import UsageError
 from sweeper.run.entry import call_problem, load_entry
 from sweeper.run.rundir import Experiment
@@ -141,6 +141,7 @@ def check_task_started(sweep: Sweep, alongside=None) -> None:
     (a fresh interpreter imports task.entry and its hooks and checks their signatures), with alongside() (the
     backend's probes: nvidia-smi, sbatch --test-only) run while the probe imports. A task that cannot start is
     named first; then what alongside() raised."""
+    check_command(sweep.task)                         # a missing program or script: file checks, no process
     _validate(sweep)
     sweeper_cfg = sweep.cfg.get("sweeper") or {}
     with TaskCheck(sweep.task, preflight=sweeper_cfg.get("preflight") not in (None, False, "off")

@@ -150,17 +150,23 @@ class TaskCheck:
             if self.proc.returncode != 0:
                 tail = (err.strip().splitlines() or [f"exit status {self.proc.returncode}"])[-1]
                 raise UsageError(f"task: importing {', '.join(e for _, e in self.hooks)} failed: {tail}")
-        spec = self.spec
-        if spec.command:
-            program = spec.command[0]
-            if program not in PYTHONS and shutil.which(program, path=_path_with(spec.cwd)) is None \
-                    and not (Path(spec.cwd) / program).is_file():
-                raise UsageError(f"task.command: program {program!r} not found (on PATH or in {spec.cwd})")
-            if program in PYTHONS and len(spec.command) > 1 and spec.command[1].endswith(".py"):
-                script = Path(spec.cwd) / spec.command[1]
-                if not script.is_file():
-                    raise UsageError(f"task.command: script {spec.command[1]!r} not found in {spec.cwd} "
-                                     f"(task.cwd; default: the directory the sweep was started in)")
+        check_command(self.spec)
+
+
+def check_command(spec: TaskSpec) -> None:
+    """task.command's program is found (on PATH or in the task's cwd) and a Python script it names exists:
+    file checks only, no process (run before the import probe starts)."""
+    if not spec.command:
+        return
+    program = spec.command[0]
+    if program not in PYTHONS and shutil.which(program, path=_path_with(spec.cwd)) is None \
+            and not (Path(spec.cwd) / program).is_file():
+        raise UsageError(f"task.command: program {program!r} not found (on PATH or in {spec.cwd})")
+    if program in PYTHONS and len(spec.command) > 1 and spec.command[1].endswith(".py"):
+        script = Path(spec.cwd) / spec.command[1]
+        if not script.is_file():
+            raise UsageError(f"task.command: script {spec.command[1]!r} not found in {spec.cwd} "
+                             f"(task.cwd; default: the directory the sweep was started in)")
 
 
 def _path_with(cwd: str) -> str:
