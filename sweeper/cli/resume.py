@@ -95,9 +95,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str], state: dict) -> int:
-    if not argv or argv[0] in ("-h", "--help"):
-        print(USAGE + "\n\n" + __doc__.split("\n\n")[2], file=sys.stderr if not argv else sys.stdout)
-        return 2 if not argv else 0
+    if not argv:
+        raise UsageError(f"{USAGE} (no SWEEP_DIR given; --help says more)")
+    if argv[0] in ("-h", "--help"):
+        print(USAGE + "\n\n" + __doc__.split("\n\n")[2])
+        return 0
     plan, recorded_argv = load_plan(Path(argv[0]), argv[1:])
     backend = backend_of(plan.sweep.launcher)()
     conf = backend.config(plan.sweep.launcher)
