@@ -18,7 +18,7 @@ from sweeper.backends.local.watch import RunWatch
 from sweeper.cli.report import main as report_main
 from sweeper.run.logcap import cap_log, stopped_group
 from sweeper.run.rundir import RunDir, Status, Summary
-from tests.helpers.local_pool import run, run_dir, user_project, wait_for
+from tests.helpers.local_pool import child_env, run, run_dir, user_project, wait_for
 from tests.helpers.no_process import run_in_process
 from tests.helpers.synthetic_sweep import write_sweep
 
@@ -165,7 +165,6 @@ run.finish(val_loss=1.0)
 def test_a_sigstopped_run_is_named_stalled_and_finishes_after_sigcont(tmp_path):
     project = user_project(tmp_path / "p", PAUSED.format(busy=14), {"a": []})
     d, out = tmp_path / "s", tmp_path / "out.log"
-    from tests.helpers.local_pool import child_env, start
     proc = subprocess.Popen([sys.executable, "-m", "sweeper", "--config-dir", "conf", "+experiment=mine", "seeds=0",
                              f"sweeper.dir={d}", "sweeper.report=false", "launcher.stall_s=3"], cwd=project,
                             env=child_env(), stdout=open(out, "wb"), stderr=subprocess.STDOUT, start_new_session=True)

@@ -13,7 +13,6 @@ status as `python -m sweeper`.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import yaml
