@@ -30,7 +30,8 @@ FIXES = {errno.EACCES: "check its permissions (or run from a folder you can writ
          errno.ENAMETOOLONG: "a name in it is too long for the file system: use a shorter name",
          errno.ENOENT: "it does not exist: check the path",
          errno.ENOTDIR: "a part of it is a file, not a folder: check the path",
-         errno.EISDIR: "it is a folder, not a file: check the path"}
+         errno.EISDIR: "it is a folder, not a file: check the path",
+         errno.ELOOP: "a symbolic link in it points back at itself: fix the link or choose another path"}
 
 
 # What a failing call was doing, by the name it is called with in the innermost frames' source lines.

@@ -162,3 +162,14 @@ def test_launcher_grace_s_inf_is_refused_everywhere_it_is_read():
         for bad in (float("inf"), float("nan"), float("-inf")):
             with pytest.raises(UsageError, match=rf"^launcher\.{key}=(inf|nan|-inf): "):
                 cls.from_dict({key: bad}) if cls is not PoolConf else build(cls, {key: bad}, "launcher")
+
+
+@pytest.mark.parametrize("main, argv", [(sweep_main, ["+experiment=rope", "seeds=0", "sweeper.dir=loop/x"]),
+                                        (sweep_main, ["--config-dir", "loop", "+experiment=rope"]),
+                                        (resume_main, ["loop"])])
+def test_a_symbolic_link_loop_in_a_path_is_one_line(tmp_path, main, argv):
+    (tmp_path / "loop").symlink_to("loop")
+    result = run_in_process(main, argv, cwd=tmp_path)
+    lines = result.stderr.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1 and "points back at itself" in lines[0], result.stderr
+    assert result.started == []

@@ -93,6 +93,10 @@ def report_error(prog: str, e: Exception) -> int:
     if isinstance(e, OSError):
         print(f"{prog}: error: {one_line(os_error_line(e))}", file=sys.stderr)
         return 1
+    if isinstance(e, RuntimeError) and str(e).startswith("Symlink loop from "):    # pathlib's resolve()
+        print(f"{prog}: error: {one_line(str(e).removeprefix('Symlink loop from '))}: a symbolic link in it points "
+              f"back at itself: fix the link or choose another path", file=sys.stderr)
+        return UsageError.exit_code
     if isinstance(e, ValueError) and "null byte" in str(e):    # a path given with a NUL in it (os, pathlib)
         _, where = attempted(e)
         print(f"{prog}: error: {one_line(where or 'a path')}: a path cannot hold a NUL byte (\\x00); remove it",
