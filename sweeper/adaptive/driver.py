@@ -191,7 +191,7 @@ def prepare_adaptive(sweep, backend, conf) -> AdaptiveSweep:
     if not backend.waits(conf):
         raise UsageError("seeds=adaptive with launcher.wait=false: each look needs its runs' results before "
                          "the next one is planned; use launcher.wait=true")
+    check_paths(make_plan(sweep, list(range(design.start))), writable=not sweep.sweeper.dry_run)  # before its dir is read
     first = adaptive_sweep.plan_for({v: design.start for v in [sweep.experiment.baseline, *adaptive_sweep.variants]})
-    check_paths(first, writable=not sweep.sweeper.dry_run)
     adaptive_sweep._load(first.sweep_dir)          # looks recorded with another design: refused here
     return adaptive_sweep

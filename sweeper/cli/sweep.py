@@ -76,7 +76,9 @@ def prepare(argv: list[str]):
     check_size(sweep, {v: len(own) if own is not None else n_seeds for v, own in sweep.variant_seeds.items()}
                or {v: n_seeds for v in sweep.variant_configs})
     seeds = parse_seeds(sweep.cfg["seeds"])
-    plan = reconcile(make_plan(sweep, seeds), extend=sweep.sweeper.extend)
+    plan = make_plan(sweep, seeds)
+    check_paths(plan, writable=not sweep.sweeper.dry_run)     # before its dir is read: a file there, a name too long
+    plan = reconcile(plan, extend=sweep.sweeper.extend)
     check_paths(plan, writable=not sweep.sweeper.dry_run)
     check_task_started(sweep, alongside=lambda: backend.probe(conf))
     return fix_launch(plan, backend, conf), backend, conf
