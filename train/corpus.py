@@ -47,7 +47,8 @@ def read_text_file(path: str | Path) -> str:
     """Read a user's corpus; a missing, empty or non-text file raises ConfigError naming data.path."""
     p = Path(os.path.expanduser(path))
     if not p.is_file():
-        raise ConfigError(f"data.path={path}: no such file (give a UTF-8 text file)")
+        what = "a folder, not a file" if p.is_dir() else "not a regular file" if p.exists() else "no such file"
+        raise ConfigError(f"data.path={path}: {what} (give a UTF-8 text file)")
     raw = p.read_bytes()
     if not raw.strip():
         raise ConfigError(f"data.path={path}: the file is empty (give a UTF-8 text file of at least "
