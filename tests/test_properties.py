@@ -195,3 +195,33 @@ def test_damaged_sweep_dir_files_are_named_never_a_traceback(finished_sweep, dat
             return
         _one_line_or_clean(result, prog)
         assert result.code in (0, 1, 2), result.code
+
+
+OPTIONS = ["--against", "--any-experiment", "--no-plots", "--alpha", "--min-seeds", "--resamples", "--seed",
+           "--baseline", "--metric", "--journal", "--higher-is-better", "--lower-is-better", "--since", "--until",
+           "--experiment", "--variant", "list", "search", "show", "conclude", "status", "cancel", "--debugx", "-h2"]
+ARG = st.one_of(st.sampled_from(OPTIONS), st.sampled_from(["DIR", "DIR", "0", "-1", "1e9", "nan", "a", "b", "",
+                                                           "2026-13-45", "x" * 300]),
+                st.text(alphabet=string.printable + "é\u0000", max_size=12))
+OTHERS = {"report": (report_main, "sweeper.report"), "journal": (journal_main, "sweeper.journal"),
+          "resume": (resume_main, "sweeper.resume")}
+
+
+@FAST
+@given(st.sampled_from(sorted(OTHERS)), st.lists(ARG, max_size=6))
+def test_random_arguments_to_every_other_command_never_give_a_traceback(finished_sweep, command, argv):
+    main, prog = OTHERS[command]
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        root = Path(tmp) / "sweeps" / "s"
+        shutil.copytree(finished_sweep.parent, root.parent)
+
+        def reached(*a, **k):
+            raise LaunchReached
+
+        mp.setattr("sweeper.cli.resume.execute_sweep", reached)
+        try:
+            result = run_in_process(main, [str(root) if a == "DIR" else a for a in argv], cwd=Path(tmp))
+        except (LaunchReached, SystemExit):            # a launch, or argparse's --help (exit 0)
+            return
+        _one_line_or_clean(result, prog)
+        assert result.code in (0, 1, 2), result.code
