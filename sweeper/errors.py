@@ -75,7 +75,7 @@ def os_error_line(e: OSError) -> str:
     """`creating the folder sweeps/x: Read-only file system; the file system is read-only: run from ...`"""
     what, found = attempted(e)
     where = e.filename if e.filename is not None else found
-    temp = re.fullmatch(r"(.*/)?\.(.+)\.[^./]{8}\.tmp", str(where or ""))     # an atomic write's temporary file
+    temp = re.fullmatch(r"(.*/)?\.(.+?)(\.[^./]{8})?\.tmp", str(where or ""))   # an atomic write's temporary file
     if temp:
         what, where = "writing", f"{temp.group(1) or ''}{temp.group(2)}"
     error = e.strerror or type(e).__name__
