@@ -1,4 +1,4 @@
-"""`python benchmarks/interrupt_trials.py [--n 30] [--seed 0] [--steps 30]`: random interrupts, then the same command.
+"""`python benchmarks/interrupt_trials.py [--n 30] [--seed 0] [--steps 30] [--name NAME]`: random interrupts, then the same command.
 
 A short sweep (the rope experiment's rope and nope variants x seeds 0-1, a tiny model, `--steps` steps,
 checkpoints every 5) runs once uninterrupted (the reference), then N trials, each in a fresh sweep dir:
@@ -203,12 +203,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the random kinds, moments and delays")
     ap.add_argument("--steps", type=int, default=30, help="train.steps of each run")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--name", default=None, help="results file name (OUT/NAME.json and .md; default "
+                    "interrupt_trials, interrupt_trials_wide with --wide)")
     ap.add_argument("--keep", action="store_true", help="keep the sweep dirs (printed)")
     ap.add_argument("--wide", choices=VARIANTS, help="this variant's runs: 2 data-parallel ranks each")
     args = ap.parse_args(argv)
     if args.wide:
         EXTRA[:] = [f"+experiment.resources={{{args.wide}: {{ranks_per_run: 2}}}}"]
-    name = "interrupt_trials_wide" if args.wide else "interrupt_trials"
+    name = args.name or ("interrupt_trials_wide" if args.wide else "interrupt_trials")
     wide = f" --wide {args.wide}" if args.wide else ""
     if args.n < 1 or args.steps < 1:
         ap.error("--n and --steps must be positive")
@@ -246,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{all_equal}/{args.n} trials bitwise equal to the uninterrupted sweep, {orphans} orphans, "
               f"{tracebacks} tracebacks in the sweepers' output")
         md = ["# Interrupt trials", "",
-              f"`python benchmarks/interrupt_trials.py --n {args.n} --seed {args.seed} --steps {args.steps}{wide}`: "
+              f"`python benchmarks/interrupt_trials.py --n {args.n} --seed {args.seed} --steps {args.steps}{wide}"
+              f"{' --name ' + args.name if args.name else ''}`: "
               f"rope, nope x seeds 0-1, {args.steps} steps{f' ({args.wide}: 2 ranks per run)' if args.wide else ''}; "
               f"each trial interrupts the sweep once, then runs the same "
               f"command again.", "",

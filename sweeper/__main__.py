@@ -3,7 +3,7 @@ from sweeper.interrupts import start
 
 
 def _load():
-    from sweeper.cli.sweep import main   # deferred: hydra (0.2 s), imported once Ctrl-C is an interrupt (start)
+    from sweeper.cli.sweep import main  # deferred: hydra (0.2 s), imported once Ctrl-C is an interrupt (start)
 
     return main
 

@@ -272,7 +272,7 @@ def test_thresholds_from_the_config_are_checked_in_one_line():
     with pytest.raises(ConfigError, match=r"^health\.thresholds\.overfit_stepz: unknown threshold; accepted: "
                                           r"batchnorm_coupling, "):
         RunConfig.from_dict({"health": {"thresholds": {"overfit_stepz": 40}}})
-    with pytest.raises(ConfigError, match=r"^health\.thresholds\.overfit_steps=2\.5: expected a number >= 0 "
+    with pytest.raises(ConfigError, match=r"^health\.thresholds\.overfit_steps=2\.5: expected a finite number >= 0 "
                                           r"\(a whole number\)$"):
         RunConfig.from_dict({"health": {"thresholds": {"overfit_steps": 2.5}}})
     with pytest.raises(ConfigError, match=r"^health\.thresholds\.batchnorm_coupling='maybe': expected pass, warn "

@@ -163,9 +163,12 @@ HYDRA_HINT = "Set the environment variable HYDRA_FULL_ERROR=1 for a complete sta
     ("cpu_only=maybe", "hydra.launcher.cpu_only='maybe': expected a boolean (true or false)"),
     ("cpu_only=1", "hydra.launcher.cpu_only=1: expected a boolean (true or false)"),     # strict, as the cli
     ("grace_s=-1", "hydra.launcher.grace_s=-1: must be a number of seconds >= 0 (not inf)"),
+    ("grace_s=inf", "hydra.launcher.grace_s=inf: must be a number of seconds >= 0 (not inf)"),
+    ("stall_s=nan", "hydra.launcher.stall_s=nan: must be a number of seconds >= 0 (not inf)"),
     ("nope=1", "unknown config key 'hydra.launcher.nope'; keys of hydra.launcher are: baseline, cores, cpu_only, "
-               "crash_loop_after, devices, grace_s, lower_is_better, max_parallel, max_retries, metric, n_jobs, "
-               "ranks_per_run, retry_backoff_s, runs_per_device, seed_key, threads_per_run"),
+               "crash_loop_after, devices, grace_s, lower_is_better, max_log_mb, max_parallel, max_retries, metric, "
+               "n_jobs, ranks_per_run, retry_backoff_s, runs_per_device, seed_key, stall_kill, stall_s, "
+               "threads_per_run"),
     ("ranks_per_run=0", "hydra.launcher.ranks_per_run=0: must be an integer from 1 to 64 (processes per run, one "
                         "GPU each)"),
     ("n_jobs=0", "hydra.launcher.n_jobs=0: must be a positive integer (or -1: no cap)"),
@@ -189,7 +192,7 @@ def test_every_key_of_the_local_launcher_schema_is_a_plugin_option(sweep_dir):
     assert set(keys) == {f.name for f in dataclasses.fields(LocalLauncherConf)} - {"name"}
     given = {"devices": ["1"], "runs_per_device": 2, "cpu_only": True, "max_parallel": 3, "threads_per_run": 1,
              "cores": CORES[:1], "max_retries": 4, "retry_backoff_s": 0.5, "crash_loop_after": 5, "grace_s": 1.5,
-             "ranks_per_run": 2}
+             "ranks_per_run": 2, "max_log_mb": 2.5, "stall_s": 7.0, "stall_kill": True}
     assert set(given) == set(keys)
     proc = app("--cfg", "hydra", "-p", "hydra.launcher", "hydra/launcher=sweeper_pool",
                *[f"hydra.launcher.{k}={json.dumps(v)}" for k, v in given.items()])

@@ -174,3 +174,25 @@ def test_plain_status_line_names_at_most_plain_rows_runs(tmp_path):
     progress.tick(_running_runs(tmp_path, 200), force=True)
     line = out.getvalue().strip()
     assert line.count("v/seed_") == PLAIN_ROWS - 1 and line.endswith("... and 181 more running")
+
+
+def test_a_stalled_run_is_named_once_in_the_log_and_marked_in_the_status_until_it_moves(tmp_path):
+    """issue 32.5: what sweeper.backends.local.watch reports reaches the log and the live/plain status view."""
+    rd = tmp_path / "run"
+    rd.mkdir()
+    run = _Run(label="rope/seed_0", run_dir=rd, total_steps=100, log_path=rd / "stdout.log")
+    slot = SimpleNamespace(name="cpu0", cores=(0,), threads=1)
+    stream = io.StringIO()
+    p = Progress(total=1, stream=stream, interval_s=0.0)
+    p.started(run, slot)
+    p.stalled(run, 45.0, "process 123 is stopped (SIGSTOP or SIGTSTP): `kill -CONT 123` resumes it; nothing is killed")
+    p.tick([(run, slot)], queued=0, force=True)
+    text = stream.getvalue()
+    assert "STALL  rope/seed_0: no new output, metrics or CPU time for 45s; process 123 is stopped" in text
+    status = [line for line in text.splitlines() if "sweep: 0 queued | 1 running | 1 stalled |" in line]
+    assert len(status) == 1 and "STALLED 45s" in status[0]
+    p.stall_over(run, 50.0)
+    p.tick([(run, slot)], queued=0, force=True)
+    after = stream.getvalue()[len(text):]
+    assert "moving rope/seed_0 again after 50s without progress" in after
+    assert "STALLED" not in after and "stalled |" not in after

@@ -75,6 +75,8 @@ RANGE_CASES = [
     ("launcher.retry_backoff_s", ["launcher.retry_backoff_s=-0.5"], "must be a number of seconds >= 0"),
     ("launcher.crash_loop_after", ["launcher.crash_loop_after=-1"], "must be an integer >= 0"),
     ("launcher.grace_s", ["launcher.grace_s=-1"], "must be a number of seconds >= 0"),
+    ("launcher.max_log_mb", ["launcher.max_log_mb=0"], "must be a positive number of MiB or null"),
+    ("launcher.stall_s", ["launcher.stall_s=-1"], "must be a number of seconds >= 0"),
     ("launcher.name", ["launcher.name=kubernetes"], "accepted values are local, slurm"),
     ("launcher.timeout_min", ["launcher=slurm", "launcher.timeout_min=0"], "must be a positive integer"),
     ("launcher.cpus_per_task", ["launcher=slurm", "launcher.cpus_per_task=0"], "must be a positive integer or null"),
@@ -154,7 +156,7 @@ def refused(args: list[str], tmp_path, monkeypatch) -> str:
 
 # The keys without a range or choice (any value of their type is accepted): booleans, free text, lists of ids.
 WITHOUT_RANGE = {"sweeper.dir", "sweeper.dry_run", "sweeper.extend", "sweeper.audit", "sweeper.report",
-                 "sweeper.tensorboard", "launcher.devices", "launcher.cpu_only", "sweeper.baseline_first",
+                 "sweeper.tensorboard", "launcher.devices", "launcher.cpu_only", "launcher.stall_kill", "sweeper.baseline_first",
                  "sweeper.journal", "experiment.hypothesis", "experiment.notes", "experiment.controls",
                  "experiment.bundles"} | {
     f"launcher.{k}" for k in ("wait", "partition", "account", "qos", "gres", "mem_per_gpu", "mem_per_cpu",
@@ -222,8 +224,8 @@ def test_an_out_of_range_value_is_one_line_naming_the_key(key, args, says, tmp_p
                        "extend, journal, max_runs, one_change, "
                          "preflight, report, tensorboard"),
     (["+launcher.gpus=2"], "unknown config key 'launcher.gpus'; keys of launcher are: cores, cpu_only, "
-                           "crash_loop_after, devices, grace_s, max_parallel, max_retries, name, ranks_per_run, "
-                           "retry_backoff_s, runs_per_device, threads_per_run"),
+                           "crash_loop_after, devices, grace_s, max_log_mb, max_parallel, max_retries, name, "
+                           "ranks_per_run, retry_backoff_s, runs_per_device, stall_kill, stall_s, threads_per_run"),
 ])
 def test_the_cli_prints_one_line_exit_2_and_writes_nothing(args, line, tmp_path):
     proc = run_sweeper(*BASE, *args, f"sweeper.dir={tmp_path / 's'}", cwd=tmp_path)

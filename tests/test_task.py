@@ -144,14 +144,15 @@ def test_check_task_skips_an_unused_preflight_hook(tmp_path):
         check_task(spec)
 
 
-def test_a_task_that_cannot_start_is_named_before_a_broken_variant(project):
-    """The import probe runs while the variants compose; when both are wrong, the task is still what the one
-    line names (as when the probe ran first)."""
+def test_a_broken_variant_is_named_before_the_task_is_probed(project):
+    """Order of work: a variant that does not compose is bad input that needs no import, so it is named before
+    the task's import probe starts (the probe, a process, starts on a valid command line only); with the
+    variants valid, the task that cannot start is named."""
     proc = sweeper_in(project, "task.command=null", "task.entry=broken:main", "+experiment.variants.c=['nokey=1']")
+    assert proc.returncode == 2 and "variant c" in proc.stderr, proc.stderr
+    proc = sweeper_in(project, "task.command=null", "task.entry=broken:main")
     assert proc.returncode == 2
     assert "task.entry='broken:main': module broken does not import" in proc.stderr, proc.stderr
-    proc = sweeper_in(project, "task.command=null", "task.entry=mymod:main", "+experiment.variants.c=['nokey=1']")
-    assert proc.returncode == 2 and "variant c" in proc.stderr, proc.stderr
 
 
 def test_a_probe_left_running_is_killed_when_the_compose_fails(tmp_path):

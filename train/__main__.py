@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from sweeper.run.entry import run_entry
+from sweeper.run.entry import main as run_main   # the boundary of python -m sweeper.run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,7 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) != 1 or argv[0] in ("-h", "--help"):
         print("usage: python -m sweeper.train RUN_DIR   (RUN_DIR/config.yaml describes the run)", file=sys.stderr)
         return 2
-    return run_entry("sweeper.train:main", argv[0])
+    return run_main(["sweeper.train:main", argv[0]])
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ A run's identity (experiment, variant) is not part of its config: it is run.expe
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping
 
@@ -212,6 +213,8 @@ def _coerce(key: str, value: Any, annotation: str):
         return None
     if want == "float" and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if want == "float" and isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{key}={value!r}: must be a finite number (inf and nan are refused)")
     expected = kinds.get(want)
     if expected is not None:
         bad = not isinstance(value, expected) or (expected is int and isinstance(value, bool))

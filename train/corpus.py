@@ -8,6 +8,7 @@ No downloads: the stdlib corpus is read from this Python's own `Lib/*.py`, in so
 """
 from __future__ import annotations
 
+import os
 import hashlib
 import sysconfig
 from dataclasses import dataclass
@@ -44,9 +45,10 @@ def stdlib_files(n_files: int) -> list[Path]:
 
 def read_text_file(path: str | Path) -> str:
     """Read a user's corpus; a missing, empty or non-text file raises ConfigError naming data.path."""
-    p = Path(path).expanduser()
+    p = Path(os.path.expanduser(path))
     if not p.is_file():
-        raise ConfigError(f"data.path={path}: no such file (give a UTF-8 text file)")
+        what = "a folder, not a file" if p.is_dir() else "not a regular file" if p.exists() else "no such file"
+        raise ConfigError(f"data.path={path}: {what} (give a UTF-8 text file)")
     raw = p.read_bytes()
     if not raw.strip():
         raise ConfigError(f"data.path={path}: the file is empty (give a UTF-8 text file of at least "
@@ -71,7 +73,7 @@ def corpus_text(cfg: DataConfig) -> tuple[str, str]:
     if cfg.kind == "text":
         if not cfg.path or cfg.path == "???":
             raise ConfigError("data.path is required with data=text: data=text data.path=/path/to/corpus.txt")
-        return read_text_file(cfg.path), f"file:{Path(cfg.path).expanduser().resolve()}"
+        return read_text_file(cfg.path), f"file:{Path(os.path.expanduser(cfg.path)).resolve()}"
     raise ConfigError(f"data.kind={cfg.kind!r}: accepted values are stdlib, text")
 
 

@@ -190,7 +190,7 @@ def _run(jobs, cfg, adapter: HydraJobAdapter, progress, returns: dict) -> dict:
     for job in jobs:
         log.info(f"\t{job.label}")
     outcomes = run_pool(jobs, slots, adapter, cfg.retry_policy(), progress, grace_s=float(cfg.grace_s),
-                        max_parallel=cfg.max_parallel)
+                        max_parallel=cfg.max_parallel, watch=cfg.watch())
     returns.update(adapter.returns)
     return outcomes
 

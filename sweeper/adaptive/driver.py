@@ -20,8 +20,9 @@ from sweeper.adaptive import design as adaptive
 from sweeper.errors import UsageError
 from sweeper.execute.launch import PreflightRefused, finish, fix_launch, launch_plan
 from sweeper.plan.lock import sweep_lock
-from sweeper.plan.looks import read_looks, write_looks
+from sweeper.plan.looks import looks_path, read_looks, write_looks
 from sweeper.plan.make import check_size, make_plan, reconcile
+from sweeper.plan.paths import check_paths
 from sweeper.report.live import Progress
 from sweeper.run.rundir import UnreadableFile
 
@@ -118,7 +119,11 @@ class AdaptiveSweep:
             s = record["states"].get(v)
             if s is None:
                 raise UsageError(f"{sweep_dir}: its looks record has no comparison {v}; use another sweeper.dir")
-            states[v] = adaptive.State(v, s["alpha"], s["status"], s["reason"], list(s["looks"]))
+            try:
+                states[v] = adaptive.State(v, float(s["alpha"]), str(s["status"]), s["reason"], list(s["looks"]))
+            except (KeyError, TypeError, ValueError) as e:
+                raise UsageError(f"{looks_path(sweep_dir)}: comparison {v} is damaged ({type(e).__name__}: {e}); "
+                                 f"delete the file to restart the adaptive looks (finished runs are kept)") from None
         return record, states
 
     def seeds_next(self, states) -> dict[str, int]:
@@ -177,10 +182,17 @@ class AdaptiveSweep:
         return record
 
 
-def prepare_adaptive(sweep, backend_for):
-    """sweeper.cli.sweep.prepare for seeds=adaptive: (AdaptiveSweep, backend, launcher config), every check
-    done; backend_for(sweep) gives the backend and its checked config."""
+def prepare_adaptive(sweep, backend, conf) -> AdaptiveSweep:
+    """sweeper.cli.sweep.prepare for seeds=adaptive: the AdaptiveSweep, every check that starts nothing done
+    (the design, the plan's size, a launcher that waits, the first look's plan against the sweep dir and its
+    recorded looks, the paths it writes); the caller then starts the task's and the backend's probes."""
     design = design_of(sweep)
     check_size(sweep, {v: design.max_seeds for v in sweep.variant_configs})
-    backend, conf = backend_for(sweep)
-    return AdaptiveSweep(sweep, design), backend, conf
+    adaptive_sweep = AdaptiveSweep(sweep, design)
+    if not backend.waits(conf):
+        raise UsageError("seeds=adaptive with launcher.wait=false: each look needs its runs' results before "
+                         "the next one is planned; use launcher.wait=true")
+    check_paths(make_plan(sweep, list(range(design.start))), writable=not sweep.sweeper.dry_run)  # before its dir is read
+    first = adaptive_sweep.plan_for({v: design.start for v in [sweep.experiment.baseline, *adaptive_sweep.variants]})
+    adaptive_sweep._load(first.sweep_dir)          # looks recorded with another design: refused here
+    return adaptive_sweep

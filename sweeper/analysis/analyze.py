@@ -15,7 +15,7 @@ from sweeper.errors import UsageError
 from sweeper.plan.slurm_record import has_record
 from sweeper.analysis.results import (declared_changes, load_curves, load_experiment, load_runs,
                              load_code_state, load_variant_changes)
-from sweeper.run.rundir import STALE, Experiment, Status, UnreadableFile, stale_hint
+from sweeper.run.rundir import KEEP, STALE, Experiment, Status, UnreadableFile, stale_hint
 
 
 @dataclass
@@ -52,9 +52,12 @@ def resolve_experiment(exp: Experiment, sweep_dir: Path, runs: pd.DataFrame, bas
     if not metric:
         raise UsageError(f"no decision metric recorded for {sweep_dir}: pass --metric NAME (final metrics of its "
                          f"runs: {', '.join(finals) or 'none yet'})")
-    if finals and f"final_{metric}" not in runs.columns:
+    ended = runs["status"].isin([s.value for s in KEEP])     # runs with a result: finished or diverged
+    results = sorted(c.removeprefix("final_") for c in runs.columns
+                     if c.startswith("final_") and runs.loc[ended, c].notna().any())
+    if results and f"final_{metric}" not in runs.columns:
         raise UsageError(f"metric {metric!r}: no run of {sweep_dir} has a final {metric}; pass --metric NAME "
-                         f"(final metrics of its runs: {', '.join(finals)})")
+                         f"(final metrics of its runs: {', '.join(results)})")
     lower = exp.lower_is_better if lower_is_better is None else lower_is_better
     return dataclasses.replace(exp, baseline=baseline, metric=metric, lower_is_better=lower,
                                variants=dict(exp.variants), secondary_metrics=dict(exp.secondary_metrics))
@@ -109,6 +112,7 @@ def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3
     damaged = runs.attrs.get("damaged", []) + curves.attrs.get("damaged", [])
     stale = int((runs["status"] == STALE).sum())
     terminal = [f"note: {stale} run(s) {stale_hint(sweep_dir)}"] if stale else []
+    terminal += unfinished_notes(sweep_dir, runs)
     changes, unreadable = load_variant_changes(sweep_dir, exp.baseline)
     code = load_code_state(sweep_dir)
     unreadable += code.pop("unreadable")
@@ -117,6 +121,16 @@ def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3
         header.insert(1, f"hypothesis: {exp.hypothesis}")
     return ReportInput(f"Sweep report: {exp.name}", header, runs, curves, an, problems + unreadable, damaged,
                        terminal + slurm_notes(sweep_dir, runs), secondary, changes, declared, exp, code)
+
+
+def unfinished_notes(sweep_dir: Path, runs: pd.DataFrame) -> list[str]:
+    """A sweep where no run has a result yet (interrupted before any finished): no verdict can be made; say so
+    and how to go on, instead of asking for another metric."""
+    if runs["status"].isin([s.value for s in KEEP]).any():
+        return []
+    counts = ", ".join(f"{n} {s}" for s, n in runs["status"].value_counts().items())
+    return [f"note: no run has finished yet ({counts}): no verdicts until runs finish; resume with "
+            f"`python -m sweeper.resume {sweep_dir}` or the command that started it (finished runs are kept)"]
 
 
 def slurm_notes(sweep_dir: Path, runs: pd.DataFrame) -> list[str]:

@@ -18,6 +18,8 @@ import pandas as pd
 import sweeper.analysis.verdict as verdict
 from sweeper.errors import UsageError
 from sweeper.analysis.analyze import ReportInput, read_sweep
+from sweeper.analysis.results import load_manifest
+from sweeper.run.rundir import UnreadableFile
 
 
 def _labelled(sweep_dir: Path, label: str, metric: str | None, lower_is_better: bool | None):
@@ -34,13 +36,37 @@ def _labelled(sweep_dir: Path, label: str, metric: str | None, lower_is_better: 
     return exp, runs, curves
 
 
+def same_experiment(new_dir: Path, old_dir: Path, any_experiment: bool) -> list[str]:
+    """Refuse (UsageError) two sweeps whose manifests record different experiments, unless any_experiment: a
+    comparison across experiments compares different things under the same variant names. The notes to show
+    (a sweep without a manifest cannot be checked; a comparison allowed by the flag is said to be one)."""
+    names = {}
+    for label, d in (("new", new_dir), ("old", old_dir)):
+        try:
+            manifest = load_manifest(d)
+        except UnreadableFile as e:
+            raise UsageError(str(e)) from None
+        names[label] = manifest.experiment.name if manifest is not None else None
+    if None in names.values():
+        missing = [str(d) for (label, d) in (("new", new_dir), ("old", old_dir)) if names[label] is None]
+        return [f"not checked that both sweeps are of the same experiment ({', '.join(missing)}: no manifest)"]
+    if names["new"] == names["old"]:
+        return []
+    if not any_experiment:
+        raise UsageError(f"{new_dir} is a sweep of experiment {names['new']!r}, {old_dir} of {names['old']!r}: "
+                         f"a comparison across experiments pairs variants that only share a name; compare two "
+                         f"sweeps of the same experiment, or pass --any-experiment to compare them anyway")
+    return [f"experiments differ ({names['new']!r} vs {names['old']!r}): compared anyway (--any-experiment)"]
+
+
 def analyze_pair(new_dir: str | Path, old_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3,
                  n_resamples: int = 10_000, seed: int = 0, metric: str | None = None,
-                 lower_is_better: bool | None = None) -> ReportInput:
+                 lower_is_better: bool | None = None, any_experiment: bool = False) -> ReportInput:
     new_dir, old_dir = Path(new_dir), Path(old_dir)
     for d in (new_dir, old_dir):
         if not d.is_dir():
             raise UsageError(f"sweep dir {d} does not exist: pass two folders holding a sweep's manifest and runs/")
+    checked = same_experiment(new_dir, old_dir, any_experiment)
     new_exp, new_runs, new_curves = _labelled(new_dir, "new", metric, lower_is_better)
     old_exp, old_runs, old_curves = _labelled(old_dir, "old", metric, lower_is_better)
     if (new_exp.metric, new_exp.lower_is_better) != (old_exp.metric, old_exp.lower_is_better):
@@ -63,7 +89,7 @@ def analyze_pair(new_dir: str | Path, old_dir: str | Path, alpha: float = 0.05, 
         if len(old_curves) or len(new_curves) else new_curves
     family = [(f"{v}@new", f"{v}@old") for v in common]
     an = verdict.analyze(runs, new_exp.metric, new_exp.lower_is_better, family, alpha, min_seeds, n_resamples, seed)
-    problems = new_runs.attrs["problems"] + old_runs.attrs["problems"]
+    problems = checked + new_runs.attrs["problems"] + old_runs.attrs["problems"]
     damaged = new_runs.attrs["damaged"] + old_runs.attrs["damaged"]
     only = sorted(set(new_variants) ^ old_variants)
     if only:

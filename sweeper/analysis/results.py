@@ -169,8 +169,11 @@ def _run_row(sweep_dir: Path, entry: RunEntry) -> tuple[dict, list[str]]:
                 row[f"fp_{key}"] = value
         if row["config_hash"] is None:
             row["config_hash"] = summary.config_hash
-    elif row["status"] == Status.FINISHED and not damaged:
-        problems.append(f"{rd.path}: finished, but it has no summary (no final metrics)")
+    elif row["status"] in KEEP and not damaged:          # its result is gone: unknown, neither usable nor lost
+        why = (f"{rd.summary_path}: the run {row['status']}, but this file is missing: its result is unknown "
+               f"(not counted); the same command runs it again")
+        row.update(status=UNKNOWN, error=why)
+        damaged.append(why)
     if rd.health_path.exists():
         try:
             health = HealthReport.read(rd.health_path)

@@ -15,25 +15,13 @@ SWEEPER_DEBUG=1 (or --debug on the command line) re-raises, so the traceback sho
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import sys
 from typing import Callable
 
 from sweeper import interrupts
-from sweeper.errors import UsageError
+from sweeper.errors import UsageError, attempted, os_error_line, unicode_line, yaml_problem
 from sweeper.run.rundir import UnreadableFile
-
-FIXES = {errno.EACCES: "check its permissions (or run from a folder you can write)",
-         errno.EPERM: "check its permissions (or run from a folder you can write)",
-         errno.EROFS: "the file system is read-only: run from a writable folder or set sweeper.dir",
-         errno.ENOSPC: "the disk is full: free some space, then run the same command again (finished work is kept)",
-         errno.EDQUOT: "the disk quota is used up: free some space, then run the same command again",
-         errno.ENAMETOOLONG: "a name in it is too long for the file system: use a shorter name",
-         errno.ENOENT: "it does not exist: check the path",
-         errno.ENOTDIR: "a part of it is a file, not a folder: check the path",
-         errno.EISDIR: "it is a folder, not a file: check the path"}
-
 
 class ArgumentParser(argparse.ArgumentParser):
     """argparse whose errors are one UsageError line (exit 2 through run_command), like every sweeper error."""
@@ -55,28 +43,25 @@ def interrupted(prog: str, sweep_dir=None) -> int:
     return interrupts.INTERRUPTED
 
 
-def os_error_line(e: OSError) -> str:
-    """`sweeps/x/runs: Permission denied; check its permissions ...`"""
-    where = e.filename if e.filename is not None else ""
-    what = e.strerror or type(e).__name__
-    fix = FIXES.get(e.errno, "")
-    return f"{where + ': ' if where else ''}{what}" + (f"; {fix}" if fix else "")
+def one_line(text: str) -> str:
+    """A message on one line whatever a value in it holds: control characters (a newline or carriage return in
+    an override, a damaged file's bytes) are shown escaped."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
-def _yaml_line(e: Exception) -> str | None:
-    """A YAML error as `FILE, line N: problem`, or None when e is none (yaml is imported only if loaded)."""
-    yaml = sys.modules.get("yaml")
-    if yaml is None or not isinstance(e, yaml.YAMLError):
-        return None
-    mark = getattr(e, "problem_mark", None)
-    where = f"{mark.name}, line {mark.line + 1}" if mark is not None else "a YAML file"
-    problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-    return f"{where}: not valid YAML ({problem})"
+def _tolerant_streams() -> None:
+    """stdout/stderr write what cannot be encoded (a lone surrogate from a damaged file) as an escape."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):    # not a text file (a test's StringIO): nothing to change
+            pass
 
 
 def run_command(prog: str, body: Callable[[list[str], dict], int], argv: list[str] | None = None) -> int:
     """Run body(argv, state) behind the boundary; the exit status."""
     interrupts.install()
+    _tolerant_streams()
     argv = list(sys.argv[1:] if argv is None else argv)
     state: dict = {}
     debug = debugging(argv)
@@ -96,19 +81,27 @@ def run_command(prog: str, body: Callable[[list[str], dict], int], argv: list[st
 def report_error(prog: str, e: Exception) -> int:
     """Print the one line for an error raised by a command; its exit status."""
     if isinstance(e, (UsageError, UnreadableFile)):     # bad input, or a damaged file named with its fix
-        print(f"{prog}: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {one_line(str(e))}", file=sys.stderr)
         return UsageError.exit_code
-    yaml_line = _yaml_line(e)
-    if yaml_line is not None:
-        print(f"{prog}: error: {yaml_line}", file=sys.stderr)
+    line = yaml_problem(e)
+    if line is not None:
+        print(f"{prog}: error: {one_line(line)}", file=sys.stderr)
         return UsageError.exit_code
     if isinstance(e, UnicodeDecodeError):
-        print(f"{prog}: error: a file is not UTF-8 text ({e.reason} at byte {e.start}); "
-              f"check the file named above or restore it", file=sys.stderr)
+        print(f"{prog}: error: {one_line(unicode_line(e))}", file=sys.stderr)
         return UsageError.exit_code
     if isinstance(e, OSError):
-        print(f"{prog}: error: {os_error_line(e)}", file=sys.stderr)
+        print(f"{prog}: error: {one_line(os_error_line(e))}", file=sys.stderr)
         return 1
-    print(f"{prog}: internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
+    if isinstance(e, RuntimeError) and str(e).startswith("Symlink loop from "):    # pathlib's resolve()
+        print(f"{prog}: error: {one_line(str(e).removeprefix('Symlink loop from '))}: a symbolic link in it points "
+              f"back at itself: fix the link or choose another path", file=sys.stderr)
+        return UsageError.exit_code
+    if isinstance(e, ValueError) and "null byte" in str(e):    # a path given with a NUL in it (os, pathlib)
+        _, where = attempted(e)
+        print(f"{prog}: error: {one_line(where or 'a path')}: a path cannot hold a NUL byte (\\x00); remove it",
+              file=sys.stderr)
+        return UsageError.exit_code
+    print(f"{prog}: internal error: {type(e).__name__}: {(str(e).splitlines() or [''])[0]} "
           f"(a bug in sweeper; SWEEPER_DEBUG=1 shows the traceback)", file=sys.stderr)
     return 1

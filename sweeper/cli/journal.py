@@ -10,6 +10,7 @@ The journal's files and their owner: sweeper.report.journal.
 """
 from __future__ import annotations
 
+import os
 import json
 import time
 from pathlib import Path
@@ -49,13 +50,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str], state: dict) -> int:
     args = _parser().parse_args(argv)
-    folder = Path(args.journal).expanduser()
+    if args.command == "list":                        # bad input first, whether or not a journal is there
+        _check_date("since", args.since), _check_date("until", args.until)
+    folder = Path(os.path.expanduser(args.journal))
     if not (folder / RECORD).is_file() and args.command != "conclude":
         print(f"no journal in {folder} yet (a sweep's report writes one; --journal DIR names another)")
         return 0
     entries = read_entries(folder)
     if args.command == "list":
-        _check_date("since", args.since), _check_date("until", args.until)
         for e in select(entries, args.experiment, args.variant, args.since, args.until):
             print(summary_line(e))
     elif args.command == "search":

@@ -11,6 +11,7 @@ record none: with more than one variant the report then asks for --baseline). Wr
 """
 from __future__ import annotations
 
+import sys
 
 from sweeper.cli.boundary import ArgumentParser, run_command
 from sweeper.errors import UsageError
@@ -21,6 +22,8 @@ def _parser() -> ArgumentParser:
     p = ArgumentParser(prog="python -m sweeper.report", description=__doc__.split("\n\n")[0])
     p.add_argument("sweep_dir", help="sweep directory (holds the sweep's manifest and runs/)")
     p.add_argument("--against", metavar="OLD_SWEEP", help="compare every variant with the same variant of OLD_SWEEP")
+    p.add_argument("--any-experiment", action="store_true", help="with --against: compare even when the two sweeps "
+                   "record different experiments (refused otherwise)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots (faster)")
     p.add_argument("--alpha", type=float, default=0.05, help="family-wise error rate (default 0.05)")
     p.add_argument("--min-seeds", type=int, default=3, help="usable seeds per arm below which: insufficient")
@@ -51,15 +54,23 @@ def _main(argv: list[str], state: dict) -> int:
         raise UsageError(f"--min-seeds {args.min_seeds}: a t-test needs at least 2 seeds per arm")
     if args.resamples < 100:
         raise UsageError(f"--resamples {args.resamples}: use at least 100 (10000 is the default)")
+    unwritten: list[str] = []
     options = dict(alpha=args.alpha, min_seeds=args.min_seeds, n_resamples=args.resamples, seed=args.seed,
-                   metric=args.metric, lower_is_better=args.lower_is_better)
+                   metric=args.metric, lower_is_better=args.lower_is_better, unwritten=unwritten)
+    if args.any_experiment and not args.against:
+        raise UsageError("--any-experiment applies with --against OLD_SWEEP only")
     if args.against:
         if args.baseline is not None:
             raise UsageError("--baseline does not apply with --against (each variant is compared with the "
                              "same variant of the other sweep)")
-        text = compare_sweeps(args.sweep_dir, args.against, plots=not args.no_plots, **options)
+        text = compare_sweeps(args.sweep_dir, args.against, plots=not args.no_plots,
+                              any_experiment=args.any_experiment, **options)
     else:
         text = report_sweep(args.sweep_dir, plots=not args.no_plots, baseline=args.baseline,
                             journal=args.journal, **options)
     print(text)
+    if unwritten:                  # the decision table is above; what could not be written is a fault (exit 1)
+        print(f"sweeper.report: error: {len(unwritten)} file(s) not written ({unwritten[0]}); the decision table "
+              f"above is complete", file=sys.stderr)
+        return 1
     return 0

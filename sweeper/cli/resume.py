@@ -13,7 +13,7 @@ status as `python -m sweeper`.
 """
 from __future__ import annotations
 
-import sys
+import os
 from pathlib import Path
 
 import yaml
@@ -33,7 +33,12 @@ USAGE = "usage: python -m sweeper.resume SWEEP_DIR [launcher.KEY=VALUE ...] [swe
 
 def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
     """The recorded plan (and recorded argv) of a sweep dir, with launcher/report overrides applied."""
-    sweep_dir = Path(sweep_dir).expanduser().resolve()
+    sweep_dir = Path(os.path.expanduser(sweep_dir)).resolve()
+    for item in overrides:                            # the command line first: bad input before any file is read
+        key, eq, _ = item.partition("=")
+        if not eq or not (key.startswith("launcher.") or key == "sweeper.report") or key == "launcher.name":
+            raise UsageError(f"{item!r}: accepted arguments after SWEEP_DIR are launcher.KEY=VALUE and "
+                             f"sweeper.report=true|false (the plan itself is fixed by {MANIFEST})")
     manifest = recorded(sweep_dir)
     if manifest is None and (sweep_dir / "runs").is_dir():
         raise UsageError(f"{sweep_dir}: no {MANIFEST} yet: the sweeper that planned it was stopped while it wrote the "
@@ -90,9 +95,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str], state: dict) -> int:
-    if not argv or argv[0] in ("-h", "--help"):
-        print(USAGE + "\n\n" + __doc__.split("\n\n")[2], file=sys.stderr if not argv else sys.stdout)
-        return 2 if not argv else 0
+    if not argv:
+        raise UsageError(f"{USAGE} (no SWEEP_DIR given; --help says more)")
+    if argv[0] in ("-h", "--help"):
+        print(USAGE + "\n\n" + __doc__.split("\n\n")[2])
+        return 0
     plan, recorded_argv = load_plan(Path(argv[0]), argv[1:])
     backend = backend_of(plan.sweep.launcher)()
     conf = backend.config(plan.sweep.launcher)

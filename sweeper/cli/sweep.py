@@ -31,11 +31,12 @@ from sweeper.config.argv import split_config_dirs, with_config_dirs
 from sweeper.config.compose import compose, to_yaml
 from sweeper.config.launchers import backend_of
 from sweeper.config.seeds import count_seeds, is_adaptive, parse_seeds
-from sweeper.config.sweep import Sweep, compose_sweep
+from sweeper.config.sweep import Sweep, check_task_started, compose_sweep
 from sweeper.errors import UsageError
 from sweeper.execute.launch import execute_sweep, fix_launch
 from sweeper.execute.preflight import check_preflight_options
-from sweeper.plan.make import check_size, format_plan, make_plan, reconcile
+from sweeper.plan.make import Plan, check_size, format_plan, make_plan, reconcile
+from sweeper.plan.paths import check_paths
 
 USAGE = "\n\n".join(__doc__.split("\n\n")[:3])
 
@@ -50,29 +51,37 @@ def overrides_of(argv: list[str]) -> list[str]:
     return with_config_dirs(overrides, config_dirs)
 
 
-def backend_for(sweep: Sweep):
-    """(the backend, its typed launcher config) for launcher.name; the backend's probes (nvidia-smi, sbatch
-    --test-only) run here, after every check of the command line that starts no process has passed."""
+def backend_of_sweep(sweep: Sweep):
+    """(the backend, its typed launcher config) for launcher.name: checked, nothing started."""
     backend = backend_of(sweep.launcher)()
-    conf = backend.config(sweep.launcher)
-    backend.probe(conf)
-    return backend, conf
+    return backend, backend.config(sweep.launcher)
 
 
 def prepare(argv: list[str]):
-    """Everything that can be checked before launching: (plan or AdaptiveSweep, backend, launcher config)."""
-    sweep = compose_sweep(overrides_of(argv))
-    check_preflight_options(sweep)
-    if is_adaptive(sweep.cfg["seeds"]):            # seeds=adaptive: sweeper.adaptive.driver plans look by look
-        from sweeper.adaptive.driver import prepare_adaptive   # deferred: scipy (about 1 s), adaptive sweeps only
+    """Everything that can be checked before launching: (plan or AdaptiveSweep, backend, launcher config).
 
-        return prepare_adaptive(sweep, backend_for)
+    Order of work: first every check that needs no process and none of the user's code (keys, types, ranges,
+    seeds, names, the plan against its sweep dir, the paths it will write), then the task's validate hook (the
+    user's code, imported here), then the processes: the task's import probe and, while it imports, the
+    backend's probes (nvidia-smi, sbatch --test-only). Bad input is answered before any process starts."""
+    sweep = compose_sweep(overrides_of(argv), start_checks=False)
+    check_preflight_options(sweep)
+    backend, conf = backend_of_sweep(sweep)
+    if is_adaptive(sweep.cfg["seeds"]):            # seeds=adaptive: sweeper.adaptive.driver plans look by look
+        from sweeper.adaptive.driver import prepare_adaptive   # deferred: scipy (about 1 s), seeds=adaptive only
+
+        adaptive = prepare_adaptive(sweep, backend, conf)
+        check_task_started(sweep, alongside=lambda: backend.probe(conf))
+        return adaptive, backend, conf
     n_seeds = count_seeds(sweep.cfg["seeds"])      # a huge range is refused before it is expanded
     check_size(sweep, {v: len(own) if own is not None else n_seeds for v, own in sweep.variant_seeds.items()}
                or {v: n_seeds for v in sweep.variant_configs})
     seeds = parse_seeds(sweep.cfg["seeds"])
-    backend, conf = backend_for(sweep)
-    plan = reconcile(make_plan(sweep, seeds), extend=sweep.sweeper.extend)
+    plan = make_plan(sweep, seeds)
+    check_paths(plan, writable=not sweep.sweeper.dry_run)     # before its dir is read: a file there, a name too long
+    plan = reconcile(plan, extend=sweep.sweeper.extend)
+    check_paths(plan, writable=not sweep.sweeper.dry_run)
+    check_task_started(sweep, alongside=lambda: backend.probe(conf))
     return fix_launch(plan, backend, conf), backend, conf
 
 
@@ -88,7 +97,7 @@ def _main(argv: list[str], state: dict) -> int:
         print(to_yaml(compose(overrides_of([a for a in argv if a != "--cfg"]))), end="")
         return 0
     plan, backend, conf = prepare(argv)
-    if getattr(plan, "adaptive", False):             # an AdaptiveSweep: looks, then the report
+    if not isinstance(plan, Plan):                   # seeds=adaptive (an AdaptiveSweep): looks, then the report
         return plan.run(backend, conf, argv, state)
     for warning in plan.sweep.warnings:
         print(f"sweeper: warning: {warning}", file=sys.stderr)

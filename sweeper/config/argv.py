@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ def split_config_dirs(argv: list[str]) -> tuple[list[Path], list[str]]:
             rest.append(arg)
             i += 1
             continue
-        path = Path(value).expanduser().resolve()
+        path = Path(os.path.expanduser(value)).resolve()
         if not path.is_dir():
             raise UsageError(f"--config-dir {value}: no such directory ({path})")
         dirs.append(path)

@@ -9,6 +9,7 @@ what is accepted (sweeper.config.hydra_errors); a typed boolean takes true or fa
 """
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from typing import Any
 
@@ -18,7 +19,8 @@ from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 from omegaconf.errors import ValidationError
-from omegaconf.nodes import BooleanNode
+from omegaconf import DictConfig, ListConfig
+from omegaconf.nodes import BooleanNode, FloatNode
 
 from sweeper.config.argv import comma_lists, key_of, override_value
 from sweeper.config.fields import show
@@ -54,6 +56,7 @@ def _compose(overrides: list[str]) -> dict:
         with initialize_config_dir(str(CONF_DIR), version_base=None), _strict_boolean_nodes():
             cfg = hydra_compose("sweep", overrides=list(overrides))
         _strict_booleans(cfg, overrides)
+        _finite_floats(cfg)
         return OmegaConf.to_container(cfg, resolve=True)
     finally:
         GlobalHydra.instance().clear()
@@ -93,6 +96,23 @@ def _strict_booleans(cfg: Any, overrides: list[str]) -> None:
         value = override_value(key, [override])
         if isinstance(node, BooleanNode) and value is not None and not isinstance(value, bool):
             raise UsageError(f"{key}={show(value)}: expected a boolean (true or false)")
+
+
+def _finite_floats(node: Any, prefix: str = "") -> None:
+    """Every typed float key of every schema (sweeper's, the launchers', the trainer's groups, a user's
+    `sweeper.schemas` groups) holds a finite number: inf or nan would mean "never" or nothing (a grace period
+    that never ends, a learning rate that is not a number). Untyped keys (plain YAML) are the user's own."""
+    items = node.items_ex(resolve=False) if isinstance(node, DictConfig) else enumerate(node)
+    for key, _ in list(items):
+        child = node._get_node(key)
+        name = f"{prefix}{key}" if isinstance(node, DictConfig) else f"{prefix[:-1]}[{key}]"
+        if isinstance(child, (DictConfig, ListConfig)):
+            if not child._is_missing() and not child._is_none() and not child._is_interpolation():
+                _finite_floats(child, f"{name}.")
+        elif isinstance(child, FloatNode):
+            value = child._value()
+            if isinstance(value, float) and not math.isfinite(value):
+                raise UsageError(f"{name}={value}: must be a finite number (inf and nan are refused)")
 
 
 def missing_keys(node: Any, prefix: str = "") -> list[str]:

@@ -60,12 +60,15 @@ def one_of(default: str, accepted: tuple[str, ...]):
 
 
 def check_fields(obj: Any, prefix: str, given: dict | None = None) -> None:
-    """Every rule(...) field of a built dataclass (the error shows the value as given, when known)."""
+    """Every rule(...) field of a built dataclass (the error shows the value as given, when known), and every
+    number is finite (inf or nan in any float key is refused, whatever its rule says)."""
     for f in fields(obj):
         value, ok = getattr(obj, f.name), f.metadata.get("ok")
         if ok is not None and value is not None and not ok(value):
             shown = (given or {}).get(f.name, value)
             raise UsageError(f"{prefix}.{f.name}={show(shown)}: {f.metadata['must']}")
+        if isinstance(value, float) and not math.isfinite(value):          # a key whose rule forgot it
+            raise UsageError(f"{prefix}.{f.name}={value}: must be a finite number (inf and nan are refused)")
 
 
 def phrase_of(cls: type, key: str) -> str:

@@ -4,19 +4,53 @@
 """
 from __future__ import annotations
 
+import errno
 import re
 from typing import Any, Callable
 
 from omegaconf.errors import ConfigKeyError, ConfigTypeError, ValidationError
 
 from sweeper.config.argv import key_of, override_value
+from sweeper.config.names import MAX_NAME, NAME_MAX, shorten
+from sweeper.errors import chain as _chain, yaml_problem
 from sweeper.config.fields import explain_validation
-from sweeper.config.search import available, where_searched
+from sweeper.config.search import available, experiment_file, search_dirs, where_searched
+
+def package_hint(overrides: list[str]) -> str | None:
+    """Why an experiment file's keys landed under experiment.*: its first line lacks `# @package _global_`."""
+    path = experiment_file(overrides)
+    if path is None:
+        return None
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")[:2000]
+    except OSError:
+        return None
+    if re.search(r"^#\s*@package\s+_global_\s*$", head, re.M):
+        return None
+    return (f"{path} has no `# @package _global_` line: an experiment file starts with it (without it, its "
+            f"defaults and keys land under experiment.*); add it as the first line")
+
 
 def explain_hydra_error(e: Exception, overrides: list[str], compose_raw: Callable[[list[str]], Any]) -> str:
     """One line for an error Hydra raised composing `overrides` (compose_raw composes again, for the keys a
     section has, when a key is unknown)."""
     msg, name = str(e), type(e).__name__
+    line = yaml_problem(e)
+    if line is not None:
+        return line
+    if any(isinstance(c, OSError) and c.errno == errno.ENAMETOOLONG for c in _chain(e)):
+        key = max((key_of(o) for o in overrides), key=lambda k: max(map(len, re.split(r"[./]", k))), default="")
+        part = max(re.split(r"[./]", key), key=len) if key else ""
+        return (f"{shorten(key)}: the name {shorten(part)} has {len(part)} characters, more than a file system "
+                f"allows in one name ({NAME_MAX}); names (experiment, variants) have at most {MAX_NAME}")
+    decode = next((c for c in _chain(e) if isinstance(c, UnicodeDecodeError)), None)
+    if decode is not None:
+        return f"{not_text_file(decode, overrides)} is not UTF-8 text ({decode.reason} at offset {decode.start}); " \
+               f"save it as UTF-8"
+    if re.search(r"Could not override '[^']*@experiment\.", msg):
+        hint = package_hint(overrides)
+        if hint:
+            return hint
     m = re.match(r"Ambiguous value for argument '([^'=]+)=([^\n]*)'", msg)
     if m:
         key, value = m.groups()
@@ -82,6 +116,21 @@ def _keys_at(section: str | None, overrides: list[str], compose_raw: Callable[[l
     for part in section.split(".") if section else []:
         node = node.get(part) if isinstance(node, dict) else None
     return sorted(k for k in node if not (section is None and k == "hydra")) if isinstance(node, dict) else []
+
+
+def not_text_file(e: UnicodeDecodeError, overrides: list[str]) -> str:
+    """The config file that is not UTF-8: the experiment's, else the first of the search dirs' YAML files that
+    does not decode (Hydra's error does not name it)."""
+    candidates = [experiment_file(overrides)] + [p for d in search_dirs(overrides)[1:] for p in sorted(d.rglob("*.yaml"))[:500]]
+    for path in candidates:
+        try:
+            if path is not None:
+                path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            return str(path)
+        except OSError:
+            continue
+    return "a config file"
 
 
 def missing_message(key: str) -> str:

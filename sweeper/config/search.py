@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import os
 import importlib.util
 from pathlib import Path
 
@@ -35,9 +36,9 @@ def search_dirs(overrides: list[str] = ()) -> list[Path]:
         for entry in searchpath_value(override):
             scheme, sep, rest = entry.partition("://")
             if not sep:
-                dirs.append(Path(entry).expanduser().resolve())
+                dirs.append(Path(os.path.expanduser(entry)).resolve())
             elif scheme == "file":
-                dirs.append(Path(rest).expanduser().resolve())
+                dirs.append(Path(os.path.expanduser(rest)).resolve())
             elif scheme == "pkg":
                 spec = importlib.util.find_spec(rest) if _importable(rest) else None
                 if spec is not None and spec.submodule_search_locations:
@@ -50,6 +51,19 @@ def _importable(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         return False
+
+
+def experiment_file(overrides: list[str]) -> Path | None:
+    """The file +experiment=NAME selects (the last such override), first found along the search path; None."""
+    name = next((o.split("=", 1)[1] for o in reversed(overrides) if key_of(o) == "experiment" and "=" in o), None)
+    for d in search_dirs(overrides) if name else []:
+        path = d / "experiment" / f"{name}.yaml"
+        try:
+            if path.is_file():
+                return path
+        except OSError:                      # a name too long for the file system: not a file here
+            continue
+    return None
 
 
 def available(group: str, overrides: list[str] = ()) -> list[str]:

@@ -6,12 +6,15 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
 from sweeper.errors import UsageError
 
 ACCEPTED = ("accepted forms: seeds=0-3 (inclusive range), seeds=[0,2,5] (list), seeds=7 (one seed), "
-            "seeds=adaptive (sweeper.adaptive.*: seeds added only where the decision is open); seeds are integers >= 0")
+            "seeds=adaptive (sweeper.adaptive.*: seeds added only where the decision is open); seeds are integers "
+            "from 0 to 2**63-1")
+MAX_SEED = 2 ** 63 - 1     # a signed 64-bit integer: what torch and numpy seed with, and seed_<k> stays a short name
 ADAPTIVE = "adaptive"
 
 
@@ -31,12 +34,16 @@ def parse_seeds(value: Any) -> list[int]:
         if text == ADAPTIVE:
             raise UsageError("seeds=adaptive is not a seed list: it is read by the adaptive driver "
                              "(python -m sweeper ... seeds=adaptive), not here")
+        if any(len(d) > 19 for d in re.findall(r"\d+", text)):      # int() of 5,000 digits is an error itself
+            raise UsageError(f"seeds={_cut(text)}: above the largest seed {MAX_SEED}; {ACCEPTED}")
         if re.fullmatch(r"\d+", text):
-            return [int(text)]
+            return [_one(int(text), text)]
         m = _RANGE.match(text)
         if not m:
             raise UsageError(f"seeds={value!r} is not a seed range; {ACCEPTED}")
         lo, hi = int(m.group(1)), int(m.group(2))
+        if hi > MAX_SEED:
+            raise UsageError(f"seeds={value!r}: {hi} is above the largest seed {MAX_SEED}; {ACCEPTED}")
         if lo > hi:
             raise UsageError(f"seeds={value!r}: the range is empty (start > end); {ACCEPTED}")
         return list(range(lo, hi + 1))
@@ -45,7 +52,7 @@ def parse_seeds(value: Any) -> list[int]:
         if not items:
             raise UsageError(f"seeds=[] is empty; {ACCEPTED}")
         seeds = [_one(v, value) for v in items]
-        dupes = sorted({s for s in seeds if seeds.count(s) > 1})
+        dupes = sorted(s for s, n in Counter(seeds).items() if n > 1)
         if dupes:
             raise UsageError(f"seeds={_show(value)} repeats {', '.join(map(str, dupes))}; each seed once. {ACCEPTED}")
         return seeds
@@ -60,9 +67,13 @@ def format_seeds(seeds: list[int]) -> str:
 
 
 def _one(v: Any, whole: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_SEED:
         raise UsageError(f"seeds={_show(whole)}: {v!r} is not a seed; {ACCEPTED}")
     return v
+
+
+def _cut(text: str) -> str:
+    return repr(text) if len(text) <= 40 else f"{text[:40]!r}... ({len(text)} characters)"
 
 
 def _show(value: Any) -> str:
@@ -74,7 +85,7 @@ def _show(value: Any) -> str:
 
 def count_seeds(value) -> int:
     """How many seeds `seeds=value` names, without expanding a range (seeds=0-10**12 is counted, not built)."""
-    m = _RANGE.match(value) if isinstance(value, str) else None
-    if m and int(m.group(1)) <= int(m.group(2)):
+    m = _RANGE.match(value) if isinstance(value, str) and len(value) < 60 else None
+    if m and int(m.group(1)) <= int(m.group(2)) <= MAX_SEED:
         return int(m.group(2)) - int(m.group(1)) + 1
     return len(parse_seeds(value))

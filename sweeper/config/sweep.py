@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-import re
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,16 +24,17 @@ from sweeper.config.ablation import check_ablation
 from sweeper.config.argv import key_of
 from sweeper.config.compose import compose, missing_keys
 from sweeper.config.fields import build
-from sweeper.config.hydra_errors import missing_message
+from sweeper.config.hydra_errors import missing_message, package_hint
 from sweeper.config.launchers import launcher_conf
 from sweeper.config.resources import effective_resources, read_resources
+from sweeper.config.names import check_name
 from sweeper.config.run_config import run_config
 from sweeper.config.schema import ExperimentConf, SweeperConf
-from sweeper.config.search import available, search_dirs, where_searched
-from sweeper.config.seeds import count_seeds, parse_seeds
-from sweeper.config.task import TaskCheck, TaskSpec, parse_task
+from sweeper.config.search import available, experiment_file, where_searched
+from sweeper.config.seeds import count_seeds, is_adaptive, parse_seeds
+from sweeper.config.task import TaskCheck, TaskSpec, check_command, parse_task
 from sweeper.errors import UsageError
-from sweeper.run.entry import load_entry
+from sweeper.run.entry import call_problem, load_entry
 from sweeper.run.rundir import Experiment
 
 @dataclass
@@ -61,10 +61,7 @@ class Sweep:
 
 def _experiment_file(overrides: list[str]) -> str:
     name = next((o.split("=", 1)[1] for o in reversed(overrides) if key_of(o) == "experiment" and "=" in o), None)
-    for d in search_dirs(overrides) if name else []:
-        if (d / "experiment" / f"{name}.yaml").is_file():
-            return str(d / "experiment" / f"{name}.yaml")
-    return f"experiment/{name}.yaml"
+    return str(experiment_file(overrides) or f"experiment/{name}.yaml")
 
 
 def read_experiment(cfg: dict, overrides: list[str] = ()) -> Experiment:
@@ -79,13 +76,15 @@ def read_experiment(cfg: dict, overrides: list[str] = ()) -> Experiment:
                          f"lower_is_better, variants) in {where}")
     for key in ("name", "baseline", "metric", "lower_is_better", "variants"):
         if key not in exp:
-            raise UsageError(f"experiment.{key} is missing in {where}")
+            hint = package_hint(overrides)
+            raise UsageError(hint or f"experiment.{key} is missing in {where}")
     variants = exp["variants"] or {}
     if not isinstance(variants, dict) or not variants:
         raise UsageError("experiment.variants must map variant names to lists of overrides")
+    if isinstance(exp.get("name"), str):
+        check_name("experiment.name", exp["name"], "the sweep dir, sweeps/<name>-<hash>")
     for vname, ovs in variants.items():
-        if not re.fullmatch(r"[A-Za-z0-9_.-]+", str(vname)):
-            raise UsageError(f"variant name {vname!r}: use letters, digits, '_', '-' and '.' only")
+        check_name("variant name", vname, "the folder runs/<variant>/ of its runs")
         if ovs is not None and not (isinstance(ovs, list) and all(isinstance(o, str) for o in ovs)):
             raise UsageError(f"experiment.variants.{vname} must be a list of 'key=value' overrides")
     try:
@@ -120,24 +119,45 @@ def read_task(cfg: dict, cwd: str | Path | None = None) -> TaskSpec:
     return parse_task(cfg.get("task"), cwd=cwd or os.getcwd())
 
 
-def compose_sweep(overrides: list[str]) -> Sweep:
-    """Compose the sweep and every variant, check the task and validate each run config through the task's
-    validate hook; raises UsageError before anything is started or written."""
+def compose_sweep(overrides: list[str], start_checks: bool = True) -> Sweep:
+    """Compose the sweep and every variant, check every key, value, seed and name (nothing started, no user
+    code imported), then (start_checks) the task: its validate hook on each run config, in this process, and
+    its import probe (check_task_started). Raises UsageError before anything is written.
+    start_checks=False: the caller runs check_task_started itself once its own cheap checks have passed (the
+    plan, the sweep dir), so that no process starts for a command line that is bad anywhere."""
     cfg = compose(overrides)
     check_schemas(cfg)
     experiment = read_experiment(cfg, overrides)
     task = read_task(cfg)
-    sweeper_cfg = cfg.get("sweeper") or {}
-    with TaskCheck(task, preflight=sweeper_cfg.get("preflight") not in (None, False, "off")
-                   or (sweeper_cfg.get("baseline_first", True) and len(experiment.variants) > 1)) as check:
-        try:                                          # the task's import probe runs while the variants compose
-            sweep = _compose_variants(cfg, overrides, experiment, task)
-        except UsageError:
-            check.wait()                              # a task that cannot start is named first, as ever
-            raise
-        check.wait()
-    _validate(sweep)
+    if not is_adaptive(cfg.get("seeds")):             # the sweep's seeds= before composing each variant
+        count_seeds(cfg.get("seeds"))
+    sweep = _compose_variants(cfg, overrides, experiment, task)
+    _check_missing(sweep)
+    if start_checks:
+        check_task_started(sweep)
     return sweep
+
+
+def check_task_started(sweep: Sweep, alongside=None) -> None:
+    """The checks that import the user's code or start a process, in that order, after every cheap check: the
+    task's validate hook on each variant's run config (imported here, no process), then the task's import probe
+    (a fresh interpreter imports task.entry and its hooks and checks their signatures), with alongside() (the
+    backend's probes: nvidia-smi, sbatch --test-only) run while the probe imports. A task that cannot start is
+    named first; then what alongside() raised."""
+    check_command(sweep.task)                         # a missing program or script: file checks, no process
+    _validate(sweep)
+    sweeper_cfg = sweep.cfg.get("sweeper") or {}
+    with TaskCheck(sweep.task, preflight=sweeper_cfg.get("preflight") not in (None, False, "off")
+                   or (sweeper_cfg.get("baseline_first", True) and len(sweep.experiment.variants) > 1)) as check:
+        refused = None
+        if alongside is not None:
+            try:
+                alongside()
+            except UsageError as e:
+                refused = e
+        check.wait()
+    if refused is not None:
+        raise refused
 
 
 def _compose_variants(cfg: dict, overrides: list[str], experiment: Experiment, task: TaskSpec) -> Sweep:
@@ -172,24 +192,35 @@ def _variant_seeds(name: str, variant: str, overrides: list[str], vcfg: dict) ->
         raise UsageError(f"experiment {name}, variant {variant}: {e}") from None
 
 
+def _check_missing(sweep: Sweep) -> None:
+    """No `???` left in any variant's run config (a required key the command line must set)."""
+    _refuse(sweep, {v: missing_message(m[0]) for v, c in sweep.variant_configs.items() if (m := missing_keys(c))})
+
+
 def _validate(sweep: Sweep) -> None:
-    """Each variant's run config: no `???` left, and accepted by the task's validate hook. An error every
-    variant shares (a command-line value) is reported once, without a variant name."""
+    """Each variant's run config accepted by the task's validate hook (loaded here, its signature checked)."""
     hook = load_hook(sweep.task, "validate")
+    if hook is None:
+        return
+    problem = call_problem(hook, "validate", sweep.task.validate)
+    if problem:
+        raise UsageError(problem)
     errors: dict[str, str] = {}
     resources = effective_resources(sweep.variant_configs, sweep.resources, sweep.launcher)
     for variant, config in sweep.variant_configs.items():
-        missing = missing_keys(config)
-        if missing:
-            errors[variant] = missing_message(missing[0])
-        elif hook is not None:
-            try:
-                _call_validate(hook, dict(config), {**sweep.launcher, **resources[variant]})   # its own ranks
-            except ValueError as e:                     # ConfigError and UsageError are ValueErrors
-                errors[variant] = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            except Exception as e:  # noqa: BLE001 - a bug in the hook: still one line before anything starts
-                errors[variant] = (f"task.validate={sweep.task.validate} raised {type(e).__name__}: {e}"
-                                   .splitlines()[0])
+        try:
+            _call_validate(hook, dict(config), {**sweep.launcher, **resources[variant]})   # its own ranks
+        except ValueError as e:                     # ConfigError and UsageError are ValueErrors
+            errors[variant] = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        except Exception as e:  # noqa: BLE001 - a bug in the hook: still one line before anything starts
+            errors[variant] = (f"task.validate={sweep.task.validate} raised {type(e).__name__}: {e}"
+                               .splitlines()[0])
+    _refuse(sweep, errors)
+
+
+def _refuse(sweep: Sweep, errors: dict[str, str]) -> None:
+    """UsageError for the first variant's error; an error every variant shares (a command-line value) is
+    reported once, without a variant name."""
     if not errors:
         return
     variant, message = next(iter(errors.items()))
@@ -215,7 +246,11 @@ def load_hook(task: TaskSpec, key: str):
         return None
     if task.cwd not in sys.path:
         sys.path.insert(0, task.cwd)                # the user's modules, as a run's process sees them
+    module, _, attr = entry.partition(":")
     try:
         return load_entry(entry)
-    except Exception as e:  # noqa: BLE001 - whatever the import raised: one line naming the hook
-        raise UsageError(f"task.{key}={entry!r} does not load: {type(e).__name__}: {e}".splitlines()[0]) from None
+    except ValueError:                              # the module imports; it has no such function
+        raise UsageError(f"task.{key}={entry!r}: module {module} has no function {attr}") from None
+    except Exception as e:  # noqa: BLE001 - whatever the import raised: one line naming the hook, as the probe does
+        raise UsageError(f"task.{key}={entry!r}: module {module} does not import ({type(e).__name__}: {e})"
+                         .splitlines()[0]) from None

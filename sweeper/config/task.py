@@ -121,7 +121,7 @@ def parse_task(block: dict | None, cwd: str | Path | None = None) -> TaskSpec:
     """The `task:` config block, typed and checked by its schema (sweeper.config.schema.TaskConf; no imports, no
     processes: see check_task); a relative task.cwd is relative to `cwd`."""
     conf = build(TaskConf, dict(block or {}), "task")
-    base = Path(conf.cwd or cwd or os.getcwd()).expanduser()
+    base = Path(os.path.expanduser(conf.cwd or cwd or os.getcwd()))
     if not base.is_absolute():
         base = Path(cwd or os.getcwd()) / base
     if not base.is_dir():
@@ -182,11 +182,13 @@ def check_task(spec: TaskSpec, timeout_s: float = 120.0, preflight: bool = True)
 
 
 class TaskCheck:
-    """check_task started in the background, so the import probe (a fresh interpreter importing the task:
-    torch, for the built-in trainer, ~1.5 s) runs while the sweep composes its variants.
+    """check_task started in the background: the import probe (a fresh interpreter importing the task and its
+    hooks, checking their signatures: torch, for the built-in trainer, ~1.5 s) runs while the caller does the
+    other checks that start a process (the backend's probes). Start it only once every check that starts
+    nothing has passed (sweeper.config.sweep.check_task_started): bad input never starts a process.
 
         with TaskCheck(spec) as check:       # the probe starts here
-            ...                              # compose, plan nothing to disk
+            ...                              # the backend's probes
             check.wait()                     # UsageError as check_task; leaving the block kills a probe left running
     """
 
@@ -228,17 +230,23 @@ class TaskCheck:
             if self.proc.returncode != 0:
                 tail = (err.strip().splitlines() or [f"exit status {self.proc.returncode}"])[-1]
                 raise UsageError(f"task: importing {', '.join(e for _, e in self.hooks)} failed: {tail}")
-        spec = self.spec
-        if spec.command:
-            program = spec.command[0]
-            if program not in PYTHONS and shutil.which(program, path=_path_with(spec.cwd)) is None \
-                    and not (Path(spec.cwd) / program).is_file():
-                raise UsageError(f"task.command: program {program!r} not found (on PATH or in {spec.cwd})")
-            if program in PYTHONS and len(spec.command) > 1 and spec.command[1].endswith(".py"):
-                script = Path(spec.cwd) / spec.command[1]
-                if not script.is_file():
-                    raise UsageError(f"task.command: script {spec.command[1]!r} not found in {spec.cwd} "
-                                     f"(task.cwd; default: the directory the sweep was started in)")
+        check_command(self.spec)
+
+
+def check_command(spec: TaskSpec) -> None:
+    """task.command's program is found (on PATH or in the task's cwd) and a Python script it names exists:
+    file checks only, no process (run before the import probe starts)."""
+    if not spec.command:
+        return
+    program = spec.command[0]
+    if program not in PYTHONS and shutil.which(program, path=_path_with(spec.cwd)) is None \
+            and not (Path(spec.cwd) / program).is_file():
+        raise UsageError(f"task.command: program {program!r} not found (on PATH or in {spec.cwd})")
+    if program in PYTHONS and len(spec.command) > 1 and spec.command[1].endswith(".py"):
+        script = Path(spec.cwd) / spec.command[1]
+        if not script.is_file():
+            raise UsageError(f"task.command: script {spec.command[1]!r} not found in {spec.cwd} "
+                             f"(task.cwd; default: the directory the sweep was started in)")
 
 
 def _path_with(cwd: str) -> str:
@@ -256,6 +264,11 @@ for key, entry in {hooks!r}:
         sys.exit(3)
     if not callable(getattr(mod, attr, None)):
         print(f"task.{{key}}={{entry!r}}: module {{module}} has no function {{attr}}")
+        sys.exit(3)
+    from sweeper.run.entry import call_problem      # the signature sweeper calls it with
+    problem = call_problem(getattr(mod, attr), key, entry)
+    if problem:
+        print(problem)
         sys.exit(3)
 for module in {preload!r}:       # found, not imported (the warm launchers import them; a failure there starts runs cold)
     try:

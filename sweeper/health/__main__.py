@@ -4,6 +4,7 @@ its report; `python -m sweeper.health PATH...` prints the health table of each h
 from __future__ import annotations
 
 import doctest
+import os
 import sys
 from pathlib import Path
 from sweeper.health.result import HealthReport
@@ -23,8 +24,17 @@ def main(argv: list[str]) -> int:
             print(f"{arg}: no health.json here (expected a run dir or a health.json file)", file=sys.stderr)
             status = 2
             continue
+        try:
+            report = HealthReport.read(path)
+        except (ValueError, OSError) as e:      # damaged, not UTF-8, unreadable: one line naming the file
+            if os.environ.get("SWEEPER_DEBUG", "") not in ("", "0"):
+                raise
+            print(f"sweeper.health: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+                  + (f" ({path})" if str(path) not in str(e) else ""), file=sys.stderr)
+            status = 2 if isinstance(e, ValueError) else max(status, 1)
+            continue
         print(f"== {path}")
-        print(HealthReport.read(path))
+        print(report)
     return status
 
 

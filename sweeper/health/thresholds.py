@@ -14,6 +14,7 @@ The values are not tuned to any test model; they come from what the quantity mea
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
@@ -189,9 +190,9 @@ class Thresholds:
                 if value not in ("pass", "warn", "fail"):
                     raise ValueError(f"{prefix}.{key}={value!r}: expected pass, warn or fail")
                 changes[key] = value
-            elif isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            elif isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or \
                     (isinstance(default, int) and float(value) != int(value)) or value < 0:
-                raise ValueError(f"{prefix}.{key}={value!r}: expected a number >= 0"
+                raise ValueError(f"{prefix}.{key}={value!r}: expected a finite number >= 0"
                                  + (" (a whole number)" if isinstance(default, int) else ""))
             else:
                 changes[key] = int(value) if isinstance(default, int) else float(value)

@@ -28,13 +28,14 @@ def read_looks(sweep_dir: str | Path) -> dict | None:
     if not path.exists():
         return None
     try:
-        record = json.loads(path.read_text())
+        record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise UnreadableFile(f"{path} is damaged ({type(e).__name__}: {e}); delete it to restart the adaptive "
-                             f"looks (finished runs are kept)") from None
-    if not isinstance(record, dict) or not isinstance(record.get("looks"), list) or "design" not in record:
-        raise UnreadableFile(f"{path} is damaged (not a looks record); delete it to restart the adaptive looks "
-                             f"(finished runs are kept)")
+        raise UnreadableFile(path, f"damaged ({type(e).__name__}: {e})".splitlines()[0],
+                             "delete it to restart the adaptive looks (finished runs are kept)") from None
+    if not isinstance(record, dict) or not isinstance(record.get("looks"), list) or "design" not in record \
+            or not isinstance(record.get("design"), dict) or not isinstance(record.get("states", {}), dict):
+        raise UnreadableFile(path, "damaged (not a looks record)",
+                             "delete it to restart the adaptive looks (finished runs are kept)")
     return record
 
 

@@ -26,6 +26,7 @@ hash), so the same command with another world size is another sweep, never a res
 from __future__ import annotations
 
 import sys
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,7 +120,7 @@ class Plan:
         extra = {"tensorboard": True} if self.tensorboard else {}
         journal = self.sweep.sweeper.journal
         if journal:                   # the journal this sweep's reports go to (sweeper.report, resume)
-            extra["journal"] = journal if journal.lower() == "off" else str(Path(journal).expanduser().resolve())
+            extra["journal"] = journal if journal.lower() == "off" else str(Path(os.path.expanduser(journal)).resolve())
         manifest = Manifest(
             experiment=self.experiment, seeds=list(self.seeds), variants_hash=self.variants_hash,
             overrides=list(self.sweep.overrides), launcher=dict(self.sweep.launcher), task=self.task.to_dict(),
@@ -180,7 +181,7 @@ def make_plan(sweep: Sweep, seeds: list[int], variant_seeds: dict[str, list[int]
         for base in sweep.variant_configs.values():
             sweep.task.check_placeholders({**base, "seed": 0})
     root = sweep.sweeper.dir or default_sweep_dir(sweep, variants_hash)
-    sweep_dir = Path(root).expanduser().resolve()
+    sweep_dir = Path(os.path.expanduser(root)).resolve()
     runs = []
     for variant, base in sweep.variant_configs.items():
         for seed in own.get(variant, seeds):

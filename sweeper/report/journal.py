@@ -25,6 +25,7 @@ from pathlib import Path
 
 from sweeper.errors import UsageError
 from sweeper.run.atomic import atomic_write_text
+from sweeper.errors import not_text
 from sweeper.run.rundir import UnreadableFile, stable_hash
 from sweeper.config.config_diff import describe
 from sweeper.config.seeds import format_seeds
@@ -36,7 +37,7 @@ def journal_dir(sweep_dir: str | Path, setting: str | None) -> Path | None:
     """Where a sweep's entry goes: sweeper.journal (a dir; `off`: nowhere), default the sweep dir's parent."""
     if setting is not None and str(setting).strip().lower() in ("off", "false", "none", ""):
         return None
-    return Path(setting).expanduser() if setting else Path(sweep_dir).resolve().parent
+    return Path(os.path.expanduser(setting)) if setting else Path(sweep_dir).resolve().parent
 
 
 def entry_id(sweep_dir: str | Path) -> str:
@@ -53,7 +54,10 @@ def read_entries(folder: str | Path) -> list[dict]:
     except FileNotFoundError:
         return []
     except OSError as e:
-        raise UnreadableFile(path, f"the journal cannot be read ({e})", "check its permissions") from None
+        raise UnreadableFile(path, f"the journal cannot be read ({e.strerror or e})", "check its permissions") from None
+    except UnicodeDecodeError as e:
+        raise UnreadableFile(path, f"the journal is not UTF-8 text ({not_text(e)})",
+                             "restore it from a backup, or move it aside (journal.md holds a readable copy)") from None
     entries = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -103,7 +107,7 @@ def record(folder: str | Path, entry: dict) -> Path:
 
 def find(entries: list[dict], ref: str) -> dict:
     """The entry a reference names: its id, sweep name, or sweep dir (UsageError listing the choices)."""
-    ref_path = str(Path(ref).expanduser().resolve()) if ref else ""
+    ref_path = str(Path(os.path.expanduser(ref)).resolve()) if ref else ""
     hits = [e for e in entries if ref in (e["id"], e.get("sweep")) or e.get("sweep_dir") == ref_path]
     if len(hits) == 1:
         return hits[0]

@@ -81,6 +81,7 @@ class Progress:
         self._queued: int | None = None
         self._slots = 1
         self._view: tuple[str, list[str]] | None = None   # the last status read from the run files
+        self._stalled: dict[str, float] = {}    # run label -> when it last moved (sweeper.backends.local.watch)
 
     # -- events ---------------------------------------------------------------------------------------------
     def log(self, msg: str) -> None:
@@ -106,6 +107,7 @@ class Progress:
                  f"retrying in {delay_s:g}s (log: {getattr(run, 'log_path', '')})")
 
     def ended(self, run, status: dict, wall_s: float) -> None:
+        self._stalled.pop(run.label, None)
         self.health_news(run)
         state = str(status.get("status") or Status.FAILED.value)
         self.counts[state] = self.counts.get(state, 0) + 1
@@ -149,6 +151,15 @@ class Progress:
             verdict = "invalidates the run" if d.get("invalidates") else d.get("kind", "")
             self.log(f"DIAGNOSIS {run.label}: {d['name']} ({verdict}): {d.get('message', '')}"
                      + (f"; fix: {d['fix']}" if d.get("fix") else ""))
+
+    def stalled(self, run, idle_s: float, why: str) -> None:
+        """A running run has shown no progress (output, metrics, CPU time) for idle_s seconds: named once."""
+        self._stalled[run.label] = time.time() - idle_s
+        self.log(f"STALL  {run.label}: no new output, metrics or CPU time for {fmt_s(idle_s)}; {why}")
+
+    def stall_over(self, run, idle_s: float) -> None:
+        if self._stalled.pop(run.label, None) is not None:
+            self.log(f"moving {run.label} again after {fmt_s(idle_s)} without progress")
 
     def not_started(self, run, status: dict) -> None:
         self.counts[Status.PENDING.value] += 1
@@ -218,7 +229,9 @@ class Progress:
             value = m.get("train_loss", m.get("loss"))
             loss = f"  loss {value:.3f}" if isinstance(value, (int, float)) else ""
             where = f"step {step if step is not None else 0:>5}/{steps}" if steps else ""
-            rows.append(f"  {run.label:<24} {slot.name:<8} {where}{loss}  ETA {fmt_s(eta)}")
+            since = self._stalled.get(run.label)
+            stall = f"  STALLED {fmt_s(now - since)}" if since is not None else ""
+            rows.append(f"  {run.label:<24} {slot.name:<8} {where}{loss}  ETA {fmt_s(eta)}{stall}")
         return rows, etas
 
     def _head(self, etas: list) -> str:
@@ -228,7 +241,8 @@ class Progress:
         done = self.done - failed
         interrupted = self.counts[Status.INTERRUPTED.value]
         stopped = f"{interrupted} interrupted (resume: run again) | " if interrupted else ""
-        return (f"sweep: {queued} queued | {len(self._running)} running | {done} done | {failed} failed | {stopped}"
+        stalled = f"{len(self._stalled)} stalled | " if self._stalled else ""
+        return (f"sweep: {queued} queued | {len(self._running)} running | {stalled}{done} done | {failed} failed | {stopped}"
                 f"{fmt_s(now - self.t0)} elapsed | ETA {fmt_s(self._sweep_eta(etas, queued))}")
 
     def _sweep_eta(self, etas: list, queued: int) -> float | None:

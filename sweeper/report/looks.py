@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sweeper.plan.looks import read_looks
+from sweeper.plan.looks import looks_path, read_looks
 from sweeper.run.rundir import UnreadableFile
 from sweeper.report.html import write_html
 from sweeper.run.atomic import atomic_write_text
@@ -24,10 +24,16 @@ def looks_lines(sweep_dir: str | Path) -> tuple[list[str], list[str]]:
     """(markdown lines, terminal lines) of the looks record; a damaged record is one line in both."""
     try:
         rec = read_looks(sweep_dir)
+        return _lines(rec) if rec is not None else ([], [])
     except UnreadableFile as e:
-        return [SECTION, "", f"WARNING: {e}", ""], [f"WARNING: {e}"]
-    if rec is None:
-        return [], []
+        warning = f"WARNING: {e}"
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, ZeroDivisionError) as e:
+        warning = (f"WARNING: {looks_path(sweep_dir)}: not a looks record this sweeper can read ({type(e).__name__}: "
+                   f"{e}); delete it to restart the adaptive looks (finished runs are kept)").splitlines()[0]
+    return [SECTION, "", warning, ""], [warning]
+
+
+def _lines(rec: dict) -> tuple[list[str], list[str]]:
     d, base = rec["design"], rec.get("baseline", "baseline")
     last = rec["looks"][-1]["seeds"] if rec["looks"] else {}
     runs = sum(last.values())
@@ -63,7 +69,7 @@ def add_looks(sweep_dir: str | Path, text: str) -> str:
     if not md:
         return text
     path = Path(sweep_dir) / "report.md"
-    report = path.read_text() if path.is_file() else ""
+    report = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
     marker = "## What each variant changes"
     block = "\n".join(md) + "\n"
     report = report.replace(marker, block + marker, 1) if marker in report else report + "\n" + block

@@ -44,8 +44,13 @@ def _pyplot():
 
 def _save(fig, path: Path) -> Path:
     tmp = path.with_name(f".{path.name}.tmp")
-    fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
-    tmp.replace(path)          # atomic: a reader never sees half a PNG
+    try:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
+        tmp.replace(path)          # atomic: a reader never sees half a PNG
+    except BaseException:
+        tmp.unlink(missing_ok=True)    # a full disk leaves no half file behind
+        _pyplot().close(fig)
+        raise
     return path
 
 

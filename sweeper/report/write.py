@@ -23,33 +23,61 @@ from sweeper.report.looks import add_looks
 from sweeper.report.markdown import markdown, summary_frame
 from sweeper.report.tables import decision_text, headline
 from sweeper.run.atomic import atomic_write_text
+from sweeper.errors import os_error_line
 from sweeper.run.rundir import UnreadableFile
 from sweeper.report.plots import write_plots
 
 
-def write_report(inp: ReportInput, out_dir: str | Path, plots: bool = True) -> str:
-    """Write report.md, report.html, summary.csv (and plots/) into out_dir; return the decision table as text."""
+def write_report(inp: ReportInput, out_dir: str | Path, plots: bool = True, unwritten: list | None = None) -> str:
+    """Write report.md, report.html, summary.csv (and plots/) into out_dir; return the decision table as text.
+    Each file is written on its own: one that cannot be written (a read-only dir, a full disk) is named in the
+    text (and appended to `unwritten`), the others are still written, and the decision table is always returned."""
     out_dir = Path(out_dir)
-    plot_paths = None
-    if plots:
-        plot_paths = write_plots(out_dir / "plots", inp.curves, inp.analysis)
-    atomic_write_text(out_dir / "summary.csv", summary_frame(inp.analysis, inp.secondary, inp.changes,
-                                                             inp.declared).to_csv(index=False))
+    failed: list[str] = []
+    plot_paths = _written(failed, out_dir / "plots", lambda: write_plots(out_dir / "plots", inp.curves,
+                                                                          inp.analysis)) if plots else None
+    _written(failed, out_dir / "summary.csv", lambda: atomic_write_text(
+        out_dir / "summary.csv", summary_frame(inp.analysis, inp.secondary, inp.changes, inp.declared).to_csv(index=False)))
     text = markdown(inp, plot_paths, out_dir)
-    atomic_write_text(out_dir / "report.md", text)
-    write_html(text, out_dir)                        # report.html: the same report, one self-contained page
-    return decision_text(inp)
+    if _written(failed, out_dir / "report.md", lambda: atomic_write_text(out_dir / "report.md", text)) is not None:
+        _written(failed, out_dir / "report.html", lambda: write_html(text, out_dir) or True)   # the same report, one page
+    if unwritten is not None:
+        unwritten.extend(failed)
+    return _with_unwritten(decision_text(inp), failed)
+
+
+def _written(failed: list[str], path: Path, write):
+    """write()'s result, or None after naming in `failed` why `path` could not be written (OSError)."""
+    try:
+        result = write()
+    except OSError as e:
+        line = os_error_line(e)
+        failed.append(line if str(path) in line else f"{path}: {line}")
+        return None
+    return True if result is None else result
+
+
+def _with_unwritten(text: str, failed: list[str]) -> str:
+    if not failed:
+        return text
+    return text + "\n" + "\n".join(f"WARNING: not written: {line}" for line in failed)
 
 
 def report_sweep(sweep_dir: str | Path, plots: bool = True, alpha: float = 0.05, min_seeds: int = 3,
                  n_resamples: int = 10_000, seed: int = 0, baseline: str | None = None, metric: str | None = None,
-                 lower_is_better: bool | None = None, journal: str | None = None) -> str:
+                 lower_is_better: bool | None = None, journal: str | None = None,
+                 unwritten: list | None = None) -> str:
     """Write report.md, summary.csv and plots/*.png into sweep_dir and record the sweep's entry in the journal
     (sweeper.journal: `journal` is a folder, `off`, or None for the folder holding the sweep dir); return the
-    terminal text (decision table, failed runs, one WARNING line per damaged file)."""
+    terminal text (decision table, failed runs, one WARNING line per damaged file and per file not written:
+    those are also appended to `unwritten`)."""
     inp = analyze_sweep(sweep_dir, alpha, min_seeds, n_resamples, seed, baseline, metric, lower_is_better)
-    text = write_report(inp, sweep_dir, plots)
-    text = add_looks(sweep_dir, text)                 # seeds=adaptive: the looks and their decisions
+    failed: list[str] = []
+    text = write_report(inp, sweep_dir, plots, failed)
+    looks = _written(failed, Path(sweep_dir) / "report.md", lambda: add_looks(sweep_dir, text))  # seeds=adaptive
+    text = looks if isinstance(looks, str) else text
+    if unwritten is not None:
+        unwritten.extend(failed)
     if journal is None:                               # the journal the sweep was started with, if it named one
         manifest = load_manifest(sweep_dir)
         journal = manifest.extra.get("journal") if manifest is not None else None
@@ -58,19 +86,27 @@ def report_sweep(sweep_dir: str | Path, plots: bool = True, alpha: float = 0.05,
         return text
     try:
         page = journal_mod.record(folder, journal_mod.entry_of(inp, sweep_dir, inp.code, headline(inp.analysis)))
-    except (UnreadableFile, OSError) as e:
+    except UnreadableFile as e:
         return _before_notes(text, f"WARNING: the journal was not updated: {e}")
+    except OSError as e:
+        return _before_notes(text, f"WARNING: the journal was not updated: {os_error_line(e)}")
     return _before_notes(text, f"journal: {page}")
 
 
 def compare_sweeps(new_dir: str | Path, old_dir: str | Path, plots: bool = True, alpha: float = 0.05,
                    min_seeds: int = 3, n_resamples: int = 10_000, seed: int = 0, metric: str | None = None,
-                   lower_is_better: bool | None = None) -> str:
+                   lower_is_better: bool | None = None, any_experiment: bool = False,
+                   unwritten: list | None = None) -> str:
     """Write report.md, summary.csv and plots into NEW/compare_vs_<old name>/; return the decision table text."""
-    inp = analyze_pair(new_dir, old_dir, alpha, min_seeds, n_resamples, seed, metric, lower_is_better)
+    inp = analyze_pair(new_dir, old_dir, alpha, min_seeds, n_resamples, seed, metric, lower_is_better,
+                       any_experiment=any_experiment)
     out_dir = Path(new_dir) / f"compare_vs_{Path(old_dir).resolve().name}"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return write_report(inp, out_dir, plots)
+    failed: list[str] = []
+    if _written(failed, out_dir, lambda: out_dir.mkdir(parents=True, exist_ok=True)) is None:
+        if unwritten is not None:
+            unwritten.extend(failed)
+        return _with_unwritten(decision_text(inp), failed)
+    return write_report(inp, out_dir, plots, unwritten)
 
 
 def _before_notes(text: str, line: str) -> str:

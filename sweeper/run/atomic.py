@@ -54,7 +54,8 @@ def _umask() -> int:
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    """UTF-8; a lone surrogate (from a damaged file's \\ud800 escape) is written as its escape, never an error."""
+    atomic_write_bytes(path, text.encode("utf-8", errors="backslashreplace"))
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> None:
@@ -73,7 +74,7 @@ def read_jsonl(path: str | Path) -> list[dict]:
     """Every complete, parseable line; a truncated or corrupt line is skipped."""
     out = []
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:    # a damaged line is skipped, not fatal
             for line in f:
                 try:
                     out.append(json.loads(line))

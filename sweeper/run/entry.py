@@ -11,6 +11,8 @@ a bad config (sweeper.run.ConfigError) or a refused resume, 1 a crash (traceback
 from __future__ import annotations
 
 import importlib
+import inspect
+import os
 import re
 import sys
 import traceback
@@ -33,6 +35,36 @@ def load_entry(entry: str) -> Callable:
     if not callable(fn):
         raise ValueError(f"{entry!r}: module {module_name} has no function {attr}")
     return fn
+
+
+CALLED_WITH = {"entry": "run", "validate": "config", "preflight": "config"}   # what sweeper passes each hook
+
+
+def call_problem(fn: Callable, key: str, entry: str) -> str | None:
+    """Why sweeper cannot call `fn` (task.KEY=entry) as it does, or None: task.entry as fn(run), task.validate as
+    fn(config) (or fn(config, launcher=...) when it has a `launcher` parameter), task.preflight as fn(config).
+    A coroutine or generator function is refused too (calling it would run nothing). Checked at plan time (the
+    task's import probe, sweeper.config.task), so a wrong signature is one line, not a failure of every run."""
+    what = CALLED_WITH[key]
+    name = getattr(fn, "__name__", entry.rpartition(":")[2])
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        return (f"task.{key}={entry!r}: {name} is an async function; sweeper calls it as {name}({what}) and would "
+                f"get a coroutine that never runs: make it a plain def (run asyncio.run(...) inside it)")
+    if inspect.isgeneratorfunction(fn):
+        return (f"task.{key}={entry!r}: {name} is a generator function (it yields); sweeper calls it as "
+                f"{name}({what}), which would run none of its body: make it a plain function")
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None                   # a builtin or C function: no signature to check
+    launcher = key == "validate" and "launcher" in sig.parameters
+    try:
+        sig.bind(object(), **({"launcher": {}} if launcher else {}))
+    except TypeError as e:
+        call = f"{name}({what}{', launcher=...' if launcher else ''})"
+        return (f"task.{key}={entry!r}: {name}{sig} cannot be called as {call} ({e}); sweeper calls it with the "
+                f"{what} only: def {name}({what}{', launcher=None' if key == 'validate' else ''}): ...")
+    return None
 
 
 def run_entry(entry: str, run_dir: str) -> int:
@@ -81,4 +113,16 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m sweeper.run MODULE:FUNCTION RUN_DIR   (RUN_DIR/config.yaml holds the run's config)",
               file=sys.stderr)
         return 2
-    return run_entry(argv[0], argv[1])
+    if not os.path.isdir(argv[1]):
+        print(f"sweeper.run: error: {argv[1]}: no such run dir (a folder holding the run's config.yaml)",
+              file=sys.stderr)
+        return 2
+    try:
+        return run_entry(argv[0], argv[1])
+    except (OSError, UnicodeDecodeError, UnreadableFile) as e:   # the run dir itself: not the entry's own error
+        if os.environ.get("SWEEPER_DEBUG", "") not in ("", "0"):
+            raise
+        where = getattr(e, "filename", None) or argv[1]
+        what = e.strerror if isinstance(e, OSError) and e.strerror else str(e).splitlines()[0]
+        print(f"sweeper.run: error: {where}: {what} (SWEEPER_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 2 if isinstance(e, (UnicodeDecodeError, UnreadableFile)) else 1

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sweeper.errors import not_text
 from sweeper.run.atomic import append_jsonl, atomic_write_json, atomic_write_text, rewrite_jsonl
 from sweeper.run.owner import alive
 from sweeper.run.atomic import read_tail
@@ -54,6 +55,7 @@ class Status(str, enum.Enum):
 
 
 STATUSES = tuple(s.value for s in Status)
+LOST_SUMMARY = "its result is lost"     # in the error outcome() records for a finished run without its summary
 TERMINAL = frozenset({Status.FINISHED, Status.FAILED, Status.DIVERGED, Status.INTERRUPTED})  # the run ended
 KEEP = frozenset({Status.FINISHED, Status.DIVERGED})   # outcomes a later launch does not redo
 
@@ -81,6 +83,8 @@ def _load_json(path: Path, what: str, fix: str = "") -> Any:
         return None
     except OSError as e:
         raise UnreadableFile(path, f"cannot read the {what} ({e.strerror})", fix) from None
+    except UnicodeDecodeError as e:
+        raise UnreadableFile(path, f"the {what} is not UTF-8 text ({not_text(e)})", fix) from None
     try:
         return json.loads(text)
     except ValueError as e:
@@ -249,18 +253,26 @@ class RunDir:
     def outcome(self) -> Status:
         """The state a launcher acts on. A summary that says the run finished (or diverged) wins over a status
         that is missing, damaged, `running` or `interrupted` (a stop at the moment the run ended), and the status
-        is repaired; a damaged status with no finished summary counts as FAILED (the run is redone)."""
+        is repaired; a damaged status with no finished summary counts as FAILED (the run is redone). A status
+        that says finished (or diverged) without a readable summary is a result lost: the run becomes
+        interrupted (LOST_SUMMARY says why) and is run again, from its last checkpoint."""
         try:
             record = self.read_status()
             damaged = None
         except UnreadableFile as e:
             record, damaged = StatusRecord(status=Status.FAILED), e
-        if record.status in KEEP:
-            return record.status
         try:
             summary = self.read_summary()
-        except UnreadableFile:
-            summary = None
+            unreadable = None
+        except UnreadableFile as e:
+            summary, unreadable = None, e
+        if record.status in KEEP and summary is not None and summary.status in KEEP:
+            return record.status
+        if record.status in KEEP:                      # finished, but its result (the summary) is gone
+            why = "is missing" if unreadable is None else f"cannot be read ({unreadable.why})"
+            self.update_status(Status.INTERRUPTED, error=f"{record.status.value}, but its summary.json {why}: "
+                               f"{LOST_SUMMARY}; it runs again from its last checkpoint", exit_code=None)
+            return Status.INTERRUPTED
         if summary is not None and summary.status in KEEP:
             self.update_status(summary.status, error=None, exit_code=0, ended=record.ended or time.time(),
                                run_id=record.run_id or summary.run_id)
@@ -359,9 +371,12 @@ class RunDir:
         except FileNotFoundError:
             raise UnreadableFile(self.config_path, "the run's config is missing",
                                  "this run dir was not planned by sweeper; pass config= to sweeper.run.init") from None
-        except (OSError, yaml.YAMLError) as e:
-            raise UnreadableFile(self.config_path, f"the run's config is not readable YAML ({e})",
+        except UnicodeDecodeError as e:
+            raise UnreadableFile(self.config_path, f"the run's config is not UTF-8 text ({not_text(e)})",
                                  "restore it or start a new sweep") from None
+        except (OSError, yaml.YAMLError) as e:
+            raise UnreadableFile(self.config_path, f"the run's config is not readable YAML "
+                                 f"({' '.join(str(e).split())})", "restore it or start a new sweep") from None
         if not isinstance(cfg, dict):
             raise UnreadableFile(self.config_path, "the run's config is not a mapping", "restore it")
         return cfg

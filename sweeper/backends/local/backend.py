@@ -32,7 +32,7 @@ from sweeper.backends.local.slots import PROJECT_ROOT, make_slots
 from sweeper.backends.local.warm import WarmStarts, warm_target
 from sweeper.config.task import python_path
 from sweeper.report.live import Progress
-from sweeper.run.rundir import KEEP, Launch, RunDir, Status, UnreadableFile
+from sweeper.run.rundir import KEEP, LOST_SUMMARY, Launch, RunDir, Status, UnreadableFile
 
 
 def launch_settings(cfg: LocalLauncherConf, n_runs: int, ranks=()) -> Launch:
@@ -50,6 +50,15 @@ def recorded_threads(rd: RunDir) -> int | None:
     except UnreadableFile:
         return None
     return threads if isinstance(threads, int) and not isinstance(threads, bool) and threads > 0 else None
+
+
+def lost_result(rd: RunDir) -> str | None:
+    """The error RunDir.outcome() recorded for a finished run whose summary is gone (it runs again), else None."""
+    try:
+        error = rd.read_status().error or ""
+    except UnreadableFile:
+        return None
+    return error if LOST_SUMMARY in error else None
 
 
 class RunAdapter:
@@ -123,6 +132,9 @@ def launch(plan, launcher_cfg: LocalLauncherConf | dict, progress: Progress | No
             progress.skipped(run, state.value)
         else:
             todo.append(run)
+            lost = lost_result(run.rundir)
+            if lost:
+                progress.log(f"redo   {run.label}: {lost}")
     variant_order = {v: i for i, v in enumerate(plan.experiment.variants)}
     todo.sort(key=lambda r: (plan.seeds.index(r.seed) if r.seed in plan.seeds else r.seed, variant_order[r.variant]))
     resumable = [r.label for r in todo if r.rundir.has_checkpoint()]
@@ -137,7 +149,7 @@ def launch(plan, launcher_cfg: LocalLauncherConf | dict, progress: Progress | No
     one_rank = any(plan.ranks_of(r.variant) == 1 for r in todo)     # multi-rank runs start cold: no launcher
     warm = WarmStarts(*_warm(plan.task)) if one_rank else None
     outcomes = run_pool([adapter.job(r) for r in todo], slots, adapter, cfg.retry_policy(), progress,
-                        grace_s=float(cfg.grace_s), warm=warm, max_parallel=cfg.max_parallel)
+                        grace_s=float(cfg.grace_s), warm=warm, max_parallel=cfg.max_parallel, watch=cfg.watch())
     results.update({key: str(status.get("status", Status.FAILED.value)) for key, status in outcomes.items()})
     return results
 

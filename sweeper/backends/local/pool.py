@@ -320,12 +320,14 @@ def wait_for_events(fds: list[int], timeout: float) -> None:
 # -- scheduling ----------------------------------------------------------------------------------------------
 
 def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: RetryPolicy, progress,
-             grace_s: float = 20.0, tick_s: float = 0.2, warm=None, max_parallel: int | None = None) -> dict[str, dict]:
+             grace_s: float = 20.0, tick_s: float = 0.2, warm=None, max_parallel: int | None = None,
+             watch=None) -> dict[str, dict]:
     """Run every job; returns key -> final status dict. Raises KeyboardInterrupt after a clean stop.
 
     Waits are events (a child's pidfd or its warm launcher's pipe, the signal pipe); tick_s bounds a wait so
     that progress is shown. warm: a sweeper.backends.local.warm.WarmStarts (opened on these slots), None: cold
-    starts only. max_parallel: the most jobs running at once (None: as many as the slots hold)."""
+    starts only. max_parallel: the most jobs running at once (None: as many as the slots hold). watch: a
+    sweeper.backends.local.watch.RunWatch (logs cut to size, stalled runs named or killed), None: none."""
     queue, ready_at, attempts, waiting = list(jobs), {}, {}, {}    # waiting: key -> status of a failed try
     free, running, outcomes = sorted(slots, key=lambda s: s.index), [], {}
     loops = CrashLoops(policy.crash_loop_after)
@@ -370,9 +372,14 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                 reaper.mine |= set(getattr(proc, "pids", [proc.pid]))
                 running.append(child)
                 progress.started(job, child.slot)
+            for child in [c for c in running if c.proc.poll() is None] if watch is not None else ():
+                if watch.check(child, progress):                # stalled, and launcher.stall_kill=true
+                    signal_group(child.proc.pid, signal.SIGKILL)
             for child in [c for c in running if c.proc.poll() is not None]:
                 running.remove(child)
                 child.release()
+                if watch is not None:
+                    watch.ended(child, progress)
                 signal_group(child.proc.pid, signal.SIGKILL)    # what is left of its group (stuck workers)
                 reaper.kill_adopted()
                 free.extend(child.slots)
@@ -403,6 +410,8 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
             progress.log(f"{'stopping the sweep' if halt else 'interrupted'}: stopping {len(running)} running "
                          f"run(s) (SIGTERM; SIGKILL after {grace_s:g}s; Ctrl-C again to kill now)")
             _stop_all(running, intr, grace_s)
+            for child in running if watch is not None else ():
+                watch.ended(child, progress)
             for child in running:
                 child.job.rank_exit = getattr(child.proc, "cause", None)
                 status, _ = adapter.settle(child.job, child.proc.returncode, True, child.attempt)

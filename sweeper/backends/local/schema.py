@@ -31,6 +31,9 @@ class PoolConf:
     retry_backoff_s: float = seconds(5.0)  # delay before the first retry, doubled each time (a retry resumes from the checkpoint)
     crash_loop_after: int = at_least_zero(2)  # this many runs of a variant failing with the same error stop that variant (0 = off)
     grace_s: float = seconds(20.0)         # Ctrl-C / SIGTERM: seconds from SIGTERM (runs checkpoint) to SIGKILL; Ctrl-C twice = now
+    max_log_mb: Optional[float] = positive(16.0, null=True, what="number of MiB")   # a run's stdout.log keeps its first MiB and newest half of this; the cut is named in the log; null = no limit
+    stall_s: float = seconds(30.0)         # a run with no new output, metrics or CPU time this long is named stalled (log, live view); 0 = off
+    stall_kill: bool = False               # also kill a stalled run (it is retried from its checkpoint, launcher.max_retries)
 
     COMMA_LISTS: ClassVar[tuple[str, ...]] = ("devices", "cores")   # also written 3,5 / '3,5' / 3 (one id)
 
@@ -43,6 +46,13 @@ class PoolConf:
             if isinstance(d.get(key), (str, int)) and not isinstance(d.get(key), bool):
                 d[key] = [p.strip() for p in str(d[key]).split(",") if p.strip()]
         return build(cls, d, prefix)
+
+    def watch(self):
+        """What the pool watches on every running run: its log's size, stalls (sweeper.backends.local.watch)."""
+        from sweeper.backends.local.watch import RunWatch   # deferred: only when a pool runs (the schema stays light)
+
+        return RunWatch(max_log_bytes=int(self.max_log_mb * 2 ** 20) if self.max_log_mb else None,
+                        stall_s=float(self.stall_s), stall_kill=bool(self.stall_kill))
 
     def retry_policy(self):
         from sweeper.backends.failures import RetryPolicy   # deferred: Hydra's plugin scan imports this schema

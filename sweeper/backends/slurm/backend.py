@@ -201,7 +201,9 @@ def _submit_width(plan, todo: list, cfg: SlurmLauncherConf, ranks: int, progress
             with _sbatch_quiet(), executor.batch():
                 submitted = [executor.submit(RunTask(str(run.run_dir), plan.argv(run), plan.task.cwd,
                                                      plan.run_env(run), pythonpath, cfg.use_gpus, cfg.stop_grace_s,
-                                                     cfg.max_retries, cfg.retry_backoff_s, ranks)) for run in runs]
+                                                     cfg.max_retries, cfg.retry_backoff_s, ranks,
+                                                     int(cfg.max_log_mb * 2 ** 20) if cfg.max_log_mb else None))
+                             for run in runs]
         except Exception as e:   # sbatch refused (submitit raises its stderr): one line, nothing guessed
             done = f"; {start} run(s) were submitted before it and are recorded in {sweep_dir / RECORD}" if start \
                 else "; nothing was submitted"

@@ -30,6 +30,15 @@ class SlurmUnavailable(RuntimeError):
     """squeue did not answer: job states are unknown (nothing is settled or resubmitted on a guess)."""
 
 
+def unreachable(said: str) -> str:
+    """One line for a squeue that did not answer (a machine that reaches no controller prints several lines of
+    DNS SRV and config errors): the last thing it said, and what to do."""
+    lines = [ln.strip().removeprefix("squeue: error: ").removeprefix("squeue: ") for ln in said.splitlines()
+             if ln.strip()]
+    return (f"squeue did not answer ({lines[-1][:160] if lines else 'no output'}): the job states are unknown, "
+            f"nothing was changed; run this on a machine of the cluster (a login node) or check `scontrol ping`")
+
+
 def job_states(job_ids: set[str]) -> dict[str, str]:
     """Slurm state of each job id ("12_3" or "12"): squeue (controller memory, no lag), else sacct."""
     if not job_ids:
@@ -39,9 +48,9 @@ def job_states(job_ids: set[str]) -> dict[str, str]:
         q = subprocess.run(["squeue", "-h", "-r", "-t", "all", "-j", ",".join(arrays), "-o", "%i|%T"],
                            capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as e:
-        raise SlurmUnavailable(f"squeue failed: {e}") from None
+        raise SlurmUnavailable(unreachable(str(e))) from None
     if q.returncode != 0 and "Invalid job id" not in q.stderr:   # ids unknown to the controller: ask sacct
-        raise SlurmUnavailable(f"squeue failed: {q.stderr.strip() or f'exit status {q.returncode}'}")
+        raise SlurmUnavailable(unreachable(q.stderr or f"exit status {q.returncode}"))
     states = {}
     for line in q.stdout.splitlines():
         jid, _, state = line.strip().partition("|")

@@ -51,6 +51,7 @@ class SlurmLauncherConf:
     max_retries: int = at_least_zero(2)       # in-place retries after a transient failure (killed by a signal, CUDA OOM, lost node), as the local pool
     retry_backoff_s: float = seconds(5.0)    # delay before the first retry, doubled each time (a retry resumes from the checkpoint)
     poll_s: float = seconds(5.0, strict=True)          # seconds between Slurm state polls while waiting
+    max_log_mb: Optional[float] = positive(16.0, null=True, what="number of MiB")   # a run's stdout.log keeps its first MiB and newest half of this (the cut named in it); null = no limit
 
     @classmethod
     def from_dict(cls, d: dict | None, prefix: str = "launcher"):

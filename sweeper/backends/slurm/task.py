@@ -35,6 +35,7 @@ from sweeper.backends.failures import RetryPolicy, attempt_outcome
 from sweeper.backends.local.pool import pin_and_watch
 from sweeper.backends.local.ranks import RankGroup
 from sweeper.backends.slurm.ranks import task_slots
+from sweeper.run.logcap import cap_log, stopped_group
 from sweeper.run.rundir import RunDir, Status
 from sweeper.backends.local.slots import PROJECT_ROOT, run_env
 
@@ -85,7 +86,8 @@ class RunTask(Checkpointable):
     """A picklable callable: the Slurm task of one run (submitit requeues it through `checkpoint`)."""
 
     def __init__(self, run_dir: str, argv: list[str], cwd: str, env: dict, pythonpath: str, use_gpus: bool,
-                 stop_grace_s: float = 60.0, max_retries: int = 0, retry_backoff_s: float = 5.0, ranks: int = 1):
+                 stop_grace_s: float = 60.0, max_retries: int = 0, retry_backoff_s: float = 5.0, ranks: int = 1,
+                 max_log_bytes: int | None = None):
         self.run_dir = str(run_dir)
         self.argv, self.cwd, self.env = [str(a) for a in argv], str(cwd), dict(env)
         self.pythonpath = str(pythonpath)
@@ -93,6 +95,7 @@ class RunTask(Checkpointable):
         self.stop_grace_s = float(stop_grace_s)
         self.max_retries, self.retry_backoff_s = int(max_retries), float(retry_backoff_s)
         self.ranks = int(ranks)
+        self.max_log_bytes = max_log_bytes
         self._child: subprocess.Popen | RankGroup | None = None
         self._stop_sent = False
 
@@ -104,7 +107,7 @@ class RunTask(Checkpointable):
 
     def _again(self) -> "RunTask":
         return RunTask(self.run_dir, self.argv, self.cwd, self.env, self.pythonpath, self.use_gpus,
-                       self.stop_grace_s, self.max_retries, self.retry_backoff_s, self.ranks)
+                       self.stop_grace_s, self.max_retries, self.retry_backoff_s, self.ranks, self.max_log_bytes)
 
     def __call__(self) -> dict:
         """Run the child; a transient failure (killed by a signal, CUDA out of memory, lost node) is retried in
@@ -166,8 +169,18 @@ class RunTask(Checkpointable):
                                                stdin=subprocess.DEVNULL, start_new_session=True)
         _log(f"run {rd.path} started as pid {self._child.pid} (restart {restart}, attempt {attempt})")
         while self._child.poll() is None:
+            self._cap(rd, running=True)
             time.sleep(0.2)
+        self._cap(rd, running=False)
         return self._child.returncode
+
+    def _cap(self, rd: RunDir, running: bool) -> None:
+        """stdout.log cut to launcher.max_log_mb (sweeper.run.logcap); a failure to cut is never fatal."""
+        try:
+            cap_log(rd.log_path, getattr(self, "max_log_bytes", None),
+                    pause=stopped_group(self._child.pid) if running else None)
+        except OSError:
+            pass
 
     def _on_sigterm(self, signum, _frame) -> None:
         _log("SIGTERM: asking the run to checkpoint and stop")
