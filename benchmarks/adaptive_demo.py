@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sweeper.plan.looks import read_looks  # noqa: E402
 from sweeper.analysis.analyze import analyze_sweep  # noqa: E402
+from sweeper.plan.looks import read_looks  # noqa: E402
 
 SWEEPS = {"fixed": ["seeds=0-3"], "adaptive": ["seeds=adaptive"]}
 
@@ -74,17 +74,26 @@ def main(argv: list[str] | None = None) -> int:
     same = all(r["same"] for r in table)
     data = {"runs": runs, "wall_s": walls, "comparisons": table, "same_decisions": same,
             "fewer_runs": runs["adaptive"] < runs["fixed"], "design": looks.get("design")}
-    lines = ["# The rope demo: seeds=adaptive against the fixed 4-seed sweep (`python benchmarks/adaptive_demo.py`)", "",
-             f"Local pool, 2 CPUs. Fixed `seeds=0-3`: {runs['fixed']} runs, {walls['fixed']:.0f} s. Adaptive "
-             f"`seeds=adaptive` (design {looks.get('design')}): {runs['adaptive']} runs, {walls['adaptive']:.0f} s.", "",
-             "| comparison | fixed verdict | adaptive verdict | adaptive: looks, seeds per arm at the stop | same |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "# The rope demo: seeds=adaptive against the fixed 4-seed sweep (`python benchmarks/adaptive_demo.py`)",
+        "",
+        f"Local pool, 2 CPUs. Fixed `seeds=0-3`: {runs['fixed']} runs, {walls['fixed']:.0f} s. Adaptive "
+        f"`seeds=adaptive` (design {looks.get('design')}): {runs['adaptive']} runs, {walls['adaptive']:.0f} s.",
+        "",
+        "| comparison | fixed verdict | adaptive verdict | adaptive: looks, seeds per arm at the stop | same |",
+        "|---|---|---|---|---|",
+    ]
     for r in table:
-        lines.append(f"| {r['comparison']} | {r['fixed']} | {r['adaptive']} | {r['looks']} look(s), {r['seeds']} seeds "
-                     f"| {'yes' if r['same'] else 'NO'} |")
-    lines += ["", f"- same decisions: {'yes' if same else 'NO'}",
-              f"- runs: {runs['adaptive']} adaptive vs {runs['fixed']} fixed "
-              f"({1 - runs['adaptive'] / runs['fixed']:.0%} fewer)"]
+        lines.append(
+            f"| {r['comparison']} | {r['fixed']} | {r['adaptive']} | {r['looks']} look(s), {r['seeds']} seeds "
+            f"| {'yes' if r['same'] else 'NO'} |"
+        )
+    lines += [
+        "",
+        f"- same decisions: {'yes' if same else 'NO'}",
+        f"- runs: {runs['adaptive']} adaptive vs {runs['fixed']} fixed "
+        f"({1 - runs['adaptive'] / runs['fixed']:.0%} fewer)",
+    ]
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
     (results / "adaptive_demo.json").write_text(json.dumps(data, indent=1, default=str))

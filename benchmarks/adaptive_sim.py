@@ -38,7 +38,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sweeper.adaptive import design as adaptive  # noqa: E402
-
 from sweeper.analysis import stats
 
 DESIGN = adaptive.Design(alpha=0.05, start=4, batch=2, max_seeds=16, min_effect=1.0, spending="hsd")

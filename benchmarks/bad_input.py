@@ -46,14 +46,25 @@ EXPERIMENTS = {
                  "  lower_is_better: true\n  variants: {a: [], b: [x=1]}\n",
 }
 CASES = [
-    ("seeds range empty", ["seeds=3-1"]), ("seeds repeated", ["seeds=[0,0]"]), ("seed too large", [f"seeds={2 ** 64}"]),
-    ("unknown key", ["train.stepz=3"]), ("wrong type", ["train.steps=abc"]), ("out of range", ["train.steps=0"]),
-    ("lr inf", ["train.lr=inf"]), ("rope_base nan", ["model.rope_base=nan"]), ("grace_s inf", ["launcher.grace_s=inf"]),
-    ("threshold inf", ["+health.thresholds.ema_beta=inf"]), ("experiment name 300 chars", [f"experiment.name={LONG}"]),
-    ("variant name 300 chars", [f"+experiment.variants.{LONG}=[]"]), ("sweeper.dir part too long", [f"sweeper.dir=s/{LONG}"]),
-    ("missing corpus", ["data=text", "data.path=/no/such/corpus.txt"]), ("malformed override", ["train.steps=="]),
-    ("unknown option", ["--bogus"]), ("unknown experiment", ["+experiment=nosuch"]),
-    ("baseline not a variant", ["experiment.baseline=nosuch"]), ("too many runs", ["sweeper.max_runs=2"]),
+    ("seeds range empty", ["seeds=3-1"]),
+    ("seeds repeated", ["seeds=[0,0]"]),
+    ("seed too large", [f"seeds={2**64}"]),
+    ("unknown key", ["train.stepz=3"]),
+    ("wrong type", ["train.steps=abc"]),
+    ("out of range", ["train.steps=0"]),
+    ("lr inf", ["train.lr=inf"]),
+    ("rope_base nan", ["model.rope_base=nan"]),
+    ("grace_s inf", ["launcher.grace_s=inf"]),
+    ("threshold inf", ["+health.thresholds.ema_beta=inf"]),
+    ("experiment name 300 chars", [f"experiment.name={LONG}"]),
+    ("variant name 300 chars", [f"+experiment.variants.{LONG}=[]"]),
+    ("sweeper.dir part too long", [f"sweeper.dir=s/{LONG}"]),
+    ("missing corpus", ["data=text", "data.path=/no/such/corpus.txt"]),
+    ("malformed override", ["train.steps=="]),
+    ("unknown option", ["--bogus"]),
+    ("unknown experiment", ["+experiment=nosuch"]),
+    ("baseline not a variant", ["experiment.baseline=nosuch"]),
+    ("too many runs", ["sweeper.max_runs=2"]),
     ("adaptive, start below 2", ["seeds=adaptive", "sweeper.adaptive.start=1"]),
     ("adaptive, min_effect inf", ["seeds=adaptive", "experiment.min_effect=inf"]),
     ("experiment YAML flow error", ["--config-dir", "conf", "+experiment=flow"]),
@@ -67,22 +78,37 @@ def run_case(args: list[str], cwd: Path, with_rope: bool = True) -> dict:
     argv = (["+experiment=rope"] if with_rope and not any(a.startswith("+experiment=") for a in args) else []) + args
     r, w = os.pipe()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
-           "SPAWN_FD": str(w)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+        "SPAWN_FD": str(w),
+    }
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", WRAP, *argv], cwd=cwd, capture_output=True, text=True, env=env,
-                          pass_fds=(w,), timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", WRAP, *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        pass_fds=(w,),
+        timeout=300,
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     os.close(w)
     spawned = os.read(r, 64).decode() or "?"
     os.close(r)
     written = sorted(str(p.relative_to(cwd)) for p in cwd.rglob("*") if not str(p.relative_to(cwd)).startswith("conf"))
-    return {"exit": proc.returncode, "stderr_lines": len(proc.stderr.strip().splitlines()),
-            "first_line": (proc.stderr.strip().splitlines() or [""])[0][:160], "processes": spawned,
-            "files": written, "wall_s": round(wall, 3),
-            "cpu_s": round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 3),
-            "traceback": "Traceback" in proc.stderr}
+    return {
+        "exit": proc.returncode,
+        "stderr_lines": len(proc.stderr.strip().splitlines()),
+        "first_line": (proc.stderr.strip().splitlines() or [""])[0][:160],
+        "processes": spawned,
+        "files": written,
+        "wall_s": round(wall, 3),
+        "cpu_s": round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 3),
+        "traceback": "Traceback" in proc.stderr,
+    }
 
 
 def project(root: Path) -> None:
@@ -94,8 +120,13 @@ def project(root: Path) -> None:
 def read_only_cwd() -> dict | None:
     """The fault: a read-only working directory (a tmpfs mounted read-only; None where mount is not allowed)."""
     where = Path(tempfile.mkdtemp(prefix="bad_input_ro_"))
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,ro", "tmpfs", str(where)],
-                                           capture_output=True).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k,ro", "tmpfs", str(where)], capture_output=True
+        ).returncode
+        != 0
+    ):
         return None
     try:
         return run_case(["seeds=0"], where)
@@ -116,40 +147,75 @@ def main(argv: list[str] | None = None) -> int:
             with tempfile.TemporaryDirectory() as tmp:
                 project(Path(tmp))
                 runs.append(run_case(case, Path(tmp)))
-        row = {**runs[-1], "case": name, "args": case, "wall_s": statistics.median(r["wall_s"] for r in runs),
-               "cpu_s": statistics.median(r["cpu_s"] for r in runs)}
+        row = {
+            **runs[-1],
+            "case": name,
+            "args": case,
+            "wall_s": statistics.median(r["wall_s"] for r in runs),
+            "cpu_s": statistics.median(r["cpu_s"] for r in runs),
+        }
         rows.append(row)
-        print(f"{name:<32} {row['exit']:>4} {row['stderr_lines']:>5} {row['processes']:>5} {len(row['files']):>5} "
-              f"{row['wall_s']:>7.2f} {row['cpu_s']:>6.2f}  {row['first_line'][:90]}", flush=True)
+        print(
+            f"{name:<32} {row['exit']:>4} {row['stderr_lines']:>5} {row['processes']:>5} {len(row['files']):>5} "
+            f"{row['wall_s']:>7.2f} {row['cpu_s']:>6.2f}  {row['first_line'][:90]}",
+            flush=True,
+        )
     fault = read_only_cwd()
     if fault is not None:
-        print(f"{'fault: read-only working dir':<32} {fault['exit']:>4} {fault['stderr_lines']:>5} "
-              f"{fault['processes']:>5} {len(fault['files']):>5} {fault['wall_s']:>7.2f} {fault['cpu_s']:>6.2f}  "
-              f"{fault['first_line'][:90]}")
-    good = [r for r in rows if r["exit"] == 2 and r["stderr_lines"] == 1 and r["processes"] == "0" and not r["files"]
-            and not r["traceback"]]
+        print(
+            f"{'fault: read-only working dir':<32} {fault['exit']:>4} {fault['stderr_lines']:>5} "
+            f"{fault['processes']:>5} {len(fault['files']):>5} {fault['wall_s']:>7.2f} {fault['cpu_s']:>6.2f}  "
+            f"{fault['first_line'][:90]}"
+        )
+    good = [
+        r
+        for r in rows
+        if r["exit"] == 2 and r["stderr_lines"] == 1 and r["processes"] == "0" and not r["files"] and not r["traceback"]
+    ]
     load = os.getloadavg()[0]
-    summary = {"cases": len(rows), "exit2_one_line_nothing_started_or_written": len(good),
-               "median_wall_s": statistics.median(r["wall_s"] for r in rows),
-               "max_wall_s": max(r["wall_s"] for r in rows), "median_cpu_s": statistics.median(r["cpu_s"] for r in rows),
-               "max_cpu_s": max(r["cpu_s"] for r in rows), "load_average": load, "rows": rows,
-               "read_only_cwd": fault}
-    print(f"\n{len(good)}/{len(rows)} bad inputs: exit 2, one line, no process, no file; median wall "
-          f"{summary['median_wall_s']:.2f} s (max {summary['max_wall_s']:.2f}), median CPU {summary['median_cpu_s']:.2f} s "
-          f"(max {summary['max_cpu_s']:.2f}); load average {load:.1f} on {os.cpu_count()} cores")
-    md = ["# Bad input: answered before anything starts", "",
-          f"`python benchmarks/bad_input.py --repeats {args.repeats}` (load average {load:.1f} on {os.cpu_count()} "
-          f"cores while it ran: the CPU time is the figure an idle machine's wall time comes close to)", "",
-          f"- **{len(good)}/{len(rows)}** bad inputs: exit 2, one line, no process started, no file written",
-          f"- median wall {summary['median_wall_s']:.2f} s (max {summary['max_wall_s']:.2f} s); median CPU "
-          f"{summary['median_cpu_s']:.2f} s (max {summary['max_cpu_s']:.2f} s)", "",
-          "| case | exit | lines | processes | files | wall s | CPU s | first line |", "|---|---|---|---|---|---|---|---|"]
-    md += [f"| {r['case']} | {r['exit']} | {r['stderr_lines']} | {r['processes']} | {len(r['files'])} | {r['wall_s']:.2f} | "
-           f"{r['cpu_s']:.2f} | {r['first_line'][:100].replace('|', '/')} |" for r in rows]
+    summary = {
+        "cases": len(rows),
+        "exit2_one_line_nothing_started_or_written": len(good),
+        "median_wall_s": statistics.median(r["wall_s"] for r in rows),
+        "max_wall_s": max(r["wall_s"] for r in rows),
+        "median_cpu_s": statistics.median(r["cpu_s"] for r in rows),
+        "max_cpu_s": max(r["cpu_s"] for r in rows),
+        "load_average": load,
+        "rows": rows,
+        "read_only_cwd": fault,
+    }
+    print(
+        f"\n{len(good)}/{len(rows)} bad inputs: exit 2, one line, no process, no file; median wall "
+        f"{summary['median_wall_s']:.2f} s (max {summary['max_wall_s']:.2f}), median CPU "
+        f"{summary['median_cpu_s']:.2f} s "
+        f"(max {summary['max_cpu_s']:.2f}); load average {load:.1f} on {os.cpu_count()} cores"
+    )
+    md = [
+        "# Bad input: answered before anything starts",
+        "",
+        f"`python benchmarks/bad_input.py --repeats {args.repeats}` (load average {load:.1f} on {os.cpu_count()} "
+        f"cores while it ran: the CPU time is the figure an idle machine's wall time comes close to)",
+        "",
+        f"- **{len(good)}/{len(rows)}** bad inputs: exit 2, one line, no process started, no file written",
+        f"- median wall {summary['median_wall_s']:.2f} s (max {summary['max_wall_s']:.2f} s); median CPU "
+        f"{summary['median_cpu_s']:.2f} s (max {summary['max_cpu_s']:.2f} s)",
+        "",
+        "| case | exit | lines | processes | files | wall s | CPU s | first line |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    md += [
+        f"| {r['case']} | {r['exit']} | {r['stderr_lines']} | {r['processes']} | {len(r['files'])} | "
+        f"{r['wall_s']:.2f} | "
+        f"{r['cpu_s']:.2f} | {r['first_line'][:100].replace('|', '/')} |"
+        for r in rows
+    ]
     if fault is not None:
-        md += ["", f"Fault, a read-only working directory (tmpfs mounted ro): exit {fault['exit']}, "
-                   f"{fault['stderr_lines']} line, {fault['processes']} processes, {len(fault['files'])} files: "
-                   f"`{fault['first_line']}`"]
+        md += [
+            "",
+            f"Fault, a read-only working directory (tmpfs mounted ro): exit {fault['exit']}, "
+            f"{fault['stderr_lines']} line, {fault['processes']} processes, {len(fault['files'])} files: "
+            f"`{fault['first_line']}`",
+        ]
     write_results(args.out, "bad_input", summary, md)
     return 0 if len(good) == len(rows) else 1
 

@@ -7,7 +7,8 @@
 Builds the real Trainer from the default run config (conf/ defaults: model small, train default), then
 alternates, side by side in one process: `train.ckpt_interval` real training steps (batch, forward, backward,
 clip, AdamW, schedule), timed; one real checkpoint (what the loop calls: `run.save_checkpoint` of the trainer's
-state, which adds the RNG states and fingerprint, then serialises, hashes, writes, fsyncs, renames, prunes), timed. Share = checkpoint time / (training time + checkpoint time) over
+state, which adds the RNG states and fingerprint, then serialises, hashes, writes, fsyncs, renames, prunes), timed.
+Share = checkpoint time / (training time + checkpoint time) over
 all rounds. Also reports the checkpoint size, the time to read one back (load + checksum) and the smallest
 interval that keeps the share under 3% on this machine.
 """

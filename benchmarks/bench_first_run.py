@@ -41,9 +41,8 @@ def sweep(extra: list[str], sweep_dir: Path) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"sweep failed ({proc.returncode}): {' '.join(argv)}\n"
                          f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
-    from sweeper.analysis.results import load_runs
+    from sweeper.analysis.results import load_experiment, load_runs
     from sweeper.analysis.verdict import analyze_all
-    from sweeper.analysis.results import load_experiment
 
     runs = load_runs(sweep_dir)
     exp, _ = load_experiment(sweep_dir)

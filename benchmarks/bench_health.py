@@ -257,21 +257,33 @@ def data_zoo(args) -> None:
               "load_average_1min": load, "cpus": os.cpu_count(), "per_model_s": full, "per_model_cpu_s": cpu,
               "per_model_without_data_checks_s": without}
     slowest = sorted(full, key=full.get, reverse=True)[:3]
-    lines = [f"preflight on {len(full)} data-zoo models (tests/helpers/health_data_zoo.py, broken and healthy, seed 0, with "
-             f"their loader/val_data/evaluate), 1 thread, best of {args.preflight_reps}: median "
-             f"{result['median_s']:.3f} s, max {result['max_s']:.2f} s (slowest: "
-             f"{', '.join(f'{n} {full[n]:.2f} s' for n in slowest)}); target median <= 0.5 s; process CPU "
-             f"time median {result['median_cpu_s']:.3f} s (load average {load} on {os.cpu_count()} CPUs)",
-             f"the data and evaluation checks' own share (all checks minus the run without them): median "
-             f"{result['median_data_checks_s'] * 1e3:.0f} ms, max {result['max_data_checks_s'] * 1e3:.0f} ms per model"]
+    lines = [
+        f"preflight on {len(full)} data-zoo models (tests/helpers/health_data_zoo.py, broken and healthy, seed 0, with "
+        f"their loader/val_data/evaluate), 1 thread, best of {args.preflight_reps}: median "
+        f"{result['median_s']:.3f} s, max {result['max_s']:.2f} s (slowest: "
+        f"{', '.join(f'{n} {full[n]:.2f} s' for n in slowest)}); target median <= 0.5 s; process CPU "
+        f"time median {result['median_cpu_s']:.3f} s (load average {load} on {os.cpu_count()} CPUs)",
+        f"the data and evaluation checks' own share (all checks minus the run without them): median "
+        f"{result['median_data_checks_s'] * 1e3:.0f} ms, max {result['max_data_checks_s'] * 1e3:.0f} ms per model",
+    ]
     print("\n".join(lines))
     if args.out:
         from benchmarks._results import write_results
 
-        write_results(args.out, "bench_health_data_zoo", result,
-                      ["# Preflight time per data-zoo model (benchmarks/bench_health.py --data-zoo)", "",
-                       *(f"- {line}" for line in lines), "", "| model | all checks, s | without data checks, s |",
-                       "|---|---|---|", *(f"| {n} | {full[n]:.3f} | {without[n]:.3f} |" for n in full)])
+        write_results(
+            args.out,
+            "bench_health_data_zoo",
+            result,
+            [
+                "# Preflight time per data-zoo model (benchmarks/bench_health.py --data-zoo)",
+                "",
+                *(f"- {line}" for line in lines),
+                "",
+                "| model | all checks, s | without data checks, s |",
+                "|---|---|---|",
+                *(f"| {n} | {full[n]:.3f} | {without[n]:.3f} |" for n in full),
+            ],
+        )
 
 
 if __name__ == "__main__":

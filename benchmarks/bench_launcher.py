@@ -2,7 +2,8 @@
 
 The same runs (the rope experiment's baseline config, seeds 0..runs-1, `--steps` steps) on this machine, four ways,
 one after another, each in fresh run dirs:
-  (a) sweeper's local pool (sweeper.backends.local.backend.launch: slots, affinity, thread counts, polling, run statuses)
+  (a) sweeper's local pool (sweeper.backends.local.backend.launch: slots, affinity, thread counts, polling, run
+  statuses)
   (b) the hand-written shell loop: `CUDA_VISIBLE_DEVICES=$i OMP_NUM_THREADS=<cores/runs> python -m sweeper.run
       sweeper.train:main RUN_DIR &` per run (the task the pool starts), then `wait`
   (c) the same parallel launch with no thread limits (every run takes every core)
@@ -56,7 +57,8 @@ def clean_env() -> dict:
 
 def make_plan(sweep_dir: Path, runs: int, steps: int):
     from sweeper.config.sweep import compose_sweep
-    from sweeper.plan.make import make_plan as plan_of, write_plan
+    from sweeper.plan.make import make_plan as plan_of
+    from sweeper.plan.make import write_plan
 
     variants = ["~experiment.variants.nope", "~experiment.variants.rope_frozen_qk"]
     args = ["+experiment=rope", *variants, f"train.steps={steps}", f"sweeper.dir={sweep_dir}"]
@@ -92,8 +94,8 @@ def shell(script: str, dirs: list[Path], entry: str, threads: int | None = None)
 
 def pool(plan) -> float:
     from sweeper.backends.local.backend import launch
-    from sweeper.report.live import Progress
     from sweeper.backends.local.schema import LocalLauncherConf
+    from sweeper.report.live import Progress
 
     saved = {k: os.environ.pop(k) for k in THREAD_VARS if k in os.environ}
     try:

@@ -107,8 +107,14 @@ def fresh_dirs(plan, dest: Path) -> list[Path]:
 def timed(argv: list[str], cwd: Path, log: Path, extra_env: dict | None = None) -> float:
     t0 = time.perf_counter()
     with open(log, "wb") as out:
-        proc = subprocess.run(argv, cwd=cwd, env={**clean_env(), **(extra_env or {})}, stdout=out, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            argv,
+            cwd=cwd,
+            env={**clean_env(), **(extra_env or {})},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[:4]} exited {proc.returncode}; see {log}")
@@ -134,9 +140,15 @@ def launch(name: str, plan, work: Path, seeds: int, steps: int, slots: int) -> t
     dirs = fresh_dirs(plan, base / "runs")
     if name == "joblib":
         (base / "joblib_app.py").write_text(JOBLIB_APP)
-        argv = [sys.executable, str(base / "joblib_app.py"), "--multirun", "hydra/launcher=joblib",
-                f"hydra.launcher.n_jobs={slots}", f"hydra.sweep.dir={base / 'hydra'}",
-                "+run_dir=" + ",".join(map(str, dirs))]
+        argv = [
+            sys.executable,
+            str(base / "joblib_app.py"),
+            "--multirun",
+            "hydra/launcher=joblib",
+            f"hydra.launcher.n_jobs={slots}",
+            f"hydra.sweep.dir={base / 'hydra'}",
+            "+run_dir=" + ",".join(map(str, dirs)),
+        ]
     elif name == "ray":
         (base / "ray_app.py").write_text(RAY_APP)
         argv = [sys.executable, str(base / "ray_app.py"), str(slots), str(base / "ray"), *map(str, dirs)]
@@ -181,13 +193,13 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench_peers_"))
     walls: dict[str, list[float]] = {n: [] for n in names}
     walls["ideal"], walls["floor"], walls["dry_run"] = [], [], []
-    own: dict[str, list[float]] = {n: [] for n in names}     # sum of the runs' own wall_time_s / slots, per launcher
+    own: dict[str, list[float]] = {n: [] for n in names}  # sum of the runs' own wall_time_s / slots, per launcher
     load = [os.getloadavg()[0]]
     mismatches = []
     try:
         plan = frozen_plan(work, a.seeds, a.steps)
         for r in range(a.repeats):
-            order = names[r % len(names):] + names[:r % len(names)]
+            order = names[r % len(names) :] + names[: r % len(names)]
             results = {}
             for name in order:
                 wall, dirs = launch(name, plan, work / f"r{r}", a.seeds, a.steps, slots)
@@ -206,8 +218,13 @@ def main() -> int:
                 walls["ideal"].append(sum(w for _, _, w in cold) / slots)
                 per_run_import = statistics.mean(c[2] - w[2] for c, w in zip(cold, warm))
                 walls["floor"].append(sum(w for _, _, w in warm) / slots + per_run_import)
-            dry = [sys.executable, "-m", "sweeper", *sweep_args(work / f"r{r}" / "dry", a.seeds, a.steps),
-                   "sweeper.dry_run=true"]
+            dry = [
+                sys.executable,
+                "-m",
+                "sweeper",
+                *sweep_args(work / f"r{r}" / "dry", a.seeds, a.steps),
+                "sweeper.dry_run=true",
+            ]
             walls["dry_run"].append(timed(dry, ROOT, work / f"r{r}" / "dry_run.log"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -215,29 +232,56 @@ def main() -> int:
     own_med = {n: statistics.median(v) for n, v in own.items() if v}
     sw = med.get("sweeper")
     ratios = {n: sw / m for n, m in med.items() if sw is not None and n not in ("sweeper", "dry_run")}
-    result = {"seeds": a.seeds, "steps": a.steps, "repeats": a.repeats, "slots": slots, "walls_s": walls,
-              "median_s": med, "own_training_s": own_med, "sweeper_over": ratios, "bitwise_equal": not mismatches, "mismatches": mismatches,
-              "not_installed": missing, "load_avg_1min": load, "command": " ".join(sys.argv)}
-    labels = {"sweeper": "sweeper local pool (`python -m sweeper ...`, report off)",
-              "sweeper_cold": "sweeper, cold starts (`SWEEPER_COLD_START=1`: a fresh interpreter per run)",
-              "joblib": f"hydra-joblib-launcher, `n_jobs={slots}`, a Hydra app calling the run API",
-              "ray": "Ray Tune, `with_resources(cpu=1)`",
-              "shell": "shell loop (`OMP_NUM_THREADS=1 python -m sweeper.train DIR &` x N; wait)",
-              "ideal": "ideal (sum of each run's own training time as a fresh process, cold runs / slots)",
-              "floor": "floor (warm runs' own time / slots + one task import per slot)"}
-    md = [f"# Side by side: rope baseline, {a.seeds} seeds x {a.steps} steps, {slots} cores",
-          "", f"`{result['command']}`; median of {a.repeats} repeats, order rotated; 1-min load average "
-          f"{min(load):.1f} to {max(load):.1f}; every final result bitwise equal across launchers: "
-          f"{'yes' if not mismatches else 'NO'}. Runs' own time: the sum of the runs' own training time (their summaries' "
-          "wall_time_s) / slots under that launcher; wall minus it is what the launcher adds. A warm-started run's own "
-          "time leaves out the imports its slot's warm launcher made once (torch, torch._dynamo), so the ideal is taken "
-          "from the cold runs (each a fresh process, as the issue defines it) and the floor adds back one import per "
-          "slot to the warm runs.", "",
-          "| launcher | wall (median) | sweeper / it | runs' own time |", "|---|---|---|---|"]
-    md += [f"| {labels[n]} | {med[n]:.1f} s | {'1.00' if n == 'sweeper' else f'{ratios[n]:.2f}'} | "
-           f"{f'{own_med[n]:.1f} s' if n in own_med else '-'} |" for n in (*LAUNCHERS, "ideal", "floor") if n in med]
-    md += ["", f"The sweeper's own start (`python -m sweeper ... sweeper.dry_run=true`: imports, compose, plan, the "
-           f"task's import check): {med['dry_run']:.1f} s (median)."]
+    result = {
+        "seeds": a.seeds,
+        "steps": a.steps,
+        "repeats": a.repeats,
+        "slots": slots,
+        "walls_s": walls,
+        "median_s": med,
+        "own_training_s": own_med,
+        "sweeper_over": ratios,
+        "bitwise_equal": not mismatches,
+        "mismatches": mismatches,
+        "not_installed": missing,
+        "load_avg_1min": load,
+        "command": " ".join(sys.argv),
+    }
+    labels = {
+        "sweeper": "sweeper local pool (`python -m sweeper ...`, report off)",
+        "sweeper_cold": "sweeper, cold starts (`SWEEPER_COLD_START=1`: a fresh interpreter per run)",
+        "joblib": f"hydra-joblib-launcher, `n_jobs={slots}`, a Hydra app calling the run API",
+        "ray": "Ray Tune, `with_resources(cpu=1)`",
+        "shell": "shell loop (`OMP_NUM_THREADS=1 python -m sweeper.train DIR &` x N; wait)",
+        "ideal": "ideal (sum of each run's own training time as a fresh process, cold runs / slots)",
+        "floor": "floor (warm runs' own time / slots + one task import per slot)",
+    }
+    md = [
+        f"# Side by side: rope baseline, {a.seeds} seeds x {a.steps} steps, {slots} cores",
+        "",
+        f"`{result['command']}`; median of {a.repeats} repeats, order rotated; 1-min load average "
+        f"{min(load):.1f} to {max(load):.1f}; every final result bitwise equal across launchers: "
+        f"{'yes' if not mismatches else 'NO'}. Runs' own time: the sum of the runs' own training time "
+        f"(their summaries' "
+        "wall_time_s) / slots under that launcher; wall minus it is what the launcher adds. A warm-started run's own "
+        "time leaves out the imports its slot's warm launcher made once (torch, torch._dynamo), so the ideal is taken "
+        "from the cold runs (each a fresh process, as the issue defines it) and the floor adds back one import per "
+        "slot to the warm runs.",
+        "",
+        "| launcher | wall (median) | sweeper / it | runs' own time |",
+        "|---|---|---|---|",
+    ]
+    md += [
+        f"| {labels[n]} | {med[n]:.1f} s | {'1.00' if n == 'sweeper' else f'{ratios[n]:.2f}'} | "
+        f"{f'{own_med[n]:.1f} s' if n in own_med else '-'} |"
+        for n in (*LAUNCHERS, "ideal", "floor")
+        if n in med
+    ]
+    md += [
+        "",
+        f"The sweeper's own start (`python -m sweeper ... sweeper.dry_run=true`: imports, compose, plan, the "
+        f"task's import check): {med['dry_run']:.1f} s (median).",
+    ]
     md += [f"- {n}: not installed ({why})" for n, why in missing.items()]
     from benchmarks._results import write_results
 

@@ -23,8 +23,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from sweeper.analysis import stats  # noqa: E402
 from sweeper.analysis.analyze import analyze_sweep
-from sweeper.report.write import write_report  # noqa: E402
 from sweeper.analysis.results import load_curves, load_runs  # noqa: E402
+from sweeper.report.write import write_report  # noqa: E402
 from tests.helpers.synthetic_sweep import write_sweep  # noqa: E402
 
 

@@ -265,14 +265,23 @@ def markdown(out: dict) -> str:
                      f"{r['dir_bytes'] / 2**20:.1f} MiB, {r['dir_files']:,} files | {r['report_s']:.2f} s |")
     if out["launch"]:
         la = out["launch"]
-        lines += ["", f"Launch, {la['runs']:,} runs on {la['slots']} slots: sweeper {la['sweeper_s']:.1f} s, bare "
-                      f"pool of the same processes {la['bare_s']:.1f} s: **{la['overhead_ms_per_run']:.1f} ms per run** "
-                      f"beyond the run's own work (target <= 50 ms)."]
+        lines += [
+            "",
+            f"Launch, {la['runs']:,} runs on {la['slots']} slots: sweeper {la['sweeper_s']:.1f} s, bare "
+            f"pool of the same processes {la['bare_s']:.1f} s: **{la['overhead_ms_per_run']:.1f} ms per run** "
+            f"beyond the run's own work (target <= 50 ms).",
+        ]
     if out["live"]:
-        lines += ["", "| live view: runs running | ms per redraw | ms per event line | bytes per event | lines shown |",
-                  "|---|---|---|---|---|"]
-        lines += [f"| {v['running']} | {v['ms_per_redraw']:.2f} | {v['ms_per_event']:.2f} | "
-                  f"{v['bytes_per_event']:.0f} | {v['lines_in_view']} |" for v in out["live"]]
+        lines += [
+            "",
+            "| live view: runs running | ms per redraw | ms per event line | bytes per event | lines shown |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {v['running']} | {v['ms_per_redraw']:.2f} | {v['ms_per_event']:.2f} | "
+            f"{v['bytes_per_event']:.0f} | {v['lines_in_view']} |"
+            for v in out["live"]
+        ]
     return "\n".join(lines) + "\n"
 
 

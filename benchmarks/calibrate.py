@@ -35,8 +35,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
 from benchmarks._results import write_results  # noqa: E402
-from sweeper.analysis import stats  # noqa: E402
-from sweeper.analysis import verdict
+from sweeper.analysis import (
+    stats,  # noqa: E402
+    verdict,
+)
 
 ALPHA = 0.05
 NS = (3, 4, 5, 10)

@@ -211,12 +211,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="fault_trials_"))
-    trials = {"ctrl_c_before_any_finished": lambda: ctrl_c_before_any_finished(work),
-              "sigstop_stall": lambda: sigstop_stall(work, args.stop_s), "log_60_mib": lambda: log_60_mib(work),
-              "summary_deleted": lambda: summary_deleted(work), "report_read_only": lambda: report_on(work, "read_only"),
-              "report_full_disk": lambda: report_on(work, "full_disk"),
-              "against_other_experiment": lambda: against_other_experiment(work),
-              "slurm_unreachable": lambda: slurm_unreachable(work)}
+    trials = {
+        "ctrl_c_before_any_finished": lambda: ctrl_c_before_any_finished(work),
+        "sigstop_stall": lambda: sigstop_stall(work, args.stop_s),
+        "log_60_mib": lambda: log_60_mib(work),
+        "summary_deleted": lambda: summary_deleted(work),
+        "report_read_only": lambda: report_on(work, "read_only"),
+        "report_full_disk": lambda: report_on(work, "full_disk"),
+        "against_other_experiment": lambda: against_other_experiment(work),
+        "slurm_unreachable": lambda: slurm_unreachable(work),
+    }
     rows = {}
     try:
         for name, trial in trials.items():
@@ -225,20 +229,32 @@ def main(argv: list[str] | None = None) -> int:
             if row is not None:
                 row["wall_s"] = round(time.time() - t0, 1)
             rows[name] = row
-            print(f"{name:<28} {'skipped (no tmpfs mount here)' if row is None else ('ok' if row['ok'] else 'FAIL')}"
-                  f"  {json.dumps(row)[:300] if row else ''}", flush=True)
+            print(
+                f"{name:<28} {'skipped (no tmpfs mount here)' if row is None else ('ok' if row['ok'] else 'FAIL')}"
+                f"  {json.dumps(row)[:300] if row else ''}",
+                flush=True,
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     ran = {k: v for k, v in rows.items() if v is not None}
     ok = sum(v["ok"] for v in ran.values())
     print(f"\n{ok}/{len(ran)} fault trials hold their promise ({len(rows) - len(ran)} skipped)")
-    md = ["# Fault trials", "", f"`python benchmarks/fault_trials.py --stop-s {args.stop_s:g}`: the faults issue 32 "
-          f"names, each as a user meets it (real commands, real files, real tmpfs mounts where allowed).", "",
-          f"- **{ok}/{len(ran)}** hold their promise ({len(rows) - len(ran)} skipped)", "",
-          "| trial | ok | what was seen |", "|---|---|---|"]
-    md += [f"| {k} | {'skipped' if v is None else ('yes' if v['ok'] else 'NO')} | "
-           f"{'' if v is None else json.dumps({x: y for x, y in v.items() if x != 'ok'})[:400].replace('|', '/')} |"
-           for k, v in rows.items()]
+    md = [
+        "# Fault trials",
+        "",
+        f"`python benchmarks/fault_trials.py --stop-s {args.stop_s:g}`: the faults issue 32 "
+        f"names, each as a user meets it (real commands, real files, real tmpfs mounts where allowed).",
+        "",
+        f"- **{ok}/{len(ran)}** hold their promise ({len(rows) - len(ran)} skipped)",
+        "",
+        "| trial | ok | what was seen |",
+        "|---|---|---|",
+    ]
+    md += [
+        f"| {k} | {'skipped' if v is None else ('yes' if v['ok'] else 'NO')} | "
+        f"{'' if v is None else json.dumps({x: y for x, y in v.items() if x != 'ok'})[:400].replace('|', '/')} |"
+        for k, v in rows.items()
+    ]
     write_results(args.out, "fault_trials", {"ok": ok, "ran": len(ran), "trials": rows}, md)
     return 0 if ok == len(ran) else 1
 

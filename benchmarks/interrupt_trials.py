@@ -1,4 +1,5 @@
-"""`python benchmarks/interrupt_trials.py [--n 30] [--seed 0] [--steps 30] [--name NAME]`: random interrupts, then the same command.
+"""`python benchmarks/interrupt_trials.py [--n 30] [--seed 0] [--steps 30] [--name NAME]`: random interrupts, then the
+same command.
 
 A short sweep (the rope experiment's rope and nope variants x seeds 0-1, a tiny model, `--steps` steps,
 checkpoints every 5) runs once uninterrupted (the reference), then N trials, each in a fresh sweep dir:
@@ -229,37 +230,61 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"reference sweep: {len(ref)} runs in {ref_wall:.1f}s ({work})")
         rows = []
-        header = f"{'#':>3}  {'kind':<15} {'moment':<7} {'delay':>6}  {'first':>5}  {'reruns':>6}  {'equal':>5}  orphans"
+        header = (f"{'#':>3}  {'kind':<15} {'moment':<7} {'delay':>6}  {'first':>5}  {'reruns':>6}  {'equal':>5}  "
+                  f"orphans")
         print(header)
         for i in range(args.n):
             row = trial(i, rng, work, args.steps, ref, ref_wall)
             rows.append(row)
             delay = f"{row['delay_s']:.2f}" if row["delay_s"] is not None else "-"
-            print(f"{i:>3}  {row['kind']:<15} {row['moment']:<7} {delay:>6}  {row['first_rc']:>5}  "
-                  f"{row['reruns']:>6}  {row['equal']}/{row['runs']}  {row['orphans']}"
-                  + (f"   UNEQUAL {row['unequal']}" if row["unequal"] else ""), flush=True)
+            print(
+                f"{i:>3}  {row['kind']:<15} {row['moment']:<7} {delay:>6}  {row['first_rc']:>5}  "
+                f"{row['reruns']:>6}  {row['equal']}/{row['runs']}  {row['orphans']}"
+                + (f"   UNEQUAL {row['unequal']}" if row["unequal"] else ""),
+                flush=True,
+            )
         all_equal = sum(r["equal"] == r["runs"] and r["rerun_rc"] == 0 for r in rows)
         orphans = sum(r["orphans"] for r in rows)
         tracebacks = sum(r["tracebacks"] for r in rows)
-        summary = {"n": args.n, "seed": args.seed, "steps": args.steps, "wide": args.wide,
-                   "reference_wall_s": round(ref_wall, 1),
-                   "trials_bitwise_equal": all_equal, "orphans": orphans, "tracebacks": tracebacks,
-                   "first_exit_codes": sorted({r["first_rc"] for r in rows}), "trials": rows}
-        print(f"\n{all_equal}/{args.n} trials bitwise equal to the uninterrupted sweep, {orphans} orphans, "
-              f"{tracebacks} tracebacks in the sweepers' output")
-        md = ["# Interrupt trials", "",
-              f"`python benchmarks/interrupt_trials.py --n {args.n} --seed {args.seed} --steps {args.steps}{wide}"
-              f"{' --name ' + args.name if args.name else ''}`: "
-              f"rope, nope x seeds 0-1, {args.steps} steps{f' ({args.wide}: 2 ranks per run)' if args.wide else ''}; "
-              f"each trial interrupts the sweep once, then runs the same "
-              f"command again.", "",
-              f"- **{all_equal}/{args.n}** trials ended with every final val_loss and step count bitwise equal to the "
-              f"uninterrupted sweep", f"- **{orphans}** orphan processes after the reruns",
-              f"- {tracebacks} tracebacks in the sweepers' output; first exit codes: "
-              f"{', '.join(map(str, summary['first_exit_codes']))}", "",
-              "| # | kind | moment | delay s | first exit | reruns | equal | orphans |", "|---|---|---|---|---|---|---|---|"]
-        md += [f"| {r['trial']} | {r['kind']} | {r['moment']} | {r['delay_s'] if r['delay_s'] is not None else '-'} | "
-               f"{r['first_rc']} | {r['reruns']} | {r['equal']}/{r['runs']} | {r['orphans']} |" for r in rows]
+        summary = {
+            "n": args.n,
+            "seed": args.seed,
+            "steps": args.steps,
+            "wide": args.wide,
+            "reference_wall_s": round(ref_wall, 1),
+            "trials_bitwise_equal": all_equal,
+            "orphans": orphans,
+            "tracebacks": tracebacks,
+            "first_exit_codes": sorted({r["first_rc"] for r in rows}),
+            "trials": rows,
+        }
+        print(
+            f"\n{all_equal}/{args.n} trials bitwise equal to the uninterrupted sweep, {orphans} orphans, "
+            f"{tracebacks} tracebacks in the sweepers' output"
+        )
+        md = [
+            "# Interrupt trials",
+            "",
+            f"`python benchmarks/interrupt_trials.py --n {args.n} --seed {args.seed} --steps {args.steps}{wide}"
+            f"{' --name ' + args.name if args.name else ''}`: "
+            f"rope, nope x seeds 0-1, {args.steps} steps{f' ({args.wide}: 2 ranks per run)' if args.wide else ''}; "
+            f"each trial interrupts the sweep once, then runs the same "
+            f"command again.",
+            "",
+            f"- **{all_equal}/{args.n}** trials ended with every final val_loss and step count bitwise equal to the "
+            f"uninterrupted sweep",
+            f"- **{orphans}** orphan processes after the reruns",
+            f"- {tracebacks} tracebacks in the sweepers' output; first exit codes: "
+            f"{', '.join(map(str, summary['first_exit_codes']))}",
+            "",
+            "| # | kind | moment | delay s | first exit | reruns | equal | orphans |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        md += [
+            f"| {r['trial']} | {r['kind']} | {r['moment']} | {r['delay_s'] if r['delay_s'] is not None else '-'} | "
+            f"{r['first_rc']} | {r['reruns']} | {r['equal']}/{r['runs']} | {r['orphans']} |"
+            for r in rows
+        ]
         write_results(args.out, name, summary, md)
         print(f"wrote {Path(args.out) / (name + '.json')} and .md")
         return 0 if all_equal == args.n and orphans == 0 else 1

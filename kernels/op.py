@@ -18,6 +18,7 @@ import torch
 from sweeper.kernels.faults import FAULT_IMPL, DropQKGrad, warn_fault_once
 from sweeper.kernels.reference import FORMATS, LAYOUTS, check_positions_arg, check_positions_fit, rope_reference
 from sweeper.kernels.rope_cpu import rope_torch
+
 IMPLS = ("auto", "torch", "triton", "reference", FAULT_IMPL)
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -109,7 +110,7 @@ def _rotate(q, k, cos, sin, positions, layout, impl):
         if importlib.util.find_spec("triton") is None:   # CUDA builds of torch bring it; a CPU-only install has none
             raise ImportError(f"RoPE impl={'auto on CUDA' if q.is_cuda else 'triton'} needs triton, which is not "
                               f"installed: pip install 'seed-sweeper[gpu]' (or impl='torch')")
-        from sweeper.kernels.rope_triton_op import rope_triton   # deferred: triton (GPU kernel path only)
+        from sweeper.kernels.rope_triton_op import rope_triton  # deferred: triton (GPU kernel path only)
         return rope_triton(q, k, cos, sin, offset, batch_offsets, ids, layout == "interleaved")
     if batch_offsets is not None:
         ids = batch_offsets[:, None] + torch.arange(seqlen, device=q.device)  # (B, T)

@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     if name in ("init", "Run"):
-        import sweeper.run   # deferred: `import sweeper` stays light (the CLI and the report need no run API)
+        import sweeper.run  # deferred: `import sweeper` stays light (the CLI and the report need no run API)
 
         return getattr(sweeper.run, name)
     raise AttributeError(f"module 'sweeper' has no attribute {name!r}")

@@ -6,7 +6,8 @@
 
 `python -m sweeper` calls install() first thing, so Ctrl-C or SIGTERM at any moment (composing, writing the
 plan, taking the lock, preflight, launching, reporting) ends in one KeyboardInterrupt that sweeper.cli.sweep turns
-into one line and exit status 130. The local pool installs its own handlers while it runs (sweeper.backends.local.pool) and
+into one line and exit status 130. The local pool installs its own handlers while it runs (sweeper.backends.local.pool)
+and
 restores these afterwards. Only the main thread can set handlers; elsewhere both are no-ops.
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@ if __name__ == "__main__":
     from sweeper.interrupts import start
 
     def _load():
-        from sweeper.cli.slurm import main   # deferred: imported once Ctrl-C is an interrupt (start)
+        from sweeper.cli.slurm import main  # deferred: imported once Ctrl-C is an interrupt (start)
 
         return main
 

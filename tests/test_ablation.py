@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.helpers.commands import TINY, run_sweeper
-from tests.helpers.local_pool import run, user_project
 
-from sweeper.config.sweep import compose_sweep
 from sweeper.config.config_diff import MISSING, Change, Declared, describe, diff_configs, flatten, group_changes
+from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
 from sweeper.run.rundir import read_manifest
+from tests.helpers.commands import TINY, run_sweeper
+from tests.helpers.local_pool import run, user_project
 
 TWO = "+experiment.variants.both=['model.pos_encoding=none','train.lr=0.01']"
 
@@ -37,30 +37,44 @@ def test_a_group_swap_is_one_declared_change_with_all_its_keys():
     groups = group_changes(changes, declared)
     assert [(o, [c.key for c in g]) for o, g in groups] == [("model=big", ["model.d", "model.layers"]),
                                                             ("train.lr=0.2", ["train.lr"])]
-    assert describe(changes, declared) == "model=big (2 keys: model.d: 64 -> 128, model.layers: 2 -> 4); train.lr: 0.1 -> 0.2"
+    assert (
+        describe(changes, declared)
+        == "model=big (2 keys: model.d: 64 -> 128, model.layers: 2 -> 4); train.lr: 0.1 -> 0.2"
+    )
     assert describe(changes, []) == "model.d: 64 -> 128, model.layers: 2 -> 4, train.lr: 0.1 -> 0.2"
     assert describe([], []) == "no change"
 
 
 # -- plan time: declared changes, warnings, refusals ----------------------------------------------------------------
 
+
 def test_rope_variants_declare_one_change_each_from_the_resolved_configs():
     sweep = compose_sweep(["+experiment=rope"])
-    assert sweep.changes == {"nope": [Declared("model.pos_encoding=none", ("model.pos_encoding",))],
-                             "rope_frozen_qk": [Declared("model.rope_impl=fault_no_qk_grad", ("model.rope_impl",))]}
+    assert sweep.changes == {
+        "nope": [Declared("model.pos_encoding=none", ("model.pos_encoding",))],
+        "rope_frozen_qk": [Declared("model.rope_impl=fault_no_qk_grad", ("model.rope_impl",))],
+    }
     assert sweep.warnings == []
 
 
 def test_a_two_change_variant_warns_naming_both_and_a_no_op_override_is_flagged():
-    sweep = compose_sweep(["+experiment=rope", "+experiment.variants.both=['model.pos_encoding=none','train.lr=0.01',"
-                           "'model.rope_impl=auto']"])
-    assert sweep.changes["both"] == [Declared("model.pos_encoding=none", ("model.pos_encoding",)),
-                                     Declared("train.lr=0.01", ("train.lr",)), Declared("model.rope_impl=auto", ())]
+    sweep = compose_sweep(
+        [
+            "+experiment=rope",
+            "+experiment.variants.both=['model.pos_encoding=none','train.lr=0.01','model.rope_impl=auto']",
+        ]
+    )
+    assert sweep.changes["both"] == [
+        Declared("model.pos_encoding=none", ("model.pos_encoding",)),
+        Declared("train.lr=0.01", ("train.lr",)),
+        Declared("model.rope_impl=auto", ()),
+    ]
     assert sweep.warnings == [
         "variant both: model.rope_impl=auto changes nothing in the run config (the baseline rope already has that "
         "value); drop it from the variant",
         "variant both makes 2 changes at once (model.pos_encoding=none; train.lr=0.01): its result cannot say which "
-        "one mattered; split it into one variant per change, or declare the bundle with experiment.bundles=[both]"]
+        "one mattered; split it into one variant per change, or declare the bundle with experiment.bundles=[both]",
+    ]
 
 
 def test_dropping_a_variant_drops_its_note():
@@ -75,17 +89,23 @@ def test_a_declared_bundle_does_not_warn_and_one_change_error_refuses_an_undecla
     assert compose_sweep(["+experiment=rope", TWO, "sweeper.one_change=off"]).warnings == []
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (["+experiment.variants.same=['model.rope_impl=auto']"],
-     "variant same is identical to the baseline rope (its run config is the same; overrides: model.rope_impl=auto)"),
-    (["+experiment.variants.again=[]"], "variant again is identical to the baseline rope"),
-    (["+experiment.variants.dup=['model.pos_encoding=none']"], "variant dup is identical to variant nope"),
-    (["+experiment.variants.seeds_only=['seeds=[5,6]']"], "variant seeds_only is identical to the baseline rope"),
-    (["+experiment.controls=[nada]"], "experiment.controls names 'nada', which is not a variant"),
-    (["+experiment.bundles=[rope]"], "experiment.bundles names the baseline 'rope'"),
-    (["+experiment.notes={x: hi}"], "experiment.notes names 'x', which is not a variant"),
-    (["sweeper.one_change=sometimes"], "sweeper.one_change='sometimes': accepted values are warn, error, off"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            ["+experiment.variants.same=['model.rope_impl=auto']"],
+            "variant same is identical to the baseline rope (its run config is the same; overrides: "
+            "model.rope_impl=auto)",
+        ),
+        (["+experiment.variants.again=[]"], "variant again is identical to the baseline rope"),
+        (["+experiment.variants.dup=['model.pos_encoding=none']"], "variant dup is identical to variant nope"),
+        (["+experiment.variants.seeds_only=['seeds=[5,6]']"], "variant seeds_only is identical to the baseline rope"),
+        (["+experiment.controls=[nada]"], "experiment.controls names 'nada', which is not a variant"),
+        (["+experiment.bundles=[rope]"], "experiment.bundles names the baseline 'rope'"),
+        (["+experiment.notes={x: hi}"], "experiment.notes names 'x', which is not a variant"),
+        (["sweeper.one_change=sometimes"], "sweeper.one_change='sometimes': accepted values are warn, error, off"),
+    ],
+)
 def test_twins_and_bad_declarations_are_one_line_exit_2_nothing_written(tmp_path, overrides, message):
     d = tmp_path / "sweep"
     proc = run_sweeper("+experiment=rope", *overrides, f"sweeper.dir={d}", "seeds=0")
@@ -96,21 +116,40 @@ def test_twins_and_bad_declarations_are_one_line_exit_2_nothing_written(tmp_path
 
 def test_a_declared_control_may_equal_the_baseline_and_the_manifest_records_every_declared_change(tmp_path):
     d = tmp_path / "sweep"
-    proc = run_sweeper("+experiment=rope", "+experiment.variants.aa=[]", "+experiment.controls=[aa]", TWO,
-                       f"sweeper.dir={d}", "seeds=0", "sweeper.dry_run=true")
+    proc = run_sweeper(
+        "+experiment=rope",
+        "+experiment.variants.aa=[]",
+        "+experiment.controls=[aa]",
+        TWO,
+        f"sweeper.dir={d}",
+        "seeds=0",
+        "sweeper.dry_run=true",
+    )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr == ("sweeper: warning: variant both makes 2 changes at once (model.pos_encoding=none; "
-                           "train.lr=0.01): its result cannot say which one mattered; split it into one variant per "
-                           "change, or declare the bundle with experiment.bundles=[both]\n")
-    sweep = compose_sweep(["+experiment=rope", "+experiment.variants.aa=[]", "+experiment.controls=[aa]",
-                           f"sweeper.dir={d}", *TINY, "train.steps=1"])
+    assert proc.stderr == (
+        "sweeper: warning: variant both makes 2 changes at once (model.pos_encoding=none; "
+        "train.lr=0.01): its result cannot say which one mattered; split it into one variant per "
+        "change, or declare the bundle with experiment.bundles=[both]\n"
+    )
+    sweep = compose_sweep(
+        [
+            "+experiment=rope",
+            "+experiment.variants.aa=[]",
+            "+experiment.controls=[aa]",
+            f"sweeper.dir={d}",
+            *TINY,
+            "train.steps=1",
+        ]
+    )
     from sweeper.plan.make import make_plan, write_plan
 
     write_plan(make_plan(sweep, [0]), ["+experiment=rope"])
     manifest = read_manifest(d)
-    assert manifest.changes == {"nope": [{"override": "model.pos_encoding=none", "keys": ["model.pos_encoding"]}],
-                                "rope_frozen_qk": [{"override": "model.rope_impl=fault_no_qk_grad",
-                                                    "keys": ["model.rope_impl"]}], "aa": []}
+    assert manifest.changes == {
+        "nope": [{"override": "model.pos_encoding=none", "keys": ["model.pos_encoding"]}],
+        "rope_frozen_qk": [{"override": "model.rope_impl=fault_no_qk_grad", "keys": ["model.rope_impl"]}],
+        "aa": [],
+    }
     assert manifest.experiment.controls == ["aa"]
 
 
@@ -125,8 +164,10 @@ def test_a_config_group_swap_counts_as_one_change_and_each_override_gets_its_own
     assert one.changes["wide"] == [Declared("model=wide", ("model.d_model", "model.n_layers"))]
     assert one.warnings == []
     two = compose_sweep(overrides_of(base + ["+experiment.variants.wide=['model=wide','train.lr=0.01']"]))
-    assert two.changes["wide"] == [Declared("model=wide", ("model.d_model", "model.n_layers")),
-                                   Declared("train.lr=0.01", ("train.lr",))]
+    assert two.changes["wide"] == [
+        Declared("model=wide", ("model.d_model", "model.n_layers")),
+        Declared("train.lr=0.01", ("train.lr",)),
+    ]
     assert "variant wide makes 2 changes at once (model=wide; train.lr=0.01)" in two.warnings[0]
 
 
@@ -154,8 +195,11 @@ def _project(tmp_path, baseline_broken: bool):
     config = f"lr: 0.1\nbroken: {str(baseline_broken).lower()}"
     project = user_project(tmp_path / "project", TASK, {"base": [], "high": ["lr=0.5", "broken=false"]}, config)
     exp = project / "conf" / "experiment" / "mine.yaml"
-    exp.write_text(exp.read_text().replace("  command: [python, task.py]\n",
-                                           "  command: [python, task.py]\n  preflight: hooks:preflight\n"))
+    exp.write_text(
+        exp.read_text().replace(
+            "  command: [python, task.py]\n", "  command: [python, task.py]\n  preflight: hooks:preflight\n"
+        )
+    )
     (project / "hooks.py").write_text(HOOKS)
     return project
 
@@ -165,15 +209,27 @@ def test_a_broken_baseline_stops_the_sweep_before_any_variant_launches(tmp_path)
     d = tmp_path / "sweep"
     proc = run(["--config-dir", "conf", "+experiment=mine", "seeds=0-1", f"sweeper.dir={d}"], cwd=project)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert ("sweeper: error: the baseline base failed its health preflight (init_loss: initial loss 9.1 is far "
-            "from ln(V) = 4.6): no variant was launched") in proc.stderr
+    assert (
+        "sweeper: error: the baseline base failed its health preflight (init_loss: initial loss 9.1 is far "
+        "from ln(V) = 4.6): no variant was launched"
+    ) in proc.stderr
     assert "sweeper.baseline_first=false" in proc.stderr
     manifest = read_manifest(d)
     assert {manifest.run_dir(d, e).state().value for e in manifest.runs} == {"pending"}
     assert json.loads((d / "preflight" / "base.json").read_text())["checks"][0]["status"] == "fail"
     assert not (d / "report.md").exists()
-    anyway = run(["--config-dir", "conf", "+experiment=mine", "seeds=0-1", f"sweeper.dir={d}",
-                  "sweeper.baseline_first=false", "sweeper.report=false"], cwd=project)
+    anyway = run(
+        [
+            "--config-dir",
+            "conf",
+            "+experiment=mine",
+            "seeds=0-1",
+            f"sweeper.dir={d}",
+            "sweeper.baseline_first=false",
+            "sweeper.report=false",
+        ],
+        cwd=project,
+    )
     assert anyway.returncode == 0, anyway.stdout + anyway.stderr
     assert {manifest.run_dir(d, e).state().value for e in manifest.runs} == {"finished"}
 
@@ -181,14 +237,16 @@ def test_a_broken_baseline_stops_the_sweep_before_any_variant_launches(tmp_path)
 def test_a_healthy_baseline_is_checked_once_then_everything_launches(tmp_path):
     project = _project(tmp_path, baseline_broken=False)
     d = tmp_path / "sweep"
-    proc = run(["--config-dir", "conf", "+experiment=mine", "seeds=0", f"sweeper.dir={d}", "sweeper.report=false"],
-               cwd=project)
+    proc = run(
+        ["--config-dir", "conf", "+experiment=mine", "seeds=0", f"sweeper.dir={d}", "sweeper.report=false"], cwd=project
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "preflight base: PASS" in proc.stdout and "preflight high" not in proc.stdout
     assert sorted(p.name for p in (d / "preflight").iterdir()) == ["base.json"]
-    again = run(["--config-dir", "conf", "+experiment=mine", "seeds=0", f"sweeper.dir={d}", "sweeper.report=false"],
-                cwd=project)
-    assert again.returncode == 0 and "preflight" not in again.stdout       # nothing left to launch: not re-checked
+    again = run(
+        ["--config-dir", "conf", "+experiment=mine", "seeds=0", f"sweeper.dir={d}", "sweeper.report=false"], cwd=project
+    )
+    assert again.returncode == 0 and "preflight" not in again.stdout  # nothing left to launch: not re-checked
 
 
 @pytest.mark.slow
@@ -196,8 +254,15 @@ def test_the_built_in_trainer_refuses_an_ablation_on_a_baseline_with_frozen_qk(t
     """The real health preflight of the built-in trainer, with the motivating bug as the baseline."""
     d = tmp_path / "sweep"
     tiny = [o for o in TINY if not o.startswith("sweeper.baseline_first")]
-    proc = run_sweeper("+experiment=rope", "experiment.baseline=rope_frozen_qk", "~experiment.variants.nope",
-                       "seeds=0", *tiny, f"sweeper.dir={d}", timeout=600)
+    proc = run_sweeper(
+        "+experiment=rope",
+        "experiment.baseline=rope_frozen_qk",
+        "~experiment.variants.nope",
+        "seeds=0",
+        *tiny,
+        f"sweeper.dir={d}",
+        timeout=600,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "the baseline rope_frozen_qk failed its health preflight (gradient_flow:" in proc.stderr
     assert "q_proj" in proc.stderr

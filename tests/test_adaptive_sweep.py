@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from tests.helpers.commands import ROOT, run_sweeper
 from sweeper.plan.looks import read_looks
 from sweeper.run.rundir import read_manifest
+from tests.helpers.commands import ROOT, run_sweeper
 
 FIXTURE = ROOT / "tests" / "fixtures" / "adaptive"
 ARGS = ["--config-dir", str(FIXTURE / "conf"), "+experiment=ad", "seeds=adaptive", "sweeper.adaptive.start=3",

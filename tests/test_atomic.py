@@ -39,8 +39,8 @@ def test_the_umask_is_honoured_and_a_replaced_file_keeps_its_mode(tmp_path):
 
 
 def test_the_report_files_of_a_sweep_are_world_readable(tmp_path):
-    from tests.helpers.synthetic_sweep import write_sweep
     from sweeper.report.write import report_sweep
+    from tests.helpers.synthetic_sweep import write_sweep
 
     old = os.umask(0o022)
     try:

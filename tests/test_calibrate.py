@@ -33,7 +33,7 @@ def test_quick_calibration_writes_every_cell(tmp_path):
         assert 0 <= c["fwer"] <= c["fwer_high95"] <= 1 and c["scenario"] in md
         assert math.isnan(c["coverage"]) or 0 <= c["coverage"] <= 1
     # same seed, same numbers
-    again = _run("--quick", "--reps", "12", "--seed", "3", "--out", str(tmp_path / "again"))
+    _run("--quick", "--reps", "12", "--seed", "3", "--out", str(tmp_path / "again"))
     assert json.loads((tmp_path / "again" / "calibrate.json").read_text())["cells"] == result["cells"]
 
 

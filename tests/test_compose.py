@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.commands import ROOT, run_sweeper
 from sweeper.config.argv import split_config_dirs, with_config_dirs
 from sweeper.config.search import CONF_DIR, search_dirs
 from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
+from tests.helpers.commands import ROOT, run_sweeper
 
 EXPERIMENTS = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
 TRAINER_KEYS = {"seed", "model", "data", "train", "health"}

@@ -15,12 +15,20 @@ import numpy as np
 import pytest
 import torch
 
-from tests.helpers.train_runs import (assert_bitwise_equal, differences, finish, log_text, make_run_dir, start, tiny_config,
-                        trail_by_step)
+from sweeper.run.streams import STREAMS, SeedStreams
 from sweeper.train.batches import EpochSampler
 from sweeper.train.config import RunConfig
 from sweeper.train.determinism import determinism_flags, set_determinism
-from sweeper.run.streams import STREAMS, SeedStreams
+from tests.helpers.train_runs import (
+    assert_bitwise_equal,
+    differences,
+    finish,
+    log_text,
+    make_run_dir,
+    start,
+    tiny_config,
+    trail_by_step,
+)
 
 STEPS = 30
 VARIANTS = {"rope": {}, "nope": {"model.pos_encoding": "none"},

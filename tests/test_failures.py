@@ -7,9 +7,29 @@ import signal
 import pytest
 import yaml
 
-from tests.helpers.local_pool import (checkpoints, processes_mentioning, run, run_dir, start, starts, status, sweep_args,
-                           user_project, wait_for)
-from sweeper.backends.failures import (CONFIG, EXCEPTION, HEALTH, LOST_NODE, OOM, SIGNAL, CrashLoops, RetryPolicy, classify)
+from sweeper.backends.failures import (
+    CONFIG,
+    EXCEPTION,
+    HEALTH,
+    LOST_NODE,
+    OOM,
+    SIGNAL,
+    CrashLoops,
+    RetryPolicy,
+    classify,
+)
+from tests.helpers.local_pool import (
+    checkpoints,
+    processes_mentioning,
+    run,
+    run_dir,
+    start,
+    starts,
+    status,
+    sweep_args,
+    user_project,
+    wait_for,
+)
 
 pytest_plugins = ["tests.helpers.local_pool"]     # its sweep_dir fixture
 

@@ -25,7 +25,7 @@ from tests.helpers.synthetic_sweep import write_sweep
 pytest_plugins = ["tests.helpers.local_pool"]
 
 FAST = ["--no-plots", "--resamples", "200"]
-WRITER = "import sys\nfor i in range({n}): sys.stdout.write(f'line {{i:09d}} ' + 'x' * 36 + '\\n')\n"   # 52 bytes a line
+WRITER = "import sys\nfor i in range({n}): sys.stdout.write(f'line {{i:09d}} ' + 'x' * 36 + '\\n')\n"  # 52 bytes a line
 
 
 def numbered(data: bytes) -> list[int]:
@@ -33,6 +33,7 @@ def numbered(data: bytes) -> list[int]:
 
 
 # -- stdout.log capped ------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("where", ["tmp", "shm"])
 def test_cap_log_keeps_the_head_and_a_consecutive_tail_while_the_writer_runs(tmp_path, where):
@@ -43,9 +44,10 @@ def test_cap_log_keeps_the_head_and_a_consecutive_tail_while_the_writer_runs(tmp
         pytest.skip("no /dev/shm")
     path = folder / f"cap-{os.getpid()}-{where}.log"
     path.unlink(missing_ok=True)
-    n, limit = 400_000, 2 * 2 ** 20                                 # 20 MiB printed, 2 MiB allowed
-    writer = subprocess.Popen([sys.executable, "-c", WRITER.format(n=n)], stdout=open(path, "ab"),
-                              start_new_session=True)
+    n, limit = 400_000, 2 * 2**20  # 20 MiB printed, 2 MiB allowed
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER.format(n=n)], stdout=open(path, "ab"), start_new_session=True
+    )
     cuts = 0
     while writer.poll() is None:
         cuts += cap_log(path, limit, pause=stopped_group(writer.pid)) > 0
@@ -55,12 +57,12 @@ def test_cap_log_keeps_the_head_and_a_consecutive_tail_while_the_writer_runs(tmp
     path.unlink()
     assert len(data) <= limit and cuts >= 1
     lines = numbered(data)
-    assert lines[0] == 0 and lines[-1] == n - 1                       # the first and the last line are kept
+    assert lines[0] == 0 and lines[-1] == n - 1  # the first and the last line are kept
     cut_at = data.index(b"=== sweeper: ")
-    marker = data[cut_at:data.index(b"\n", cut_at)]
+    marker = data[cut_at : data.index(b"\n", cut_at)]
     assert b"bytes of output cut here" in marker and b"launcher.max_log_mb" in marker
     cut = int(marker.split()[2])
-    assert 0.8 * n * 52 < cut < n * 52                                # the count is the bytes cut
+    assert 0.8 * n * 52 < cut < n * 52  # the count is the bytes cut
     tail = numbered(data[cut_at:])
     assert tail == list(range(tail[0], n)), "the kept tail lost or reordered a line"
 
@@ -84,16 +86,27 @@ run.finish(val_loss=1.0)
 def test_a_run_printing_60_mib_keeps_a_capped_log(tmp_path):
     project = user_project(tmp_path / "p", LOUD, {"a": []})
     d = tmp_path / "s"
-    proc = run(["--config-dir", "conf", "+experiment=mine", "seeds=0", f"sweeper.dir={d}", "sweeper.report=false",
-                "launcher.max_log_mb=4"], cwd=project)
+    proc = run(
+        [
+            "--config-dir",
+            "conf",
+            "+experiment=mine",
+            "seeds=0",
+            f"sweeper.dir={d}",
+            "sweeper.report=false",
+            "launcher.max_log_mb=4",
+        ],
+        cwd=project,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     log = (run_dir(d, "a") / "stdout.log").read_bytes()
-    assert len(log) <= 4 * 2 ** 20, len(log)                          # 61 MB printed
+    assert len(log) <= 4 * 2**20, len(log)  # 61 MB printed
     assert b"bytes of output cut here" in log
     assert numbered(log)[-1] == 1_199_999
 
 
 # -- stalled runs -----------------------------------------------------------------------------------------------
+
 
 class Said:
     """A Progress stand-in that keeps what would be printed (the watch calls log, stalled, stall_over)."""
@@ -101,9 +114,14 @@ class Said:
     def __init__(self):
         self.lines: list[str] = []
 
-    def log(self, msg): self.lines.append(msg)
-    def stalled(self, run, idle_s, why): self.lines.append(f"STALL {run.label} {idle_s:.0f}s {why}")
-    def stall_over(self, run, idle_s): self.lines.append(f"moving {run.label}")
+    def log(self, msg):
+        self.lines.append(msg)
+
+    def stalled(self, run, idle_s, why):
+        self.lines.append(f"STALL {run.label} {idle_s:.0f}s {why}")
+
+    def stall_over(self, run, idle_s):
+        self.lines.append(f"moving {run.label}")
 
 
 class Child:
@@ -118,21 +136,22 @@ class Job:
 
 
 def test_the_watch_names_a_stopped_run_once_and_its_recovery_and_kills_only_when_asked(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: sum(range(10000))"],
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time\nwhile True: sum(range(10000))"], start_new_session=True
+    )
     try:
         child, said = Child(proc, Job(tmp_path)), Said()
         watch = RunWatch(stall_s=5, stall_kill=False)
         t0 = time.time()
         assert not watch.check(child, said, now=t0)
         time.sleep(0.3)
-        assert not watch.check(child, said, now=t0 + 3)              # files quiet: its CPU time is read
+        assert not watch.check(child, said, now=t0 + 3)  # files quiet: its CPU time is read
         time.sleep(0.3)
-        assert not watch.check(child, said, now=t0 + 6) and not said.lines   # it computes: not stalled
+        assert not watch.check(child, said, now=t0 + 6) and not said.lines  # it computes: not stalled
         os.killpg(proc.pid, signal.SIGSTOP)
         time.sleep(0.2)
         for dt in (9, 12, 15, 20):
-            assert not watch.check(child, said, now=t0 + dt)         # never killed without stall_kill
+            assert not watch.check(child, said, now=t0 + dt)  # never killed without stall_kill
         stalls = [s for s in said.lines if s.startswith("STALL")]
         assert len(stalls) == 1 and "stopped (SIGSTOP" in stalls[0] and f"kill -CONT {proc.pid}" in stalls[0]
         assert "nothing is killed" in stalls[0]
@@ -165,11 +184,36 @@ run.finish(val_loss=1.0)
 def test_a_sigstopped_run_is_named_stalled_and_finishes_after_sigcont(tmp_path):
     project = user_project(tmp_path / "p", PAUSED.format(busy=14), {"a": []})
     d, out = tmp_path / "s", tmp_path / "out.log"
-    proc = subprocess.Popen([sys.executable, "-m", "sweeper", "--config-dir", "conf", "+experiment=mine", "seeds=0",
-                             f"sweeper.dir={d}", "sweeper.report=false", "launcher.stall_s=3"], cwd=project,
-                            env=child_env(), stdout=open(out, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
-    pid = wait_for(lambda: (RunDir(run_dir(d, "a")).read_status().owner or {}).get("pid")
-                   if run_dir(d, "a").joinpath("status.json").exists() else None, 120, "the run to start", proc, out)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sweeper",
+            "--config-dir",
+            "conf",
+            "+experiment=mine",
+            "seeds=0",
+            f"sweeper.dir={d}",
+            "sweeper.report=false",
+            "launcher.stall_s=3",
+        ],
+        cwd=project,
+        env=child_env(),
+        stdout=open(out, "wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    pid = wait_for(
+        lambda: (
+            (RunDir(run_dir(d, "a")).read_status().owner or {}).get("pid")
+            if run_dir(d, "a").joinpath("status.json").exists()
+            else None
+        ),
+        120,
+        "the run to start",
+        proc,
+        out,
+    )
     os.kill(pid, signal.SIGSTOP)
     try:
         wait_for(lambda: "STALL" in out.read_text(), 60, "the stall to be named", proc, out)
@@ -184,6 +228,7 @@ def test_a_sigstopped_run_is_named_stalled_and_finishes_after_sigcont(tmp_path):
 
 # -- finished work never silently lost --------------------------------------------------------------------------
 
+
 def test_a_finished_run_without_its_summary_is_unknown_and_becomes_runnable(tmp_path):
     root = write_sweep(tmp_path / "s", {"a": [1.0, 1.1, 1.2], "b": [1.5, 1.6, 1.4]})
     rd = RunDir(root / "runs" / "b" / "seed_1")
@@ -192,11 +237,11 @@ def test_a_finished_run_without_its_summary_is_unknown_and_becomes_runnable(tmp_
     assert result.code == 0, result.stderr
     assert "1 unknown" in result.stdout and "its result is unknown" in result.stdout
     row = next(line for line in result.stdout.splitlines() if line.startswith("b "))
-    assert row.split()[3:5] == ["2/3", "0"], row                     # b: usable 2 of 3, lost 0 (not a lost seed)
-    assert rd.outcome() is Status.INTERRUPTED                       # the launcher runs it again
+    assert row.split()[3:5] == ["2/3", "0"], row  # b: usable 2 of 3, lost 0 (not a lost seed)
+    assert rd.outcome() is Status.INTERRUPTED  # the launcher runs it again
     assert "its result is lost" in rd.read_status().error
     damaged = RunDir(root / "runs" / "a" / "seed_2")
-    damaged.summary_path.write_bytes(b"{\"status\": \"fini")
+    damaged.summary_path.write_bytes(b'{"status": "fini')
     assert damaged.outcome() is Status.INTERRUPTED and "cannot be read" in damaged.read_status().error
     assert RunDir(root / "runs" / "a" / "seed_0").outcome() is Status.FINISHED
 
@@ -237,12 +282,15 @@ def test_against_another_experiment_is_refused_unless_asked(tmp_path):
 
 # -- the report: the decision table always, what it could not write named ---------------------------------------
 
+
 def test_a_sweep_with_no_finished_run_reports_statuses_and_how_to_resume(tmp_path):
-    root = write_sweep(tmp_path / "s", {"a": [1.0, 1.0], "b": [1.0, 1.0]},
-                       status={(v, s): "interrupted" for v in "ab" for s in (0, 1)})
-    for rd in (RunDir(p) for p in (root / "runs").glob("*/seed_*")):   # what a stopped run leaves: its cost
-        rd.write_summary(Summary(status=Status.INTERRUPTED, steps=3, extra={"cost": {"wall_time_s": 1.0,
-                                                                                      "peak_rss_mb": 90.0}}))
+    root = write_sweep(
+        tmp_path / "s", {"a": [1.0, 1.0], "b": [1.0, 1.0]}, status={(v, s): "interrupted" for v in "ab" for s in (0, 1)}
+    )
+    for rd in (RunDir(p) for p in (root / "runs").glob("*/seed_*")):  # what a stopped run leaves: its cost
+        rd.write_summary(
+            Summary(status=Status.INTERRUPTED, steps=3, extra={"cost": {"wall_time_s": 1.0, "peak_rss_mb": 90.0}})
+        )
     result = run_in_process(report_main, [str(root), *FAST], cwd=tmp_path)
     assert result.code == 0, result.stderr
     assert "pass --metric" not in result.stdout + result.stderr
@@ -254,8 +302,10 @@ def _mount(where: Path, options: str) -> bool:
     where.mkdir(parents=True, exist_ok=True)
     if os.geteuid() != 0:
         return False
-    return subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
-                          capture_output=True).returncode == 0
+    return (
+        subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True).returncode
+        == 0
+    )
 
 
 def _finished(root: Path) -> Path:
@@ -280,7 +330,7 @@ def test_the_report_of_a_full_disk_prints_the_table_and_names_what_was_not_writt
     result = run_in_process(report_main, [str(root), *FAST], cwd=tmp_path)
     assert result.code == 1
     assert any(line.startswith("b ") and "vs a" in line for line in result.stdout.splitlines())
-    assert "a beats b" in result.stdout                                                # the decision table
+    assert "a beats b" in result.stdout  # the decision table
     warning = next(line for line in result.stdout.splitlines() if line.startswith("WARNING: not written:"))
     assert f"{root / 'report.md'}: No space left on device; the disk is full" in warning, warning
     assert (root / "summary.csv").exists() and not (root / "report.md").exists()
@@ -292,7 +342,7 @@ def test_the_report_of_a_full_disk_prints_the_table_and_names_what_was_not_writt
 def test_the_report_on_a_real_full_or_read_only_file_system(tmp_path, options):
     mnt = tmp_path / "mnt"
     src = _finished(tmp_path / "src")
-    used = sum(p.stat().st_size // 4096 + 1 for p in src.rglob("*")) * 4     # KiB the copy takes on a tmpfs
+    used = sum(p.stat().st_size // 4096 + 1 for p in src.rglob("*")) * 4  # KiB the copy takes on a tmpfs
     if not _mount(mnt, f"size={used + 16}k" if options == "full" else "size=4m"):
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
@@ -326,14 +376,23 @@ def test_a_read_only_working_directory_is_one_line_exit_1_before_anything_starts
 
 # -- Slurm unreachable ------------------------------------------------------------------------------------------
 
+
 def test_slurm_cancel_without_a_cluster_is_one_line(tmp_path, monkeypatch):
     from sweeper.cli.slurm import main as slurm_main
 
     fake = tmp_path / "bin"
     fake.mkdir()
-    (fake / "squeue").write_text("#!/bin/sh\n" + "".join(
-        f"echo 'squeue: error: {w}' >&2\n" for w in ("resolve_ctls_from_dns_srv: res_nsearch error: Unknown host",
-                                                      "fetch_config: DNS SRV lookup failed")) + "exit 1\n")
+    (fake / "squeue").write_text(
+        "#!/bin/sh\n"
+        + "".join(
+            f"echo 'squeue: error: {w}' >&2\n"
+            for w in (
+                "resolve_ctls_from_dns_srv: res_nsearch error: Unknown host",
+                "fetch_config: DNS SRV lookup failed",
+            )
+        )
+        + "exit 1\n"
+    )
     (fake / "squeue").chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
     sweep = tmp_path / "s"

@@ -1,4 +1,5 @@
-"""Issue 29, the data half of the checklist: the data/evaluation bug zoo (tests/helpers/health_data_zoo.py). Every bug is
+"""Issue 29, the data half of the checklist: the data/evaluation bug zoo (tests/helpers/health_data_zoo.py). Every bug
+is
 flagged by the check that names its cause, every healthy twin is clean, and every bug is shown to be real by a
 measurement (not only asserted); inputs far from standardized are named as the cause of the checks they break;
 run.health(val_data=, evaluate=) checks the evaluation in a real run.

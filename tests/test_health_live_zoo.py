@@ -1,4 +1,5 @@
-"""The live bug zoo (tests/helpers/health_live_zoo.py), issue 29: every bug is real by an independent measurement, flagged
+"""The live bug zoo (tests/helpers/health_live_zoo.py), issue 29: every bug is real by an independent measurement,
+flagged
 by the check that names its cause, and diagnosed by the run's one named diagnosis; every healthy twin trains with
 no warning, no failure and the diagnosis "healthy". Two seeds each (sizes and data change with the seed).
 

@@ -15,7 +15,6 @@ from torch import nn
 
 from sweeper.health import CHECKS, Thresholds, preflight
 
-
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
@@ -65,14 +64,18 @@ class DictOutputLM(nn.Module):
 
     def __init__(self, vocab=20, dim=32):
         super().__init__()
-        self.emb, self.gru, self.head = nn.Embedding(vocab, dim), nn.GRU(dim, dim, batch_first=True), nn.Linear(dim, vocab)
+        self.emb, self.gru, self.head = (
+            nn.Embedding(vocab, dim),
+            nn.GRU(dim, dim, batch_first=True),
+            nn.Linear(dim, vocab),
+        )
 
     def forward(self, input_ids):
         return {"logits": self.head(self.gru(self.emb(input_ids))[0]), "aux": torch.zeros(())}
 
 
 def hf_loss(outputs, labels):
-    logits = outputs["logits"][:, :-1]                           # position t predicts token t+1
+    logits = outputs["logits"][:, :-1]  # position t predicts token t+1
     return F.cross_entropy(logits.flatten(0, 1), labels[:, 1:].flatten())
 
 
@@ -85,11 +88,11 @@ class ConvSeq(nn.Module):
         self.conv1, self.conv2 = nn.Conv1d(3, 16, 3), nn.Conv1d(16, 1, 3)
 
     def forward(self, x):
-        h = x.transpose(1, 2)                                    # (B, F, T)
+        h = x.transpose(1, 2)  # (B, F, T)
         for conv in (self.conv1, self.conv2):
             h = F.pad(h, (2, 0) if self.causal else (1, 1))
             h = conv(h) if conv is self.conv2 else F.relu(conv(h))
-        return h.transpose(1, 2)                                 # (B, T, 1)
+        return h.transpose(1, 2)  # (B, T, 1)
 
 
 class GRUSeq(nn.Module):
@@ -115,7 +118,7 @@ def lm_batch(vocab=20, n=8, T=12, seed=0):
 def seq_batch(n=8, T=12, seed=0):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(n, T, 3, generator=g)
-    return x, x[..., 0].cumsum(1) / 3                            # a causal target
+    return x, x[..., 0].cumsum(1) / 3  # a causal target
 
 
 def adam(lr):
@@ -134,8 +137,15 @@ def test_cnn_with_batchnorm_and_dropout_passes_with_the_batchnorm_coupling_named
     assert coupling.details["modes_checked"] == ["eval", "train"]
     assert "expected for BatchNorm" in coupling.message and "batchnorm_coupling='pass'" in coupling.message
     assert {k for k in not_passing(report)} == {"batch_independence"}, str(report)
-    quiet = preflight(SmallCNN(), F.cross_entropy, (x, y), num_classes=4, optimizer_factory=adam(1e-2),
-                      thresholds=Thresholds(batchnorm_coupling="pass"), skip=["overfit_batch"])
+    quiet = preflight(
+        SmallCNN(),
+        F.cross_entropy,
+        (x, y),
+        num_classes=4,
+        optimizer_factory=adam(1e-2),
+        thresholds=Thresholds(batchnorm_coupling="pass"),
+        skip=["overfit_batch"],
+    )
     assert not_passing(quiet) == {}, str(quiet)
 
 
@@ -148,9 +158,10 @@ def test_weight_tied_transformer_lm_passes():
 
 def test_dict_outputs_with_internally_shifted_labels_pass():
     torch.manual_seed(0)
-    tokens = lm_batch(T=13)[0]                                   # labels = input_ids, the loss shifts
-    report = preflight(DictOutputLM(), hf_loss, (tokens, tokens), num_classes=20, sequence_dim=1,
-                       optimizer_factory=adam(1e-2))
+    tokens = lm_batch(T=13)[0]  # labels = input_ids, the loss shifts
+    report = preflight(
+        DictOutputLM(), hf_loss, (tokens, tokens), num_classes=20, sequence_dim=1, optimizer_factory=adam(1e-2)
+    )
     assert not_passing(report) == {}, str(report)
     assert report["target_shift"].details["next_position_match"] == 1.0
 
@@ -162,8 +173,11 @@ def test_causal_float_sequence_models_pass(model):
     assert report["causality"].status == "pass" and report["causality"].value == 0.0
 
 
-@pytest.mark.parametrize("model,ahead", [(ConvSeq(causal=False), 1), (GRUSeq(bidirectional=True), 1)],
-                         ids=["centered-conv", "bidirectional-gru"])
+@pytest.mark.parametrize(
+    "model,ahead",
+    [(ConvSeq(causal=False), 1), (GRUSeq(bidirectional=True), 1)],
+    ids=["centered-conv", "bidirectional-gru"],
+)
 def test_non_causal_float_sequence_models_fail_causality(model, ahead):
     report = preflight(model, mse, seq_batch(), sequence_dim=1, skip=["overfit_batch"])
     check = report["causality"]
@@ -176,9 +190,9 @@ class WithExtras(nn.Module):
     def __init__(self):
         super().__init__()
         self.body, self.head = nn.Linear(6, 16), nn.Linear(16, 3)
-        self.unused = nn.Linear(6, 6)                            # never called
-        self.gate = nn.Parameter(torch.ones(16))                 # used through .detach(): the graph is cut
-        self.frozen = nn.Linear(6, 16).requires_grad_(False)     # deliberately frozen: not a finding
+        self.unused = nn.Linear(6, 6)  # never called
+        self.gate = nn.Parameter(torch.ones(16))  # used through .detach(): the graph is cut
+        self.frozen = nn.Linear(6, 16).requires_grad_(False)  # deliberately frozen: not a finding
 
     def forward(self, x):
         return self.head(torch.tanh(self.body(x) + self.frozen(x)) * self.gate.detach())
@@ -202,8 +216,13 @@ def test_gradient_flow_names_unused_and_detached_parameters_only():
 def test_parameter_missing_from_the_optimizer_never_moves():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 3))
-    report = preflight(model, F.cross_entropy, cls_batch(), num_classes=3,
-                       optimizer_factory=lambda params: torch.optim.Adam(list(params)[:2], lr=1e-2))
+    report = preflight(
+        model,
+        F.cross_entropy,
+        cls_batch(),
+        num_classes=3,
+        optimizer_factory=lambda params: torch.optim.Adam(list(params)[:2], lr=1e-2),
+    )
     move = report["param_movement"]
     assert move.status == "fail" and move.details["unchanged"] == ["2.weight", "2.bias"]
     assert report["gradient_flow"].status == "pass"
@@ -217,10 +236,9 @@ def test_fused_projection_with_blocked_rows_is_named_with_the_rows():
 
         def forward(self, x):
             q, k, v = self.qkv(x).split(8, dim=-1)
-            return self.head(v + 0 * (q.detach() + k.detach()))     # q and k rows blocked
+            return self.head(v + 0 * (q.detach() + k.detach()))  # q and k rows blocked
 
-    report = preflight(Fused(), F.cross_entropy, cls_batch(features=8), num_classes=3,
-                       skip=["overfit_batch"])
+    report = preflight(Fused(), F.cross_entropy, cls_batch(features=8), num_classes=3, skip=["overfit_batch"])
     flow = report["gradient_flow"]
     assert flow.status == "warn"
     assert "qkv.weight: 16/24 output rows get exactly zero gradient (rows 0..15" in flow.message
@@ -229,7 +247,7 @@ def test_fused_projection_with_blocked_rows_is_named_with_the_rows():
 def test_tied_head_with_default_embedding_init_fails_init_loss():
     torch.manual_seed(0)
     model = TiedLM()
-    nn.init.normal_(model.emb.weight)                            # nn.Embedding's default N(0, 1), now the head
+    nn.init.normal_(model.emb.weight)  # nn.Embedding's default N(0, 1), now the head
     report = preflight(model, ce, lm_batch(), num_classes=20, sequence_dim=1, skip=["overfit_batch"])
     assert report["init_loss"].status == "fail" and report["init_loss"].value > 3 * math.log(20)
 
@@ -243,7 +261,7 @@ def test_init_loss_bands_against_ln_num_classes():
     assert ok["init_loss"].status == "pass"
     assert abs(ok["init_loss"].value - math.log(10)) < 1.0
     with torch.no_grad():
-        model[2].weight.mul_(60)                                  # a confidently wrong init
+        model[2].weight.mul_(60)  # a confidently wrong init
     bad = preflight(model, F.cross_entropy, (x, y), num_classes=10, skip=["overfit_batch"])
     loss = F.cross_entropy(model(x), y).item()
     assert bad["init_loss"].value == pytest.approx(loss, rel=1e-6)
@@ -260,23 +278,27 @@ def test_preflight_leaves_model_grads_mode_and_rng_untouched():
     g = torch.Generator().manual_seed(1)
     batch = (torch.randn(8, 1, 8, 8, generator=g), torch.randint(0, 4, (8,), generator=g))
     preflight(model, F.cross_entropy, batch, num_classes=4)
-    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())   # BN running stats too
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())  # BN running stats too
     assert all(p.grad is None for p in model.parameters())
     assert not model.training
     assert torch.equal(rng, torch.get_rng_state())
 
 
 def test_report_lists_checks_in_order_and_skip_removes_them():
-    report = preflight(nn.Linear(6, 3), F.cross_entropy, cls_batch(), num_classes=3,
-                       skip=["overfit_batch", "kernel_agreement"])
+    report = preflight(
+        nn.Linear(6, 3), F.cross_entropy, cls_batch(), num_classes=3, skip=["overfit_batch", "kernel_agreement"]
+    )
     assert [c.name for c in report.checks] == [c for c in CHECKS if c not in ("overfit_batch", "kernel_agreement")]
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"skip": ["gradient_flw"]}, r"skip=\['gradient_flw'\]: unknown check; choose from init_loss"),
-    ({"num_classes": 1}, r"num_classes=1: expected an int >= 2"),
-    ({"sequence_dim": 0}, r"sequence_dim=0: expected an int >= 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"skip": ["gradient_flw"]}, r"skip=\['gradient_flw'\]: unknown check; choose from init_loss"),
+        ({"num_classes": 1}, r"num_classes=1: expected an int >= 2"),
+        ({"sequence_dim": 0}, r"sequence_dim=0: expected an int >= 1"),
+    ],
+)
 def test_bad_arguments_give_one_line_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         preflight(nn.Linear(6, 3), F.cross_entropy, cls_batch(), **kwargs)
@@ -293,7 +315,11 @@ def test_bad_batch_and_failing_model_are_named():
 class LSTMLM(nn.Module):
     def __init__(self, vocab=50, dim=32):
         super().__init__()
-        self.emb, self.lstm, self.head = nn.Embedding(vocab, dim), nn.LSTM(dim, dim, batch_first=True), nn.Linear(dim, vocab)
+        self.emb, self.lstm, self.head = (
+            nn.Embedding(vocab, dim),
+            nn.LSTM(dim, dim, batch_first=True),
+            nn.Linear(dim, vocab),
+        )
 
     def forward(self, idx):
         return self.head(self.lstm(self.emb(idx))[0])
@@ -321,22 +347,35 @@ def test_more_unseen_models_pass_with_the_default_optimizer():
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)
     tok = torch.randint(1, 50, (6, 21), generator=g)
-    tok[3:, 15:] = 0                                               # padding, ignored by the loss
+    tok[3:, 15:] = 0  # padding, ignored by the loss
     targets = tok[:, 1:].clone()
     targets[targets == 0] = -100
     cases = {
         "padded LSTM LM, ignore_index": dict(
-            model=LSTMLM(), batch=(tok[:, :-1], targets), num_classes=50, sequence_dim=1,
-            loss_fn=lambda o, t: F.cross_entropy(o.flatten(0, 1), t.flatten(), ignore_index=-100)),
+            model=LSTMLM(),
+            batch=(tok[:, :-1], targets),
+            num_classes=50,
+            sequence_dim=1,
+            loss_fn=lambda o, t: F.cross_entropy(o.flatten(0, 1), t.flatten(), ignore_index=-100),
+        ),
         "EmbeddingBag over 5000 rows": dict(
-            model=BagOfWords(), loss_fn=F.cross_entropy, num_classes=3,
-            batch=(torch.randint(0, 5000, (8, 6), generator=g), torch.randint(0, 3, (8,), generator=g))),
+            model=BagOfWords(),
+            loss_fn=F.cross_entropy,
+            num_classes=3,
+            batch=(torch.randint(0, 5000, (8, 6), generator=g), torch.randint(0, 3, (8,), generator=g)),
+        ),
         "binary conv, BCE with logits": dict(
-            model=BinaryConv(), loss_fn=F.binary_cross_entropy_with_logits, num_classes=2,
-            batch=(torch.randn(8, 2, 30, generator=g), torch.randint(0, 2, (8,), generator=g).float())),
+            model=BinaryConv(),
+            loss_fn=F.binary_cross_entropy_with_logits,
+            num_classes=2,
+            batch=(torch.randn(8, 2, 30, generator=g), torch.randint(0, 2, (8,), generator=g).float()),
+        ),
         "label smoothing, batch of 2": dict(
-            model=nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Linear(16, 5)), num_classes=5,
-            loss_fn=lambda o, t: F.cross_entropy(o, t, label_smoothing=0.1), batch=cls_batch(n=2, classes=5)),
+            model=nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Linear(16, 5)),
+            num_classes=5,
+            loss_fn=lambda o, t: F.cross_entropy(o, t, label_smoothing=0.1),
+            batch=cls_batch(n=2, classes=5),
+        ),
     }
     for name, kwargs in cases.items():
         report = preflight(**kwargs)
@@ -345,8 +384,7 @@ def test_more_unseen_models_pass_with_the_default_optimizer():
 
 def test_position_table_is_not_mistaken_for_examples_when_batch_equals_length():
     torch.manual_seed(0)
-    report = preflight(TiedLM(), ce, lm_batch(n=12, T=12), num_classes=20, sequence_dim=1,
-                       skip=["overfit_batch"])
+    report = preflight(TiedLM(), ce, lm_batch(n=12, T=12), num_classes=20, sequence_dim=1, skip=["overfit_batch"])
     for name in ("batch_independence", "causality"):
         assert report[name].status == "pass", str(report)
-    assert "pos" not in report["batch_independence"].message     # probed at emb only (indexed by the input)
+    assert "pos" not in report["batch_independence"].message  # probed at emb only (indexed by the input)

@@ -15,8 +15,18 @@ import torch.nn.functional as F
 from torch import nn
 
 from sweeper.health import LiveMonitor, Thresholds, preflight
-from tests.helpers.health_zoo2 import (CASES, C, FEAT, PlainMLP, SparseBag, ZeroInitResidual, adam, cls_batch, half_ce,
-                               lm_batch)
+from tests.helpers.health_zoo2 import (
+    CASES,
+    FEAT,
+    C,
+    PlainMLP,
+    SparseBag,
+    ZeroInitResidual,
+    adam,
+    cls_batch,
+    half_ce,
+    lm_batch,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -156,14 +166,16 @@ def test_non_finite_gradient_with_a_finite_loss_fails_naming_step_and_parameter(
     report = preflight(SqrtAtZero(), F.cross_entropy, cls_batch(), num_classes=C, optimizer_factory=adam(1e-3),
                        skip=["gradient_flow", "init_loss"])
     check = report["overfit_batch"]
-    assert check.status == "fail" and check.details["step"] == 0 and check.details["parameter"] in ("fc.weight", "fc.bias")
+    assert check.status == "fail" and check.details["step"] == 0
+    assert check.details["parameter"] in ("fc.weight", "fc.bias")
 
 
 # ---- 4. zero-initialised output projection -----------------------------------------------------------------------
 def test_zero_initialised_output_projection_is_not_dead():
     torch.manual_seed(0)
-    report = preflight(ZeroInitResidual(bug=False), F.cross_entropy, cls_batch(), num_classes=C,
-                       optimizer_factory=adam(3e-3))
+    report = preflight(
+        ZeroInitResidual(bug=False), F.cross_entropy, cls_batch(), num_classes=C, optimizer_factory=adam(3e-3)
+    )
     flow = report["gradient_flow"]
     assert flow.status == "pass", str(report)
     assert sorted(flow.details["zero_at_init_then_alive"]) == ["fc.bias", "fc.weight"]
@@ -176,12 +188,17 @@ def test_checks_left_out_for_a_missing_argument_are_listed_as_not_run():
     kwargs = CASES["tied_lm_without_causal_mask"].build(False)
     kwargs.update(num_classes=None, sequence_dim=None)
     report = preflight(**kwargs, skip=["overfit_batch"])
-    assert report.not_run == ["init_loss (pass num_classes=...)", "causality (pass sequence_dim=...)",
-                              "target_shift (pass sequence_dim=... and num_classes=...)"]
+    assert report.not_run == [
+        "init_loss (pass num_classes=...)",
+        "causality (pass sequence_dim=...)",
+        "target_shift (pass sequence_dim=... and num_classes=...)",
+    ]
     assert report.to_dict()["not_run"] == report.not_run
-    assert str(report).splitlines()[-1] == ("verdict: PASS; not run: init_loss (pass num_classes=...), causality "
-                                            "(pass sequence_dim=...), target_shift (pass sequence_dim=... and "
-                                            "num_classes=...)")
+    assert str(report).splitlines()[-1] == (
+        "verdict: PASS; not run: init_loss (pass num_classes=...), causality "
+        "(pass sequence_dim=...), target_shift (pass sequence_dim=... and "
+        "num_classes=...)"
+    )
 
 
 # ---- 6. causes ---------------------------------------------------------------------------------------------------
@@ -192,13 +209,14 @@ def test_nan_input_gradients_are_named_as_nan_not_as_mixing():
             self.net = PlainMLP()
 
         def forward(self, x):
-            return self.net(x / x.std(dim=-1, keepdim=True))           # 0/0 on a blank example
+            return self.net(x / x.std(dim=-1, keepdim=True))  # 0/0 on a blank example
 
     torch.manual_seed(0)
     x, y = cls_batch()
     x[5] = 0.0
-    report = preflight(PerExampleNorm(), F.cross_entropy, (x, y), num_classes=C,
-                       skip=["overfit_batch", "init_loss", "gradient_flow"])
+    report = preflight(
+        PerExampleNorm(), F.cross_entropy, (x, y), num_classes=C, skip=["overfit_batch", "init_loss", "gradient_flow"]
+    )
     check = report["batch_independence"]
     assert check.status == "fail" and "NaN/inf input gradients at examples [5]" in check.message
     assert "mix" not in check.message.split(":")[0]
@@ -208,8 +226,14 @@ def test_a_closed_gate_is_vanishing_and_no_healthy_weight_is_called_exploding():
     report = preflight(**CASES["closed_sigmoid_gate"].build(True))
     weak = report["gradient_flow"].details["weak"]
     assert weak and all("vanishing" in w for w in weak) and not any("exploding" in w for w in weak)
-    assert {w.split(":")[0] for w in weak} == {"gate.weight", "branch.0.weight", "branch.2.weight", "branch.4.weight",
-                                               "branch.6.weight", "out.weight"}
+    assert {w.split(":")[0] for w in weak} == {
+        "gate.weight",
+        "branch.0.weight",
+        "branch.2.weight",
+        "branch.4.weight",
+        "branch.6.weight",
+        "out.weight",
+    }
 
 
 def test_params_missing_from_the_optimizer_are_not_blamed_on_zero_grad():
@@ -231,8 +255,17 @@ def test_both_train_step_orders_give_the_same_report():
     reports = []
     for step in (common, older):
         torch.manual_seed(0)
-        reports.append(preflight(PlainMLP(), F.cross_entropy, cls_batch(), num_classes=C, train_step=step,
-                                 optimizer_factory=adam(3e-3), skip=["batch_independence"]).to_dict())
+        reports.append(
+            preflight(
+                PlainMLP(),
+                F.cross_entropy,
+                cls_batch(),
+                num_classes=C,
+                train_step=step,
+                optimizer_factory=adam(3e-3),
+                skip=["batch_independence"],
+            ).to_dict()
+        )
     assert reports[0] == reports[1]
 
 
@@ -244,14 +277,16 @@ def test_monitor_attached_by_hooks_watches_a_closed_training_step():
     x, y = cls_batch()
     records = []
     for step in range(6):
-        def closed_step():                          # one call: nothing can be put between backward and step
+
+        def closed_step():  # one call: nothing can be put between backward and step
             opt.zero_grad()
-            loss = F.cross_entropy(model(x), y if step < 4 else y * 0 + 10 ** 9 % C)
+            loss = F.cross_entropy(model(x), y if step < 4 else y * 0 + 10**9 % C)
             loss.backward()
             if step == 5:
                 model.fc1.weight.grad[0, 0] = float("nan")
             opt.step()
             return loss
+
         monitor.observe_loss(closed_step())
         records.append(monitor.take_metrics())
     monitor.detach()
@@ -269,12 +304,21 @@ def test_thresholds_from_the_config_are_checked_in_one_line():
     cfg = RunConfig.from_dict({"health": {"thresholds": {"overfit_steps": 40, "batchnorm_coupling": "pass"}}})
     th = Thresholds.from_dict(cfg.health.thresholds)
     assert th.overfit_steps == 40 and isinstance(th.overfit_steps, int) and th.batchnorm_coupling == "pass"
-    with pytest.raises(ConfigError, match=r"^health\.thresholds\.overfit_stepz: unknown threshold; accepted: "
-                                          r"batchnorm_coupling, "):
+    with pytest.raises(
+        ConfigError,
+        match=r"^health\.thresholds\.overfit_stepz: unknown threshold; accepted: "
+        r"batchnorm_coupling, ",
+    ):
         RunConfig.from_dict({"health": {"thresholds": {"overfit_stepz": 40}}})
-    with pytest.raises(ConfigError, match=r"^health\.thresholds\.overfit_steps=2\.5: expected a finite number >= 0 "
-                                          r"\(a whole number\)$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^health\.thresholds\.overfit_steps=2\.5: expected a finite number >= 0 "
+        r"\(a whole number\)$",
+    ):
         RunConfig.from_dict({"health": {"thresholds": {"overfit_steps": 2.5}}})
-    with pytest.raises(ConfigError, match=r"^health\.thresholds\.batchnorm_coupling='maybe': expected pass, warn "
-                                          r"or fail$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^health\.thresholds\.batchnorm_coupling='maybe': expected pass, warn "
+        r"or fail$",
+    ):
         RunConfig.from_dict({"health": {"thresholds": {"batchnorm_coupling": "maybe"}}})

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
+from sweeper.run.rundir import RunDir, Status, read_manifest
 from tests.helpers.commands import ROOT
 from tests.helpers.local_pool import processes_mentioning, wait_for
-from sweeper.run.rundir import RunDir, Status, read_manifest
 
 pytest_plugins = ["tests.helpers.local_pool"]     # its sweep_dir fixture
 
@@ -176,10 +176,11 @@ HYDRA_HINT = "Set the environment variable HYDRA_FULL_ERROR=1 for a complete sta
     ("metric=[a]", "hydra.launcher.metric=['a']: must be a non-empty name"),
 ])
 def test_bad_launcher_option_is_one_line_naming_it(sweep_dir, option, line):
-    proc = app("-m", "seed=0", "hydra/launcher=sweeper_pool", f"hydra.launcher.{option}", f"hydra.sweep.dir={sweep_dir}")
+    proc = app("-m", "seed=0", "hydra/launcher=sweeper_pool", f"hydra.launcher.{option}",
+               f"hydra.sweep.dir={sweep_dir}")
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and ln != HYDRA_HINT]
-    assert proc.returncode == 1 and lines == [line], proc.stderr       # Hydra's exit status for a config error
-    assert sorted(p.name for p in sweep_dir.iterdir()) == ["multirun.yaml"]       # no job started
+    assert proc.returncode == 1 and lines == [line], proc.stderr  # Hydra's exit status for a config error
+    assert sorted(p.name for p in sweep_dir.iterdir()) == ["multirun.yaml"]  # no job started
 
 
 def test_every_key_of_the_local_launcher_schema_is_a_plugin_option(sweep_dir):
@@ -190,12 +191,31 @@ def test_every_key_of_the_local_launcher_schema_is_a_plugin_option(sweep_dir):
 
     keys = [f.name for f in dataclasses.fields(PoolConf)]
     assert set(keys) == {f.name for f in dataclasses.fields(LocalLauncherConf)} - {"name"}
-    given = {"devices": ["1"], "runs_per_device": 2, "cpu_only": True, "max_parallel": 3, "threads_per_run": 1,
-             "cores": CORES[:1], "max_retries": 4, "retry_backoff_s": 0.5, "crash_loop_after": 5, "grace_s": 1.5,
-             "ranks_per_run": 2, "max_log_mb": 2.5, "stall_s": 7.0, "stall_kill": True}
+    given = {
+        "devices": ["1"],
+        "runs_per_device": 2,
+        "cpu_only": True,
+        "max_parallel": 3,
+        "threads_per_run": 1,
+        "cores": CORES[:1],
+        "max_retries": 4,
+        "retry_backoff_s": 0.5,
+        "crash_loop_after": 5,
+        "grace_s": 1.5,
+        "ranks_per_run": 2,
+        "max_log_mb": 2.5,
+        "stall_s": 7.0,
+        "stall_kill": True,
+    }
     assert set(given) == set(keys)
-    proc = app("--cfg", "hydra", "-p", "hydra.launcher", "hydra/launcher=sweeper_pool",
-               *[f"hydra.launcher.{k}={json.dumps(v)}" for k, v in given.items()])
+    proc = app(
+        "--cfg",
+        "hydra",
+        "-p",
+        "hydra.launcher",
+        "hydra/launcher=sweeper_pool",
+        *[f"hydra.launcher.{k}={json.dumps(v)}" for k, v in given.items()],
+    )
     assert proc.returncode == 0, proc.stderr
     import yaml
 
@@ -209,18 +229,37 @@ def test_every_key_of_the_local_launcher_schema_is_a_plugin_option(sweep_dir):
 
 def test_ctrl_c_of_a_multirun_leaves_no_process(sweep_dir, tmp_path):
     log = tmp_path / "app.log"
-    proc = subprocess.Popen([sys.executable, str(APP), "-m", "seed=0,1", "sleep=120", "hydra/launcher=sweeper_pool",
-                             "hydra.launcher.grace_s=5", f"hydra.sweep.dir={sweep_dir}"], cwd=APP.parent,
-                            env=app_env(), stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
-    wait_for(lambda: len(list(sweep_dir.glob("*/job.json"))) == 0 and len(processes_mentioning(str(sweep_dir))) >= 3,
-             60, "two jobs running", proc, log)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(APP),
+            "-m",
+            "seed=0,1",
+            "sleep=120",
+            "hydra/launcher=sweeper_pool",
+            "hydra.launcher.grace_s=5",
+            f"hydra.sweep.dir={sweep_dir}",
+        ],
+        cwd=APP.parent,
+        env=app_env(),
+        stdout=open(log, "wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    wait_for(
+        lambda: len(list(sweep_dir.glob("*/job.json"))) == 0 and len(processes_mentioning(str(sweep_dir))) >= 3,
+        60,
+        "two jobs running",
+        proc,
+        log,
+    )
     t0 = time.time()
     os.kill(proc.pid, signal.SIGINT)
     proc.wait(timeout=30)
     assert time.time() - t0 < 15
     assert processes_mentioning(str(sweep_dir)) == [], log.read_text()
     assert "interrupted: stopping 2 running run(s)" in log.read_text()
-    for num in ("0", "1"):      # completed by the parent: the jobs died of the SIGTERM without a word
+    for num in ("0", "1"):  # completed by the parent: the jobs died of the SIGTERM without a word
         record = RunDir(sweep_dir / num).read_status()
         assert record.status == Status.INTERRUPTED and record.error.startswith("stopped by Ctrl-C"), record
 
@@ -236,45 +275,74 @@ def test_a_multirun_is_a_sweep_and_a_second_launch_starts_no_job(sweep_dir):
     assert first.returncode == 0, first.stdout + first.stderr
     manifest = read_manifest(sweep_dir)
     exp = manifest.experiment
-    assert (manifest.source, exp.name, exp.baseline, exp.metric, exp.lower_is_better) == \
-        ("hydra", "loss_app", "lr=0.01", "objective", True)
+    assert (manifest.source, exp.name, exp.baseline, exp.metric, exp.lower_is_better) == (
+        "hydra",
+        "loss_app",
+        "lr=0.01",
+        "objective",
+        True,
+    )
     assert exp.variants == {"lr=0.01": ["lr=0.01"], "lr=0.1": ["lr=0.1"]}
     by_dir = {r.run_dir: r for r in manifest.runs}
-    assert sorted((r.variant, r.seed) for r in manifest.runs) == [(v, s) for v in ("lr=0.01", "lr=0.1") for s in range(3)]
+    assert sorted((r.variant, r.seed) for r in manifest.runs) == [
+        (v, s) for v in ("lr=0.01", "lr=0.1") for s in range(3)
+    ]
     for entry in manifest.runs:
         rd = RunDir(sweep_dir / entry.run_dir)
         lr = float(entry.variant.split("=")[1])
         record, summary = rd.read_status(), rd.read_summary()
-        assert (record.status, record.run_id, record.experiment, record.variant, record.seed) == \
-            (Status.FINISHED, entry.run_id, "loss_app", entry.variant, entry.seed)
+        assert (record.status, record.run_id, record.experiment, record.variant, record.seed) == (
+            Status.FINISHED,
+            entry.run_id,
+            "loss_app",
+            entry.variant,
+            entry.seed,
+        )
         assert summary.final == {"objective": loss(lr, entry.seed)} and summary.config_hash == entry.config_hash
         assert rd.read_config() == {"seed": entry.seed, "lr": lr, "use_run": False, "die": False}
         job = json.loads((rd.path / "job.json").read_text())
-        assert job["run_dir"] == str(rd.path)                   # SWEEPER_RUN_DIR is the job's output dir
+        assert job["run_dir"] == str(rd.path)  # SWEEPER_RUN_DIR is the job's output dir
     assert len(by_dir) == 6
 
     table = report(sweep_dir)
     assert table.returncode == 0, table.stdout + table.stderr
-    check_decision_table(sweep_dir, table.stdout, "objective", {lr: [loss(lr, s) for s in range(3)] for lr in (0.01, 0.1)})
+    check_decision_table(
+        sweep_dir, table.stdout, "objective", {lr: [loss(lr, s) for s in range(3)] for lr in (0.01, 0.1)}
+    )
 
     before = job_records(sweep_dir)
-    again = app("--returns", *SWEEP, "hydra/launcher=sweeper_pool", BASELINE, f"hydra.sweep.dir={sweep_dir}",
-                script=LOSS_APP)
+    again = app(
+        "--returns", *SWEEP, "hydra/launcher=sweeper_pool", BASELINE, f"hydra.sweep.dir={sweep_dir}", script=LOSS_APP
+    )
     assert returned(again) == {(lr, s): loss(lr, s) for lr in (0.01, 0.1) for s in range(3)}
     assert "start " not in again.stdout and again.stdout.count("(already finished)") == 6, again.stdout
-    assert job_records(sweep_dir) == before                          # no job process ran, no log grew
+    assert job_records(sweep_dir) == before  # no job process ran, no log grew
     for result in (sweep_dir / ".sweeper_pool").glob("*.result.pkl"):
-        result.write_bytes(b"damaged")                              # rebuilt from the summaries
-    assert returned(app("--returns", *SWEEP, "hydra/launcher=sweeper_pool", BASELINE, f"hydra.sweep.dir={sweep_dir}",
-                        script=LOSS_APP)) == {(lr, s): loss(lr, s) for lr in (0.01, 0.1) for s in range(3)}
+        result.write_bytes(b"damaged")  # rebuilt from the summaries
+    assert returned(
+        app(
+            "--returns",
+            *SWEEP,
+            "hydra/launcher=sweeper_pool",
+            BASELINE,
+            f"hydra.sweep.dir={sweep_dir}",
+            script=LOSS_APP,
+        )
+    ) == {(lr, s): loss(lr, s) for lr in (0.01, 0.1) for s in range(3)}
     assert job_records(sweep_dir) == before
 
 
 def test_a_job_whose_config_changed_runs_again_and_the_report_asks_for_a_baseline(sweep_dir):
     assert loss_app("-m", "seed=0,1", "lr=0.01,0.1", f"hydra.sweep.dir={sweep_dir}").returncode == 0
     before = job_records(sweep_dir)
-    proc = app("--returns", "seed=0,1", "lr=0.01,0.001", "hydra/launcher=sweeper_pool", f"hydra.sweep.dir={sweep_dir}",
-               script=LOSS_APP)
+    proc = app(
+        "--returns",
+        "seed=0,1",
+        "lr=0.01,0.001",
+        "hydra/launcher=sweeper_pool",
+        f"hydra.sweep.dir={sweep_dir}",
+        script=LOSS_APP,
+    )
     assert returned(proc) == {(lr, s): loss(lr, s) for lr in (0.01, 0.001) for s in range(2)}
     after = job_records(sweep_dir)
     manifest = read_manifest(sweep_dir)
@@ -287,31 +355,50 @@ def test_a_job_whose_config_changed_runs_again_and_the_report_asks_for_a_baselin
 
     asked = report(sweep_dir)
     assert asked.returncode == 2, asked.stdout + asked.stderr
-    assert "Traceback" not in asked.stderr and "--baseline" in asked.stderr and "no baseline" in asked.stderr, asked.stderr
+    assert "Traceback" not in asked.stderr and "--baseline" in asked.stderr and "no baseline" in asked.stderr, (
+        asked.stderr
+    )
     given = report(sweep_dir, "--baseline", "lr=0.01", "--min-seeds", "2")
     assert given.returncode == 0, given.stdout + given.stderr
-    check_decision_table(sweep_dir, given.stdout, "objective",
-                         {lr: [loss(lr, s) for s in range(2)] for lr in (0.01, 0.001)}, baseline="lr=0.01")
+    check_decision_table(
+        sweep_dir,
+        given.stdout,
+        "objective",
+        {lr: [loss(lr, s) for s in range(2)] for lr in (0.01, 0.001)},
+        baseline="lr=0.01",
+    )
 
 
 def test_a_job_using_the_run_api_gets_its_finish_metrics_in_the_table(sweep_dir):
-    proc = loss_app("-m", *SWEEP, "use_run=true", 'hydra.launcher.baseline="lr=0.01 use_run=true"',
-                    "hydra.launcher.metric=val_loss", f"hydra.sweep.dir={sweep_dir}")
+    proc = loss_app(
+        "-m",
+        *SWEEP,
+        "use_run=true",
+        'hydra.launcher.baseline="lr=0.01 use_run=true"',
+        "hydra.launcher.metric=val_loss",
+        f"hydra.sweep.dir={sweep_dir}",
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     manifest = read_manifest(sweep_dir)
-    assert set(manifest.experiment.variants) == {"lr=0.01 use_run=True", "lr=0.1 use_run=True"}   # Hydra's spelling
+    assert set(manifest.experiment.variants) == {"lr=0.01 use_run=True", "lr=0.1 use_run=True"}  # Hydra's spelling
     for entry in manifest.runs:
         rd = RunDir(sweep_dir / entry.run_dir)
         lr = float(entry.variant.split()[0].split("=")[1])
         summary = rd.read_summary()
-        assert summary.final == {"val_loss": loss(lr, entry.seed)} and summary.steps == 1   # not the return value
+        assert summary.final == {"val_loss": loss(lr, entry.seed)} and summary.steps == 1  # not the return value
         assert (summary.variant, summary.seed, summary.config_hash) == (entry.variant, entry.seed, entry.config_hash)
-        assert rd.read_status().status == Status.FINISHED and rd.read_metrics()[0] == \
-            [{"step": 0, "train_loss": 2 * loss(lr, entry.seed)}]
+        assert rd.read_status().status == Status.FINISHED and rd.read_metrics()[0] == [
+            {"step": 0, "train_loss": 2 * loss(lr, entry.seed)}
+        ]
     table = report(sweep_dir)
     assert table.returncode == 0, table.stdout + table.stderr
-    check_decision_table(sweep_dir, table.stdout, "val_loss", {lr: [loss(lr, s) for s in range(3)] for lr in (0.01, 0.1)},
-                         suffix=" use_run=True")
+    check_decision_table(
+        sweep_dir,
+        table.stdout,
+        "val_loss",
+        {lr: [loss(lr, s) for s in range(3)] for lr in (0.01, 0.1)},
+        suffix=" use_run=True",
+    )
 
 
 def test_n_jobs_caps_the_pool_and_a_job_without_a_seed_is_seed_0_with_a_warning(sweep_dir):
@@ -319,43 +406,66 @@ def test_n_jobs_caps_the_pool_and_a_job_without_a_seed_is_seed_0_with_a_warning(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "sweeper_pool: 1 slot(s)" in proc.stdout
     assert proc.stdout.count("has no seed=... override: recorded as seed 0") == 2, proc.stdout
-    for num in ("0", "1"):           # one slot: each job had every core
+    for num in ("0", "1"):  # one slot: each job had every core
         assert RunDir(sweep_dir / num).read_env()["cpu_affinity"] == CORES
         record = RunDir(sweep_dir / num).read_status()
         assert record.seed == 0 and record.warnings and "no seed=... override" in record.warnings[0]
     assert [(r.variant, r.seed) for r in read_manifest(sweep_dir).runs] == [("lr=0.01", 0), ("lr=0.1", 0)]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["seed=0,1", "lr=0.01,0.1", 'hydra.launcher.baseline="lr=0.5"'],
-     "hydra.launcher.baseline='lr=0.5' is not a variant of this multirun; its variants are 'lr=0.01', 'lr=0.1'"),
-    (["seed=0,0", "lr=0.01"], "are both variant 'lr=0.01' with seed 0: the decision table needs one job per variant"),
-    (["seed=0", "hydra.launcher.n_jobs=2", "hydra.launcher.max_parallel=3"],
-     "hydra.launcher.n_jobs=2 and hydra.launcher.max_parallel=3 disagree"),
-], ids=["baseline", "duplicate", "n_jobs"])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["seed=0,1", "lr=0.01,0.1", 'hydra.launcher.baseline="lr=0.5"'],
+            "hydra.launcher.baseline='lr=0.5' is not a variant of this multirun; its variants are 'lr=0.01', 'lr=0.1'",
+        ),
+        (
+            ["seed=0,0", "lr=0.01"],
+            "are both variant 'lr=0.01' with seed 0: the decision table needs one job per variant",
+        ),
+        (
+            ["seed=0", "hydra.launcher.n_jobs=2", "hydra.launcher.max_parallel=3"],
+            "hydra.launcher.n_jobs=2 and hydra.launcher.max_parallel=3 disagree",
+        ),
+    ],
+    ids=["baseline", "duplicate", "n_jobs"],
+)
 def test_a_bad_sweep_is_one_line_before_anything_starts(sweep_dir, args, message):
     proc = loss_app("-m", *args, f"hydra.sweep.dir={sweep_dir}")
     assert proc.returncode == 1 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
-    assert sorted(p.name for p in sweep_dir.iterdir()) == ["multirun.yaml"]       # Hydra's own, nothing of ours
+    assert sorted(p.name for p in sweep_dir.iterdir()) == ["multirun.yaml"]  # Hydra's own, nothing of ours
 
 
 def test_a_killed_job_is_completed_by_the_parent_and_an_old_result_does_not_outlive_its_config(sweep_dir):
     assert loss_app("-m", "seed=0,1", f"hydra.sweep.dir={sweep_dir}").returncode == 0
-    proc = loss_app("-m", "seed=0,1", "die=true", f"hydra.sweep.dir={sweep_dir}")     # same dirs, new config
+    proc = loss_app("-m", "seed=0,1", "die=true", f"hydra.sweep.dir={sweep_dir}")  # same dirs, new config
     assert proc.returncode == 1, proc.stdout + proc.stderr
     for num in ("0", "1"):
         rd = RunDir(sweep_dir / num)
         record = rd.read_status()
-        assert (record.status, record.error, record.exit_code, record.failure_class) == \
-            (Status.FAILED, "killed by SIGKILL", -9, "signal"), record
+        assert (record.status, record.error, record.exit_code, record.failure_class) == (
+            Status.FAILED,
+            "killed by SIGKILL",
+            -9,
+            "signal",
+        ), record
         assert (record.variant, record.seed, record.attempts) == ("die=True", int(num), 1)
         assert rd.read_summary().status == Status.PENDING and rd.read_summary().final == {}
-        assert rd.outcome() == Status.FAILED          # the first config's finished summary does not win
+        assert rd.outcome() == Status.FAILED  # the first config's finished summary does not win
 
 
 def test_ranks_per_run_makes_each_job_a_process_group_and_rank_0_records_it(sweep_dir):
-    proc = app("-m", "seed=0,1", "hydra/launcher=sweeper_pool", "hydra.launcher.ranks_per_run=2",
-               "hydra.launcher.cpu_only=true", f"hydra.sweep.dir={sweep_dir}", script=DDP_APP, timeout=300)
+    proc = app(
+        "-m",
+        "seed=0,1",
+        "hydra/launcher=sweeper_pool",
+        "hydra.launcher.ranks_per_run=2",
+        "hydra.launcher.cpu_only=true",
+        f"hydra.sweep.dir={sweep_dir}",
+        script=DDP_APP,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     manifest = read_manifest(sweep_dir)
     assert manifest.resources == {"default": {"ranks_per_run": 2}}
@@ -367,4 +477,4 @@ def test_ranks_per_run_makes_each_job_a_process_group_and_rank_0_records_it(swee
         ports |= {r["port"] for r in ranks}
         assert rd.read_summary().final == {"objective": 3.0 + entry.seed}
         assert rd.read_env(rank=1)["rank"]["rank"] == "1" and (rd.path / "stdout.rank1.log").exists()
-    assert len(ports) == 2                    # one MASTER_PORT per job
+    assert len(ports) == 2  # one MASTER_PORT per job

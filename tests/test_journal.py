@@ -8,11 +8,11 @@ from multiprocessing import get_context
 
 import pandas as pd
 import yaml
-from tests.helpers.commands import ROOT, run_sweeper
-from tests.helpers.local_pool import run, user_project
 
 from sweeper.report import journal
 from sweeper.run.rundir import read_manifest
+from tests.helpers.commands import ROOT, run_sweeper
+from tests.helpers.local_pool import run, user_project
 
 TASK = """
 import sweeper
@@ -102,7 +102,9 @@ def test_list_and_search_filter_entries_and_a_damaged_line_is_named(tmp_path):
         f.write('{"id": "half-writ\n')
     damaged = cli("list")
     assert damaged.returncode == 2
-    assert damaged.stderr.startswith(f"sweeper.journal: error: {folder / 'journal.jsonl'}") and "line 4" in damaged.stderr
+    assert (
+        damaged.stderr.startswith(f"sweeper.journal: error: {folder / 'journal.jsonl'}") and "line 4" in damaged.stderr
+    )
 
 
 def _record_many(args):

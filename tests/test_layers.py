@@ -3,7 +3,8 @@
     kernels < health < errors, interrupts < run < train < config < plan < analysis < report < backends
             < execute < adaptive < cli < the command names (sweeper.resume, ...) < hydra_plugins
 
-A module's layer is its folder (sweeper/config/... is `config`; a __main__ is a command's name); the demo trainer and the kernels install as
+A module's layer is its folder (sweeper/config/... is `config`; a __main__ is a command's name); the demo trainer and
+the kernels install as
 sweeper.train and sweeper.kernels from the repo's train/ and kernels/. A module may import only from its own
 layer or a lower one, no two modules import each other (directly or round a circle: 0 circles, imports inside
 functions counted), an import inside a function says why on its line or the line above (it defers a heavy

@@ -3,18 +3,17 @@ explicit device list, disjoint CPU core sets, thread counts that add up to the c
 max parallel runs, CPU-only, and one-line errors for bad launcher settings."""
 import json
 import os
-
-import pytest
-
 import subprocess
 import sys
 
+import pytest
+
+from sweeper.backends.local.pool import processes_with_arg
+from sweeper.backends.local.schema import LocalLauncherConf
+from sweeper.backends.local.slots import make_slots
+from sweeper.errors import UsageError
 from tests.helpers.commands import ROOT
 from tests.helpers.local_pool import child_env, run, run_dir, status, sweep_args, user_project
-from sweeper.errors import UsageError
-from sweeper.backends.local.pool import processes_with_arg
-from sweeper.backends.local.slots import make_slots
-from sweeper.backends.local.schema import LocalLauncherConf
 
 CORES = sorted(os.sched_getaffinity(0))
 

@@ -12,10 +12,10 @@ from types import SimpleNamespace
 
 import yaml
 
-from tests.helpers.commands import ROOT
-from tests.helpers.local_pool import child_env, kill_all_mentioning, sweep_args
 from sweeper.backends.failures import classify
 from sweeper.report.live import Progress, fmt_s
+from tests.helpers.commands import ROOT
+from tests.helpers.local_pool import child_env, kill_all_mentioning, sweep_args
 
 
 def test_live_view_on_a_terminal_and_failures_as_they_happen(tmp_path):
@@ -57,15 +57,16 @@ def test_live_view_on_a_terminal_and_failures_as_they_happen(tmp_path):
     out = b"".join(chunks).decode(errors="replace")
     assert proc.returncode == 1, out
     assert "\x1b[" in out and "\x1b[J" in out                       # the view is redrawn in place
-    heads = re.findall(r"sweep: (\d+) queued \| (\d+) running \| (\d+) done \| (\d+) failed \| \S+ elapsed \| ETA (\S+)",
-                       out)
-    assert heads and ("0", "1", "0", "1") in {h[:4] for h in heads}, heads   # rope running after nope failed
+    heads = re.findall(
+        r"sweep: (\d+) queued \| (\d+) running \| (\d+) done \| (\d+) failed \| \S+ elapsed \| ETA (\S+)", out
+    )
+    assert heads and ("0", "1", "0", "1") in {h[:4] for h in heads}, heads  # rope running after nope failed
     rows = re.findall(r"rope/seed_0\s+cpu\d+\s+step\s+(\d+)/400\s+loss (\d+\.\d+)\s+ETA (\S+)", out)
     assert rows and any(int(step) > 0 for step, _, _ in rows)
-    assert any(eta != "?" for _, _, eta in rows), rows              # a run ETA once steps progress
+    assert any(eta != "?" for _, _, eta in rows), rows  # a run ETA once steps progress
     failed_at = out.index("FAILED nope/seed_0")
-    assert "config_error: " in out[failed_at:failed_at + 300]
-    assert failed_at < out.index("done   rope/seed_0")                # shown when it happened, not at the end
+    assert "config_error: " in out[failed_at : failed_at + 300]
+    assert failed_at < out.index("done   rope/seed_0")  # shown when it happened, not at the end
 
 
 class _Run(SimpleNamespace):
@@ -98,7 +99,7 @@ def test_plain_status_lines_with_step_loss_and_eta(tmp_path):
     status = [line for line in lines if "sweep: 1 queued | 1 running | 0 done | 0 failed" in line]
     assert len(status) == 2 and "step    30/100  loss 2.250" in status[1]
     eta = re.search(r"step\s+30/100\s+loss 2.250\s+ETA (\d+)s", status[1])
-    assert eta and 2 <= int(eta.group(1)) <= 6          # 70 steps left at ~20 steps/s
+    assert eta and 2 <= int(eta.group(1)) <= 6  # 70 steps left at ~20 steps/s
     assert "FAILED rope/seed_1 in 2.0s signal: killed by SIGKILL" in text
     assert "RETRY  rope/seed_0: attempt 1/3 failed (signal: killed by SIGKILL); retrying in 5s" in text
 
@@ -135,16 +136,19 @@ def _running_runs(tmp_path, n: int) -> list:
     for i in range(n):
         rd = RunDir(tmp_path / f"run_{i}")
         rd.append_metrics({"step": 5, "train_loss": 1.5})
-        runs.append((SimpleNamespace(label=f"v/seed_{i}", run_dir=rd.path, total_steps=20),
-                     SimpleNamespace(name=f"cpu{i}", cores=(), threads=1)))
+        runs.append(
+            (
+                SimpleNamespace(label=f"v/seed_{i}", run_dir=rd.path, total_steps=20),
+                SimpleNamespace(name=f"cpu{i}", cores=(), threads=1),
+            )
+        )
     return runs
 
 
-def test_live_view_with_hundreds_of_runs_fits_the_terminal_and_events_do_not_reread_run_files(tmp_path,
-                                                                                              monkeypatch):
+def test_live_view_with_hundreds_of_runs_fits_the_terminal_and_events_do_not_reread_run_files(tmp_path, monkeypatch):
     from sweeper.run.rundir import RunDir
 
-    monkeypatch.setenv("LINES", "30")        # shutil.get_terminal_size reads LINES/COLUMNS first
+    monkeypatch.setenv("LINES", "30")  # shutil.get_terminal_size reads LINES/COLUMNS first
     monkeypatch.setenv("COLUMNS", "100")
     runs = _running_runs(tmp_path, 300)
     out = io.StringIO()
@@ -153,14 +157,14 @@ def test_live_view_with_hundreds_of_runs_fits_the_terminal_and_events_do_not_rer
     view = out.getvalue().splitlines()
     assert len(view) == 1 + 26 and view[0].startswith("sweep: 700 queued | 300 running")
     assert view[1].lstrip().startswith("v/seed_0 ") and "step     5/20" in view[1]
-    assert view[-1] == "  ... and 275 more running"             # 25 runs named + this line
-    for i in (0, 150, 299):                   # new lines in the files: an event shows the last view, a tick reads
+    assert view[-1] == "  ... and 275 more running"  # 25 runs named + this line
+    for i in (0, 150, 299):  # new lines in the files: an event shows the last view, a tick reads
         RunDir(tmp_path / f"run_{i}").metrics_path.unlink()
     start = out.tell()
     progress.log("done   v/seed_9 in 0.1s")
     event = out.getvalue()[start:]
     assert event.startswith("\x1b[27F\x1b[J[sweeper ") and event.count("\n") == 1 + 27
-    assert "step     5/20" in event.splitlines()[2]            # not re-read (the file is gone)
+    assert "step     5/20" in event.splitlines()[2]  # not re-read (the file is gone)
     start = out.tell()
     progress.tick(runs, force=True)
     assert "step     0/20" in out.getvalue()[start:].splitlines()[1]
@@ -193,6 +197,6 @@ def test_a_stalled_run_is_named_once_in_the_log_and_marked_in_the_status_until_i
     assert len(status) == 1 and "STALLED 45s" in status[0]
     p.stall_over(run, 50.0)
     p.tick([(run, slot)], queued=0, force=True)
-    after = stream.getvalue()[len(text):]
+    after = stream.getvalue()[len(text) :]
     assert "moving rope/seed_0 again after 50s without progress" in after
     assert "STALLED" not in after and "stalled |" not in after

@@ -8,9 +8,8 @@ import time
 
 import pytest
 
-from tests.helpers.local_pool import (processes_mentioning, run, run_dir, start, starts, status, sweep_args,
-                           wait_for)
 from sweeper.run.rundir import STALE, RunDir, Status, read_manifest
+from tests.helpers.local_pool import processes_mentioning, run, run_dir, start, starts, status, sweep_args, wait_for
 
 pytest_plugins = ["tests.helpers.local_pool"]     # its sweep_dir fixture
 
@@ -201,6 +200,7 @@ def test_runs_left_running_by_a_sigkilled_sweeper_and_run_are_repaired(sweep_dir
     assert rd.state() is Status.RUNNING and processes_mentioning(str(sweep_dir)) == []
     again = run(args)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "repaired 1 run(s) left `running` by a killed sweeper (now interrupted, resumable): rope/seed_0" in again.stdout
+    repaired = "repaired 1 run(s) left `running` by a killed sweeper (now interrupted, resumable): rope/seed_0"
+    assert repaired in again.stdout
     summary = rd.read_summary()
     assert summary.status is Status.FINISHED and summary.steps == 400 and summary.extra.get("resumed_from")

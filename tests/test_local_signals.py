@@ -4,8 +4,18 @@ import os
 import signal
 import time
 
-from tests.helpers.local_pool import (checkpoints, child_env, processes_mentioning, run, run_dir, start, starts, status,
-                           sweep_args, wait_for)
+from tests.helpers.local_pool import (
+    checkpoints,
+    child_env,
+    processes_mentioning,
+    run,
+    run_dir,
+    start,
+    starts,
+    status,
+    sweep_args,
+    wait_for,
+)
 
 pytest_plugins = ["tests.helpers.local_pool"]     # its sweep_dir fixture
 
@@ -19,8 +29,13 @@ def test_ctrl_c_stops_everything_and_the_sweep_resumes(sweep_dir, tmp_path):
     log = tmp_path / "first.log"
     first = start(args, log, env=child_env(grandchildren=True))
     # Each run has a stuck worker in its group and a daemon outside it (tests/grandchildren/sitecustomize.py).
-    wait_for(lambda: both_running_with_checkpoint(sweep_dir) and len(processes_mentioning(str(sweep_dir / "runs"))) >= 6,
-             120, "both runs running with a checkpoint, and their descendants", first, log)
+    wait_for(
+        lambda: both_running_with_checkpoint(sweep_dir) and len(processes_mentioning(str(sweep_dir / "runs"))) >= 6,
+        120,
+        "both runs running with a checkpoint, and their descendants",
+        first,
+        log,
+    )
     t0 = time.time()
     os.kill(first.pid, signal.SIGINT)
     assert first.wait(timeout=60) == 130, log.read_text()
@@ -40,7 +55,7 @@ def test_ctrl_c_stops_everything_and_the_sweep_resumes(sweep_dir, tmp_path):
     for v in ("rope", "nope"):
         rd = run_dir(sweep_dir, v)
         assert status(sweep_dir, v)["status"] == "finished"
-        assert f"at step {steps_at_stop[v]}" in (rd / "stdout.log").read_text()    # "resumed from ... at step N"
+        assert f"at step {steps_at_stop[v]}" in (rd / "stdout.log").read_text()  # "resumed from ... at step N"
         assert starts(rd) == 2
     assert processes_mentioning(str(sweep_dir)) == []
 
@@ -50,13 +65,18 @@ def test_second_sweeper_is_refused_and_a_second_ctrl_c_kills_at_once(sweep_dir, 
     args = sweep_args(sweep_dir, "launcher.grace_s=120", steps=5000)
     log = tmp_path / "sweep.log"
     proc = start(args, log, env=child_env(grandchildren=True))
-    wait_for(lambda: all(status(sweep_dir, v).get("status") == "running" for v in ("rope", "nope")), 120,
-             "both runs running", proc, log)
+    wait_for(
+        lambda: all(status(sweep_dir, v).get("status") == "running" for v in ("rope", "nope")),
+        120,
+        "both runs running",
+        proc,
+        log,
+    )
     second = run(args)
     assert second.returncode == 2, second.stdout + second.stderr
     assert f"in use by another sweeper (pid {proc.pid})" in second.stderr
     assert len(second.stderr.strip().splitlines()) == 1
-    assert all(status(sweep_dir, v).get("status") == "running" for v in ("rope", "nope"))   # untouched
+    assert all(status(sweep_dir, v).get("status") == "running" for v in ("rope", "nope"))  # untouched
     os.kill(proc.pid, signal.SIGINT)
     wait_for(lambda: "interrupted: stopping" in log.read_text(), 10, "the first Ctrl-C to register", proc, log)
     t0 = time.time()

@@ -109,13 +109,19 @@ def test_a_valid_command_line_starts_the_probe_and_only_then(tmp_path):
     assert result.written == [] and "dry run: nothing launched" in result.stdout
 
 
-@pytest.mark.parametrize("module, needle", [
-    ("def main(run, steps):\n    pass\n", "main(run, steps) cannot be called as main(run) (missing a required argument: 'steps')"),
-    ("def main():\n    pass\n", "main() cannot be called as main(run) (too many positional arguments)"),
-    ("async def main(run):\n    pass\n", "main is an async function"),
-    ("def main(run):\n    yield 1\n", "main is a generator function"),
-    ("def main(*, run):\n    pass\n", "main(*, run) cannot be called as main(run)"),
-])
+@pytest.mark.parametrize(
+    "module, needle",
+    [
+        (
+            "def main(run, steps):\n    pass\n",
+            "main(run, steps) cannot be called as main(run) (missing a required argument: 'steps')",
+        ),
+        ("def main():\n    pass\n", "main() cannot be called as main(run) (too many positional arguments)"),
+        ("async def main(run):\n    pass\n", "main is an async function"),
+        ("def main(run):\n    yield 1\n", "main is a generator function"),
+        ("def main(*, run):\n    pass\n", "main(*, run) cannot be called as main(run)"),
+    ],
+)
 def test_task_entry_signature_is_checked_by_the_probe(tmp_path, module, needle):
     project(tmp_path, module=module + "def validate(config):\n    pass\n")
     result = run_in_process(sweep_main, ["--config-dir", "conf", "+experiment=mine"], cwd=tmp_path)
@@ -124,15 +130,19 @@ def test_task_entry_signature_is_checked_by_the_probe(tmp_path, module, needle):
     assert len(result.stderr.strip().splitlines()) == 1 and result.written == []
 
 
-@pytest.mark.parametrize("validate, needle", [
-    ("def validate():\n    pass\n", "validate() cannot be called as validate(config)"),
-    ("def validate(config, strict):\n    pass\n", "validate(config, strict) cannot be called as validate(config)"),
-    ("def validate(config, *, launcher):\n    pass\n", None),                 # takes the launcher: fine
-])
+@pytest.mark.parametrize(
+    "validate, needle",
+    [
+        ("def validate():\n    pass\n", "validate() cannot be called as validate(config)"),
+        ("def validate(config, strict):\n    pass\n", "validate(config, strict) cannot be called as validate(config)"),
+        ("def validate(config, *, launcher):\n    pass\n", None),  # takes the launcher: fine
+    ],
+)
 def test_validate_hook_signature_is_checked_before_any_process(tmp_path, validate, needle):
     project(tmp_path, module="def main(run):\n    run.finish(val_loss=1.0)\n" + validate)
-    result = run_in_process(sweep_main, ["--config-dir", "conf", "+experiment=mine", "sweeper.dry_run=true"],
-                            cwd=tmp_path)
+    result = run_in_process(
+        sweep_main, ["--config-dir", "conf", "+experiment=mine", "sweeper.dry_run=true"], cwd=tmp_path
+    )
     if needle is None:
         assert result.code == 0, result.stderr
         return

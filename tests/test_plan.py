@@ -6,12 +6,12 @@ import sys
 
 import pytest
 
-from tests.helpers.commands import run_sweeper
+from sweeper.cli.resume import load_plan
 from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
 from sweeper.plan.make import make_plan, reconcile, write_plan
-from sweeper.cli.resume import load_plan
 from sweeper.run.rundir import MANIFEST, RunDir, Status, read_manifest, stable_hash
+from tests.helpers.commands import run_sweeper
 
 
 def plan_for(*overrides, seeds=(0, 1, 2, 3)):
@@ -118,7 +118,9 @@ def test_recorded_plan_mismatch_is_refused_and_seeds_extend_only_when_asked(tmp_
     assert extended.seeds == [0, 1, 2] and len(extended.runs) == 9
     sweep = compose_sweep(["+experiment=rope", f"sweeper.dir={tmp_path}"])
     other = dataclasses.replace(sweep, task=dataclasses.replace(sweep.task, entry="train.other:main"))
-    with pytest.raises(UsageError, match=r"different plan \(the task \(sweeper.train:main -> train.other:main\) differ"):
+    with pytest.raises(
+        UsageError, match=r"different plan \(the task \(sweeper.train:main -> train.other:main\) differ"
+    ):
         reconcile(make_plan(other, [0, 1]), extend=False)
 
 
@@ -148,9 +150,17 @@ NOPE_OWN_SEEDS = "experiment.variants.nope=['model.pos_encoding=none','seeds=[5,
 
 def test_a_variants_own_seeds_are_its_runs_and_are_recorded(tmp_path):
     plan = plan_for(f"sweeper.dir={tmp_path}", NOPE_OWN_SEEDS, seeds=[0, 1])
-    assert [(r.variant, r.seed) for r in plan.runs] == [("rope", 0), ("rope", 1), ("nope", 5), ("nope", 7),
-                                                         ("rope_frozen_qk", 0), ("rope_frozen_qk", 1)]
-    assert plan.variant_seeds == {"nope": [5, 7]} and plan.seeds_of("nope") == [5, 7] and plan.seeds_of("rope") == [0, 1]
+    assert [(r.variant, r.seed) for r in plan.runs] == [
+        ("rope", 0),
+        ("rope", 1),
+        ("nope", 5),
+        ("nope", 7),
+        ("rope_frozen_qk", 0),
+        ("rope_frozen_qk", 1),
+    ]
+    assert (
+        plan.variant_seeds == {"nope": [5, 7]} and plan.seeds_of("nope") == [5, 7] and plan.seeds_of("rope") == [0, 1]
+    )
     write_plan(plan, [])
     manifest = read_manifest(tmp_path)
     assert manifest.seeds == [0, 1] and manifest.variant_seeds == {"nope": [5, 7]}
@@ -167,8 +177,9 @@ def test_a_variants_own_seeds_are_its_runs_and_are_recorded(tmp_path):
 
 
 def test_format_plan_names_a_variants_own_seeds(tmp_path):
-    proc = run_sweeper("+experiment=rope", "seeds=0-1", NOPE_OWN_SEEDS, f"sweeper.dir={tmp_path / 's'}",
-                       "sweeper.dry_run=true")
+    proc = run_sweeper(
+        "+experiment=rope", "seeds=0-1", NOPE_OWN_SEEDS, f"sweeper.dir={tmp_path / 's'}", "sweeper.dry_run=true"
+    )
     assert proc.returncode == 0, proc.stderr
     assert "nope-s5-" in proc.stdout and "nope-s7-" in proc.stdout and "nope-s0-" not in proc.stdout
     assert "[seeds [5,7]]" in proc.stdout and "= 6 runs" in proc.stdout
@@ -176,29 +187,35 @@ def test_format_plan_names_a_variants_own_seeds(tmp_path):
 
 # -- issue 11 item 4: a bound on the plan's size ----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("seeds, runs", [("0-100000", 300003), ("0-1000000000000", 3000000000003), ("0-333", 1002)])
 def test_a_plan_above_max_runs_is_refused_before_anything_is_written(tmp_path, seeds, runs):
     proc = run_sweeper("+experiment=rope", f"seeds={seeds}", f"sweeper.dir={tmp_path / 's'}", timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [
         f"sweeper: error: the plan has {runs} runs (3 variants x {runs // 3} seeds), more than sweeper.max_runs=1000; "
-        f"ask for fewer seeds (e.g. seeds=0-3) or variants, or raise the limit with sweeper.max_runs={runs}"]
+        f"ask for fewer seeds (e.g. seeds=0-3) or variants, or raise the limit with sweeper.max_runs={runs}"
+    ]
     assert not (tmp_path / "s").exists()
 
 
 def test_max_runs_in_process_counts_variants_own_seeds(tmp_path):
     sweep = compose_sweep(["+experiment=rope", f"sweeper.dir={tmp_path}", NOPE_OWN_SEEDS, "sweeper.max_runs=3"])
-    with pytest.raises(UsageError, match=r"^the plan has 4 runs \(rope: 1 \+ nope: 2 \+ rope_frozen_qk: 1\), "
-                                         r"more than sweeper.max_runs=3"):
+    with pytest.raises(
+        UsageError,
+        match=r"^the plan has 4 runs \(rope: 1 \+ nope: 2 \+ rope_frozen_qk: 1\), "
+        r"more than sweeper.max_runs=3",
+    ):
         make_plan(sweep, [0])
     sweep = compose_sweep(["+experiment=rope", f"sweeper.dir={tmp_path}", NOPE_OWN_SEEDS, "sweeper.max_runs=4"])
-    assert len(make_plan(sweep, [0]).runs) == 4        # 1 + 2 + 1
-    for bad in ("0", "-3", "true", "many", "2.5"):     # the schema refuses them as the command line gives them
+    assert len(make_plan(sweep, [0]).runs) == 4  # 1 + 2 + 1
+    for bad in ("0", "-3", "true", "many", "2.5"):  # the schema refuses them as the command line gives them
         with pytest.raises(UsageError, match=r"^sweeper.max_runs=.*: (must be a positive integer|expected an integer)"):
             compose_sweep(["+experiment=rope", f"sweeper.dir={tmp_path}", f"sweeper.max_runs={bad}"])
 
 
 # -- issue 11 item 1: launch settings are fixed by the first plan -------------------------------------------------
+
 
 def test_launch_settings_are_recorded_once_and_kept(tmp_path):
     from sweeper.plan.make import keep_recorded_launch
@@ -210,9 +227,11 @@ def test_launch_settings_are_recorded_once_and_kept(tmp_path):
     assert read_manifest(tmp_path).launch == Launch(threads_per_run=1)
     again = keep_recorded_launch(plan_for(f"sweeper.dir={tmp_path}", seeds=[0]), Launch(threads_per_run=2))
     assert again.launch == Launch(1)
-    assert again.notes == [f"kept the launch settings recorded in {tmp_path.name}: threads_per_run=1 (this command: "
-                           f"2); a run's numbers depend on them, so every run of a sweep gets the same (start a new "
-                           f"sweeper.dir for other settings)"]
+    assert again.notes == [
+        f"kept the launch settings recorded in {tmp_path.name}: threads_per_run=1 (this command: "
+        f"2); a run's numbers depend on them, so every run of a sweep gets the same (start a new "
+        f"sweeper.dir for other settings)"
+    ]
     loaded, _ = load_plan(tmp_path, ["launcher.threads_per_run=2"])
     assert loaded.launch == Launch(1)
 
@@ -221,10 +240,13 @@ def test_local_launch_settings_come_from_the_full_plan():
     from sweeper.backends.local.backend import launch_settings
     from sweeper.backends.local.schema import LocalLauncherConf
 
-    cfg = LocalLauncherConf.from_dict({"cpu_only": True, "cores": [0, 1]}) if len(__import__("os").sched_getaffinity(0)) > 1 \
+    cfg = (
+        LocalLauncherConf.from_dict({"cpu_only": True, "cores": [0, 1]})
+        if len(__import__("os").sched_getaffinity(0)) > 1
         else pytest.skip("needs 2 cores")
-    assert launch_settings(cfg, 12).threads_per_run == 1         # 2 slots of 1 core
-    assert launch_settings(cfg, 1).threads_per_run == 2          # a 1-run plan: one slot of both cores
+    )
+    assert launch_settings(cfg, 12).threads_per_run == 1  # 2 slots of 1 core
+    assert launch_settings(cfg, 1).threads_per_run == 2  # a 1-run plan: one slot of both cores
     pinned = LocalLauncherConf.from_dict({"cpu_only": True, "threads_per_run": 3})
     assert launch_settings(pinned, 1).threads_per_run == 3
 
@@ -234,15 +256,20 @@ def test_damaged_launch_record_names_the_file(tmp_path):
 
     write_plan(plan_for(f"sweeper.dir={tmp_path}", seeds=[0]), [])
     d = json.loads((tmp_path / MANIFEST).read_text())
-    for bad, why in (({"threads_per_run": 0}, "launch.threads_per_run=0 is not a positive integer"),
-                     ({"threads": 1}, "launch has unknown key(s) threads"), ([1], "launch=[1] is not a JSON object")):
+    for bad, why in (
+        ({"threads_per_run": 0}, "launch.threads_per_run=0 is not a positive integer"),
+        ({"threads": 1}, "launch has unknown key(s) threads"),
+        ([1], "launch=[1] is not a JSON object"),
+    ):
         (tmp_path / MANIFEST).write_text(json.dumps({**d, "launch": bad}))
         from sweeper.run.rundir import UnreadableFile
+
         with pytest.raises(UnreadableFile, match=rf"^{tmp_path / MANIFEST}: {re.escape(why)}"):
             read_manifest(tmp_path)
 
 
 # -- issue 11 item 3 (and a cut-short write): the plan write completes -------------------------------------------
+
 
 def test_a_plan_write_cut_short_is_completed_and_another_plans_started_run_is_refused(tmp_path):
     plan = plan_for(f"sweeper.dir={tmp_path}", seeds=[0, 1])
@@ -250,10 +277,10 @@ def test_a_plan_write_cut_short_is_completed_and_another_plans_started_run_is_re
     for run in plan.runs[:2]:
         run.rundir.write_config(run.config)
     other = plan_for(f"sweeper.dir={tmp_path}", "train.lr=0.01", seeds=[0, 1])
-    write_plan(other, [])              # no run had started: the other command's plan replaces the configs
+    write_plan(other, [])  # no run had started: the other command's plan replaces the configs
     assert plan.runs[0].rundir.read_config() == other.runs[0].config and read_manifest(tmp_path) is not None
     (tmp_path / MANIFEST).unlink()
-    other.runs[0].rundir.append_metrics({"step": 1, "train_loss": 1.0})    # it started: never overwritten
+    other.runs[0].rundir.append_metrics({"step": 1, "train_loss": 1.0})  # it started: never overwritten
     with pytest.raises(UsageError, match=r"config.yaml holds another run config than this plan's"):
         write_plan(plan, [])
     assert other.runs[0].rundir.read_config() == other.runs[0].config
@@ -261,7 +288,10 @@ def test_a_plan_write_cut_short_is_completed_and_another_plans_started_run_is_re
 
 def test_resume_of_a_plan_write_cut_short_says_to_run_the_command_again(tmp_path):
     plan = plan_for(f"sweeper.dir={tmp_path}", seeds=[0])
-    plan.runs[0].rundir.write_config(plan.runs[0].config)          # killed before the manifest
-    with pytest.raises(UsageError, match=rf"^{tmp_path}: no {MANIFEST} yet: the sweeper that planned it was stopped "
-                                         r"while it wrote the plan; run the command that started it again"):
+    plan.runs[0].rundir.write_config(plan.runs[0].config)  # killed before the manifest
+    with pytest.raises(
+        UsageError,
+        match=rf"^{tmp_path}: no {MANIFEST} yet: the sweeper that planned it was stopped "
+        r"while it wrote the plan; run the command that started it again",
+    ):
         load_plan(tmp_path, [])

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sweeper.report.plots import paired_differences, write_plots
 from sweeper.analysis.analyze import analyze_sweep
+from sweeper.report.plots import paired_differences, write_plots
 from tests.helpers.synthetic_sweep import write_sweep
 
 

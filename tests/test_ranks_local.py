@@ -11,9 +11,18 @@ import time
 
 import pytest
 
-from tests.helpers.local_pool import (checkpoints, child_env, processes_mentioning, run, run_dir, start, status, sweep_args,
-                           wait_for)
 from sweeper.run.rundir import read_manifest
+from tests.helpers.local_pool import (
+    checkpoints,
+    child_env,
+    processes_mentioning,
+    run,
+    run_dir,
+    start,
+    status,
+    sweep_args,
+    wait_for,
+)
 from tests.helpers.train_runs import assert_bitwise_equal
 
 pytest_plugins = ["tests.helpers.local_pool"]     # its sweep_dir fixture

@@ -4,19 +4,19 @@
 """
 import json
 import math
-
 from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from tests.helpers.commands import run_sweeper
-from sweeper.errors import UsageError
 from sweeper.analysis.analyze import analyze_sweep
+from sweeper.errors import UsageError
 from sweeper.report.markdown import SECTIONS
 from sweeper.report.tables import headline
 from sweeper.report.write import report_sweep
+from tests.helpers.commands import run_sweeper
 from tests.helpers.synthetic_sweep import write_sweep
 
 ROPE = {"rope": [3.00, 3.02, 2.99, 3.01], "nope": [3.45, 3.48, 3.44, 3.47], "frozen": [3.40, 3.43, 3.39, 3.44]}

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sweeper.report.write import report_sweep
 from sweeper.report.html import render
+from sweeper.report.write import report_sweep
 from tests.helpers.synthetic_sweep import write_sweep
 
 CHROMIUM = os.environ.get("SWEEPER_CHROMIUM", "/usr/bin/chromium")

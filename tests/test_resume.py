@@ -18,10 +18,28 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.train_runs import (assert_bitwise_equal, finish, log_text, make_run_dir, small_corpus, start,
-                              tiny_config, train, trail_steps, TrailWatcher, wait_until)
-from sweeper.run.checkpoint import (FingerprintMismatch, check_fingerprint, checkpoint_path, list_checkpoints,
-                                    load_latest, read_checkpoint, save_checkpoint)
+from sweeper.run.checkpoint import (
+    FingerprintMismatch,
+    check_fingerprint,
+    checkpoint_path,
+    list_checkpoints,
+    load_latest,
+    read_checkpoint,
+    save_checkpoint,
+)
+from tests.helpers.train_runs import (
+    TrailWatcher,
+    assert_bitwise_equal,
+    finish,
+    log_text,
+    make_run_dir,
+    small_corpus,
+    start,
+    tiny_config,
+    trail_steps,
+    train,
+    wait_until,
+)
 
 STEPS, CKPT, BATCHES_PER_EPOCH = 30, 5, 7
 KILL_SEED = int(os.environ.get("SWEEPER_TEST_KILL_SEED", "4"))

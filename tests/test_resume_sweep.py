@@ -8,9 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.local_pool import (checkpoints, child_env, processes_mentioning, run, run_dir, start, starts, status,
-                           sweep_args, wait_for)
 from sweeper.run.rundir import MANIFEST, RunDir, Status, read_manifest
+from tests.helpers.local_pool import (
+    checkpoints,
+    child_env,
+    processes_mentioning,
+    run,
+    run_dir,
+    start,
+    starts,
+    status,
+    sweep_args,
+    wait_for,
+)
 
 pytest_plugins = ["tests.helpers.local_pool"]     # its sweep_dir fixture
 
@@ -125,9 +135,9 @@ def test_extend_seeds_keeps_old_runs_and_resume_module(sweep_dir, tmp_path):
                                             ("sweeper.report=1", "sweeper.report='1': expected a boolean"),
                                             ("launcher.max_parallel=0", "launcher.max_parallel=0: must be a positive")])
 def test_resume_overrides_are_type_checked_before_anything_runs(tmp_path, capsys, override, says):
+    from sweeper.cli.resume import main
     from sweeper.cli.sweep import prepare
     from sweeper.plan.make import write_plan
-    from sweeper.cli.resume import main
 
     root = tmp_path / "s"
     argv = ["+experiment=rope", "seeds=0", f"sweeper.dir={root}"]

@@ -8,11 +8,20 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_rope_common import (
+    HAS_CUDA,
+    INTERPRET,
+    KERNEL_CASES,
+    KERNEL_IDS,
+    bits,
+    make_qk,
+    positions_table,
+    tables,
+    truth_rope,
+)
 
 from sweeper.kernels import apply_rope, rope_cache
 from sweeper.kernels.rope_triton import AUTOTUNE_TILES, LaunchConfig, launch_rope
-from test_rope_common import (HAS_CUDA, INTERPRET, KERNEL_CASES, KERNEL_IDS, bits, make_qk, positions_table,
-                              tables, truth_rope)
 
 BACKEND = "aot_eager"          # Inductor itself: test_triton_op_is_inlined_by_inductor (CUDA)
 

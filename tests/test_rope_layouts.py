@@ -12,10 +12,22 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_rope_common import (
+    CASES,
+    HAS_CUDA,
+    IDS,
+    INTERPRET,
+    KERNEL_CASES,
+    KERNEL_IDS,
+    bits,
+    make_qk,
+    positions_table,
+    rope,
+    tables,
+    truth_rope,
+)
 
 from sweeper.kernels.rope_triton import launch_rope
-from test_rope_common import (CASES, HAS_CUDA, IDS, INTERPRET, KERNEL_CASES, KERNEL_IDS, bits, make_qk,
-                              positions_table, rope, tables, truth_rope)
 
 B, T, HQ, HK, D = 2, 6, 4, 2, 24
 ROOT = Path(__file__).resolve().parent.parent

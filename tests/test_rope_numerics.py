@@ -9,11 +9,23 @@ import math
 
 import pytest
 import torch
+from test_rope_common import (
+    CASES,
+    HAS_CUDA,
+    IDS,
+    INTERPRET,
+    KERNEL_CASES,
+    KERNEL_IDS,
+    make_qk,
+    positions_table,
+    rope,
+    rope_passes,
+    tables,
+    truth_rope,
+)
 
 from sweeper.kernels import rope_cache
 from sweeper.kernels.rope_triton import LaunchConfig, launch_rope
-from test_rope_common import (CASES, HAS_CUDA, IDS, INTERPRET, KERNEL_CASES, KERNEL_IDS, make_qk,
-                              positions_table, rope, rope_passes, tables, truth_rope)
 
 POSITION_KINDS = {
     "none": lambda b, t: None,

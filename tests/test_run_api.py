@@ -18,11 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.commands import ROOT
-
 import sweeper
 from sweeper.run import FingerprintMismatch, init
 from sweeper.run.rundir import RunDir, Status
+from tests.helpers.commands import ROOT
 
 
 def script(tmp_path: Path, body: str, name: str = "user_train.py") -> Path:
@@ -231,7 +230,7 @@ def _tfrecords(path: Path) -> list[bytes]:
 
 
 def test_tensorboard_events_are_written_and_tagged_with_the_run(tmp_path):
-    from tensorboardX.proto import event_pb2      # the `tensorboard` extra; the `test` extra installs it
+    from tensorboardX.proto import event_pb2  # the `tensorboard` extra; the `test` extra installs it
 
     run_dir = planned_run(tmp_path, {"seed": 2})
     run = init(run_dir, tensorboard=True)

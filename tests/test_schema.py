@@ -15,14 +15,14 @@ import typing
 import pytest
 import yaml
 
-from tests.helpers.commands import ROOT, run_sweeper
-from sweeper.cli.sweep import prepare
-from sweeper.errors import UsageError
 from sweeper.backends.local.schema import LocalLauncherConf, PoolConf
 from sweeper.backends.slurm.schema import SlurmLauncherConf
+from sweeper.cli.sweep import prepare
 from sweeper.config.fields import build
 from sweeper.config.schema import ExperimentConf, SweeperConf, TaskConf
+from sweeper.errors import UsageError
 from sweeper.train.config import HealthConfig, ModelConfig, StdlibData, TextData, TrainConfig
+from tests.helpers.commands import ROOT, run_sweeper
 
 BASE = ["+experiment=rope"]
 # (prefix, schema, overrides that select it): every field of each is in the tables below
@@ -86,8 +86,11 @@ RANGE_CASES = [
     ("launcher.gpus_per_task", ["launcher=slurm", "launcher.gpus_per_task=0"], "must be a positive integer or null"),
     ("launcher.array_parallelism", ["launcher=slurm", "launcher.array_parallelism=0"], "must be a positive integer"),
     ("launcher.signal_delay_s", ["launcher=slurm", "launcher.signal_delay_s=0"], "must be a positive integer"),
-    ("launcher.signal_delay_s", ["launcher=slurm", "launcher.timeout_min=2", "launcher.signal_delay_s=120"],
-     "must be shorter than launcher.timeout_min=2 minutes"),
+    (
+        "launcher.signal_delay_s",
+        ["launcher=slurm", "launcher.timeout_min=2", "launcher.signal_delay_s=120"],
+        "must be shorter than launcher.timeout_min=2 minutes",
+    ),
     ("launcher.max_num_timeout", ["launcher=slurm", "launcher.max_num_timeout=-1"], "must be a non-negative integer"),
     ("launcher.stop_grace_s", ["launcher=slurm", "launcher.stop_grace_s=0"], "must be a positive number of seconds"),
     ("launcher.poll_s", ["launcher=slurm", "launcher.poll_s=-1"], "must be a positive number of seconds"),
@@ -98,8 +101,11 @@ RANGE_CASES = [
     ("task.preflight", ["task.preflight=no-colon"], "expected an entry point"),
     ("task.preload", ["task.preload=[train/loop]"], "must be a list of module names"),
     ("task.args", ["task=custom", "task.command=[prog]", "task.args=every"], "accepted values are none"),
-    ("task.metrics", ["task=custom", "task.command=[prog]", "task.metrics=[out.txt]"],
-     "'out.txt' is not stdout or a .json, .jsonl or .csv file"),
+    (
+        "task.metrics",
+        ["task=custom", "task.command=[prog]", "task.metrics=[out.txt]"],
+        "'out.txt' is not stdout or a .json, .jsonl or .csv file",
+    ),
     ("task.metrics_prefix", ["task.metrics_prefix=M"], "task.metrics_prefix: only with task.command"),
     ("experiment.design", ["+experiment.design=maybe"], "accepted values are auto, paired, independent"),
     ("experiment.name", ["experiment.name=a/b"], "must be a name of letters, digits"),
@@ -124,9 +130,16 @@ RANGE_CASES = [
     ("data.n_files", ["data.n_files=0"], "must be a positive integer"),
     ("data.val_fraction", ["data.val_fraction=0.5"], "accepted is 0 < val_fraction < 0.5"),
     ("data.path", ["data=text", "data.path=/no/such/corpus.txt"], "no such file"),
-    ("data.val_fraction", ["data=text", f"data.path={ROOT / 'README.md'}", "data.val_fraction=0"],
-     "accepted is 0 < val_fraction < 0.5"),
-    ("data.kind", ["data=text", f"data.path={ROOT / 'README.md'}", "data.kind=web"], "accepted values are stdlib, text"),
+    (
+        "data.val_fraction",
+        ["data=text", f"data.path={ROOT / 'README.md'}", "data.val_fraction=0"],
+        "accepted is 0 < val_fraction < 0.5",
+    ),
+    (
+        "data.kind",
+        ["data=text", f"data.path={ROOT / 'README.md'}", "data.kind=web"],
+        "accepted values are stdlib, text",
+    ),
     ("train.steps", ["train.steps=0"], "must be a positive integer"),
     ("train.batch_size", ["train.batch_size=0"], "must be a positive integer"),
     ("train.lr", ["train.lr=0"], "must be positive"),
@@ -150,30 +163,68 @@ def refused(args: list[str], tmp_path, monkeypatch) -> str:
         prepare(BASE + args + [f"sweeper.dir={tmp_path / 'sweep'}"])
     message = str(e.value)
     assert len(message.splitlines()) == 1, message
-    assert list(tmp_path.iterdir()) == []                 # no sweep dir, no sweeps/ folder
+    assert list(tmp_path.iterdir()) == []  # no sweep dir, no sweeps/ folder
     return message
 
 
 # The keys without a range or choice (any value of their type is accepted): booleans, free text, lists of ids.
-WITHOUT_RANGE = {"sweeper.dir", "sweeper.dry_run", "sweeper.extend", "sweeper.audit", "sweeper.report",
-                 "sweeper.tensorboard", "launcher.devices", "launcher.cpu_only", "launcher.stall_kill", "sweeper.baseline_first",
-                 "sweeper.journal", "experiment.hypothesis", "experiment.notes", "experiment.controls",
-                 "experiment.bundles"} | {
-    f"launcher.{k}" for k in ("wait", "partition", "account", "qos", "gres", "mem_per_gpu", "mem_per_cpu",
-                              "constraint", "exclude", "comment", "job_name", "additional_parameters", "setup",
-                              "stderr_to_stdout", "submitit_folder")} | {
-    "experiment.lower_is_better", "train.deterministic", "health.preflight"}
+WITHOUT_RANGE = (
+    {
+        "sweeper.dir",
+        "sweeper.dry_run",
+        "sweeper.extend",
+        "sweeper.audit",
+        "sweeper.report",
+        "sweeper.tensorboard",
+        "launcher.devices",
+        "launcher.cpu_only",
+        "launcher.stall_kill",
+        "sweeper.baseline_first",
+        "sweeper.journal",
+        "experiment.hypothesis",
+        "experiment.notes",
+        "experiment.controls",
+        "experiment.bundles",
+    }
+    | {
+        f"launcher.{k}"
+        for k in (
+            "wait",
+            "partition",
+            "account",
+            "qos",
+            "gres",
+            "mem_per_gpu",
+            "mem_per_cpu",
+            "constraint",
+            "exclude",
+            "comment",
+            "job_name",
+            "additional_parameters",
+            "setup",
+            "stderr_to_stdout",
+            "submitit_folder",
+        )
+    }
+    | {"experiment.lower_is_better", "train.deterministic", "health.preflight"}
+)
 TRAINER = {"model": ModelConfig, "data": StdlibData, "train": TrainConfig, "health": HealthConfig}
 
 
 def test_the_tables_cover_every_key_of_every_group():
-    keys = {f"{prefix}.{f.name}" for prefix, cls, _ in GROUPS for f in dataclasses.fields(cls)
-            if not dataclasses.is_dataclass(typing.get_type_hints(cls)[f.name])}   # nested: sweeper.adaptive.*
+    keys = {
+        f"{prefix}.{f.name}"
+        for prefix, cls, _ in GROUPS
+        for f in dataclasses.fields(cls)
+        if not dataclasses.is_dataclass(typing.get_type_hints(cls)[f.name])
+    }  # nested: sweeper.adaptive.*
     assert {f"{p.values[0]}.{p.values[1]}" for p in TYPE_CASES} == keys
     ranged = {key for key, _, _ in RANGE_CASES}
-    assert keys - ranged == WITHOUT_RANGE                   # every key with a range has an out-of-range case
-    for key in WITHOUT_RANGE & {f"{p}.{f.name}" for p, cls, _ in GROUPS if p in TRAINER for f in dataclasses.fields(cls)}:
-        prefix, name = key.split(".")                       # the trainer's keys without a range are its booleans
+    assert keys - ranged == WITHOUT_RANGE  # every key with a range has an out-of-range case
+    for key in WITHOUT_RANGE & {
+        f"{p}.{f.name}" for p, cls, _ in GROUPS if p in TRAINER for f in dataclasses.fields(cls)
+    }:
+        prefix, name = key.split(".")  # the trainer's keys without a range are its booleans
         assert typing.get_type_hints(TRAINER[prefix])[name] is bool, key
 
 
@@ -190,9 +241,9 @@ def test_each_trainer_group_checks_its_own_ranges(key, args, says):
     values = {}
     for a in (a.lstrip("+") for a in args if a.lstrip("+").startswith(f"{prefix}.") and not a.startswith("data.path=")):
         path, value = a.split("=", 1)
-        _, name, *sub = path.split(".")                     # +health.thresholds.NAME=v -> thresholds={NAME: v}
+        _, name, *sub = path.split(".")  # +health.thresholds.NAME=v -> thresholds={NAME: v}
         values[name] = {sub[0]: yaml.safe_load(value)} if sub else yaml.safe_load(value)
-    cls().check(prefix)                                     # the defaults pass
+    cls().check(prefix)  # the defaults pass
     with pytest.raises(ConfigError) as e:
         cls(**values).check(prefix)
     assert key in str(e.value) and says in str(e.value), str(e.value)
@@ -212,21 +263,30 @@ def test_an_out_of_range_value_is_one_line_naming_the_key(key, args, says, tmp_p
     assert key in message and says in message, message
 
 
-@pytest.mark.parametrize("args, line", [
-    (["sweeper.report=maybe"], "sweeper.report='maybe': expected a boolean (true or false)"),
-    (["sweeper.dry_run=maybe"], "sweeper.dry_run='maybe': expected a boolean (true or false)"),
-    (["sweeper.dry_run=2"], "sweeper.dry_run=2: expected a boolean (true or false)"),
-    (["train.steps=abc"], "train.steps='abc': expected an integer"),
-    (["launcher.max_parallel=0"], "launcher.max_parallel=0: must be a positive integer or null"),
-    (["launcher.cores=[0,x]"], "launcher.cores=[0, 'x']: must be a list of CPU core ids, e.g. [0,1,2,3], or null"),
-    (["launcher=slurm", "launcher.wait=maybe"], "launcher.wait='maybe': expected a boolean (true or false)"),
-    (["sweeper.typo=1"], "unknown config key 'sweeper.typo'; keys of sweeper are: adaptive, audit, baseline_first, dir, dry_run, "
-                       "extend, journal, max_runs, one_change, "
-                         "preflight, report, tensorboard"),
-    (["+launcher.gpus=2"], "unknown config key 'launcher.gpus'; keys of launcher are: cores, cpu_only, "
-                           "crash_loop_after, devices, grace_s, max_log_mb, max_parallel, max_retries, name, "
-                           "ranks_per_run, retry_backoff_s, runs_per_device, stall_kill, stall_s, threads_per_run"),
-])
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["sweeper.report=maybe"], "sweeper.report='maybe': expected a boolean (true or false)"),
+        (["sweeper.dry_run=maybe"], "sweeper.dry_run='maybe': expected a boolean (true or false)"),
+        (["sweeper.dry_run=2"], "sweeper.dry_run=2: expected a boolean (true or false)"),
+        (["train.steps=abc"], "train.steps='abc': expected an integer"),
+        (["launcher.max_parallel=0"], "launcher.max_parallel=0: must be a positive integer or null"),
+        (["launcher.cores=[0,x]"], "launcher.cores=[0, 'x']: must be a list of CPU core ids, e.g. [0,1,2,3], or null"),
+        (["launcher=slurm", "launcher.wait=maybe"], "launcher.wait='maybe': expected a boolean (true or false)"),
+        (
+            ["sweeper.typo=1"],
+            "unknown config key 'sweeper.typo'; keys of sweeper are: adaptive, audit, baseline_first, dir, dry_run, "
+            "extend, journal, max_runs, one_change, "
+            "preflight, report, tensorboard",
+        ),
+        (
+            ["+launcher.gpus=2"],
+            "unknown config key 'launcher.gpus'; keys of launcher are: cores, cpu_only, "
+            "crash_loop_after, devices, grace_s, max_log_mb, max_parallel, max_retries, name, "
+            "ranks_per_run, retry_backoff_s, runs_per_device, stall_kill, stall_s, threads_per_run",
+        ),
+    ],
+)
 def test_the_cli_prints_one_line_exit_2_and_writes_nothing(args, line, tmp_path):
     proc = run_sweeper(*BASE, *args, f"sweeper.dir={tmp_path / 's'}", cwd=tmp_path)
     assert (proc.returncode, proc.stderr, proc.stdout) == (2, f"sweeper: error: {line}\n", "")
@@ -241,12 +301,15 @@ def test_cfg_prints_every_key_of_every_schema_with_its_default():
         if extra or prefix == "experiment":
             continue
         defaults = dataclasses.asdict(cls())
-        if prefix == "task":                              # the built-in trainer's task sets its hooks
-            defaults.update(entry="sweeper.train:main", validate="sweeper.train.checks:validate",
-                            preflight="sweeper.train.preflight:preflight_config")
-        if prefix == "sweeper":                           # rope.yaml's own first look (seeds=adaptive)
+        if prefix == "task":  # the built-in trainer's task sets its hooks
+            defaults.update(
+                entry="sweeper.train:main",
+                validate="sweeper.train.checks:validate",
+                preflight="sweeper.train.preflight:preflight_config",
+            )
+        if prefix == "sweeper":  # rope.yaml's own first look (seeds=adaptive)
             defaults["adaptive"]["start"] = 3
-        if prefix == "train":                             # rope.yaml's first-run length (bench_first_run.py)
+        if prefix == "train":  # rope.yaml's first-run length (bench_first_run.py)
             defaults["steps"] = 100
         assert cfg[prefix] == defaults, prefix
     proc = run_sweeper(*BASE, "launcher=slurm", "data=text", "--cfg")
@@ -256,29 +319,36 @@ def test_cfg_prints_every_key_of_every_schema_with_its_default():
 
 def test_from_dict_validates_an_old_manifests_launcher_as_composition_does():
     assert LocalLauncherConf.from_dict({"name": "local", "devices": [5, 3], "max_parallel": 2}).devices == ["5", "3"]
-    for bad, says in [({"max_parallel": 0}, "launcher.max_parallel=0: must be a positive integer or null"),
-                      ({"cpu_only": "maybe"}, "launcher.cpu_only='maybe': expected a boolean (true or false)"),
-                      ({"cores": "x"}, "launcher.cores=['x']: must be a list of CPU core ids")]:
+    for bad, says in [
+        ({"max_parallel": 0}, "launcher.max_parallel=0: must be a positive integer or null"),
+        ({"cpu_only": "maybe"}, "launcher.cpu_only='maybe': expected a boolean (true or false)"),
+        ({"cores": "x"}, "launcher.cores=['x']: must be a list of CPU core ids"),
+    ]:
         with pytest.raises(UsageError) as e:
             LocalLauncherConf.from_dict(bad)
         assert str(e.value).startswith(says), str(e.value)
-    with pytest.raises(UsageError, match=r"^hydra\.launcher\.grace_s=-1: must be a number of seconds >= 0 \(not inf\)$"):
+    with pytest.raises(
+        UsageError, match=r"^hydra\.launcher\.grace_s=-1: must be a number of seconds >= 0 \(not inf\)$"
+    ):
         build(PoolConf, {"grace_s": -1}, "hydra.launcher")
     with pytest.raises(UsageError, match=r"^launcher\.grace_s=inf: must be a number of seconds >= 0 \(not inf\)$"):
-        build(PoolConf, {"grace_s": float("inf")}, "launcher")    # Ctrl-C would never escalate to SIGKILL
+        build(PoolConf, {"grace_s": float("inf")}, "launcher")  # Ctrl-C would never escalate to SIGKILL
 
 
-@pytest.mark.parametrize("args, key, value", [
-    (["launcher.devices=3,5"], "devices", ["3", "5"]),        # Hydra alone would read a sweep over 3 and 5
-    (["launcher.devices='3,5'"], "devices", ["3", "5"]),
-    (["launcher.devices=3"], "devices", ["3"]),
-    (["launcher.devices=GPU-1a,GPU-2b"], "devices", ["GPU-1a", "GPU-2b"]),
-    (["launcher.cores=0,1"], "cores", [0, 1]),
-    (['launcher.cores="0, 1"'], "cores", [0, 1]),
-    (["launcher.cores=0"], "cores", [0]),
-    (["launcher.cores=[0,1]"], "cores", [0, 1]),
-    (["launcher.cores=null"], "cores", None),
-])
+@pytest.mark.parametrize(
+    "args, key, value",
+    [
+        (["launcher.devices=3,5"], "devices", ["3", "5"]),  # Hydra alone would read a sweep over 3 and 5
+        (["launcher.devices='3,5'"], "devices", ["3", "5"]),
+        (["launcher.devices=3"], "devices", ["3"]),
+        (["launcher.devices=GPU-1a,GPU-2b"], "devices", ["GPU-1a", "GPU-2b"]),
+        (["launcher.cores=0,1"], "cores", [0, 1]),
+        (['launcher.cores="0, 1"'], "cores", [0, 1]),
+        (["launcher.cores=0"], "cores", [0]),
+        (["launcher.cores=[0,1]"], "cores", [0, 1]),
+        (["launcher.cores=null"], "cores", None),
+    ],
+)
 def test_the_command_line_takes_the_list_forms_from_dict_takes(args, key, value):
     from sweeper.config.sweep import compose_sweep
 
@@ -288,36 +358,58 @@ def test_the_command_line_takes_the_list_forms_from_dict_takes(args, key, value)
     assert getattr(LocalLauncherConf.from_dict({key: given}), key) == value
 
 
-@pytest.mark.parametrize("args, line", [
-    (["launcher.cores=a,b"], "launcher.cores=['a', 'b']: must be a list of CPU core ids, e.g. [0,1,2,3], or null"),
-    (["launcher.cores=[[0,1]]"], "launcher.cores=[[0, 1]]: must be a list of CPU core ids, e.g. [0,1,2,3], or null"),
-    (["launcher.devices=[[3],{a: 1}]"], "launcher.devices=[[3], {'a': 1}]: must be a list of GPU ids, e.g. [0,2], "
-                                        "or null"),
-    (["launcher=slurm", "launcher.devices=3,5"], "unknown config key 'launcher.devices'; keys of launcher are: "
-     + ", ".join(sorted(f.name for f in dataclasses.fields(SlurmLauncherConf)))),
-    (["train.steps=1,2"], "train.steps=1,2: a comma-separated value is a Hydra sweep, which python -m sweeper does "
-                          "not run (variants go in the experiment); write a list as train.steps=[1,2] or a string "
-                          "as train.steps='1,2'"),
-])
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["launcher.cores=a,b"], "launcher.cores=['a', 'b']: must be a list of CPU core ids, e.g. [0,1,2,3], or null"),
+        (
+            ["launcher.cores=[[0,1]]"],
+            "launcher.cores=[[0, 1]]: must be a list of CPU core ids, e.g. [0,1,2,3], or null",
+        ),
+        (
+            ["launcher.devices=[[3],{a: 1}]"],
+            "launcher.devices=[[3], {'a': 1}]: must be a list of GPU ids, e.g. [0,2], or null",
+        ),
+        (
+            ["launcher=slurm", "launcher.devices=3,5"],
+            "unknown config key 'launcher.devices'; keys of launcher are: "
+            + ", ".join(sorted(f.name for f in dataclasses.fields(SlurmLauncherConf))),
+        ),
+        (
+            ["train.steps=1,2"],
+            "train.steps=1,2: a comma-separated value is a Hydra sweep, which python -m sweeper does "
+            "not run (variants go in the experiment); write a list as train.steps=[1,2] or a string "
+            "as train.steps='1,2'",
+        ),
+    ],
+)
 def test_a_comma_list_elsewhere_is_one_line(args, line, tmp_path):
     proc = run_sweeper(*BASE, *args, f"sweeper.dir={tmp_path / 's'}", cwd=tmp_path)
     assert (proc.returncode, proc.stderr, proc.stdout) == (2, f"sweeper: error: {line}\n", "")
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("yaml_text, line", [
-    ("sweeper: {dry_run: 1}", "sweeper.dry_run=1: expected a boolean (true or false) (set in a config file)"),
-    ("train: {deterministic: 'yes'}",
-     "train.deterministic='yes': expected a boolean (true or false) (set in a config file)"),
-    ("health: {preflight: 0}", "health.preflight=0: expected a boolean (true or false) (set in a config file)"),
-    ("launcher: {cpu_only: 'true'}",
-     "launcher.cpu_only='true': expected a boolean (true or false) (set in a config file)"),
-    ("experiment: {lower_is_better: 1}", "experiment.lower_is_better=1: expected a boolean (true or false) (in "),
-])
+@pytest.mark.parametrize(
+    "yaml_text, line",
+    [
+        ("sweeper: {dry_run: 1}", "sweeper.dry_run=1: expected a boolean (true or false) (set in a config file)"),
+        (
+            "train: {deterministic: 'yes'}",
+            "train.deterministic='yes': expected a boolean (true or false) (set in a config file)",
+        ),
+        ("health: {preflight: 0}", "health.preflight=0: expected a boolean (true or false) (set in a config file)"),
+        (
+            "launcher: {cpu_only: 'true'}",
+            "launcher.cpu_only='true': expected a boolean (true or false) (set in a config file)",
+        ),
+        ("experiment: {lower_is_better: 1}", "experiment.lower_is_better=1: expected a boolean (true or false) (in "),
+    ],
+)
 def test_a_boolean_in_an_experiment_file_is_true_or_false_too(yaml_text, line, tmp_path):
     (tmp_path / "conf" / "experiment").mkdir(parents=True)
     (tmp_path / "conf" / "experiment" / "strict.yaml").write_text(
-        f"# @package _global_\ndefaults: [rope]\n{yaml_text}\n")
+        f"# @package _global_\ndefaults: [rope]\n{yaml_text}\n"
+    )
     proc = run_sweeper("--config-dir", "conf", "+experiment=strict", "sweeper.dry_run=true", cwd=tmp_path)
     assert (proc.returncode, proc.stdout) == (2, "") and proc.stderr.startswith(f"sweeper: error: {line}"), proc.stderr
     assert len(proc.stderr.splitlines()) == 1 and sorted(p.name for p in tmp_path.iterdir()) == ["conf"]
@@ -333,7 +425,7 @@ def test_preflight_false_in_yaml_reads_as_off():
     assert build(SweeperConf, {"preflight": False}, "sweeper").preflight == "off"
 
 
-USER_SCHEMA = '''
+USER_SCHEMA = """
 from dataclasses import dataclass
 
 @dataclass
@@ -343,7 +435,7 @@ class Adam:
 
 def register(cs):
     cs.store(group="opt", name="adam", node=Adam)
-'''
+"""
 USER_EXPERIMENT = """\
 # @package _global_
 defaults:
@@ -380,10 +472,13 @@ def test_a_users_group_is_typed_by_its_entry_point(tmp_path):
 
 
 def test_a_failing_schema_entry_point_is_named(tmp_path):
-    env = user_entry_point(tmp_path, "broken", "broken_schemas:register",
-                           "def register(cs):\n    raise RuntimeError('no such group')\n")
+    env = user_entry_point(
+        tmp_path, "broken", "broken_schemas:register", "def register(cs):\n    raise RuntimeError('no such group')\n"
+    )
     proc = run_sweeper(*BASE, f"sweeper.dir={tmp_path / 's'}", cwd=tmp_path, env=env)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == ("sweeper: error: config schema entry point sweeper.schemas:broken = "
-                           "broken_schemas:register failed: RuntimeError: no such group\n")
+    assert proc.stderr == (
+        "sweeper: error: config schema entry point sweeper.schemas:broken = "
+        "broken_schemas:register failed: RuntimeError: no such group\n"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]

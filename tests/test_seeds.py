@@ -1,7 +1,7 @@
 import pytest
 
-from sweeper.errors import UsageError
 from sweeper.config.seeds import format_seeds, parse_seeds
+from sweeper.errors import UsageError
 
 
 @pytest.mark.parametrize("value, expected", [

@@ -10,12 +10,12 @@ import os
 
 import pytest
 
+from sweeper.backends.local.gpu_topology import parse_cpu_list
+from sweeper.backends.local.schema import LocalLauncherConf
+from sweeper.backends.local.slots import make_slots
+from sweeper.errors import UsageError
 from tests.helpers.fake_gpus import FIXTURES, fake_smi_env
 from tests.helpers.local_pool import child_env, run, run_dir, sweep_args
-from sweeper.errors import UsageError
-from sweeper.backends.local.gpu_topology import parse_cpu_list
-from sweeper.backends.local.slots import make_slots
-from sweeper.backends.local.schema import LocalLauncherConf
 
 H100_SOCKETS = (set(parse_cpu_list("0-55,112-167")), set(parse_cpu_list("56-111,168-223")))
 A100_NEAR = {0: "48-63,176-191", 1: "48-63,176-191", 2: "16-31,144-159", 3: "16-31,144-159",
@@ -44,7 +44,9 @@ def test_eight_gpus_two_sockets_cores_come_from_each_gpus_socket(node):
     """A contiguous split of 224 cores gives GPU3 cores 84-111: socket 1's, across the interconnect."""
     node("dgx_h100")
     for per_device in (1, 2):
-        slots = make_slots(LocalLauncherConf(runs_per_device=per_device), 64, environ=os.environ, cores=list(range(224)))
+        slots = make_slots(
+            LocalLauncherConf(runs_per_device=per_device), 64, environ=os.environ, cores=list(range(224))
+        )
         assert [s.gpu for s in slots] == [str(i) for i in range(8)] * per_device
         for s in slots:
             near = H100_SOCKETS[0] if int(s.gpu) < 4 else H100_SOCKETS[1]
@@ -62,7 +64,7 @@ def test_mig_instances_are_slots_of_their_own(node):
     assert len(migs) == 11
     slots = make_slots(LocalLauncherConf(), 100, environ=os.environ, cores=list(range(256)))
     ids = [s.gpu for s in slots]
-    assert ids == migs + ["2", "3", "4", "5", "6", "7"]      # GPU 0 and 1 are only their MIG instances
+    assert ids == migs + ["2", "3", "4", "5", "6", "7"]  # GPU 0 and 1 are only their MIG instances
     for s in slots:
         parent = 0 if s.gpu in migs[:4] else 1 if s.gpu in migs else int(s.gpu)
         assert set(s.cores) <= set(parse_cpu_list(A100_NEAR[parent])), (s.gpu, s.cores)
@@ -76,13 +78,17 @@ def test_mig_instances_are_slots_of_their_own(node):
 def test_cuda_visible_devices_by_uuid_prefix_and_mig_uuid(node):
     node("dgx_h100")
     gpu = uuids("dgx_h100", "GPU-")
-    env = {"CUDA_VISIBLE_DEVICES": f"{gpu[7]},{gpu[0][:12]}"}             # a full UUID, then a unique prefix
+    env = {"CUDA_VISIBLE_DEVICES": f"{gpu[7]},{gpu[0][:12]}"}  # a full UUID, then a unique prefix
     slots = make_slots(LocalLauncherConf(), 8, environ=env, cores=list(range(224)))
     assert [s.gpu for s in slots] == ["7", "0"]
     assert set(slots[0].cores) <= H100_SOCKETS[1] and set(slots[1].cores) <= H100_SOCKETS[0]
     # CUDA stops at the first entry it cannot resolve; so do we
-    assert [s.gpu for s in make_slots(LocalLauncherConf(), 8, environ={"CUDA_VISIBLE_DEVICES": "2,GPU-ffff,3"},
-                                      cores=list(range(224)))] == ["2"]
+    assert [
+        s.gpu
+        for s in make_slots(
+            LocalLauncherConf(), 8, environ={"CUDA_VISIBLE_DEVICES": "2,GPU-ffff,3"}, cores=list(range(224))
+        )
+    ] == ["2"]
     assert make_slots(LocalLauncherConf(), 8, environ={"CUDA_VISIBLE_DEVICES": ""}, cores=[0])[0].gpu is None
     # launcher.devices may name a device by any of its spellings
     slots = make_slots(LocalLauncherConf(devices=[gpu[5], "1"]), 8, environ={}, cores=list(range(224)))
@@ -92,8 +98,11 @@ def test_cuda_visible_devices_by_uuid_prefix_and_mig_uuid(node):
     slots = make_slots(LocalLauncherConf(), 8, environ={"CUDA_VISIBLE_DEVICES": f"{mig[5]},3"}, cores=list(range(256)))
     assert [s.gpu for s in slots] == [mig[5], "3"]
     assert set(slots[0].cores) <= set(parse_cpu_list(A100_NEAR[1]))
-    with pytest.raises(UsageError, match=r"launcher.devices=\['MIG-nope'\]: device\(s\) \['MIG-nope'\] are not "
-                                         r"visible"):
+    with pytest.raises(
+        UsageError,
+        match=r"launcher.devices=\['MIG-nope'\]: device\(s\) \['MIG-nope'\] are not "
+        r"visible",
+    ):
         make_slots(LocalLauncherConf(devices=["MIG-nope"]), 8, environ={}, cores=[0])
 
 
@@ -114,5 +123,5 @@ def test_a_sweep_on_a_two_socket_node_runs_each_gpu_on_its_own_socket(tmp_path):
         seen[rec["cuda_visible_devices"]] = rec["cpu_affinity"]
         assert rec["env"]["OMP_NUM_THREADS"] == "1" and rec["torch_num_threads"] == 1
     near = {"0": [c for c in cores if c % 2 and c < 2], "1": [c for c in cores if c % 2 == 0 and c < 2]}
-    assert seen == {g: near[g] for g in seen} and set(seen) == {"0", "1"}, seen    # GPU0 -> core 1, GPU1 -> 0
+    assert seen == {g: near[g] for g in seen} and set(seen) == {"0", "1"}, seen  # GPU0 -> core 1, GPU1 -> 0
     assert "topo -m" in (tmp_path / "smi.log").read_text()

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_slurm_task import checkpoint_digest
 
 from tests.helpers.commands import run_sweeper
 from tests.helpers.local_pool import wait_for
-from test_slurm_task import checkpoint_digest
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 

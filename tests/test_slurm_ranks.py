@@ -12,11 +12,21 @@ import json
 import subprocess
 
 import pytest
+from test_slurm import (  # noqa: F401
+    final_state_hash,
+    job_of,
+    logged_step,
+    metric_lines,
+    planned,
+    release_requeued,
+    sacct_history,
+    scontrol_job,
+    slurm,
+    status,
+)
 
-from tests.helpers.local_pool import wait_for
-from test_slurm import (final_state_hash, job_of, logged_step, metric_lines, planned, release_requeued,  # noqa: F401
-                        sacct_history, scontrol_job, slurm, status)
 from sweeper.report.live import Progress
+from tests.helpers.local_pool import wait_for
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 WIDE = "+experiment.resources={nope: {ranks_per_run: 2}}"

@@ -15,9 +15,9 @@ import time
 
 import pytest
 
+from sweeper.backends.slurm.limits import ClusterLimits, parse_config, room, share, split_arrays
 from tests.helpers.commands import slurm_problem
 from tests.helpers.local_pool import run, user_project, wait_for
-from sweeper.backends.slurm.limits import ClusterLimits, parse_config, room, share, split_arrays
 
 TINY_TASK = """
 import sweeper

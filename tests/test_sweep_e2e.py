@@ -1,8 +1,8 @@
 """A real mini sweep through the CLI in a subprocess: run dirs, metrics, the table, reproducibility."""
 import pytest
 
-from tests.helpers.commands import TINY, run_sweeper
 from sweeper.run.rundir import RunDir, read_manifest
+from tests.helpers.commands import TINY, run_sweeper
 
 pytestmark = pytest.mark.slow
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from tests.helpers.commands import TINY, run_sweeper
 from sweeper.run.rundir import RunDir, Status
+from tests.helpers.commands import TINY, run_sweeper
 
 pytestmark = pytest.mark.slow
 SMALL = [o for o in TINY if not o.startswith(("health.preflight", "model.d_model", "model.n_layers"))]

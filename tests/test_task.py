@@ -5,9 +5,9 @@ import textwrap
 
 import pytest
 
-from tests.helpers.commands import run_sweeper
-from sweeper.errors import UsageError
 from sweeper.config.task import TaskSpec, check_task, parse_task
+from sweeper.errors import UsageError
+from tests.helpers.commands import run_sweeper
 
 EXPERIMENT = """\
 # @package _global_

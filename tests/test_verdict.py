@@ -11,9 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from sweeper.analysis import stats
-
-from sweeper.analysis import verdict
+from sweeper.analysis import stats, verdict
 from sweeper.analysis.results import load_runs
 from sweeper.run.rundir import Experiment, RunDir
 from tests.helpers.synthetic_sweep import write_sweep
@@ -69,7 +67,7 @@ def test_survivors_only_t_test_would_fail_the_same_simulation():
     def survivors_rule(runs):
         class A:
             comparisons = []
-        out, ps, signs = A(), [], []
+        out, ps = A(), []
         b = runs[(runs.variant == "b") & (runs.status == "finished")].final_val_loss.to_numpy()
         for v in ("v1", "v2"):
             a = runs[(runs.variant == v) & (runs.status == "finished")].final_val_loss.to_numpy()

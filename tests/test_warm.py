@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.commands import ROOT
-from tests.helpers.local_pool import child_env, run, sweep_args, user_project, wait_for
 from sweeper.backends.local.pool import Job, processes_with_arg
-from sweeper.run.rundir import RunDir
 from sweeper.backends.local.slots import Slot
 from sweeper.backends.local.warm import Server, WarmStarts
+from sweeper.run.rundir import RunDir
+from tests.helpers.commands import ROOT
+from tests.helpers.local_pool import child_env, run, sweep_args, user_project, wait_for
 
 TWO_CORES = len(os.sched_getaffinity(0)) >= 2
 SLOW_TASK = """import time

@@ -19,7 +19,7 @@ from sweeper.train.config import RunConfig
 def main(run, on_step=None) -> dict:
     """The entry point `sweeper.train:main`: train `run` (a sweeper.run.Run) and end it with run.finish, run.diverged
     or run.interrupt; returns the run's summary."""
-    from sweeper.train.loop import main as train_main   # deferred: torch (about 2 s); the plan-time hooks
+    from sweeper.train.loop import main as train_main  # deferred: torch (about 2 s); the plan-time hooks
     #                                                     (sweeper.train.checks) import this package without it
 
     return train_main(run, on_step)

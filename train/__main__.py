@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from sweeper.run.entry import main as run_main   # the boundary of python -m sweeper.run
+from sweeper.run.entry import main as run_main  # the boundary of python -m sweeper.run
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,8 @@
     check_device(cfg, launcher={"name": "local", "cpu_only": False})   # train.device=cuda has a GPU to run on
     check_ranks(cfg, launcher={"ranks_per_run": 2})   # the global batch splits evenly across the run's ranks
 
-All raise ConfigError with one line naming the keys and the fix; validate (the task's validate hook) calls them for every
+All raise ConfigError with one line naming the keys and the fix; validate (the task's validate hook) calls them for
+every
 planned run, so a sweep that every run would fail at start is refused before anything starts. Pure Python
 (no torch, no numpy), and CUDA is never initialised here (GPUs are counted as sweeper.backends.local.slots counts them:
 CUDA_VISIBLE_DEVICES if set, else `nvidia-smi -L`). The device check applies to the local launcher only: on
@@ -85,7 +86,8 @@ def validate(config: Mapping[str, Any], launcher: Mapping[str, Any] | None = Non
     """The plan-time hook (`sweeper.train.checks:validate`), called with each planned run's resolved config (and the
     sweep's launcher config): a bad value, an unusable corpus (missing, empty, not text, too short for the model's
     context and batch) or train.device=cuda where the local launcher has no GPU raises ConfigError with a
-    one-line message (check_corpus_fits, check_device, check_ranks). Each distinct corpus is read once per process (a text file again only when
+    one-line message (check_corpus_fits, check_device, check_ranks). Each distinct corpus is read once per process (a
+    text file again only when
     it changed on disk)."""
     cfg = RunConfig.from_dict(config)
     data = cfg.data

@@ -16,8 +16,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping
 
-from sweeper.run import ConfigError as _RunConfigError
 from sweeper.health.thresholds import Thresholds
+from sweeper.run import ConfigError as _RunConfigError
 
 POS_ENCODINGS = ("rope", "none")
 ROPE_IMPLS = ("auto", "torch", "triton", "reference", "fault_no_qk_grad")

@@ -8,8 +8,8 @@ No downloads: the stdlib corpus is read from this Python's own `Lib/*.py`, in so
 """
 from __future__ import annotations
 
-import os
 import hashlib
+import os
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path

@@ -1,6 +1,7 @@
 """The built-in trainer's loop, a plain client of the run API (sweeper.run): build, resume, train, evaluate, end.
 
-    python -m sweeper.run sweeper.train:main RUN_DIR    # what a sweep with task=train launches (python -m sweeper.train RUN_DIR too)
+    python -m sweeper.run sweeper.train:main RUN_DIR    # what a sweep with task=train launches (python -m sweeper.train
+    RUN_DIR too)
     summary = train.run(cfg, run_dir)           # the same, in-process
 
 Everything that touches the run dir or the process goes through the Run: the config (run.config), the seed

@@ -14,9 +14,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from sweeper.kernels import apply_rope, rope_cache
 from sweeper.train.config import ModelConfig
-from sweeper.kernels import apply_rope
-from sweeper.kernels import rope_cache
 
 
 class CausalSelfAttention(nn.Module):

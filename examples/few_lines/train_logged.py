@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-import sweeper                                                              # sweeper
+import sweeper  # sweeper
 
 
 def data(n: int, dim: int = 16, classes: int = 8, seed: int = 1):

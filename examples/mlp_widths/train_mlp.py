@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-import sweeper                                                              # sweeper
+import sweeper  # sweeper
 
 
 def teacher_data(cfg, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -21,15 +21,25 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
+import yaml
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from hydra.errors import CompactHydraException
 from omegaconf import OmegaConf
 
 from hydra_plugins.sweeper_pool._options import option_keys
 from sweeper.config.fields import unknown_key
-from sweeper.run.rundir import (KEEP, Experiment, Manifest, RunDir, RunEntry, Status, Summary, UnreadableFile,
-                                stable_hash, write_manifest)
-import yaml
+from sweeper.run.rundir import (
+    KEEP,
+    Experiment,
+    Manifest,
+    RunDir,
+    RunEntry,
+    Status,
+    Summary,
+    UnreadableFile,
+    stable_hash,
+    write_manifest,
+)
 
 log = logging.getLogger(__name__)
 DEFAULT_VARIANT = "default"
@@ -81,7 +91,8 @@ def split_params(params: dict) -> tuple[Options, dict]:
 
 def canonical_variant(name: str | None) -> str | None:
     """A variant name as Hydra writes a job's overrides ("use_run=true lr=1e-3" -> "use_run=True lr=0.001")."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser   # deferred: hydra (0.2 s), only when this runs
+    # deferred: hydra's override parser (0.2 s), only when this runs
+    from hydra.core.override_parser.overrides_parser import OverridesParser
 
     if not name or name == DEFAULT_VARIANT:
         return name

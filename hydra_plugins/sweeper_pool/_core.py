@@ -24,15 +24,14 @@ from hydra.core.utils import JobReturn, JobStatus, configure_log, setup_globals
 from omegaconf import OmegaConf, open_dict
 
 from hydra_plugins.sweeper_pool import _contract as contract
-from sweeper.run.rundir import EXIT_INTERRUPTED, Status, UnreadableFile, read_manifest
-from sweeper.errors import UsageError
-from sweeper.backends.local.schema import LocalLauncherConf
-from sweeper.backends.local.pool import Job
-from sweeper.report.live import Progress
-from sweeper.backends.local.pool import run_pool
-from sweeper.backends.local.slots import make_slots
 from sweeper.backends.failures import classify
+from sweeper.backends.local.pool import Job, run_pool
+from sweeper.backends.local.schema import LocalLauncherConf
+from sweeper.backends.local.slots import make_slots
+from sweeper.errors import UsageError
+from sweeper.report.live import Progress
 from sweeper.run.atomic import read_tail
+from sweeper.run.rundir import EXIT_INTERRUPTED, Status, UnreadableFile, read_manifest
 
 log = logging.getLogger(__name__)
 WORK = ".sweeper_pool"      # job and result pickles, under hydra.sweep.dir
@@ -197,7 +196,7 @@ def _run(jobs, cfg, adapter: HydraJobAdapter, progress, returns: dict) -> dict:
 
 def _write_job(job_file: Path, result: Path, hydra_context, sweep_config, task_function, singleton_state,
                hjob: contract.HydraJob, experiment: str, metric: str) -> None:
-    import cloudpickle   # deferred: cloudpickle (at launch only), only when this runs
+    import cloudpickle  # deferred: cloudpickle (at launch only), only when this runs
 
     job_file.parent.mkdir(parents=True, exist_ok=True)
     result.unlink(missing_ok=True)

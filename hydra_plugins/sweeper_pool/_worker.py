@@ -52,7 +52,7 @@ def final_metrics(value: Any, metric: str) -> tuple[dict, str | None]:
 
 
 def record_outcome(run: dict, ret, started: float, env: dict) -> None:
-    from hydra.core.utils import JobStatus   # deferred: hydra (0.2 s), only when this runs
+    from hydra.core.utils import JobStatus  # deferred: hydra (0.2 s), only when this runs
 
     from sweeper.run.rundir import RunDir, Status, Summary, UnreadableFile
 
@@ -84,9 +84,9 @@ def main(job_file: str, result_file: str) -> int:
             if path not in sys.path:
                 sys.path.insert(1, path)
         job = pickle.load(f)
-    from hydra.core.hydra_config import HydraConfig   # deferred: hydra (0.2 s), only when this runs
-    from hydra.core.singleton import Singleton   # deferred: hydra (0.2 s), only when this runs
-    from hydra.core.utils import JobStatus, run_job, setup_globals   # deferred: hydra (0.2 s), only when this runs
+    from hydra.core.hydra_config import HydraConfig  # deferred: hydra (0.2 s), only when this runs
+    from hydra.core.singleton import Singleton  # deferred: hydra (0.2 s), only when this runs
+    from hydra.core.utils import JobStatus, run_job, setup_globals  # deferred: hydra (0.2 s), only when this runs
 
     run = job["run"]
     rd, started = RunDir(run["run_dir"]), time.time()
@@ -108,7 +108,7 @@ def main(job_file: str, result_file: str) -> int:
         sys.stdout.flush()
         return 0 if ret.status == JobStatus.COMPLETED else 1
     record_outcome(run, ret, started, env)
-    import cloudpickle   # deferred: cloudpickle (at launch only), only when this runs
+    import cloudpickle  # deferred: cloudpickle (at launch only), only when this runs
 
     from sweeper.run.atomic import atomic_write_bytes
 

@@ -3,10 +3,12 @@
     python my_app.py -m seed=0,1,2 lr=0.01,0.001 hydra/launcher=sweeper_pool 'hydra.launcher.baseline="lr=0.01"'
     python -m sweeper.report multirun/2024-05-01/12-00-00        # the decision table of that multirun
 
-Pool options (`hydra.launcher.KEY=VALUE`): every key of sweeper's `launcher=local` (sweeper.backends.local.schema.PoolConf:
+Pool options (`hydra.launcher.KEY=VALUE`): every key of sweeper's `launcher=local`
+(sweeper.backends.local.schema.PoolConf:
 devices, runs_per_device, ranks_per_run, cpu_only, max_parallel, threads_per_run, cores, max_retries,
 retry_backoff_s, crash_loop_after, grace_s; the same types, ranges and comments; ranks_per_run=N runs each job
-as N data-parallel ranks with torchrun's environment, the task function joining the process group itself), with two defaults of its own (max_retries: 0,
+as N data-parallel ranks with torchrun's environment, the task function joining the process group itself), with two
+defaults of its own (max_retries: 0,
 a retry restarts the job; crash_loop_after: 0, off) and
     n_jobs: null           hydra-joblib-launcher's name for max_parallel (-1: no cap); give one of the two
 Decision-table options (recorded in the sweep dir's manifest for `python -m sweeper.report`):
@@ -56,7 +58,7 @@ class SweeperPoolLauncher(Launcher):
         self.task_function = task_function
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int):
-        from hydra_plugins.sweeper_pool._core import launch   # deferred: Hydra's plugin scan imports this module
+        from hydra_plugins.sweeper_pool._core import launch  # deferred: Hydra's plugin scan imports this module
         #   in every Hydra app; cloudpickle and the pool load only when a multirun launches
 
         return launch(self, job_overrides, initial_job_idx)

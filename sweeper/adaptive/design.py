@@ -376,8 +376,10 @@ def decide_look(design: Design, states: dict[str, State], looks: dict[str, LookS
             est = s.looks[k]["stat"]["estimate"]
             higher = est is not None and est > 0
             s.status = WORSE if higher == design.lower_is_better else BETTER
-            s.reason = (f"crossed its boundary at look {k + 1} ({s.looks[k]['n']} seeds): p={s.looks[k]['stat']['pvalue']:.3g}"
-                        f" <= nominal {_nominal_at(design, s, k):.3g} (local level {s.alpha:.3g})")
+            s.reason = (
+                f"crossed its boundary at look {k + 1} ({s.looks[k]['n']} seeds): p={s.looks[k]['stat']['pvalue']:.3g}"
+                f" <= nominal {_nominal_at(design, s, k):.3g} (local level {s.alpha:.3g})"
+            )
             rest = [o for o in states.values() if o.status not in (BETTER, WORSE)]
             for o in rest:
                 o.alpha += s.alpha / len(rest)
@@ -389,7 +391,7 @@ def decide_look(design: Design, states: dict[str, State], looks: dict[str, LookS
             s.looks[-1]["alpha_i_after"] = s.alpha
         q = levels(s, design=design)[-1]
         s.looks[-1]["boundary_z"], s.looks[-1]["nominal_p"] = z_of_level(q), q
-        s.looks[-1]["spent"] = spent(s.fractions[-1], s.alpha, design.spending) * CALIBRATION_SHARE   # what q spends
+        s.looks[-1]["spent"] = spent(s.fractions[-1], s.alpha, design.spending) * CALIBRATION_SHARE  # what q spends
         if s.status != OPEN:
             continue
         st = looks[name]
@@ -397,13 +399,15 @@ def decide_look(design: Design, states: dict[str, State], looks: dict[str, LookS
         if final:
             if _equivalent(design, st):
                 s.status = NO_EFFECT
-                s.reason = (f"no effect >= {design.min_effect:.4g}: the {EQUIVALENCE:.0%} interval "
-                            f"{st.low90:.4g} to {st.high90:.4g} lies inside +-{design.min_effect:.4g} at {s.n} seeds")
+                s.reason = (
+                    f"no effect >= {design.min_effect:.4g}: the {EQUIVALENCE:.0%} interval "
+                    f"{st.low90:.4g} to {st.high90:.4g} lies inside +-{design.min_effect:.4g} at {s.n} seeds"
+                )
             else:
                 s.status = BUDGET
                 s.reason = f"inconclusive at budget: no boundary crossed by {s.n} seeds (max_seeds {design.max_seeds})"
             continue
-        if len(s.looks) < 2:           # the first look's spread rests on start - 1 degrees of freedom
+        if len(s.looks) < 2:  # the first look's spread rests on start - 1 degrees of freedom
             continue
         c_final = z_of_level(levels(s, design=design, extra=((design.max_seeds, 1.0),))[-1])
         t_now = s.fractions[-1]
@@ -412,14 +416,19 @@ def decide_look(design: Design, states: dict[str, State], looks: dict[str, LookS
         s.looks[-1]["conditional_power"], s.looks[-1]["predictive_power"] = cp, pp
         if cp >= FUTILITY_POWER and pp >= PREDICTIVE_POWER:
             continue
-        why = (f"even a true difference of {design.min_effect:.4g} would cross the final boundary by "
-               f"{design.max_seeds} seeds with probability {cp:.2g} < {FUTILITY_POWER}" if cp < FUTILITY_POWER else
-               f"the data's trend predicts a final crossing by {design.max_seeds} seeds with probability "
-               f"{pp:.2g} < {PREDICTIVE_POWER}")
+        why = (
+            f"even a true difference of {design.min_effect:.4g} would cross the final boundary by "
+            f"{design.max_seeds} seeds with probability {cp:.2g} < {FUTILITY_POWER}"
+            if cp < FUTILITY_POWER
+            else f"the data's trend predicts a final crossing by {design.max_seeds} seeds with probability "
+            f"{pp:.2g} < {PREDICTIVE_POWER}"
+        )
         if _equivalent(design, st):
             s.status = NO_EFFECT
-            s.reason = (f"no effect >= {design.min_effect:.4g}: the {EQUIVALENCE:.0%} interval {st.low90:.4g} to "
-                        f"{st.high90:.4g} lies inside +-{design.min_effect:.4g} and {why} (stopped at {s.n} seeds)")
+            s.reason = (
+                f"no effect >= {design.min_effect:.4g}: the {EQUIVALENCE:.0%} interval {st.low90:.4g} to "
+                f"{st.high90:.4g} lies inside +-{design.min_effect:.4g} and {why} (stopped at {s.n} seeds)"
+            )
         else:
             s.status = BUDGET
             s.reason = f"inconclusive at budget: {why} (stopped at {s.n} seeds)"

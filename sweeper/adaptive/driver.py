@@ -142,8 +142,8 @@ class AdaptiveSweep:
 
     def look(self, sweep_dir, states, seeds) -> None:
         """Analyse this look's runs and decide every open comparison (states updated in place)."""
-        import sweeper.analysis.verdict as verdict       # deferred: pandas and scipy (about 1 s), at the first look
-        from sweeper.analysis.results import load_runs   # deferred: pandas, as above
+        import sweeper.analysis.verdict as verdict  # deferred: pandas and scipy (about 1 s), at the first look
+        from sweeper.analysis.results import load_runs  # deferred: pandas, as above
         exp = self.sweep.experiment
         live = adaptive.still_open(states)
         try:
@@ -192,7 +192,8 @@ def prepare_adaptive(sweep, backend, conf) -> AdaptiveSweep:
     if not backend.waits(conf):
         raise UsageError("seeds=adaptive with launcher.wait=false: each look needs its runs' results before "
                          "the next one is planned; use launcher.wait=true")
-    check_paths(make_plan(sweep, list(range(design.start))), writable=not sweep.sweeper.dry_run)  # before its dir is read
+    # before its dir is read
+    check_paths(make_plan(sweep, list(range(design.start))), writable=not sweep.sweeper.dry_run)
     first = adaptive_sweep.plan_for({v: design.start for v in [sweep.experiment.baseline, *adaptive_sweep.variants]})
-    adaptive_sweep._load(first.sweep_dir)          # looks recorded with another design: refused here
+    adaptive_sweep._load(first.sweep_dir)  # looks recorded with another design: refused here
     return adaptive_sweep

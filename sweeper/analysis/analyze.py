@@ -9,12 +9,20 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
 import pandas as pd
+
 import sweeper.analysis.verdict as verdict
+from sweeper.analysis.results import (
+    declared_changes,
+    load_code_state,
+    load_curves,
+    load_experiment,
+    load_runs,
+    load_variant_changes,
+)
 from sweeper.errors import UsageError
 from sweeper.plan.slurm_record import has_record
-from sweeper.analysis.results import (declared_changes, load_curves, load_experiment, load_runs,
-                             load_code_state, load_variant_changes)
 from sweeper.run.rundir import KEEP, STALE, Experiment, Status, UnreadableFile, stale_hint
 
 

@@ -4,9 +4,11 @@
     text = compare_sweeps(new_dir, old_dir, plots=True)  # writes NEW_SWEEP/compare_vs_<OLD name>/report.md ...
 
 Every variant present in both sweeps becomes one comparison "<variant>@new vs <variant>@old", with the same
-machinery and decision rule as a single sweep (sweeper.analysis.verdict): Holm over all of them, paired by seed when both
+machinery and decision rule as a single sweep (sweeper.analysis.verdict): Holm over all of them, paired by seed when
+both
 sweeps' runs share data order and evaluation batches, fingerprint differences (torch version, device, ...)
-listed per comparison. Both sweeps must use the same decision metric and direction (--metric and --higher-is-better set both).
+listed per comparison. Both sweeps must use the same decision metric and direction (--metric and --higher-is-better set
+both).
 """
 from __future__ import annotations
 
@@ -16,9 +18,9 @@ from pathlib import Path
 import pandas as pd
 
 import sweeper.analysis.verdict as verdict
-from sweeper.errors import UsageError
 from sweeper.analysis.analyze import ReportInput, read_sweep
 from sweeper.analysis.results import load_manifest
+from sweeper.errors import UsageError
 from sweeper.run.rundir import UnreadableFile
 
 

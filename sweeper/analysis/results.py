@@ -8,7 +8,8 @@
 `load_runs` columns: variant, seed, run_id, run_dir, status, error, failure_class, exit_code, steps, resume_step,
 wall_time_s, health, health_failed (names of failing checks), config_hash, log_tail (the end of the log of a
 failed run whose error says little, e.g. "exit status 1"), final_<name> for every final metric of the run's
-summary and every cost figure it records (wall_time_s, peak_rss_mb, tokens_per_s ...: secondary metrics), fp_<name> for every fingerprint key, problems (what could not be read, "" when all is well).
+summary and every cost figure it records (wall_time_s, peak_rss_mb, tokens_per_s ...: secondary metrics), fp_<name> for
+every fingerprint key, problems (what could not be read, "" when all is well).
 status: the run's recorded status; a summary that says finished (or diverged) wins over a status that is
 damaged, missing, running or interrupted (as RunDir.outcome, without repairing anything); MISSING when the run
 was planned and has no files; UNKNOWN when nothing readable says how it stands, or when the summary of
@@ -32,13 +33,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sweeper.run.atomic import read_tail
-from sweeper.run.rundir import (KEEP, MANIFEST, STALE, Experiment, Manifest, RunDir, RunEntry, Status,
-                                UnreadableFile, read_manifest, stale_hint)
-from sweeper.config.config_diff import diff_configs
-from sweeper.config.config_diff import Declared
-from sweeper.run.envinfo import git_state
+from sweeper.config.config_diff import Declared, diff_configs
 from sweeper.health.result import HealthReport
+from sweeper.run.atomic import read_tail
+from sweeper.run.envinfo import git_state
+from sweeper.run.rundir import (
+    KEEP,
+    MANIFEST,
+    STALE,
+    Experiment,
+    Manifest,
+    RunDir,
+    RunEntry,
+    Status,
+    UnreadableFile,
+    read_manifest,
+    stale_hint,
+)
 
 MISSING, UNKNOWN = "missing", "unknown"          # row states beyond a run's own status (see the docstring)
 FIXED_COLUMNS = ["variant", "seed", "run_id", "run_dir", "status", "error", "failure_class", "exit_code", "steps",

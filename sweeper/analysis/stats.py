@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special          # scipy.stats / scipy.optimize cost ~0.5 s to import: the report needs neither
+from scipy import special  # scipy.stats / scipy.optimize cost ~0.5 s to import: the report needs neither
 
 ALTERNATIVES = ("two-sided", "greater", "less")
 _ROUNDING = 1e-12   # a spread below this fraction of the values is float rounding: treated as zero variance
@@ -67,7 +67,7 @@ def _check_alternative(alternative: str) -> None:
 
 
 def _brentq(f, a, b, **kw) -> float:
-    from scipy.optimize import brentq   # deferred: scipy, only when this runs
+    from scipy.optimize import brentq  # deferred: scipy, only when this runs
 
     return brentq(f, a, b, **kw)
 

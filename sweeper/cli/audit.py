@@ -28,8 +28,8 @@ import tempfile
 
 from sweeper.cli.boundary import ArgumentParser, run_command
 from sweeper.config.argv import split_config_dirs, with_config_dirs
-from sweeper.config.sweep import compose_sweep
 from sweeper.config.seeds import parse_seeds
+from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
 from sweeper.execute.audit import AUDITED_ENTRY, audit_run_config
 
@@ -80,7 +80,7 @@ def _main(argv: list[str], state: dict) -> int:
     sweep = compose_sweep(with_config_dirs(overrides, config_dirs))
     run_cfg = _select(sweep, args.variant, args.seed)
 
-    from sweeper.train.audit import AuditError     # deferred: torch (about 2 s), after the command line is checked
+    from sweeper.train.audit import AuditError  # deferred: torch (about 2 s), after the command line is checked
 
     temp = None if args.work_dir else tempfile.mkdtemp(prefix="sweeper-audit-")
     try:

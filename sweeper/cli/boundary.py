@@ -23,6 +23,7 @@ from sweeper import interrupts
 from sweeper.errors import UsageError, attempted, os_error_line, unicode_line, yaml_problem
 from sweeper.run.rundir import UnreadableFile
 
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse whose errors are one UsageError line (exit 2 through run_command), like every sweeper error."""
 

@@ -10,8 +10,8 @@ The journal's files and their owner: sweeper.report.journal.
 """
 from __future__ import annotations
 
-import os
 import json
+import os
 import time
 from pathlib import Path
 

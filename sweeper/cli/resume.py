@@ -6,7 +6,8 @@
 The plan is read from the sweep dir alone (its manifest: experiment, seeds, task, launcher; and each run's frozen
 config.yaml), not recomposed from the config dirs, so edits to the configs since the sweep started cannot change
 it; nor can launcher overrides change the launch settings the plan recorded (the threads of every run) or the
-ranks per run of each variant (its resources). Finished runs are skipped, diverged ones kept, interrupted ones resume from their checkpoints, failed and
+ranks per run of each variant (its resources). Finished runs are skipped, diverged ones kept, interrupted ones resume
+from their checkpoints, failed and
 pending ones run again (with the retry policy and crash-loop stop of the launcher). A run whose config.yaml no
 longer matches the hash recorded in the manifest is refused (exit 2): that would be a different plan. Exit
 status as `python -m sweeper`.

@@ -68,7 +68,7 @@ def prepare(argv: list[str]):
     check_preflight_options(sweep)
     backend, conf = backend_of_sweep(sweep)
     if is_adaptive(sweep.cfg["seeds"]):            # seeds=adaptive: sweeper.adaptive.driver plans look by look
-        from sweeper.adaptive.driver import prepare_adaptive   # deferred: scipy (about 1 s), seeds=adaptive only
+        from sweeper.adaptive.driver import prepare_adaptive  # deferred: scipy (about 1 s), seeds=adaptive only
 
         adaptive = prepare_adaptive(sweep, backend, conf)
         check_task_started(sweep, alongside=lambda: backend.probe(conf))

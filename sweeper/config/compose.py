@@ -17,9 +17,8 @@ import yaml
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import ValidationError
-from omegaconf import DictConfig, ListConfig
 from omegaconf.nodes import BooleanNode, FloatNode
 
 from sweeper.config.argv import comma_lists, key_of, override_value

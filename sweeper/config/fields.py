@@ -2,7 +2,8 @@
 
     port: int = positive(8080)                                 # in a schema dataclass: what is accepted, once
     cfg = build(SweeperConf, {"dry_run": True}, "sweeper")     # typed and checked; UsageError naming the key
-    explain_validation(e, "train")                             # OmegaConf's error as `train.steps='abc': expected an integer`
+    explain_validation(e, "train")                             # OmegaConf's error as `train.steps='abc': expected an
+    integer`
 
 A field made with `rule(...)` carries its accepted range: the same words for a wrong type and an out-of-range
 value. Every schema (sweeper.config.schema, the backends' launcher schemas, sweeper.train.config) builds on these.

@@ -11,10 +11,12 @@ from typing import Any, Callable
 from omegaconf.errors import ConfigKeyError, ConfigTypeError, ValidationError
 
 from sweeper.config.argv import key_of, override_value
-from sweeper.config.names import MAX_NAME, NAME_MAX, shorten
-from sweeper.errors import chain as _chain, yaml_problem
 from sweeper.config.fields import explain_validation
+from sweeper.config.names import MAX_NAME, NAME_MAX, shorten
 from sweeper.config.search import available, experiment_file, search_dirs, where_searched
+from sweeper.errors import chain as _chain
+from sweeper.errors import yaml_problem
+
 
 def package_hint(overrides: list[str]) -> str | None:
     """Why an experiment file's keys landed under experiment.*: its first line lacks `# @package _global_`."""
@@ -121,7 +123,9 @@ def _keys_at(section: str | None, overrides: list[str], compose_raw: Callable[[l
 def not_text_file(e: UnicodeDecodeError, overrides: list[str]) -> str:
     """The config file that is not UTF-8: the experiment's, else the first of the search dirs' YAML files that
     does not decode (Hydra's error does not name it)."""
-    candidates = [experiment_file(overrides)] + [p for d in search_dirs(overrides)[1:] for p in sorted(d.rglob("*.yaml"))[:500]]
+    candidates = [experiment_file(overrides)] + [
+        p for d in search_dirs(overrides)[1:] for p in sorted(d.rglob("*.yaml"))[:500]
+    ]
     for path in candidates:
         try:
             if path is not None:

@@ -32,8 +32,12 @@ def check_name(key: str, value, what: str) -> None:
     """UsageError when `value` cannot name a folder: `what` says which (e.g. "the sweep dir sweeps/<name>-<hash>")."""
     text = str(value)
     if not NAME.fullmatch(text) or set(text) == {"."}:
-        raise UsageError(f"{key}={shorten(text)}: must be a name of letters, digits, '_', '-' and '.' (not only dots): it "
-                         f"names {what}")
+        raise UsageError(
+            f"{key}={shorten(text)}: must be a name of letters, digits, '_', '-' and '.' (not only dots): it "
+            f"names {what}"
+        )
     if len(text) > MAX_NAME:
-        raise UsageError(f"{key}={shorten(text)}: at most {MAX_NAME} characters (it names {what}; a file system "
-                         f"allows {NAME_MAX} per name and sweeper adds up to {ADDED}): use a shorter name")
+        raise UsageError(
+            f"{key}={shorten(text)}: at most {MAX_NAME} characters (it names {what}; a file system "
+            f"allows {NAME_MAX} per name and sweeper adds up to {ADDED}): use a shorter name"
+        )

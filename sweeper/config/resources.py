@@ -22,7 +22,6 @@ from dataclasses import asdict
 from typing import Any, Mapping
 
 from sweeper.config.fields import build, keys_of, show
-
 from sweeper.config.schema import ResourcesConf
 from sweeper.errors import UsageError
 

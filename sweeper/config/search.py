@@ -5,8 +5,8 @@
 """
 from __future__ import annotations
 
-import os
 import importlib.util
+import os
 from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
@@ -14,6 +14,7 @@ from hydra.core.config_store import ConfigStore
 from sweeper.config.argv import key_of, searchpath_value
 from sweeper.config.schema import register
 from sweeper.errors import UsageError
+
 
 def _package_conf_dir() -> Path:
     """The configs shipped as the package `sweeper.conf` (the repo's conf/, mapped by pyproject.toml)."""

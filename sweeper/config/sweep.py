@@ -26,8 +26,8 @@ from sweeper.config.compose import compose, missing_keys
 from sweeper.config.fields import build
 from sweeper.config.hydra_errors import missing_message, package_hint
 from sweeper.config.launchers import launcher_conf
-from sweeper.config.resources import effective_resources, read_resources
 from sweeper.config.names import check_name
+from sweeper.config.resources import effective_resources, read_resources
 from sweeper.config.run_config import run_config
 from sweeper.config.schema import ExperimentConf, SweeperConf
 from sweeper.config.search import available, experiment_file, where_searched
@@ -36,6 +36,7 @@ from sweeper.config.task import TaskCheck, TaskSpec, check_command, parse_task
 from sweeper.errors import UsageError
 from sweeper.run.entry import call_problem, load_entry
 from sweeper.run.rundir import Experiment
+
 
 @dataclass
 class Sweep:
@@ -183,10 +184,13 @@ def _variant_seeds(name: str, variant: str, overrides: list[str], vcfg: dict) ->
     if not any(key_of(o) == "seeds" for o in overrides):
         return None
     try:
-        n, limit = count_seeds(vcfg.get("seeds")), build(SweeperConf, dict(vcfg.get("sweeper") or {}), "sweeper").max_runs
-        if isinstance(limit, int) and n > limit:      # counted, never expanded (seeds=0-10**12 stays cheap)
-            raise UsageError(f"seeds={vcfg.get('seeds')} plans {n} runs, more than sweeper.max_runs={limit}; ask "
-                             f"for fewer seeds, or raise the limit with sweeper.max_runs={n}")
+        n = count_seeds(vcfg.get("seeds"))
+        limit = build(SweeperConf, dict(vcfg.get("sweeper") or {}), "sweeper").max_runs
+        if isinstance(limit, int) and n > limit:  # counted, never expanded (seeds=0-10**12 stays cheap)
+            raise UsageError(
+                f"seeds={vcfg.get('seeds')} plans {n} runs, more than sweeper.max_runs={limit}; ask "
+                f"for fewer seeds, or raise the limit with sweeper.max_runs={n}"
+            )
         return parse_seeds(vcfg.get("seeds"))
     except UsageError as e:
         raise UsageError(f"experiment {name}, variant {variant}: {e}") from None
@@ -209,12 +213,11 @@ def _validate(sweep: Sweep) -> None:
     resources = effective_resources(sweep.variant_configs, sweep.resources, sweep.launcher)
     for variant, config in sweep.variant_configs.items():
         try:
-            _call_validate(hook, dict(config), {**sweep.launcher, **resources[variant]})   # its own ranks
-        except ValueError as e:                     # ConfigError and UsageError are ValueErrors
+            _call_validate(hook, dict(config), {**sweep.launcher, **resources[variant]})  # its own ranks
+        except ValueError as e:  # ConfigError and UsageError are ValueErrors
             errors[variant] = (str(e).strip().splitlines() or [type(e).__name__])[0]
         except Exception as e:  # noqa: BLE001 - a bug in the hook: still one line before anything starts
-            errors[variant] = (f"task.validate={sweep.task.validate} raised {type(e).__name__}: {e}"
-                               .splitlines()[0])
+            errors[variant] = f"task.validate={sweep.task.validate} raised {type(e).__name__}: {e}".splitlines()[0]
     _refuse(sweep, errors)
 
 
@@ -245,12 +248,13 @@ def load_hook(task: TaskSpec, key: str):
     if not entry:
         return None
     if task.cwd not in sys.path:
-        sys.path.insert(0, task.cwd)                # the user's modules, as a run's process sees them
+        sys.path.insert(0, task.cwd)  # the user's modules, as a run's process sees them
     module, _, attr = entry.partition(":")
     try:
         return load_entry(entry)
-    except ValueError:                              # the module imports; it has no such function
+    except ValueError:  # the module imports; it has no such function
         raise UsageError(f"task.{key}={entry!r}: module {module} has no function {attr}") from None
     except Exception as e:  # noqa: BLE001 - whatever the import raised: one line naming the hook, as the probe does
-        raise UsageError(f"task.{key}={entry!r}: module {module} does not import ({type(e).__name__}: {e})"
-                         .splitlines()[0]) from None
+        raise UsageError(
+            f"task.{key}={entry!r}: module {module} does not import ({type(e).__name__}: {e})".splitlines()[0]
+        ) from None

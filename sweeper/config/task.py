@@ -5,8 +5,10 @@
     spec.argv(run_dir)                      # what a backend starts for one run, in spec.cwd
 
     task:                                   # conf/task/train.yaml: the built-in trainer (the default)
-      entry: sweeper.train:main                     #   called as main(run) by `python -m sweeper.run sweeper.train:main RUN_DIR`
-      validate: sweeper.train.checks:validate       #   called with each run's config at plan time (ValueError -> exit 2)
+      entry: sweeper.train:main                     #   called as main(run) by `python -m sweeper.run sweeper.train:main
+      RUN_DIR`
+      validate: sweeper.train.checks:validate       #   called with each run's config at plan time (ValueError -> exit
+      2)
       preflight: sweeper.train.preflight:preflight_config   # config -> HealthReport, for sweeper.preflight=warn|stop
     task:                                   # your own code: `defaults: [override /task: custom]` in an experiment
       command: [python, train_mlp.py]       #   any program; it calls sweeper.init() (SWEEPER_RUN_DIR is set)
@@ -36,9 +38,9 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sweeper.errors import UsageError
 from sweeper.config.fields import build
 from sweeper.config.schema import TaskConf
+from sweeper.errors import UsageError
 
 PYTHONS = ("python", "python3")
 # The built-in trainer as sweeps recorded it before it moved under the sweeper namespace (top-level `train`,
@@ -270,7 +272,7 @@ for key, entry in {hooks!r}:
     if problem:
         print(problem)
         sys.exit(3)
-for module in {preload!r}:       # found, not imported (the warm launchers import them; a failure there starts runs cold)
+for module in {preload!r}:   # found, not imported (the warm launchers import them; a failure there starts runs cold)
     try:
         found = importlib.util.find_spec(module) is not None
     except BaseException:

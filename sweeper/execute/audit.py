@@ -23,7 +23,7 @@ def audit_run_config(run_cfg: dict, work_dir: str | Path, *, steps: int | None =
     """Audit one resolved run config (what config.yaml holds) in work_dir; returns train.audit.AuditReport
     (experiment/variant name the run in it). Bad audit options raise UsageError; a crashed audit process raises
     train.audit.AuditError."""
-    from sweeper.train.audit import audit_resume   # deferred: torch (about 2 s), only when an audit runs
+    from sweeper.train.audit import audit_resume  # deferred: torch (about 2 s), only when an audit runs
     try:
         return audit_resume(run_cfg, work_dir, steps=steps, stop_at=stop_at, mode=mode, threads=threads,
                             experiment=experiment, variant=variant)
@@ -46,7 +46,7 @@ def preflight_audit(plan, log=print):
 
 def sweep_audit(plan, log=print) -> str | None:
     """preflight_audit for a sweep: None when the resume is bitwise identical, else why not to launch."""
-    from sweeper.train.audit import AuditError     # deferred: torch (about 2 s), only when an audit runs
+    from sweeper.train.audit import AuditError  # deferred: torch (about 2 s), only when an audit runs
 
     try:
         report = preflight_audit(plan, log=log)

@@ -35,8 +35,8 @@ def check_preflight_options(sweep) -> None:
 
 
 def _check(plan, variant: str, hook, progress) -> tuple[str, str, str]:
-    """The task's preflight hook on one variant's first seed: (pass | warn | fail, failing checks, details). Its report goes
-    to SWEEP_DIR/preflight/<variant>.json. A hook that crashes or does not return a HealthReport fails."""
+    """The task's preflight hook on one variant's first seed: (pass | warn | fail, failing checks, details). Its
+    report goes to SWEEP_DIR/preflight/<variant>.json. A hook that crashes or does not return a HealthReport fails."""
     t0 = time.time()
     cfg = plan.sweep.variant_configs[variant]
     try:
@@ -44,8 +44,9 @@ def _check(plan, variant: str, hook, progress) -> tuple[str, str, str]:
         if not all(hasattr(report, a) for a in ("verdict", "failures", "warnings", "write")):
             raise TypeError(f"returned {type(report).__name__}, not a sweeper.health.HealthReport")
     except Exception as e:  # noqa: BLE001 - the user's hook: its failure is this variant's preflight result
-        progress.log(f"preflight {variant}: FAIL (task.preflight={plan.task.preflight} "
-                     f"{type(e).__name__}: {e})".splitlines()[0])
+        progress.log(
+            f"preflight {variant}: FAIL (task.preflight={plan.task.preflight} {type(e).__name__}: {e})".splitlines()[0]
+        )
         raised = f"task.preflight raised {type(e).__name__}"
         return "fail", raised, f"{raised}: {e}".splitlines()[0]
     report.write(plan.sweep_dir / "preflight" / f"{variant}.json")
@@ -69,9 +70,11 @@ def baseline_first(plan) -> bool:
 
 def baseline_refusal(plan, failed: str) -> str:
     b = plan.experiment.baseline
-    return (f"the baseline {b} failed its health preflight ({failed}): no variant was launched (an ablation "
-            f"against a broken baseline measures nothing); see {plan.sweep_dir / 'preflight' / (b + '.json')}, "
-            f"fix the baseline and run the same command again, or launch anyway with sweeper.baseline_first=false")
+    return (
+        f"the baseline {b} failed its health preflight ({failed}): no variant was launched (an ablation "
+        f"against a broken baseline measures nothing); see {plan.sweep_dir / 'preflight' / (b + '.json')}, "
+        f"fix the baseline and run the same command again, or launch anyway with sweeper.baseline_first=false"
+    )
 
 
 def health_preflight(plan, progress):
@@ -99,9 +102,13 @@ def health_preflight(plan, progress):
             stopped[variant] = failed
     for run in plan.runs:
         if run.variant in stopped and run.rundir.outcome() not in KEEP:
-            run.rundir.update_status(Status.FAILED, exit_code=None, ended=time.time(),
-                                     error=f"not launched: sweep preflight failed ({stopped[run.variant]}); see "
-                                           f"preflight/{run.variant}.json, or run with sweeper.preflight=warn")
+            run.rundir.update_status(
+                Status.FAILED,
+                exit_code=None,
+                ended=time.time(),
+                error=f"not launched: sweep preflight failed ({stopped[run.variant]}); see "
+                f"preflight/{run.variant}.json, or run with sweeper.preflight=warn",
+            )
     if stopped:
         progress.log(f"preflight stopped variant(s) {', '.join(stopped)}: their seeds are not launched")
     return dataclasses.replace(plan, runs=[r for r in plan.runs if r.variant not in stopped]), None

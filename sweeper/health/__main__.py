@@ -7,8 +7,9 @@ import doctest
 import os
 import sys
 from pathlib import Path
-from sweeper.health.result import HealthReport
+
 import sweeper.health as health
+from sweeper.health.result import HealthReport
 
 
 def main(argv: list[str]) -> int:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from typing import Any, Callable, Iterator
 
 import torch
 from torch import nn
-from fnmatch import fnmatch
 
 
 def split_batch(batch: Any) -> tuple[Any, Any]:

@@ -6,7 +6,8 @@
 Per layer, the median over channels of |batch mean - running mean| / running std and of |log(batch var /
 running var)|, with the batch statistics of the layer's input in eval-mode forwards. Preflight: a layer that
 never tracked anything (num_batches_tracked 0) first gets one train-mode forward per training batch on a copy,
-averaging them cumulatively (where an exponential average settles); a momentum of 0 never moves. Training batches far from the
+averaging them cumulatively (where an exponential average settles); a momentum of 0 never moves. Training batches far
+from the
 running statistics: they do not track (fail); validation batches far from them while the training ones are not:
 the validation data is distributed differently (warn). At the end of a run (RunHealth.finish), a layer that never
 updated means the model trained in eval mode (fail).

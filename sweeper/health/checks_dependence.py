@@ -15,14 +15,13 @@ a mask causal on no evidence.
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 from typing import Any
 
 import torch
 from torch import nn
-
-import copy
-import dataclasses
 
 from .batching import call_model, iter_tensors, map_tensors, primary_output, probed_forward, take_examples
 from .context import PreflightContext, default_train_step

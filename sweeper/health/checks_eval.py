@@ -70,7 +70,7 @@ def val_overlap_check(ctx) -> CheckResult:
     n_val, m = len(val), len(hits)
     share = m / n_val
     lam = n_val * dup_share
-    from scipy import special   # deferred: scipy, only when this runs
+    from scipy import special  # deferred: scipy, only when this runs
     p = 0.0 if lam == 0 else float(special.pdtrc(m - 1, lam)) if m else 1.0
     coverage = len(train) / ctx.train_size if ctx.train_size else None
     estimate = min(1.0, share / coverage) if coverage else share

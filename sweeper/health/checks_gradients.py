@@ -69,7 +69,7 @@ def _t_quantile(sigmas: float, n: int) -> float:
     """The one-sided Student-t quantile (n - 1 degrees of freedom) with the tail mass of `sigmas` normal sigmas."""
     if n < 2:
         return 0.0
-    from scipy import special      # scipy.stats' own kernels (t.isf = -stdtrit, norm.sf = ndtr(-x)), 1 s less import
+    from scipy import special  # scipy.stats' own kernels (t.isf = -stdtrit, norm.sf = ndtr(-x)), 1 s less import
     return float(-special.stdtrit(n - 1, special.ndtr(-sigmas)))
 
 

@@ -222,21 +222,34 @@ def inputs_check(ctx) -> tuple[CheckResult, Trace]:
     shift = _val_shift(ctx, per, th)
     details = {"tensors": {k: {kk: vv for kk, vv in v.items() if kk not in ("feature_mean", "feature_std")}
                            for k, v in per.items()},
-               "flagged": flagged, "summary": summary, "standardize": standardize, "skipped": skipped, "val_shift": shift}
+               "flagged": flagged, "summary": summary, "standardize": standardize, "skipped": skipped,
+               "val_shift": shift}
     expected = f"rms in [{th.input_scale_low:g}, {th.input_scale_high:g}], |mean| <= {th.input_offset_ratio:g} std"
     worst = max((per[f]["rms"] for f in flagged), default=None)
     if broken:
         return CheckResult("inputs", "fail", len(broken), "finite inputs", "; ".join(broken), details), trace
     if not per:
-        return CheckResult("inputs", "skip", None, "", "no input tensor with one row per example to look at"
-                           + (f": {'; '.join(skipped)}" if skipped else ""), details), trace
+        return CheckResult(
+            "inputs",
+            "skip",
+            None,
+            "",
+            "no input tensor with one row per example to look at" + (f": {'; '.join(skipped)}" if skipped else ""),
+            details,
+        ), trace
     if flagged or shift:
         parts = [notes[i] for i in range(len(flagged))] + [s["message"] for s in shift]
         value = worst if worst is not None else max(s["sigmas"] for s in shift)
         details["cause"] = "not_standardized" if flagged else "val_shift"
         return CheckResult("inputs", "warn", value, expected, "; ".join(parts), details), trace
-    return CheckResult("inputs", "pass", max((v.get("rms", 0.0) for v in per.values()), default=0.0), expected,
-                       "; ".join(notes) + (f" (not judged: {'; '.join(skipped)})" if skipped else ""), details), trace
+    return CheckResult(
+        "inputs",
+        "pass",
+        max((v.get("rms", 0.0) for v in per.values()), default=0.0),
+        expected,
+        "; ".join(notes) + (f" (not judged: {'; '.join(skipped)})" if skipped else ""),
+        details,
+    ), trace
 
 
 def _val_shift(ctx, per: dict[str, dict[str, Any]], th) -> list[dict[str, Any]]:
@@ -256,11 +269,17 @@ def _val_shift(ctx, per: dict[str, dict[str, Any]], th) -> list[dict[str, Any]]:
             sigmas = abs(val["mean"] - train["mean"]) / s_train
             ratio = max(val["std"], 1e-12) / s_train
             if sigmas > th.val_shift_sigmas or not 1 / th.val_scale_ratio <= ratio <= th.val_scale_ratio:
-                out.append({"name": name, "sigmas": sigmas, "std_ratio": ratio,
-                            "message": f"validation {name} ({_describe(val)}) is far from training {name} "
-                                       f"({_describe(train)}): mean {sigmas:.2g} training stds away, std "
-                                       f"{ratio:.2g}x: the validation data is not preprocessed like the training "
-                                       f"data (normalize both with the training set's statistics)"})
+                out.append(
+                    {
+                        "name": name,
+                        "sigmas": sigmas,
+                        "std_ratio": ratio,
+                        "message": f"validation {name} ({_describe(val)}) is far from training {name} "
+                        f"({_describe(train)}): mean {sigmas:.2g} training stds away, std "
+                        f"{ratio:.2g}x: the validation data is not preprocessed like the training "
+                        f"data (normalize both with the training set's statistics)",
+                    }
+                )
     return out
 
 
@@ -282,4 +301,5 @@ def standardized(inputs: Any, how: dict[str, str]) -> Any:
             mean, std = x.mean(), x.std(unbiased=False)
         out = (x - mean) / std.clamp(min=1e-8)
         return out.to(t.dtype if t.is_floating_point() else torch.float32)
+
     return map_tensors(inputs, fix)

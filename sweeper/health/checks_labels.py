@@ -301,7 +301,7 @@ def class_mix_check(ctx) -> CheckResult:
 
 def _chi2(table: torch.Tensor) -> tuple[float, float]:
     """(p, Cramer's V) of a contingency table (rows x classes), empty rows and columns dropped."""
-    from scipy import special   # deferred: scipy, only when this runs
+    from scipy import special  # deferred: scipy, only when this runs
 
     table = table[:, table.sum(0) > 0]
     table = table[table.sum(1) > 0]
@@ -348,7 +348,7 @@ def _class_table(views, sample: torch.Tensor | None, th, expected: str) -> Check
 
 
 def _sorted_values(views, sample: torch.Tensor | None, th, expected: str) -> CheckResult:
-    from scipy import special   # deferred: scipy, only when this runs
+    from scipy import special  # deferred: scipy, only when this runs
 
     ys = [v[:, 0].double() for _, v in views]
     allv = torch.cat(ys)

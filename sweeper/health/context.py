@@ -2,6 +2,7 @@
 the data/evaluation checks read (the first loader batches, the validation batches, the evaluation function)."""
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable
@@ -12,7 +13,6 @@ from torch import nn
 from .batching import batch_size, call_model, trainable_named_parameters
 from .data_sources import same_batch
 from .thresholds import Thresholds
-import inspect
 
 OptimizerFactory = Callable[[Any], torch.optim.Optimizer]
 TrainStep = Callable[[nn.Module, Any, torch.optim.Optimizer], Any]    # train_step(model, batch, optimizer)

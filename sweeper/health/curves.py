@@ -200,33 +200,56 @@ def _val_shift(train, val_loss, trend: Trend, th: Thresholds, at_chance: bool) -
         if s > 0 and t is not None and t > 0 and th.val_shift_early * first <= t <= (1 - 4 * th.trend_flat) * first:
             early.append((s, v, t, v / t))
     if not early:
-        return CheckResult(name, "skip", None, expected,
-                           f"no evaluation while the train loss was between {th.val_shift_early:.0%} and "
-                           f"{1 - 4 * th.trend_flat:.0%} of its first value {first:.3g} (learning, not yet memorising): "
-                           f"evaluate early in the run to tell a distribution shift from overfitting")
+        return CheckResult(
+            name,
+            "skip",
+            None,
+            expected,
+            f"no evaluation while the train loss was between {th.val_shift_early:.0%} and "
+            f"{1 - 4 * th.trend_flat:.0%} of its first value {first:.3g} (learning, not yet memorising): "
+            f"evaluate early in the run to tell a distribution shift from overfitting",
+        )
     s, v, t, r = early[0]
     details = {"first_eval_step": s, "val_loss": v, "train_loss": t, "ratio": r, "diagnosis": None}
     never = _never_improved(train, val_loss, first, th)
     if never and not at_chance:
         details.update(diagnosis="leak_or_shift", never_improved=never)
-        return CheckResult(name, "fail", never["ratio"], expected,
-                           f"val loss stopped improving at step {never['step']} ({never['val_min']:.3g}), when the "
-                           f"model had barely begun to learn (train {never['train_at_min']:.3g}, from {first:.3g}), "
-                           f"and rose to {never['val_end']:.3g} while the train loss fell to {never['train_end']:.3g}: "
-                           f"what the model learns does not carry over - train and val come "
-                           f"from different distributions (val inputs preprocessed or normalised differently, another "
-                           f"source or split). Fix: build val with the train pipeline and compare a few examples of "
-                           f"each", details)
+        return CheckResult(
+            name,
+            "fail",
+            never["ratio"],
+            expected,
+            f"val loss stopped improving at step {never['step']} ({never['val_min']:.3g}), when the "
+            f"model had barely begun to learn (train {never['train_at_min']:.3g}, from {first:.3g}), "
+            f"and rose to {never['val_end']:.3g} while the train loss fell to {never['train_end']:.3g}: "
+            f"what the model learns does not carry over - train and val come "
+            f"from different distributions (val inputs preprocessed or normalised differently, another "
+            f"source or split). Fix: build val with the train pipeline and compare a few examples of "
+            f"each",
+            details,
+        )
     if all(x[3] >= th.val_shift_factor for x in early) and not at_chance:
         details["diagnosis"] = "leak_or_shift"
-        return CheckResult(name, "fail", r, expected,
-                           f"val loss {v:.3g} at step {s} is {r:.1f}x the train loss then ({t:.3g}), while the model had "
-                           f"only begun to learn (train from {first:.3g}), too early for overfitting to open such a "
-                           f"gap: train and val come from different distributions (val inputs preprocessed or "
-                           f"normalised differently, another source or split, easy duplicates leaked into train). "
-                           f"Fix: build val with the train pipeline and compare a few examples of each", details)
-    return CheckResult(name, "pass", r, expected,
-                       f"val loss {v:.3g} vs train {t:.3g} at step {s}, early in learning: {r:.2f}x", details)
+        return CheckResult(
+            name,
+            "fail",
+            r,
+            expected,
+            f"val loss {v:.3g} at step {s} is {r:.1f}x the train loss then ({t:.3g}), while the model had "
+            f"only begun to learn (train from {first:.3g}), too early for overfitting to open such a "
+            f"gap: train and val come from different distributions (val inputs preprocessed or "
+            f"normalised differently, another source or split, easy duplicates leaked into train). "
+            f"Fix: build val with the train pipeline and compare a few examples of each",
+            details,
+        )
+    return CheckResult(
+        name,
+        "pass",
+        r,
+        expected,
+        f"val loss {v:.3g} vs train {t:.3g} at step {s}, early in learning: {r:.2f}x",
+        details,
+    )
 
 
 def _never_improved(train, val_loss, first: float, th: Thresholds) -> dict[str, Any] | None:
@@ -243,8 +266,14 @@ def _never_improved(train, val_loss, first: float, th: Thresholds) -> dict[str, 
         return None
     if s_end <= s_min or v_end < v_min * (1 + th.val_rise) or t_end > t_min * (1 - 1 / 3):
         return None
-    return {"step": s_min, "val_min": v_min, "val_end": v_end, "train_at_min": t_min, "train_end": t_end,
-            "ratio": v_end / v_min}
+    return {
+        "step": s_min,
+        "val_min": v_min,
+        "val_end": v_end,
+        "train_at_min": t_min,
+        "train_end": t_end,
+        "ratio": v_end / v_min,
+    }
 
 
 def _overfitting(train, val_loss, th: Thresholds) -> CheckResult:
@@ -261,15 +290,32 @@ def _overfitting(train, val_loss, th: Thresholds) -> CheckResult:
     t_min, t_end = value_at(train, s_min), value_at(train, s_end)
     train_fell = t_min is not None and t_end is not None and t_end < t_min
     sustained = all(v >= v_min * (1 + th.val_rise / 2) for _, v in vals[-2:])
-    details = {"step": s_min, "val_min": v_min, "val_end": v_end, "train_at_min": t_min, "train_end": t_end,
-               "diagnosis": None}
+    details = {
+        "step": s_min,
+        "val_min": v_min,
+        "val_end": v_end,
+        "train_at_min": t_min,
+        "train_end": t_end,
+        "diagnosis": None,
+    }
     if s_end > s_min and rise >= th.val_rise and sustained and train_fell:
         details["diagnosis"] = "overfitting"
-        return CheckResult(name, "warn", rise, expected,
-                           f"val loss rose from {v_min:.3g} (its minimum, step {s_min}) to {v_end:.3g} (step "
-                           f"{s_end}, +{rise:.0%}) while the train loss fell {t_min:.3g} -> {t_end:.3g}: overfitting "
-                           f"from step {s_min} on (not a bug). Keep the checkpoint of step {s_min} (early stopping), "
-                           f"or add data, weight decay, dropout, augmentation", details)
-    return CheckResult(name, "pass", rise, expected,
-                       f"val loss {v_end:.3g} at step {s_end}, {rise:+.0%} from its minimum {v_min:.3g} (step "
-                       f"{s_min})", details)
+        return CheckResult(
+            name,
+            "warn",
+            rise,
+            expected,
+            f"val loss rose from {v_min:.3g} (its minimum, step {s_min}) to {v_end:.3g} (step "
+            f"{s_end}, +{rise:.0%}) while the train loss fell {t_min:.3g} -> {t_end:.3g}: overfitting "
+            f"from step {s_min} on (not a bug). Keep the checkpoint of step {s_min} (early stopping), "
+            f"or add data, weight decay, dropout, augmentation",
+            details,
+        )
+    return CheckResult(
+        name,
+        "pass",
+        rise,
+        expected,
+        f"val loss {v_end:.3g} at step {s_end}, {rise:+.0%} from its minimum {v_min:.3g} (step {s_min})",
+        details,
+    )

@@ -11,7 +11,8 @@ graph_retained  on interval steps a sentinel object is hung on the loss tensor's
                 them, e.g. an evaluation loop without torch.no_grad). Costs one hook per interval, no sync. Needs
                 the loss tensor itself (a float loss: skip).
 memory          the C heap in use (glibc mallinfo2: where CPU tensors live; RSS from /proc/self/statm where that
-                is missing) and, for a CUDA model, torch.cuda.memory_allocated, sampled every interval. Steady growth (first vs last quarter of the run after a 10% warm-up, growing in both
+                is missing) and, for a CUDA model, torch.cuda.memory_allocated, sampled every interval. Steady growth
+                (first vs last quarter of the run after a 10% warm-up, growing in both
                 halves, by more than max(mem_growth_warn_mb, mem_growth_warn_fraction x the early level)) is a
                 warning naming the slope and, with total_steps, the memory the run will need by its end. The peak
                 RSS (getrusage, the summary's peak_rss_mb) is judged against the memory limit (cgroup, else
@@ -103,7 +104,7 @@ def heap_mb() -> float | None:
     global _MALLINFO
     if _MALLINFO is None:
         try:
-            import ctypes   # optional: mallinfo2 is glibc's (2.33+); loaded on the first reading only
+            import ctypes  # optional: mallinfo2 is glibc's (2.33+); loaded on the first reading only
 
             class Mallinfo2(ctypes.Structure):
                 _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
@@ -121,7 +122,7 @@ def heap_mb() -> float | None:
 
 def peak_rss_mb() -> float | None:
     try:
-        import resource   # optional: the stdlib has it on Unix only
+        import resource  # optional: the stdlib has it on Unix only
     except ImportError:
         return None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -163,7 +164,7 @@ class MemoryWatch:
         if h is not None:
             self.heap.add(step, h)
         if self.cuda_device is not None:
-            import torch   # deferred: torch (about 2 s to import), only when this runs
+            import torch  # deferred: torch (about 2 s to import), only when this runs
 
             self.cuda.add(step, torch.cuda.memory_allocated(self.cuda_device) / 2**20)
         if self.found is None:

@@ -25,8 +25,8 @@ hash), so the same command with another world size is another sweep, never a res
 """
 from __future__ import annotations
 
-import sys
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -310,14 +310,18 @@ def format_plan(plan: Plan) -> str:
              f"({format_seeds(plan.seeds)}) = {len(plan.runs)} runs; baseline {plan.experiment.baseline}, metric "
              f"{plan.experiment.metric} ({'lower' if plan.experiment.lower_is_better else 'higher'} is better)"]
     if plan.variant_seeds:
-        lines[-1] = lines[-1].replace(f" = {len(plan.runs)} runs", f", variants' own seeds below = {len(plan.runs)} runs")
+        own = f", variants' own seeds below = {len(plan.runs)} runs"
+        lines[-1] = lines[-1].replace(f" = {len(plan.runs)} runs", own)
     if plan.launch.threads_per_run is not None:
         per = "rank" if any(plan.ranks_of(v) > 1 for v in plan.experiment.variants) else "run"
         lines.append(f"launch: {plan.launch.threads_per_run} thread(s) per {per} (fixed by the plan)")
     wide = {v: plan.ranks_of(v) for v in plan.experiment.variants if plan.ranks_of(v) != 1}
     if wide:
-        lines.append("resources: " + ", ".join(f"{v} {n} ranks per run" for v, n in wide.items())
-                     + (", the others 1" if len(wide) < len(plan.experiment.variants) else ""))
+        lines.append(
+            "resources: "
+            + ", ".join(f"{v} {n} ranks per run" for v, n in wide.items())
+            + (", the others 1" if len(wide) < len(plan.experiment.variants) else "")
+        )
     if plan.experiment.hypothesis:
         lines.append(f"hypothesis: {plan.experiment.hypothesis}")
 
@@ -326,8 +330,9 @@ def format_plan(plan: Plan) -> str:
         own = f"  [seeds {format_seeds(plan.variant_seeds[variant])}]" if variant in plan.variant_seeds else ""
         changed = ""
         if variant != baseline and variant in configs and baseline in configs:
-            changed = "  -> " + describe(diff_configs(configs[baseline], configs[variant]),
-                                         plan.sweep.changes.get(variant, []))
+            changed = "  -> " + describe(
+                diff_configs(configs[baseline], configs[variant]), plan.sweep.changes.get(variant, [])
+            )
         ranks = f"  [{plan.ranks_of(variant)} ranks]" if plan.ranks_of(variant) != 1 else ""
         lines.append(f"  {variant:<20} {' '.join(ovs) or '(baseline config)'}{own}{ranks}{changed}")
     lines.append("runs:")
@@ -338,7 +343,7 @@ def format_plan(plan: Plan) -> str:
 def _shown_words(plan: Plan, run: RunSpec) -> list[str]:
     """What the user's program of one run gets (its words after sweeper.run.command's own), paths shortened."""
     argv = plan.argv(run)
-    words = argv[argv.index("--") + 1:] if "--" in argv else argv
+    words = argv[argv.index("--") + 1 :] if "--" in argv else argv
 
     words = ["python" if w == sys.executable else w for w in words]
     return [w.replace(str(plan.sweep_dir), "SWEEP_DIR") for w in words]

@@ -104,4 +104,8 @@ def check_paths(plan, writable: bool = True) -> None:
         check_writable(sweep_dir, existing, "the sweep dir")
     journal = plan.sweep.sweeper.journal
     if journal and str(journal).strip().lower() not in ("off", "false", "none"):
-        check_length(Path(os.path.expanduser(journal)), f"sweeper.journal={shorten(journal, 60)}", below=len("/.journal.md.XXXXXXXX.tmp"))
+        check_length(
+            Path(os.path.expanduser(journal)),
+            f"sweeper.journal={shorten(journal, 60)}",
+            below=len("/.journal.md.XXXXXXXX.tmp"),
+        )

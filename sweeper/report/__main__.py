@@ -3,7 +3,7 @@ from sweeper.interrupts import start
 
 
 def _load():
-    from sweeper.cli.report import main   # deferred: pandas (0.5 s), imported once Ctrl-C is an interrupt (start)
+    from sweeper.cli.report import main  # deferred: pandas (0.5 s), imported once Ctrl-C is an interrupt (start)
 
     return main
 

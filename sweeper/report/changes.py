@@ -4,7 +4,8 @@
     md = markdown_section(changes, declared, baseline, experiment)
     columns = summary_columns(changes, declared)            # summary.csv: changes, n_changes, changed_keys
 
-`changes` is variant -> [config_diff.Change] (sweeper.analysis.results.load_variant_changes, from the runs' config.yaml);
+`changes` is variant -> [config_diff.Change] (sweeper.analysis.results.load_variant_changes, from the runs'
+config.yaml);
 `declared` is variant -> [config_diff.Declared] (recorded in the manifest at plan time by sweeper.config.ablation).
 """
 from __future__ import annotations

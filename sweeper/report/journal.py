@@ -23,12 +23,11 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from sweeper.errors import UsageError
-from sweeper.run.atomic import atomic_write_text
-from sweeper.errors import not_text
-from sweeper.run.rundir import UnreadableFile, stable_hash
 from sweeper.config.config_diff import describe
 from sweeper.config.seeds import format_seeds
+from sweeper.errors import UsageError, not_text
+from sweeper.run.atomic import atomic_write_text
+from sweeper.run.rundir import UnreadableFile, stable_hash
 
 RECORD, PAGE, LOCK = "journal.jsonl", "journal.md", ".journal.lock"
 
@@ -210,13 +209,22 @@ def render(entries: list[dict]) -> str:
         for v in e.get("variants", []):
             delta = "" if v.get("delta") is None else (
                 f"{v['delta']:+.4g} [{_g(v.get('ci_low'))}, {_g(v.get('ci_high'))}]")
-            md.append(f"| {v['variant']} | {_cell(v.get('changes') or ('(baseline)' if v.get('role') == 'baseline' else ''))} | "
-                      f"{_seeds(v.get('seeds', []))} ({v.get('usable')}/{v.get('planned')} usable) | "
-                      f"{v.get('verdict', v.get('role', ''))} | {delta} | {_cell(v.get('health', ''))} | "
-                      f"{_cell(v.get('note') or '')} |")
-        md += ["", f"**{e.get('headline', '')}**", "",
-               f"Conclusion: {e['conclusion']}" if e.get("conclusion") else
-               f"Conclusion: (none yet: `python -m sweeper.journal conclude {e.get('sweep')} '...'`)", ""]
+            md.append(
+                f"| {v['variant']} | "
+                f"{_cell(v.get('changes') or ('(baseline)' if v.get('role') == 'baseline' else ''))} | "
+                f"{_seeds(v.get('seeds', []))} ({v.get('usable')}/{v.get('planned')} usable) | "
+                f"{v.get('verdict', v.get('role', ''))} | {delta} | {_cell(v.get('health', ''))} | "
+                f"{_cell(v.get('note') or '')} |"
+            )
+        md += [
+            "",
+            f"**{e.get('headline', '')}**",
+            "",
+            f"Conclusion: {e['conclusion']}"
+            if e.get("conclusion")
+            else f"Conclusion: (none yet: `python -m sweeper.journal conclude {e.get('sweep')} '...'`)",
+            "",
+        ]
     return "\n".join(md)
 
 
@@ -234,5 +242,7 @@ def _cell(text: str) -> str:
 
 def summary_line(e: dict) -> str:
     verdicts = ", ".join(f"{v['variant']} {v['verdict']}" for v in e.get("variants", []) if v.get("verdict"))
-    return (f"{str(e.get('created', ''))[:16]}  {e.get('sweep', ''):<28} {e.get('experiment', ''):<14} "
-            f"{verdicts or '(no comparison)'}" + (f"  | {e['conclusion']}" if e.get("conclusion") else ""))
+    return (
+        f"{str(e.get('created', ''))[:16]}  {e.get('sweep', ''):<28} {e.get('experiment', ''):<14} "
+        f"{verdicts or '(no comparison)'}" + (f"  | {e['conclusion']}" if e.get("conclusion") else "")
+    )

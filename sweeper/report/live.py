@@ -7,7 +7,8 @@ Live view (redrawn about once a second below the event lines):
     sweep: 3 queued | 2 running | 6 done | 1 failed | 1m02s elapsed | ETA 1m40s
       rope/seed_1            cpu0   step   120/300  loss 2.412  ETA 41s
 With more runs running than the terminal has lines for, the view shows the first of them and one line
-"... and N more running" (it always fits the screen, so it can be erased); run files are read once per redraw (an event line redraws the last view), so the
+"... and N more running" (it always fits the screen, so it can be erased); run files are read once per redraw (an event
+line redraws the last view), so the
 cost of a second stays proportional to the runs running, however many events it has.
 Plain mode prints the same status as one line every `interval_s` seconds. Runs are anything with `.label` and
 `.run_dir` (steps from `.total_steps`); slots anything with `.name`. A run that ends prints its final metrics,
@@ -22,8 +23,8 @@ import shutil
 import sys
 import time
 
-from sweeper.run.rundir import RunDir, Status, UnreadableFile
 from sweeper.health.result import HealthReport
+from sweeper.run.rundir import RunDir, Status, UnreadableFile
 
 SHOWN_FINALS = 3          # final metrics printed when a run ends
 PLAIN_ROWS = 20           # running runs named on one plain status line (then "... and N more running")
@@ -242,8 +243,11 @@ class Progress:
         interrupted = self.counts[Status.INTERRUPTED.value]
         stopped = f"{interrupted} interrupted (resume: run again) | " if interrupted else ""
         stalled = f"{len(self._stalled)} stalled | " if self._stalled else ""
-        return (f"sweep: {queued} queued | {len(self._running)} running | {stalled}{done} done | {failed} failed | {stopped}"
-                f"{fmt_s(now - self.t0)} elapsed | ETA {fmt_s(self._sweep_eta(etas, queued))}")
+        return (
+            f"sweep: {queued} queued | {len(self._running)} running | {stalled}{done} done | {failed} failed | "
+            f"{stopped}"
+            f"{fmt_s(now - self.t0)} elapsed | ETA {fmt_s(self._sweep_eta(etas, queued))}"
+        )
 
     def _sweep_eta(self, etas: list, queued: int) -> float | None:
         if not self._running and not queued:
@@ -268,13 +272,13 @@ class Progress:
         size = shutil.get_terminal_size((120, 24))
         width = size.columns
         lines = [head] + fit_rows(rows, max(1, size.lines - 4))
-        self.stream.write("".join(line[:width - 1] + "\n" for line in lines))
+        self.stream.write("".join(line[: width - 1] + "\n" for line in lines))
         self.stream.flush()
         self._block_lines = len(lines)
 
     def _erase(self) -> None:
         if self.live and self._block_lines:
-            self.stream.write(f"\x1b[{self._block_lines}F\x1b[J")   # up to the block's first line, clear below
+            self.stream.write(f"\x1b[{self._block_lines}F\x1b[J")  # up to the block's first line, clear below
             self._block_lines = 0
 
 

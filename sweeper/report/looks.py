@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from sweeper.plan.looks import looks_path, read_looks
-from sweeper.run.rundir import UnreadableFile
 from sweeper.report.html import write_html
 from sweeper.run.atomic import atomic_write_text
+from sweeper.run.rundir import UnreadableFile
 
 SECTION = "## Adaptive looks"
 

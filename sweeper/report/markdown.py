@@ -8,13 +8,27 @@ from __future__ import annotations
 import math
 import platform
 from pathlib import Path
+
 import numpy as np
 import pandas as pd
-import sweeper.report.changes as report_changes
-import sweeper.analysis.verdict as verdict
-from sweeper.analysis.analyze import ReportInput
-from sweeper.report.tables import DECISION_HEADER, SECONDARY_HEADER, _baseline, _level, decision_rows, failed_runs, fmt, headline, health_lines, md_table, per_seed_rows, secondary_rows
 
+import sweeper.analysis.verdict as verdict
+import sweeper.report.changes as report_changes
+from sweeper.analysis.analyze import ReportInput
+from sweeper.report.tables import (
+    DECISION_HEADER,
+    SECONDARY_HEADER,
+    _baseline,
+    _level,
+    decision_rows,
+    failed_runs,
+    fmt,
+    headline,
+    health_lines,
+    md_table,
+    per_seed_rows,
+    secondary_rows,
+)
 
 SECTIONS = ("Decision", "What each variant changes", "Per-seed values", "Failed runs", "Variants", "Comparisons",
             "Plots", "Fingerprints", "Methods", "Problems reading the sweep")
@@ -145,12 +159,12 @@ def _fingerprint_md(runs: pd.DataFrame) -> list[str]:
 
 def _methods_md(inp: ReportInput, plots: bool) -> list[str]:
     an = inp.analysis
-    import scipy   # deferred: scipy, only when this runs
+    import scipy  # deferred: scipy, only when this runs
 
     versions = [f"python {platform.python_version()}", f"numpy {np.__version__}", f"scipy {scipy.__version__}",
                 f"pandas {pd.__version__}"]
     if plots:
-        import matplotlib   # deferred: matplotlib (about 0.5 s), only when this runs
+        import matplotlib  # deferred: matplotlib (about 0.5 s), only when this runs
 
         versions.append(f"matplotlib {matplotlib.__version__}")
     drivers = [f"- {c.variant} vs {c.baseline}: the {c.primary.name} drives the verdict ({c.design} design), "

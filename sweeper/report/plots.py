@@ -34,10 +34,10 @@ def _label(text: str) -> str:
 
 
 def _pyplot():
-    import matplotlib   # deferred: matplotlib (about 0.5 s), only when this runs
+    import matplotlib  # deferred: matplotlib (about 0.5 s), only when this runs
 
     matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt   # deferred: matplotlib (about 0.5 s), only when this runs
+    import matplotlib.pyplot as plt  # deferred: matplotlib (about 0.5 s), only when this runs
 
     return plt
 
@@ -175,7 +175,7 @@ def _grad_flow_plot(plt, curves: pd.DataFrame, variants: list[str], path: Path):
     n_layers = max(len(t) for _, t in tables)
     fig, axes = plt.subplots(1, len(tables), figsize=(max(6, 4.5 * len(tables)), max(3, 0.22 * n_layers + 1.5)),
                              squeeze=False)
-    import matplotlib.colors as mcolors   # deferred: matplotlib (about 0.5 s), only when this runs
+    import matplotlib.colors as mcolors  # deferred: matplotlib (about 0.5 s), only when this runs
 
     cmap = plt.get_cmap("viridis").copy()
     cmap.set_bad("black")                      # exactly zero gradient (or not logged): a dead layer stands out

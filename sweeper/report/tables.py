@@ -6,14 +6,15 @@
 from __future__ import annotations
 
 import math
+
 import numpy as np
 import pandas as pd
-import sweeper.report.changes as report_changes
-import sweeper.analysis.verdict as verdict
-from sweeper.analysis.results import (MISSING)
-from sweeper.run.rundir import LOG, STALE, Status
-from sweeper.analysis.analyze import ReportInput
 
+import sweeper.analysis.verdict as verdict
+import sweeper.report.changes as report_changes
+from sweeper.analysis.analyze import ReportInput
+from sweeper.analysis.results import MISSING
+from sweeper.run.rundir import LOG, STALE, Status
 
 SHOWN_FAILURES = 10                   # failed runs listed on the terminal (report.md lists all)
 

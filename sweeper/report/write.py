@@ -18,14 +18,14 @@ import sweeper.report.journal as journal_mod
 from sweeper.analysis.analyze import ReportInput, analyze_sweep
 from sweeper.analysis.compare import analyze_pair
 from sweeper.analysis.results import load_manifest
+from sweeper.errors import os_error_line
 from sweeper.report.html import write_html
 from sweeper.report.looks import add_looks
 from sweeper.report.markdown import markdown, summary_frame
+from sweeper.report.plots import write_plots
 from sweeper.report.tables import decision_text, headline
 from sweeper.run.atomic import atomic_write_text
-from sweeper.errors import os_error_line
 from sweeper.run.rundir import UnreadableFile
-from sweeper.report.plots import write_plots
 
 
 def write_report(inp: ReportInput, out_dir: str | Path, plots: bool = True, unwritten: list | None = None) -> str:
@@ -36,11 +36,19 @@ def write_report(inp: ReportInput, out_dir: str | Path, plots: bool = True, unwr
     failed: list[str] = []
     plot_paths = _written(failed, out_dir / "plots", lambda: write_plots(out_dir / "plots", inp.curves,
                                                                           inp.analysis)) if plots else None
-    _written(failed, out_dir / "summary.csv", lambda: atomic_write_text(
-        out_dir / "summary.csv", summary_frame(inp.analysis, inp.secondary, inp.changes, inp.declared).to_csv(index=False)))
+    _written(
+        failed,
+        out_dir / "summary.csv",
+        lambda: atomic_write_text(
+            out_dir / "summary.csv",
+            summary_frame(inp.analysis, inp.secondary, inp.changes, inp.declared).to_csv(index=False),
+        ),
+    )
     text = markdown(inp, plot_paths, out_dir)
     if _written(failed, out_dir / "report.md", lambda: atomic_write_text(out_dir / "report.md", text)) is not None:
-        _written(failed, out_dir / "report.html", lambda: write_html(text, out_dir) or True)   # the same report, one page
+        _written(
+            failed, out_dir / "report.html", lambda: write_html(text, out_dir) or True
+        )  # the same report, one page
     if unwritten is not None:
         unwritten.extend(failed)
     return _with_unwritten(decision_text(inp), failed)
@@ -63,10 +71,19 @@ def _with_unwritten(text: str, failed: list[str]) -> str:
     return text + "\n" + "\n".join(f"WARNING: not written: {line}" for line in failed)
 
 
-def report_sweep(sweep_dir: str | Path, plots: bool = True, alpha: float = 0.05, min_seeds: int = 3,
-                 n_resamples: int = 10_000, seed: int = 0, baseline: str | None = None, metric: str | None = None,
-                 lower_is_better: bool | None = None, journal: str | None = None,
-                 unwritten: list | None = None) -> str:
+def report_sweep(
+    sweep_dir: str | Path,
+    plots: bool = True,
+    alpha: float = 0.05,
+    min_seeds: int = 3,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    baseline: str | None = None,
+    metric: str | None = None,
+    lower_is_better: bool | None = None,
+    journal: str | None = None,
+    unwritten: list | None = None,
+) -> str:
     """Write report.md, summary.csv and plots/*.png into sweep_dir and record the sweep's entry in the journal
     (sweeper.journal: `journal` is a folder, `off`, or None for the folder holding the sweep dir); return the
     terminal text (decision table, failed runs, one WARNING line per damaged file and per file not written:
@@ -78,7 +95,7 @@ def report_sweep(sweep_dir: str | Path, plots: bool = True, alpha: float = 0.05,
     text = looks if isinstance(looks, str) else text
     if unwritten is not None:
         unwritten.extend(failed)
-    if journal is None:                               # the journal the sweep was started with, if it named one
+    if journal is None:  # the journal the sweep was started with, if it named one
         manifest = load_manifest(sweep_dir)
         journal = manifest.extra.get("journal") if manifest is not None else None
     folder = journal_mod.journal_dir(sweep_dir, journal)
@@ -93,13 +110,23 @@ def report_sweep(sweep_dir: str | Path, plots: bool = True, alpha: float = 0.05,
     return _before_notes(text, f"journal: {page}")
 
 
-def compare_sweeps(new_dir: str | Path, old_dir: str | Path, plots: bool = True, alpha: float = 0.05,
-                   min_seeds: int = 3, n_resamples: int = 10_000, seed: int = 0, metric: str | None = None,
-                   lower_is_better: bool | None = None, any_experiment: bool = False,
-                   unwritten: list | None = None) -> str:
+def compare_sweeps(
+    new_dir: str | Path,
+    old_dir: str | Path,
+    plots: bool = True,
+    alpha: float = 0.05,
+    min_seeds: int = 3,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    metric: str | None = None,
+    lower_is_better: bool | None = None,
+    any_experiment: bool = False,
+    unwritten: list | None = None,
+) -> str:
     """Write report.md, summary.csv and plots into NEW/compare_vs_<old name>/; return the decision table text."""
-    inp = analyze_pair(new_dir, old_dir, alpha, min_seeds, n_resamples, seed, metric, lower_is_better,
-                       any_experiment=any_experiment)
+    inp = analyze_pair(
+        new_dir, old_dir, alpha, min_seeds, n_resamples, seed, metric, lower_is_better, any_experiment=any_experiment
+    )
     out_dir = Path(new_dir) / f"compare_vs_{Path(old_dir).resolve().name}"
     failed: list[str] = []
     if _written(failed, out_dir, lambda: out_dir.mkdir(parents=True, exist_ok=True)) is None:
@@ -116,4 +143,3 @@ def _before_notes(text: str, line: str) -> str:
     while end and lines[end - 1].startswith("note: "):
         end -= 1
     return "\n".join(lines[:end] + [line] + lines[end:])
-

@@ -35,8 +35,13 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from sweeper.run.checkpoint import (CorruptCheckpoint, FingerprintMismatch, check_fingerprint, checkpoint_path,
-                                    save_checkpoint)
+from sweeper.run.checkpoint import (
+    CorruptCheckpoint,
+    FingerprintMismatch,
+    check_fingerprint,
+    checkpoint_path,
+    save_checkpoint,
+)
 from sweeper.run.envinfo import cuda_device_count, device_model, environment_record, thread_count, versions
 from sweeper.run.owner import process_identity
 from sweeper.run.ranks import RankedRun, Ranks, any_rank, barrier, gather_to_main, grouped, leave_group
@@ -57,7 +62,7 @@ class Run(RankedRun):
     """One run of a sweep, seen from inside its process. Made by `init()`. Its ranks: sweeper.run.ranks.RankedRun."""
 
     def __init__(self, rundir: RunDir, config: dict, *, keep_checkpoints: int = 2, tensorboard: bool = False):
-        from omegaconf import OmegaConf   # deferred: omegaconf (0.1 s), only when this runs
+        from omegaconf import OmegaConf  # deferred: omegaconf (0.1 s), only when this runs
 
         self.dir = rundir
         self.config_dict = dict(config)
@@ -141,7 +146,7 @@ class Run(RankedRun):
 
     def manual_seed(self, stream: str) -> None:
         """Seed torch's global CPU (and CUDA) RNG from a stream: e.g. "init" before building the model."""
-        import torch   # deferred: torch (about 2 s to import), only when this runs
+        import torch  # deferred: torch (about 2 s to import), only when this runs
 
         seed = self.seed_for(stream)
         torch.manual_seed(seed)
@@ -169,7 +174,7 @@ class Run(RankedRun):
         self._last_step = int(step)
         if self._tb_enabled:
             if self._tb is None:
-                from sweeper.run.tensorboard import TensorBoardLog   # deferred: tensorboardX (an optional extra)
+                from sweeper.run.tensorboard import TensorBoardLog  # deferred: tensorboardX (an optional extra)
 
                 self._tb = TensorBoardLog(self.dir.path / "tensorboard", self.experiment, self.variant, self.seed,
                                           purge_step=self.start_step or None)
@@ -186,7 +191,7 @@ class Run(RankedRun):
         run.log keys of the validation metrics when they are not val_loss / val_acc (the val_ / val/ convention).
         `val_data`: a validation batch or loader; `evaluate`: your evaluation function, evaluate(model) ->
         number or dict (sweeper.run.health: eval_determinism at the start, batchnorm_stats at the end)."""
-        from sweeper.run.health import RunHealth, SilentHealth   # deferred: torch (about 2 s): a script that
+        from sweeper.run.health import RunHealth, SilentHealth  # deferred: torch (about 2 s): a script that
         #                                                          never asks for the monitor imports no torch
         if not self.is_main:                          # rank 0 watches the model (the same on every rank)
             self._health = SilentHealth()
@@ -357,7 +362,7 @@ class Run(RankedRun):
 def _peak_rss_mb() -> float | None:
     """This process's peak resident memory in MiB (Linux reports KiB; macOS bytes); None where unknown."""
     try:
-        import resource   # optional: the stdlib has it on Unix only
+        import resource  # optional: the stdlib has it on Unix only
     except ImportError:
         return None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -396,7 +401,7 @@ def init(run_dir: str | Path | None = None, config: Mapping | None = None, *, ke
 
 def _container(config: Mapping) -> dict:
     try:
-        from omegaconf import DictConfig, OmegaConf   # deferred: omegaconf (0.1 s), only when this runs
+        from omegaconf import DictConfig, OmegaConf  # deferred: omegaconf (0.1 s), only when this runs
 
         if isinstance(config, DictConfig):
             return OmegaConf.to_container(config, resolve=True)

@@ -23,11 +23,10 @@ import io
 import os
 import pickle
 import re
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import sys
 
 from sweeper.run.atomic import atomic_write_bytes
 
@@ -111,7 +110,7 @@ def decode(blob: bytes, path: Path | str = "<bytes>") -> dict:
         raise CorruptCheckpoint(f"{path}: checksum mismatch ({len(blob)} bytes; truncated or corrupted on disk)")
     if magic == MAGIC_PICKLE:
         return pickle.loads(payload)
-    import torch   # deferred: torch (about 2 s to import), only when this runs
+    import torch  # deferred: torch (about 2 s to import), only when this runs
 
     return torch.load(io.BytesIO(payload), map_location="cpu", weights_only=False)
 

@@ -137,7 +137,7 @@ def _read_from(offset: int | None) -> str:
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        with open(f"/proc/self/fd/1", "rb") as f:
+        with open("/proc/self/fd/1", "rb") as f:
             f.seek(offset)
             return f.read().decode(errors="replace")
     except OSError:

@@ -19,10 +19,10 @@ import traceback
 from collections.abc import Mapping
 from typing import Callable
 
-ENTRY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-
 from sweeper.run import ConfigError, FingerprintMismatch, init
 from sweeper.run.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, RunDir, Status, UnreadableFile
+
+ENTRY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
 def load_entry(entry: str) -> Callable:

@@ -37,8 +37,8 @@ from sweeper.health.data_sources import read_batches
 from sweeper.health.diagnosis import diagnose
 from sweeper.health.monitor import LiveMonitor
 from sweeper.health.result import CheckResult, HealthReport
-from sweeper.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from sweeper.health.runner import CHECKS
+from sweeper.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 VAL_PREFIXES = ("val_", "val/")
 _VAL_NAMES = {"loss": "loss", "acc": "acc", "accuracy": "acc"}
@@ -185,7 +185,7 @@ class RunHealth:
         """The trained model's BatchNorm running statistics against the validation batches."""
         if self.val_data is None:
             return []
-        import torch   # deferred: torch (about 2 s to import), only when this runs
+        import torch  # deferred: torch (about 2 s to import), only when this runs
 
         try:
             with torch.random.fork_rng(devices=[]):         # a shuffling loader draws from the global RNG

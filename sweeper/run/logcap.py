@@ -8,7 +8,8 @@ its output. The launcher calls cap_log while the run runs (each tick of the loca
 task) and once after it ends. When the file is longer than `limit` bytes, its middle goes: the first HEAD bytes
 (a quarter of the limit, at most 1 MiB) and the newest half of the limit stay, with this line where the cut is:
 
-    === sweeper: 52428800 bytes of output cut here (the log keeps its first 1048576 and newest 8388608 bytes; launcher.max_log_mb) ===
+    === sweeper: 52428800 bytes of output cut here (the log keeps its first 1048576 and newest 8388608 bytes;
+    launcher.max_log_mb) ===
 
 How: FALLOC_FL_COLLAPSE_RANGE removes the middle in place (ext4, xfs: block-aligned, atomic against the
 writer's appends, so no byte is lost or reordered), and the marker overwrites the head's last bytes. Where the

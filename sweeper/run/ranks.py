@@ -71,7 +71,7 @@ def _dist():
     """torch.distributed when torch is in use here (never imported on the user's behalf before that)."""
     if "torch" not in sys.modules:
         return None
-    import torch.distributed as dist    # torch: already imported by the run's code (checked above)
+    import torch.distributed as dist  # torch: already imported by the run's code (checked above)
 
     return dist if dist.is_available() else None
 
@@ -85,7 +85,7 @@ def grouped() -> bool:
 def init_group(ranks: Ranks, backend: str | None = None, timeout_s: float | None = None) -> str:
     """Join the run's process group (env:// rendezvous): nccl when CUDA is visible, else gloo; on CUDA the
     current device becomes cuda:LOCAL_RANK first. Returns the backend; an existing group is kept."""
-    import torch                        # torch: only a run with ranks joins a group (the run API is torch-free)
+    import torch  # torch: only a run with ranks joins a group (the run API is torch-free)
     import torch.distributed as dist
 
     if dist.is_initialized():
@@ -107,8 +107,8 @@ def init_group(ranks: Ranks, backend: str | None = None, timeout_s: float | None
 
 
 def _device():
-    import torch                        # torch: a process group exists, so torch is in use
-    import torch.distributed as dist   # deferred: torch (about 2 s to import), only when this runs
+    import torch  # torch: a process group exists, so torch is in use
+    import torch.distributed as dist  # deferred: torch (about 2 s to import), only when this runs
 
     return torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
 
@@ -117,8 +117,8 @@ def any_rank(flag: bool) -> bool:
     """The OR of `flag` over every rank (one all-reduce), e.g. a stop request that reached some ranks only."""
     if not grouped():
         return bool(flag)
-    import torch                        # torch: a process group exists, so torch is in use
-    import torch.distributed as dist   # deferred: torch (about 2 s to import), only when this runs
+    import torch  # torch: a process group exists, so torch is in use
+    import torch.distributed as dist  # deferred: torch (about 2 s to import), only when this runs
 
     t = torch.tensor([1.0 if flag else 0.0], device=_device())
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
@@ -129,7 +129,7 @@ def gather_to_main(obj):
     """Every rank's picklable `obj`, in rank order, on rank 0 (None on the other ranks)."""
     if not grouped():
         return [obj]
-    import torch.distributed as dist    # torch: a process group exists, so torch is in use
+    import torch.distributed as dist  # torch: a process group exists, so torch is in use
 
     out = [None] * dist.get_world_size() if dist.get_rank() == 0 else None
     dist.gather_object(obj, out, dst=0)
@@ -140,7 +140,7 @@ def from_main(value):
     """Rank 0's picklable `value` on every rank."""
     if not grouped():
         return value
-    import torch.distributed as dist    # torch: a process group exists, so torch is in use
+    import torch.distributed as dist  # torch: a process group exists, so torch is in use
 
     box = [value]
     dist.broadcast_object_list(box, src=0)
@@ -149,7 +149,7 @@ def from_main(value):
 
 def barrier() -> None:
     if grouped():
-        import torch.distributed as dist    # torch: a process group exists, so torch is in use
+        import torch.distributed as dist  # torch: a process group exists, so torch is in use
 
         dist.barrier()
 

@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sweeper.errors import not_text
-from sweeper.run.atomic import append_jsonl, atomic_write_json, atomic_write_text, rewrite_jsonl
-from sweeper.run.owner import alive
-from sweeper.run.atomic import read_tail
 import yaml
+
+from sweeper.errors import not_text
+from sweeper.run.atomic import append_jsonl, atomic_write_json, atomic_write_text, read_tail, rewrite_jsonl
+from sweeper.run.owner import alive
 
 MANIFEST, STATUS, SUMMARY, METRICS = "sweep.json", "status.json", "summary.json", "metrics.jsonl"
 CONFIG, HEALTH, ENV, LOG, CKPT = "config.yaml", "health.json", "env.json", "stdout.log", "ckpt"

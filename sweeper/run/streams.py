@@ -47,14 +47,14 @@ class SeedStreams:
         return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
     def generator(self, stream: str):
-        import torch   # deferred: torch (about 2 s to import), only when this runs
+        import torch  # deferred: torch (about 2 s to import), only when this runs
 
         g = torch.Generator(device="cpu")
         g.manual_seed(self.seed_for(stream))
         return g
 
     def numpy(self, stream: str):
-        import numpy as np   # deferred: numpy (0.1 s), only when this runs
+        import numpy as np  # deferred: numpy (0.1 s), only when this runs
 
         return np.random.default_rng(self.seed_for(stream))
 
@@ -66,7 +66,7 @@ def _torch():
 
 def _numpy():
     try:
-        import numpy   # deferred: numpy (0.1 s), only when this runs
+        import numpy  # deferred: numpy (0.1 s), only when this runs
     except ImportError:  # pragma: no cover - numpy is a dependency
         return None
     return numpy
@@ -112,7 +112,7 @@ def restore_rng_states(states: dict) -> None:
         _numpy().random.set_state(states["numpy"])
     if "torch" not in states and "cuda" not in states:
         return
-    import torch   # deferred: torch (about 2 s to import), only when this runs
+    import torch  # deferred: torch (about 2 s to import), only when this runs
 
     if "torch" in states:
         torch.set_rng_state(states["torch"])

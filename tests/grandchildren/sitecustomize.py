@@ -1,6 +1,7 @@
 """Test fixture, active only when a test puts this folder on PYTHONPATH and sets SWEEPER_TEST_GRANDCHILDREN=1.
 
-Every run of the built-in trainer (`python -m sweeper.run sweeper.train:main RUN_DIR`) then leaves two descendants, like a
+Every run of the built-in trainer (`python -m sweeper.run sweeper.train:main RUN_DIR`) then leaves two descendants, like
+a
 data-loading stack that does not clean up:
   1. a forked worker in the run's process group that ignores SIGTERM and SIGINT (a stuck DataLoader worker);
   2. a daemon in its own session (outside the run's process group) that ignores SIGTERM, with RUN_DIR in its

@@ -1,4 +1,5 @@
-"""Data, models and training helpers of the data/evaluation bug zoo (tests/helpers/health_data_zoo.py): Gaussian clusters
+"""Data, models and training helpers of the data/evaluation bug zoo (tests/helpers/health_data_zoo.py): Gaussian
+clusters
 standing in for MNIST features, 8x8 prototype images with pixel noise (a tiny CNN with BatchNorm), padded
 arithmetic token sequences (a tiny causal LM), loaders, and a plain training loop for the proofs.
 

@@ -21,8 +21,25 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tests.helpers.health_data_models import (CNN, MLP, PAD, VOCAB, TinyLM, accuracy, adam, clusters, images, lm_loss,
-                                      loader, make_evaluate, sizes, standardize, token_batch, train)
+from tests.helpers.health_data_models import (
+    CNN,
+    MLP,
+    PAD,
+    VOCAB,
+    TinyLM,
+    accuracy,
+    adam,
+    clusters,
+    images,
+    lm_loss,
+    loader,
+    make_evaluate,
+    sizes,
+    standardize,
+    token_batch,
+    train,
+)
+
 
 # ---- cases -------------------------------------------------------------------------------------------------------
 @dataclass

@@ -1,6 +1,7 @@
 """Helpers for the local-pool tests: tiny sweeps as real subprocesses, waiting on files, the process table.
 
-Also a pytest plugin for its sweep_dir fixture (`pytest_plugins = ["tests.helpers.local_pool"]` in a test module), loaded
+Also a pytest plugin for its sweep_dir fixture (`pytest_plugins = ["tests.helpers.local_pool"]` in a test module),
+loaded
 after the module imported it; PYTEST_DONT_REWRITE says it has no asserts to rewrite (no "already imported" warning).
 """
 from __future__ import annotations
@@ -14,18 +15,28 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.commands import ROOT, TINY
 from sweeper.run.rundir import RunDir, UnreadableFile
+from tests.helpers.commands import ROOT, TINY
 
 GRANDCHILDREN = ROOT / "tests" / "grandchildren"
 
 
-def sweep_args(sweep_dir: Path, *extra: str, steps: int = 20, seeds: str = "0", variants: str = "rope,nope") -> list[str]:
+def sweep_args(
+    sweep_dir: Path, *extra: str, steps: int = 20, seeds: str = "0", variants: str = "rope,nope"
+) -> list[str]:
     """A tiny sweep of the rope experiment restricted to `variants`, without the report."""
     drop = [f"~experiment.variants.{v}" for v in ("rope", "nope", "rope_frozen_qk") if v not in variants.split(",")]
     tiny = [o for o in TINY if not o.startswith("train.steps=")]
-    return ["+experiment=rope", *drop, f"seeds={seeds}", *tiny, f"train.steps={steps}", f"sweeper.dir={sweep_dir}",
-            "sweeper.report=false", *extra]
+    return [
+        "+experiment=rope",
+        *drop,
+        f"seeds={seeds}",
+        *tiny,
+        f"train.steps={steps}",
+        f"sweeper.dir={sweep_dir}",
+        "sweeper.report=false",
+        *extra,
+    ]
 
 
 def child_env(extra: dict | None = None, grandchildren: bool = False) -> dict:
@@ -41,23 +52,47 @@ def child_env(extra: dict | None = None, grandchildren: bool = False) -> dict:
 
 def start(args: list[str], out: Path, env: dict | None = None, module: str = "sweeper") -> subprocess.Popen:
     """`python -m module args` in its own session (so the test can signal it alone), output to `out`."""
-    return subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT, env=env or child_env(),
-                            stdout=open(out, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT,
+        env=env or child_env(),
+        stdout=open(out, "wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
-def run(args: list[str], env: dict | None = None, module: str = "sweeper", timeout: float = 240,
-        cwd: Path | None = None):
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd or ROOT, env=env or child_env(),
-                          capture_output=True, text=True, timeout=timeout)
+def run(
+    args: list[str], env: dict | None = None, module: str = "sweeper", timeout: float = 240, cwd: Path | None = None
+):
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=cwd or ROOT,
+        env=env or child_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def user_project(root: Path, script: str, variants: dict[str, list[str]], config: str = "") -> Path:
     """A user's project outside our packages: conf/experiment/mine.yaml (task.command: [python, task.py]) and
     task.py. Sweep it with `run(["--config-dir", "conf", "+experiment=mine", ...], cwd=root)`."""
     (root / "conf" / "experiment").mkdir(parents=True, exist_ok=True)
-    lines = ["# @package _global_", "defaults:", "  - override /task: custom", "task:",
-             "  command: [python, task.py]", config, "experiment:", "  name: mine",
-             f"  baseline: {next(iter(variants))}", "  metric: val_loss", "  lower_is_better: true", "  variants:"]
+    lines = [
+        "# @package _global_",
+        "defaults:",
+        "  - override /task: custom",
+        "task:",
+        "  command: [python, task.py]",
+        config,
+        "experiment:",
+        "  name: mine",
+        f"  baseline: {next(iter(variants))}",
+        "  metric: val_loss",
+        "  lower_is_better: true",
+        "  variants:",
+    ]
     lines += [f"    {name}: [{', '.join(overrides)}]" for name, overrides in variants.items()]
     (root / "conf" / "experiment" / "mine.yaml").write_text("\n".join(lines) + "\n")
     (root / "task.py").write_text(script)
@@ -71,8 +106,9 @@ def wait_for(cond, timeout: float, what: str, proc: subprocess.Popen | None = No
         if value:
             return value
         if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"process exited ({proc.returncode}) while waiting for {what}:\n"
-                                 + (log.read_text() if log else ""))
+            raise AssertionError(
+                f"process exited ({proc.returncode}) while waiting for {what}:\n" + (log.read_text() if log else "")
+            )
         time.sleep(0.1)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}" + (f":\n{log.read_text()}" if log else ""))
 

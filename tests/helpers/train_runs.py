@@ -74,10 +74,17 @@ def train_env(**extra: str) -> dict:
 
 
 def start(run_dir: Path, **env: str) -> subprocess.Popen:
-    """`python -m sweeper.train RUN_DIR` in its own process; output appended to RUN_DIR/stdout.log, as the launcher does."""
+    """`python -m sweeper.train RUN_DIR` in its own process; output appended to RUN_DIR/stdout.log, as the
+    launcher does."""
     with open(run_dir / "stdout.log", "ab") as log:
-        return subprocess.Popen([sys.executable, "-m", "sweeper.train", str(run_dir)], cwd=ROOT, env=train_env(**env),
-                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        return subprocess.Popen(
+            [sys.executable, "-m", "sweeper.train", str(run_dir)],
+            cwd=ROOT,
+            env=train_env(**env),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
 
 
 def finish(proc: subprocess.Popen, run_dir: Path, timeout: float = 180) -> int:
@@ -111,7 +118,7 @@ class TrailWatcher:
                 chunk = f.read()
         except FileNotFoundError:
             return 0
-        complete = chunk.rfind(b"\n") + 1          # a line still being written is counted next time
+        complete = chunk.rfind(b"\n") + 1  # a line still being written is counted next time
         self.offset += complete
         self.lines += chunk[:complete].count(b"\n")
         return self.lines
@@ -139,8 +146,11 @@ def final_state(run_dir: Path) -> dict:
 def differences(a, b, path: str = "") -> list[str]:
     """Paths where two nested states differ bit for bit (tensors, arrays, numbers, containers)."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        same = (a.dtype == b.dtype and a.shape == b.shape and
-                torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8)))
+        same = (
+            a.dtype == b.dtype
+            and a.shape == b.shape
+            and torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8))
+        )
         return [] if same else [path]
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return [] if a.dtype == b.dtype and a.tobytes() == b.tobytes() else [path]
@@ -153,13 +163,15 @@ def differences(a, b, path: str = "") -> list[str]:
             return [f"{path}[len {len(a)} vs {len(b)}]"]
         return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{path}[{i}]")]
     if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
-        return []   # NaN == NaN for our purposes
+        return []  # NaN == NaN for our purposes
     return [] if type(a) is type(b) and a == b else [path]
 
 
 def comparable_metrics(run_dir: Path) -> list[dict]:
-    return [{k: v for k, v in r.items() if not (k.endswith("_s") or "per_s" in k or "time" in k)}
-            for r in RunDir(run_dir).read_metrics()[0]]
+    return [
+        {k: v for k, v in r.items() if not (k.endswith("_s") or "per_s" in k or "time" in k)}
+        for r in RunDir(run_dir).read_metrics()[0]
+    ]
 
 
 def assert_bitwise_equal(ref_dir: Path, run_dir: Path) -> None:
@@ -167,8 +179,9 @@ def assert_bitwise_equal(ref_dir: Path, run_dir: Path) -> None:
     metrics lines and the summary's final losses are identical, bit for bit."""
     a, b = final_state(ref_dir), final_state(run_dir)
     assert a["step"] == b["step"], f"final steps differ: {a['step']} vs {b['step']}"
-    diff = differences({k: v for k, v in a.items() if k != "fingerprint"},
-                       {k: v for k, v in b.items() if k != "fingerprint"})
+    diff = differences(
+        {k: v for k, v in a.items() if k != "fingerprint"}, {k: v for k, v in b.items() if k != "fingerprint"}
+    )
     assert not diff, f"{run_dir} differs from {ref_dir} at the final step in {diff[:8]} ({len(diff)} in all)"
     ma, mb = comparable_metrics(ref_dir), comparable_metrics(run_dir)
     first = next(((x, y) for x, y in zip(ma, mb) if x != y), (len(ma), len(mb)))

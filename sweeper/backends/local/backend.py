@@ -8,12 +8,15 @@ status is damaged), diverged ones kept (an outcome: rerunning would diverge agai
 interrupted, failed, or running left by a killed sweeper) is queued, seed-major (seed 0 of every variant first,
 so a partial sweep compares variants on equal seeds). Every run gets the thread count the plan fixed
 (plan.launch, launch_settings: from the launcher config and the whole plan, whatever is left to run); a run that
-already ran keeps the count it recorded (its env record; its checkpoints were written with it). Failures are classified (sweeper.backends.failures): transient
+already ran keeps the count it recorded (its env record; its checkpoints were written with it). Failures are classified
+(sweeper.backends.failures): transient
 ones (killed by a signal, CUDA out of memory) are retried up to launcher.max_retries times after
 launcher.retry_backoff_s, 2x, 4x ...; deterministic ones (exit 2, health check, an exception, exit 0 without
 run.finish()) are not; when launcher.crash_loop_after runs of a variant fail with the same error, its queued
-runs are not started. Process handling (slots, process groups, Ctrl-C, orphans) is sweeper.backends.local.pool; a task.entry
-run is forked by its slot's warm launcher (sweeper.backends.local.warm: the torch import paid once per slot, not per run).
+runs are not started. Process handling (slots, process groups, Ctrl-C, orphans) is sweeper.backends.local.pool; a
+task.entry
+run is forked by its slot's warm launcher (sweeper.backends.local.warm: the torch import paid once per slot, not per
+run).
 A run of N ranks (plan.ranks_of(variant): launcher.ranks_per_run or experiment.resources) is N processes on N
 slots (sweeper.backends.local.ranks); a rank that dies ends the run, its status naming the rank.
 """

@@ -49,13 +49,13 @@ class PoolConf:
 
     def watch(self):
         """What the pool watches on every running run: its log's size, stalls (sweeper.backends.local.watch)."""
-        from sweeper.backends.local.watch import RunWatch   # deferred: only when a pool runs (the schema stays light)
+        from sweeper.backends.local.watch import RunWatch  # deferred: only when a pool runs (the schema stays light)
 
         return RunWatch(max_log_bytes=int(self.max_log_mb * 2 ** 20) if self.max_log_mb else None,
                         stall_s=float(self.stall_s), stall_kill=bool(self.stall_kill))
 
     def retry_policy(self):
-        from sweeper.backends.failures import RetryPolicy   # deferred: Hydra's plugin scan imports this schema
+        from sweeper.backends.failures import RetryPolicy  # deferred: Hydra's plugin scan imports this schema
         #                                                      (the Hydra plugin's options); the run contract loads
         #                                                      only when a pool runs
         return RetryPolicy(max_retries=self.max_retries, backoff_s=float(self.retry_backoff_s),

@@ -3,7 +3,8 @@
     slots = make_slots(LocalLauncherConf(), n_runs=12)
     env = slots[0].child_env(os.environ)      # CUDA_VISIBLE_DEVICES, OMP/MKL threads, set BEFORE the child starts
 
-GPUs are found without initialising CUDA in the parent (sweeper.backends.local.gpu_topology): `nvidia-smi -L` lists the GPUs
+GPUs are found without initialising CUDA in the parent (sweeper.backends.local.gpu_topology): `nvidia-smi -L` lists the
+GPUs
 and their MIG instances (each MIG instance is a slot of its own, addressed by its MIG UUID), `nvidia-smi topo -m`
 gives each GPU's near CPU set ("CPU Affinity"). An existing CUDA_VISIBLE_DEVICES is honoured: indices, GPU UUIDs
 (or unique prefixes) and MIG UUIDs; ids nvidia-smi does not know are passed on as they are. With no GPU (or
@@ -29,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from sweeper.errors import UsageError
 from sweeper.backends.local.gpu_topology import Device, discover_devices, parse_cpu_list, resolve_visible
 from sweeper.backends.local.schema import LocalLauncherConf
+from sweeper.errors import UsageError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]   # the folder that holds the sweeper package (children import it)
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")

@@ -1,7 +1,9 @@
 """Warm starts for the local pool: one warm launcher per slot forks a fresh, pinned child per run.
 
-    warm = WarmStarts("sweeper.train:main", cwd, preload)  # the plan's task.entry (None: every run starts cold), task.preload
-    warm.open(slots, env_of)                       # one `python -m sweeper.backends.local.warm_server` per slot, importing now
+    warm = WarmStarts("sweeper.train:main", cwd, preload)  # the plan's task.entry (None: every run starts cold),
+    task.preload
+    warm.open(slots, env_of)                       # one `python -m sweeper.backends.local.warm_server` per slot,
+    importing now
     proc = warm.start(job, slot, env)              # a WarmProc (pid, poll, wait, kill, fileno), None: start cold
     warm.close()
 
@@ -12,10 +14,12 @@ and forks `python -m sweeper.run.command ...`, which runs the script as `__main_
 
 A cold start pays the interpreter and its imports per run on the critical path (the built-in trainer: torch
 1.0 s, torch._dynamo 1.4 s, which every torch.optim optimizer imports when it is built); a slot's warm launcher
-(sweeper.backends.local.warm_server) pays them once, with the slot's environment and affinity fixed before it starts: the
+(sweeper.backends.local.warm_server) pays them once, with the slot's environment and affinity fixed before it starts:
+the
 entry's module, the task's `preload` modules (what the entry imports inside its function) and, when those
 brought torch in, torch._dynamo. It forks a clean child per run: its own session and process group, the run's
-environment, the slot's cores, PR_SET_PDEATHSIG, its /proc cmdline and SWEEPER_JOB marker those of the cold start. Used only when it
+environment, the slot's cores, PR_SET_PDEATHSIG, its /proc cmdline and SWEEPER_JOB marker those of the cold start. Used
+only when it
 is the same process a cold start would give: the task is an entry point (a task.command starts cold), the run's
 environment equals the launcher's apart from SWEEPER_* per-run variables (a resumed run with another thread
 count starts cold), and the launcher has one thread and no CUDA (else it answers "cold"). Results are bitwise
@@ -91,10 +95,16 @@ class Server:
         self.replies, self.buf, self.answers, self.exits, self.child = r, b"", [], {}, None
         self.gone, self.why_gone = False, ""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sweeper.backends.local.warm_server", entry, str(w), ",".join(preload), "." * PAD], cwd=cwd,
-            env={**self.env, MARKER_ENV: "." * PAD}, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, pass_fds=(w,), start_new_session=True,
-            preexec_fn=pin_and_watch(set(cores), os.getpid()))
+            [sys.executable, "-m", "sweeper.backends.local.warm_server", entry, str(w), ",".join(preload), "." * PAD],
+            cwd=cwd,
+            env={**self.env, MARKER_ENV: "." * PAD},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=(w,),
+            start_new_session=True,
+            preexec_fn=pin_and_watch(set(cores), os.getpid()),
+        )
         os.close(w)
 
     def read(self, block: bool) -> bool:
@@ -116,7 +126,7 @@ class Server:
             if "exit" in msg:
                 self.exits[msg["exit"]] = msg["code"]
             elif "ok" not in msg:
-                self.answers.append(msg)         # {"pid": N} or {"cold": why}, for the request waiting on it
+                self.answers.append(msg)  # {"pid": N} or {"cold": why}, for the request waiting on it
                 if "unavailable" in msg.get("cold", ""):
                     self.gone, self.why_gone = True, msg["cold"]
         return True
@@ -139,7 +149,7 @@ class Server:
             self.proc.stdin.write((json.dumps(req) + "\n").encode())
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
-            while self.read(block=True):         # it exited: what it said before (why) is still in the pipe
+            while self.read(block=True):  # it exited: what it said before (why) is still in the pipe
                 pass
             self.gone = True
             return {"cold": self.why_gone or "the warm launcher is gone"}
@@ -172,7 +182,7 @@ class WarmStarts:
         self.why_cold = f"{COLD_ENV}=1" if off else "warm starts need a task.entry or a python task.command"
         self.cwd, self.servers = cwd, {}
         self.forked, self.cold = 0, 0
-        self.unavailable: set[str] = set()       # why a launcher could not serve (its import failed), for the log
+        self.unavailable: set[str] = set()  # why a launcher could not serve (its import failed), for the log
 
     def open(self, slots, env_of) -> None:
         """Start each slot's launcher now (they import while the sweeper goes on); env_of(slot): its env."""
@@ -191,14 +201,28 @@ class WarmStarts:
             return None
         server = self.servers.get(slot.index)
         argv = list(job.argv)
-        if server is None or server.gone or (server.child is not None and server.child.poll() is None) \
-                or not self.serves(argv) \
-                or str(job.cwd or os.getcwd()) != self.cwd or shared_env(env) != server.env \
-                or len("\0".join(argv)) + 1 > PAD or len(job.marker) > PAD:
+        if (
+            server is None
+            or server.gone
+            or (server.child is not None and server.child.poll() is None)
+            or not self.serves(argv)
+            or str(job.cwd or os.getcwd()) != self.cwd
+            or shared_env(env) != server.env
+            or len("\0".join(argv)) + 1 > PAD
+            or len(job.marker) > PAD
+        ):
             self.cold += 1
             return None
-        answer = server.request({"argv": argv, "env": env, "cwd": self.cwd, "log": str(job.log_path),
-                                 "marker": job.marker, "cores": list(slot.cores)})
+        answer = server.request(
+            {
+                "argv": argv,
+                "env": env,
+                "cwd": self.cwd,
+                "log": str(job.log_path),
+                "marker": job.marker,
+                "cores": list(slot.cores),
+            }
+        )
         if "pid" not in answer:
             self.cold += 1
             self.unavailable.add(server.why_gone or answer.get("cold", "no answer"))
@@ -210,8 +234,11 @@ class WarmStarts:
     def serves(self, argv: list[str]) -> bool:
         """The job's command line is what this launcher forks: its entry's, or a python command's."""
         if self.entry == COMMAND:
-            return argv[:3] == [sys.executable, "-m", COMMAND] and "--" in argv and \
-                in_process(argv[argv.index("--") + 1:])
+            return (
+                argv[:3] == [sys.executable, "-m", COMMAND]
+                and "--" in argv
+                and in_process(argv[argv.index("--") + 1 :])
+            )
         return argv[:4] == [sys.executable, "-m", "sweeper.run", self.entry] and len(argv) == 5
 
     def summary(self) -> str:
@@ -224,7 +251,7 @@ class WarmStarts:
 
     def close(self) -> None:
         for server in self.servers.values():
-            server.hang_up()                     # all at once: they exit side by side
+            server.hang_up()  # all at once: they exit side by side
         for server in self.servers.values():
             server.close()
             if server.why_gone:
@@ -272,8 +299,11 @@ def command_preload(words: list[str], cwd: str) -> list[str]:
             spec = importlib.util.find_spec(top) if top not in sys.modules else sys.modules[top].__spec__
         except (ImportError, ValueError):
             continue
-        origin = Path(spec.origin).resolve() if spec is not None and spec.origin not in (None, "built-in", "frozen") \
+        origin = (
+            Path(spec.origin).resolve()
+            if spec is not None and spec.origin not in (None, "built-in", "frozen")
             else None
+        )
         if spec is None or origin is None or any(p == origin.parent or p in origin.parents for p in project):
             continue
         out.append(name)

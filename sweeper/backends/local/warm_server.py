@@ -1,4 +1,5 @@
-"""`python -m sweeper.backends.local.warm_server ENTRY FD PRELOAD PADDING`: a slot's warm launcher; started by sweeper.backends.local.warm only.
+"""`python -m sweeper.backends.local.warm_server ENTRY FD PRELOAD PADDING`: a slot's warm launcher; started by
+sweeper.backends.local.warm only.
 
 ENTRY is an entry point (module:function), or `sweeper.run.command` for a python task.command: its children run
 `sweeper.run.command.run_command(argv)`, which runs the script as `__main__`; PRELOAD names ending in `?` are
@@ -36,16 +37,14 @@ import sys
 import traceback
 
 import sweeper.run
+from sweeper.backends.local.slots import THREAD_VARS
 from sweeper.run import command
-from sweeper.run.entry import run_entry
+from sweeper.run.entry import load_entry, run_entry
 
 PR_SET_PDEATHSIG = 1
 MARKER_ENV = "SWEEPER_JOB"
 COMMAND = "sweeper.run.command"     # ENTRY for a python task.command (sweeper.backends.local.warm.COMMAND)
 WITH_TORCH = ("torch._dynamo",)     # imported lazily by torch itself in every run that builds an optimizer
-
-from sweeper.backends.local.slots import THREAD_VARS
-from sweeper.run.entry import load_entry
 
 
 def _mm_ranges() -> tuple[tuple[int, int], tuple[int, int]]:

@@ -35,17 +35,15 @@ from pathlib import Path
 from sweeper.backends.base import Backend
 from sweeper.backends.local.slots import PROJECT_ROOT
 from sweeper.backends.slurm.jobs import ENDED, SlurmUnavailable, job_states, settle, sync_statuses
+from sweeper.backends.slurm.limits import cluster_limits, jobs_in_controller, room, share, split_arrays
+from sweeper.backends.slurm.ranks import for_ranks
 from sweeper.backends.slurm.schema import SlurmLauncherConf
+from sweeper.backends.slurm.task import RunTask
+from sweeper.config.task import python_path
 from sweeper.errors import UsageError
 from sweeper.plan.slurm_record import RECORD, read_record, write_record
-from sweeper.run.rundir import KEEP, Launch, UnreadableFile
-from sweeper.backends.slurm.limits import share
-from sweeper.backends.slurm.ranks import for_ranks
-from sweeper.config.task import python_path
 from sweeper.report.live import Progress
-from sweeper.backends.slurm.limits import cluster_limits, jobs_in_controller, split_arrays
-from sweeper.backends.slurm.task import RunTask
-from sweeper.backends.slurm.limits import room
+from sweeper.run.rundir import KEEP, Launch, UnreadableFile
 
 
 def sbatch_options(cfg: SlurmLauncherConf) -> dict:
@@ -77,7 +75,7 @@ def probe_cluster(cfg: SlurmLauncherConf) -> None:
 
 def make_executor(cfg: SlurmLauncherConf, folder: Path, job_name: str):
     """A submitit executor for the array, set up the way hydra-submitit-launcher sets up its own."""
-    import submitit   # deferred: submitit (Slurm only), only when this runs
+    import submitit  # deferred: submitit (Slurm only), only when this runs
 
     executor = submitit.AutoExecutor(folder=folder, cluster="slurm", slurm_max_num_timeout=cfg.max_num_timeout)
     setup = [f"export PYTHONPATH={PROJECT_ROOT}${{PYTHONPATH:+:$PYTHONPATH}}", *(cfg.setup or [])]

@@ -1,6 +1,7 @@
 """One Slurm array task = one run: the run's task as a child process, checkpointed and requeued.
 
-    task = RunTask(run_dir, argv, cwd, env, pythonpath, use_gpus=True, stop_grace_s=60)   # sweeper.backends.slurm.backend
+    task = RunTask(run_dir, argv, cwd, env, pythonpath, use_gpus=True, stop_grace_s=60)   #
+    sweeper.backends.slurm.backend
     executor.submit(task)                                # in the job: task() -> the run's final status (a dict)
 
 argv, cwd and env are the plan's (plan.argv(run), plan.task.cwd, plan.run_env(run)); pythonpath goes on
@@ -34,10 +35,10 @@ from submitit.helpers import Checkpointable, DelayedSubmission
 from sweeper.backends.failures import RetryPolicy, attempt_outcome
 from sweeper.backends.local.pool import pin_and_watch
 from sweeper.backends.local.ranks import RankGroup
+from sweeper.backends.local.slots import PROJECT_ROOT, run_env
 from sweeper.backends.slurm.ranks import task_slots
 from sweeper.run.logcap import cap_log, stopped_group
 from sweeper.run.rundir import RunDir, Status
-from sweeper.backends.local.slots import PROJECT_ROOT, run_env
 
 
 class RunFailed(RuntimeError):
