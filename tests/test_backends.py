@@ -14,7 +14,7 @@ import pytest
 
 from sweeper.backends.base import Backend
 from sweeper.config.launchers import registered
-from sweeper.run.rundir import read_manifest
+from sweeper.run.manifest import read_manifest
 from tests.helpers.commands import ROOT, run_sweeper
 
 FIXTURE = ROOT / "tests" / "fixtures" / "adaptive"     # a task of one tenth of a second per run

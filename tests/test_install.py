@@ -154,7 +154,8 @@ def test_a_user_project_sweeps_against_the_installed_sweeper(install, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     sweep_dir, = (p for p in (tmp_path / "sweeps").iterdir() if p.is_dir())
     assert sweep_dir.name in (tmp_path / "sweeps" / "journal.md").read_text()    # the journal sits beside the sweeps
-    from sweeper.run.rundir import RunDir, Status, read_manifest
+    from sweeper.run.manifest import read_manifest
+    from sweeper.run.rundir import RunDir, Status
 
     manifest = read_manifest(sweep_dir)
     assert manifest.task["command"] == ["python", "toy.py"] and manifest.task["cwd"] == str(tmp_path)
@@ -187,7 +188,7 @@ def test_a_user_project_sweeps_on_slurm_against_the_installed_sweeper(install, t
     assert proc.returncode == 0, proc.stdout + proc.stderr
     sweep_dir, = (p for p in (tmp_path / "sweeps").iterdir() if p.is_dir())
     assert sweep_dir.name in (tmp_path / "sweeps" / "journal.md").read_text()    # the journal sits beside the sweeps
-    from sweeper.run.rundir import read_manifest
+    from sweeper.run.manifest import read_manifest
 
     manifest = read_manifest(sweep_dir)
     for entry in manifest.runs:

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from sweeper.run.rundir import STALE, RunDir, Status, read_manifest
+from sweeper.run.manifest import read_manifest
+from sweeper.run.rundir import STALE, RunDir, Status
 from tests.helpers.local_pool import processes_mentioning, run, run_dir, start, starts, status, sweep_args, wait_for
 
 pytest_plugins = ["tests.helpers.local_pool"]     # its sweep_dir fixture

@@ -10,7 +10,8 @@ from sweeper.cli.resume import load_plan
 from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
 from sweeper.plan.make import make_plan, reconcile, write_plan
-from sweeper.run.rundir import MANIFEST, RunDir, Status, read_manifest, stable_hash
+from sweeper.run.manifest import read_manifest
+from sweeper.run.rundir import MANIFEST, RunDir, Status, stable_hash
 from tests.helpers.commands import run_sweeper
 
 
@@ -219,7 +220,7 @@ def test_max_runs_in_process_counts_variants_own_seeds(tmp_path):
 
 def test_launch_settings_are_recorded_once_and_kept(tmp_path):
     from sweeper.plan.make import keep_recorded_launch
-    from sweeper.run.rundir import Launch
+    from sweeper.run.manifest import Launch
 
     plan = keep_recorded_launch(plan_for(f"sweeper.dir={tmp_path}", seeds=[0]), Launch(threads_per_run=1))
     assert plan.launch == Launch(1) and plan.notes == []

@@ -28,18 +28,8 @@ from omegaconf import OmegaConf
 
 from hydra_plugins.sweeper_pool._options import option_keys
 from sweeper.config.fields import unknown_key
-from sweeper.run.rundir import (
-    KEEP,
-    Experiment,
-    Manifest,
-    RunDir,
-    RunEntry,
-    Status,
-    Summary,
-    UnreadableFile,
-    stable_hash,
-    write_manifest,
-)
+from sweeper.run.manifest import Experiment, Manifest, RunEntry, write_manifest
+from sweeper.run.rundir import KEEP, RunDir, Status, Summary, UnreadableFile, stable_hash
 
 log = logging.getLogger(__name__)
 DEFAULT_VARIANT = "default"

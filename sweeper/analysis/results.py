@@ -1,7 +1,7 @@
 """Read a sweep directory (finished, partial or interrupted) into tidy pandas DataFrames. Reads files only.
 
     from sweeper.analysis.results import load_experiment, load_runs, load_curves
-    exp, notes = load_experiment("sweeps/rope-1a2b")   # sweeper.run.rundir.Experiment, and why defaults were used
+    exp, notes = load_experiment("sweeps/rope-1a2b")   # sweeper.run.manifest.Experiment, and why defaults were used
     runs = load_runs("sweeps/rope-1a2b")                # one row per planned run; runs.attrs["damaged"]
     curves = load_curves("sweeps/rope-1a2b", runs)      # long: run_id, variant, seed, step, metric, value
 
@@ -37,19 +37,8 @@ from sweeper.config.config_diff import Declared, diff_configs
 from sweeper.health.result import HealthReport
 from sweeper.run.atomic import read_tail
 from sweeper.run.envinfo import git_state
-from sweeper.run.rundir import (
-    KEEP,
-    MANIFEST,
-    STALE,
-    Experiment,
-    Manifest,
-    RunDir,
-    RunEntry,
-    Status,
-    UnreadableFile,
-    read_manifest,
-    stale_hint,
-)
+from sweeper.run.manifest import Experiment, Manifest, RunEntry, read_manifest
+from sweeper.run.rundir import KEEP, MANIFEST, STALE, RunDir, Status, UnreadableFile, stale_hint
 
 MISSING, UNKNOWN = "missing", "unknown"          # row states beyond a run's own status (see the docstring)
 FIXED_COLUMNS = ["variant", "seed", "run_id", "run_dir", "status", "error", "failure_class", "exit_code", "steps",

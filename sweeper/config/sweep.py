@@ -35,7 +35,7 @@ from sweeper.config.seeds import count_seeds, is_adaptive, parse_seeds
 from sweeper.config.task import TaskCheck, TaskSpec, check_command, parse_task
 from sweeper.errors import UsageError
 from sweeper.run.entry import call_problem, load_entry
-from sweeper.run.rundir import Experiment
+from sweeper.run.manifest import Experiment
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""The run contract: the one owner of a run directory's files and of the sweep manifest. Torch-free.
+"""The run contract: the one owner of a run directory's files (the sweep manifest: sweeper.run.manifest).
+Torch-free.
 
     rd = RunDir(sweep_dir / "runs" / "rope" / "seed_0")
     rd.update_status(Status.RUNNING, started=time.time())     # status.json, atomic
@@ -7,7 +8,6 @@
     rd.write_summary(Summary(status=Status.FINISHED, final={"val_loss": 1.8}, steps=300))
     rd.outcome()                                               # what a launcher acts on (see below)
     rd.liveness()                                              # "live" | "stale" | "unknown" for a running run
-    manifest = read_manifest(sweep_dir)                        # sweep.json -> Manifest (runs, experiment, task)
 
 Layout of a run dir (every backend, our trainer and any user's code write it through this module):
     config.yaml   the run's resolved, frozen config       status.json   pending|running|finished|failed|...
@@ -74,7 +74,7 @@ def stable_hash(obj: Any, n: int = 12) -> str:
     return hashlib.sha256(blob).hexdigest()[:n]
 
 
-def _load_json(path: Path, what: str, fix: str = "") -> Any:
+def load_json_file(path: Path, what: str, fix: str = "") -> Any:
     """The parsed file, None when it does not exist; UnreadableFile when it exists but is not JSON."""
     try:
         with open(path, encoding="utf-8") as f:        # open(), not Path(): a report reads 10,000s of these
@@ -91,7 +91,7 @@ def _load_json(path: Path, what: str, fix: str = "") -> Any:
         raise UnreadableFile(path, f"the {what} is not valid JSON ({e.msg} at line {e.lineno})", fix) from None
 
 
-def _object(value: Any, path: Path, what: str, fix: str) -> dict:
+def json_object(value: Any, path: Path, what: str, fix: str) -> dict:
     if not isinstance(value, dict):
         raise UnreadableFile(path, f"the {what} is not a JSON object", fix)
     return value
@@ -221,10 +221,10 @@ class RunDir:
     # status.json
     def read_status(self) -> StatusRecord:
         """The recorded status (PENDING when there is none yet); UnreadableFile when status.json is damaged."""
-        raw = _load_json(self.status_path, "run status", "delete it to let the run start again")
+        raw = load_json_file(self.status_path, "run status", "delete it to let the run start again")
         if raw is None:
             return StatusRecord()
-        return StatusRecord.from_dict(_object(raw, self.status_path, "run status", "delete it"), self.status_path)
+        return StatusRecord.from_dict(json_object(raw, self.status_path, "run status", "delete it"), self.status_path)
 
     def write_status(self, record: StatusRecord) -> StatusRecord:
         self.path.mkdir(parents=True, exist_ok=True)
@@ -312,10 +312,10 @@ class RunDir:
     # summary.json
     def read_summary(self) -> Summary | None:
         fix = "delete it (the run is then redone or resumed from its checkpoints)"
-        raw = _load_json(self.summary_path, "run summary", fix)
+        raw = load_json_file(self.summary_path, "run summary", fix)
         if raw is None:
             return None
-        return Summary.from_dict(_object(raw, self.summary_path, "run summary", fix), self.summary_path)
+        return Summary.from_dict(json_object(raw, self.summary_path, "run summary", fix), self.summary_path)
 
     def write_summary(self, summary: Summary) -> Summary:
         atomic_write_json(self.summary_path, summary.to_dict())
@@ -394,8 +394,8 @@ class RunDir:
 
     def read_env(self, rank: int = 0) -> dict:
         path = self.rank_path(self.env_path, rank)
-        raw = _load_json(path, "run environment record", "delete it")
-        return _object(raw, path, "run environment record", "delete it") if raw is not None else {}
+        raw = load_json_file(path, "run environment record", "delete it")
+        return json_object(raw, path, "run environment record", "delete it") if raw is not None else {}
 
     def has_checkpoint(self) -> bool:
         return self.ckpt_dir.is_dir() and any(p.name.startswith("step_") and p.suffix == ".pt"
@@ -428,209 +428,3 @@ def parse_metrics(text: str) -> tuple[list[dict], int]:
 
 
 # -- the experiment and the sweep manifest (sweep.json) -----------------------------------------------------
-
-@dataclass(frozen=True)
-class Experiment:
-    """What a sweep decides: its variants (name -> config overrides), the baseline, the metric and direction."""
-    name: str
-    baseline: str
-    metric: str = "val_loss"
-    lower_is_better: bool = True
-    variants: dict[str, list[str]] = field(default_factory=dict)
-    min_effect: float | None = None             # the smallest difference that matters, metric units (> 0)
-    secondary_metrics: dict[str, str] = field(default_factory=dict)   # metric -> "lower" | "higher" is better
-    hypothesis: str | None = None               # what the sweep tests (the journal's headline)
-    notes: dict[str, str] = field(default_factory=dict)     # variant -> one line: what it tests
-    controls: list[str] = field(default_factory=list)       # deliberate A/A controls (may equal another variant)
-    bundles: list[str] = field(default_factory=list)        # variants that change several things on purpose
-    design: str = "auto"                        # auto (from what the runs recorded) | paired | independent
-
-    def to_dict(self) -> dict:
-        out = {"name": self.name, "baseline": self.baseline, "metric": self.metric,
-               "lower_is_better": self.lower_is_better, "variants": {k: list(v) for k, v in self.variants.items()},
-               "min_effect": self.min_effect, "secondary_metrics": dict(self.secondary_metrics),
-               "hypothesis": self.hypothesis, "notes": dict(self.notes), "controls": list(self.controls),
-               "bundles": list(self.bundles)}
-        if self.design != "auto":
-            out["design"] = self.design
-        return out
-
-
-@dataclass(frozen=True)
-class RunEntry:
-    run_id: str
-    variant: str
-    seed: int
-    run_dir: str            # relative to the sweep dir
-    config_hash: str | None = None
-
-
-@dataclass(frozen=True)
-class Launch:
-    """Launch-time settings that change a run's numbers, fixed by the plan (sweep.json `launch`): every fresh,
-    resumed or retried run of the sweep gets them, whatever the launcher config or the runs left say."""
-    threads_per_run: int | None = None     # OMP/MKL/torch threads of every run; None: not recorded (older sweep)
-
-    def to_dict(self) -> dict:
-        return {"threads_per_run": self.threads_per_run}
-
-    @classmethod
-    def from_dict(cls, d: Any, path: Path = Path(MANIFEST)) -> "Launch":
-        fix = "restore it from a backup, or start the sweep again in a new directory"
-        if d is None:
-            return cls()
-        if not isinstance(d, dict):
-            raise UnreadableFile(path, f"launch={d!r} is not a JSON object", fix)
-        threads = d.get("threads_per_run")
-        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
-            raise UnreadableFile(path, f"launch.threads_per_run={threads!r} is not a positive integer", fix)
-        unknown = sorted(set(d) - {"threads_per_run"})
-        if unknown:
-            raise UnreadableFile(path, f"launch has unknown key(s) {', '.join(unknown)} (accepted: threads_per_run)",
-                                 fix)
-        return cls(threads_per_run=threads)
-
-    def differences(self, other: "Launch") -> list[str]:
-        """'key=mine (other: theirs)' for every setting that differs."""
-        return [f"{k}={v} (this command: {other.to_dict()[k]})" for k, v in self.to_dict().items()
-                if v != other.to_dict()[k]]
-
-
-@dataclass
-class Manifest:
-    """sweep.json: everything needed to finish, audit or report a sweep from its directory alone."""
-    experiment: Experiment
-    runs: list[RunEntry]
-    seeds: list[int] = field(default_factory=list)
-    variants_hash: str = ""
-    overrides: list[str] = field(default_factory=list)
-    launcher: dict = field(default_factory=dict)
-    task: dict = field(default_factory=dict)          # sweeper.config.task.TaskSpec.to_dict()
-    source: str = "sweeper"                           # or "hydra" (written by hydra/launcher=sweeper_pool)
-    created: float = field(default_factory=time.time)
-    argv: list[str] = field(default_factory=list)
-    launch: Launch = field(default_factory=Launch)    # settings that change numbers, fixed by the plan
-    variant_seeds: dict[str, list[int]] = field(default_factory=dict)   # variants whose seeds differ from `seeds`
-    changes: dict[str, list[dict]] = field(default_factory=dict)   # variant -> its declared changes vs the baseline
-    resources: dict[str, dict] = field(default_factory=dict)   # variant -> {"ranks_per_run": N}; none recorded: 1
-    extra: dict = field(default_factory=dict)                      # ([{override, keys}], sweeper.config.ablation)
-
-    def to_dict(self) -> dict:
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra",)}
-        out["experiment"] = self.experiment.to_dict()
-        out["launch"] = self.launch.to_dict()
-        out["variant_seeds"] = {k: list(v) for k, v in self.variant_seeds.items()}
-        out["runs"] = [dataclasses.asdict(r) for r in self.runs]
-        out["variant_overrides"] = out["experiment"]["variants"]
-        return {**self.extra, **out}
-
-    def run_dir(self, sweep_dir: Path, entry: RunEntry) -> RunDir:
-        return RunDir(Path(sweep_dir) / entry.run_dir)
-
-    def seeds_of(self, variant: str) -> list[int]:
-        """The seeds a variant runs: its own (variant_seeds), else the sweep's."""
-        return list(self.variant_seeds.get(variant, self.seeds))
-
-
-def _manifest_from(d: dict, path: Path) -> Manifest:
-    fix = "restore it from a backup, or start the sweep again in a new directory"
-    exp = d.get("experiment")
-    if not isinstance(exp, dict):
-        raise UnreadableFile(path, "no 'experiment' object", fix)
-    variants = exp.get("variants")
-    if isinstance(variants, list):                    # older manifests: names here, overrides beside
-        overrides = d.get("variant_overrides") or {}
-        variants = {str(v): list(overrides.get(v) or []) for v in variants}
-    if not isinstance(variants, dict) or not variants:
-        raise UnreadableFile(path, "experiment.variants is missing or empty", fix)
-    defaults = {"baseline": "", "metric": "", "lower_is_better": True}   # "": not recorded (the report asks)
-    exp = {**exp, **{k: v for k, v in defaults.items() if exp.get(k) is None}}
-    for key, kind in (("name", str), ("baseline", str), ("metric", str), ("lower_is_better", bool)):
-        if not isinstance(exp.get(key), kind):
-            raise UnreadableFile(path, f"experiment.{key}={exp.get(key)!r} is missing or not a {kind.__name__}", fix)
-    if exp["baseline"] and exp["baseline"] not in variants:
-        raise UnreadableFile(path, f"experiment.baseline={exp['baseline']!r} is not one of the variants "
-                                   f"{', '.join(variants)}", fix)
-    min_effect = exp.get("min_effect")
-    if min_effect is not None and (isinstance(min_effect, bool) or not isinstance(min_effect, (int, float))
-                                   or not min_effect > 0):
-        raise UnreadableFile(path, f"experiment.min_effect={min_effect!r} is not a positive number", fix)
-    secondary = exp.get("secondary_metrics") or {}
-    if not isinstance(secondary, dict) or any(v not in ("lower", "higher") for v in secondary.values()):
-        raise UnreadableFile(path, f"experiment.secondary_metrics={secondary!r} is not a mapping of metric -> "
-                                   f"'lower' | 'higher'", fix)
-    hypothesis, notes = exp.get("hypothesis"), exp.get("notes") or {}
-    if hypothesis is not None and not isinstance(hypothesis, str):
-        raise UnreadableFile(path, f"experiment.hypothesis={hypothesis!r} is not text", fix)
-    if not isinstance(notes, dict) or any(not isinstance(v, str) for v in notes.values()):
-        raise UnreadableFile(path, f"experiment.notes={notes!r} is not a mapping of variant -> text", fix)
-    named = {}
-    for key in ("controls", "bundles"):
-        named[key] = exp.get(key) or []
-        if not isinstance(named[key], list) or any(v not in variants for v in named[key]):
-            raise UnreadableFile(path, f"experiment.{key}={named[key]!r} is not a list of variants", fix)
-    experiment = Experiment(exp["name"], exp["baseline"], exp["metric"], exp["lower_is_better"],
-                            {str(k): list(v or []) for k, v in variants.items()},
-                            float(min_effect) if min_effect is not None else None,
-                            {str(k): str(v) for k, v in secondary.items()}, hypothesis,
-                            {str(k): v for k, v in notes.items()}, [str(v) for v in named["controls"]],
-                            [str(v) for v in named["bundles"]],
-                            exp.get("design") if exp.get("design") in ("paired", "independent") else "auto")
-    runs = d.get("runs")
-    if not isinstance(runs, list):
-        raise UnreadableFile(path, "no 'runs' list", fix)
-    entries = []
-    for i, r in enumerate(runs):
-        try:
-            entry = RunEntry(run_id=str(r["run_id"]), variant=str(r["variant"]), seed=int(r["seed"]),
-                             run_dir=str(r["run_dir"]), config_hash=r.get("config_hash"))
-        except (KeyError, TypeError, ValueError):
-            raise UnreadableFile(path, f"runs[{i}] is not a run entry (run_id, variant, seed, run_dir)", fix) from None
-        if entry.variant not in variants:
-            raise UnreadableFile(path, f"runs[{i}] names variant {entry.variant!r}, which the experiment lacks", fix)
-        if entry.run_dir.startswith("/") or ".." in entry.run_dir.split("/"):     # Path's test, without a Path
-            raise UnreadableFile(path, f"runs[{i}].run_dir={entry.run_dir!r} leaves the sweep dir", fix)
-        entries.append(entry)
-    variant_seeds = d.get("variant_seeds") or {}
-    if not isinstance(variant_seeds, dict) or any(
-            k not in variants or not isinstance(v, list) or not v
-            or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in v)
-            for k, v in variant_seeds.items()):
-        raise UnreadableFile(path, f"variant_seeds={variant_seeds!r} is not a mapping of variant -> list of seeds", fix)
-    known = {f.name for f in dataclasses.fields(Manifest)}
-    changes = d.get("changes") or {}
-    if not isinstance(changes, dict) or any(
-            k not in variants or not isinstance(v, list)
-            or any(not isinstance(c, dict) or not isinstance(c.get("override"), str)
-                   or not isinstance(c.get("keys", []), list) for c in v)
-            for k, v in changes.items()):
-        raise UnreadableFile(path, "changes is not a mapping of variant -> [{override, keys}]", fix)
-    resources = d.get("resources") or {}
-    if not isinstance(resources, dict) or any(
-            k not in variants or not isinstance(v, dict) or any(
-                not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in v.values())
-            for k, v in resources.items()):
-        raise UnreadableFile(path, f"resources={resources!r} is not a mapping of variant -> {{ranks_per_run: N}}", fix)
-    kwargs = {k: d[k] for k in known - {"experiment", "runs", "extra", "launch", "variant_seeds", "resources"}
-              if k in d}
-    kwargs["resources"] = {str(k): dict(v) for k, v in resources.items()}
-    kwargs["launch"] = Launch.from_dict(d.get("launch"), path)
-    kwargs["variant_seeds"] = {str(k): [int(s) for s in v] for k, v in variant_seeds.items()}
-    extra = {k: v for k, v in d.items() if k not in known and k != "variant_overrides"}
-    return Manifest(experiment=experiment, runs=entries, **kwargs, extra=extra)
-
-
-def read_manifest(sweep_dir: str | Path) -> Manifest | None:
-    """The sweep's manifest; None when there is none; UnreadableFile when sweep.json is damaged."""
-    path = Path(sweep_dir) / MANIFEST
-    fix = "restore it from a backup, or start the sweep again in a new directory"
-    raw = _load_json(path, "sweep manifest", fix)
-    if raw is None:
-        return None
-    return _manifest_from(_object(raw, path, "sweep manifest", fix), path)
-
-
-def write_manifest(sweep_dir: str | Path, manifest: Manifest) -> None:
-    """Write sweep.json atomically; keys keep their order (the variants' order is the report's order)."""
-    Path(sweep_dir).mkdir(parents=True, exist_ok=True)
-    atomic_write_text(Path(sweep_dir) / MANIFEST, json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")

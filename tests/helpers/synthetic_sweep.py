@@ -21,7 +21,8 @@ import numpy as np
 
 from sweeper.health.result import CheckResult, HealthReport
 from sweeper.run.atomic import rewrite_jsonl
-from sweeper.run.rundir import Experiment, Manifest, RunDir, RunEntry, Status, StatusRecord, Summary, write_manifest
+from sweeper.run.manifest import Experiment, Manifest, RunEntry, write_manifest
+from sweeper.run.rundir import RunDir, Status, StatusRecord, Summary
 
 FP = {"corpus_hash": "c0ffee", "torch_version": "2.13.0", "python_version": "3.11.9", "device": "cpu",
       "num_threads": 1, "deterministic": True}
