@@ -1,4 +1,4 @@
-"""Unit tests of the data checks (sweeper/health/checks_inputs|labels|probe.py, data_sources.py): each check's
+"""Unit tests of the data checks (sweeper/health/checks/inputs|labels|probe.py, data_sources.py): each check's
 verdicts on small hand-made cases and the legitimate setups it must accept (token ids, a model that normalizes
 its own inputs, a normalization layer first, masked-LM shares, ignored examples, a threshold task, bags of ids).
 The evaluation checks and odd batches: tests/test_health_eval_checks.py.
@@ -16,7 +16,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from sweeper.health import Thresholds, preflight
-from sweeper.health.data_sources import is_batch, label_view, read_batches
+from sweeper.health.common.data_sources import is_batch, label_view, read_batches
 from tests.helpers.health_data_models import CNN, MLP, TinyLM, clusters, images, lm_loss, standardize, token_batch
 
 pytestmark = pytest.mark.usefixtures("one_thread")

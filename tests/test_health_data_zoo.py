@@ -230,7 +230,7 @@ def test_batchnorm_never_updated_in_training_fails_at_the_end(tmp_path):
 
 def test_monitor_checks_point_at_unstandardized_inputs(tmp_path):
     """A run whose preflight named the inputs: a monitor warning is marked as their likely consequence."""
-    from sweeper.health.attribution import annotate_consequences
+    from sweeper.health.checks.attribution import annotate_consequences
     from sweeper.health.result import CheckResult
 
     pre = preflight(**CASES["raw_pixels"].build(True, 0))

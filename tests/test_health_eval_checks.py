@@ -1,4 +1,4 @@
-"""Unit tests of the evaluation checks (sweeper/health/checks_eval.py, checks_batchnorm.py) and of preflight's
+"""Unit tests of the evaluation checks (sweeper/health/checks/eval.py, checks/batchnorm.py) and of preflight's
 behaviour on odd data: val_overlap against the training sample's own repeats, eval_determinism with every
 evaluate signature and its causes (train-mode layers, random subsets, an evaluate that raises), batchnorm_stats,
 batches the data checks cannot read (never a raise), and a loss that refuses its targets (the error names the fix).

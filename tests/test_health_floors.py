@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sweeper.health.loss_floors import loss_floors
+from sweeper.health.common.loss_floors import loss_floors
 
 C = 6
 LABELS = torch.tensor([0, 1, 2, 3])                       # 4 distinct labels: a shared output scores ln 4

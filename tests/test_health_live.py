@@ -17,11 +17,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from sweeper.health import LiveMonitor, Thresholds, preflight
-from sweeper.health.capacity import InputCapture
-from sweeper.health.curves import Curve, train_trend, val_checks
+from sweeper.health.common.capacity import InputCapture
 from sweeper.health.diagnosis import KINDS, diagnose, read_diagnosis
+from sweeper.health.live.curves import Curve, train_trend, val_checks
+from sweeper.health.live.watch_optimizer import LrWatch
 from sweeper.health.result import CheckResult
-from sweeper.health.watch_optimizer import LrWatch
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TH = Thresholds()

@@ -79,7 +79,7 @@ _EXPORTS = {
     "HealthReport": "result", "CheckResult": "result", "STATUSES": "result",
     "Thresholds": "thresholds", "DEFAULT_THRESHOLDS": "thresholds",
     "preflight": "runner", "CHECKS": "runner",
-    "LiveMonitor": "monitor",
+    "LiveMonitor": "live.monitor",
     "diagnose": "diagnosis", "read_diagnosis": "diagnosis",
 }
 __all__ = sorted(_EXPORTS)

@@ -25,12 +25,20 @@ from typing import Any, Callable, Iterable
 import torch
 from torch import nn
 
-from .attribution import attribute_to_inputs
-from .batching import call_model, map_tensors, split_batch, take_examples
-from .checks_dependence import batch_independence_check, causality_check, target_shift_check
-from .checks_gradients import gradient_flow_check, init_loss_check, kernel_agreement_check
-from .checks_training import training_checks
-from .context import (
+from sweeper.health.checks.attribution import attribute_to_inputs
+from sweeper.health.checks.data_checks import (
+    DATA_CHECKS,
+    EVAL_CHECKS,
+    data_hint,
+    read_data,
+    run_data_checks,
+    run_eval_checks,
+)
+from sweeper.health.checks.dependence import batch_independence_check, causality_check, target_shift_check
+from sweeper.health.checks.gradients import gradient_flow_check, init_loss_check, kernel_agreement_check
+from sweeper.health.checks.training import training_checks
+from sweeper.health.common.batching import call_model, map_tensors, split_batch, take_examples
+from sweeper.health.common.context import (
     OptimizerFactory,
     PreflightContext,
     TrainStep,
@@ -38,9 +46,8 @@ from .context import (
     default_train_step,
     normalize_train_step,
 )
-from .data_checks import DATA_CHECKS, EVAL_CHECKS, data_hint, read_data, run_data_checks, run_eval_checks
-from .result import CheckResult, HealthReport
-from .thresholds import DEFAULT_THRESHOLDS, Thresholds
+from sweeper.health.result import CheckResult, HealthReport
+from sweeper.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 CHECKS = ("init_loss", "gradient_flow", "overfit_batch", "param_movement", "update_ratio", "stale_grad",
           "batch_independence", "causality", "target_shift", "kernel_agreement") + DATA_CHECKS + EVAL_CHECKS

@@ -29,7 +29,7 @@ class Thresholds:
     init_deficit_warn: float = 0.25     # this far below ln(C) is beyond batch noise for batches of a few dozen
     init_deficit_fail: float = 1.0      # e times better than chance before training: targets leak into inputs
     # The deficit bands widen to what chance allows on a small batch (Student-t at 3 / 5 sigmas of the batch
-    # loss's standard error from its per-example losses); see checks_gradients.init_loss_check.
+    # loss's standard error from its per-example losses); see checks.gradients.init_loss_check.
 
     # --- overfit_batch: train on `overfit_examples` examples for up to `overfit_steps` steps. Progress is the share
     # of the gap still left between the loss of one output shared by all examples (the floor of a model that fits
@@ -86,7 +86,7 @@ class Thresholds:
     dead_share_warn: float = 0.5        # half the gradient entries alive at the first check are now exactly zero
     ema_beta: float = 0.98              # loss moving average: about 50 steps of memory
 
-    # --- data checks (checks_inputs.py, checks_labels.py, checks_probe.py): what goes into the model.
+    # --- data checks (checks/inputs.py, checks/labels.py, checks/probe.py): what goes into the model.
     # inputs: the rms sqrt(mean^2 + std^2) of each input tensor (and feature/channel) as the first layer gets it.
     # Standardized data has rms 1; [0, 1] pixels ~0.4; raw 0-255 pixels ~140. A decade past 1 either way is where
     # a default init stops fitting the data (pre-activations 10x too large, or the signal 100x below the bias).
@@ -122,7 +122,7 @@ class Thresholds:
     probe_min_examples: int = 50        # fewer pooled examples than this (or 10 per class): the probe is not run,
     probe_min_per_class: int = 10       # a probe fitted on a handful of examples is at chance whatever the labels
 
-    # --- evaluation checks (checks_eval.py): what val_data and evaluate make checkable.
+    # --- evaluation checks (checks/eval.py): what val_data and evaluate make checkable.
     val_overlap_fail: float = 0.01      # estimated share of validation examples also in training: fail above
     val_overlap_min_share: float = 0.0  # ... pass at or below it (raise to accept an intended overlap)
     eval_rel_tol: float = 1e-5          # two evaluations of the same weights: float32 reordering stays below

@@ -30,12 +30,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from sweeper.health.attribution import annotate_consequences
-from sweeper.health.checks_batchnorm import batchnorm_report
-from sweeper.health.checks_eval import ModeWatch, evaluation_checks
-from sweeper.health.data_sources import read_batches
+from sweeper.health.checks.attribution import annotate_consequences
+from sweeper.health.checks.batchnorm import batchnorm_report
+from sweeper.health.checks.eval import ModeWatch, evaluation_checks
+from sweeper.health.common.data_sources import read_batches
 from sweeper.health.diagnosis import diagnose
-from sweeper.health.monitor import LiveMonitor
+from sweeper.health.live.monitor import LiveMonitor
 from sweeper.health.result import CheckResult, HealthReport
 from sweeper.health.runner import CHECKS
 from sweeper.health.thresholds import DEFAULT_THRESHOLDS, Thresholds

@@ -12,7 +12,7 @@ class_mix     the class histogram of each of the first batches a loader yields a
               (chi-square homogeneity test with Cramer's V as the effect size): class-sorted, unshuffled data.
               Scalar regression targets: batch means against the pooled spread (correlation ratio).
 
-    result = labels_check(ctx, trace)      # trace: checks_inputs.trace_forward's outputs on the batch
+    result = labels_check(ctx, trace)      # trace: checks.inputs.trace_forward's outputs on the batch
 """
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ from typing import Any
 
 import torch
 
-from .batching import map_tensors, primary_output
-from .data_sources import dataset_targets, label_view
-from .result import CheckResult
+from sweeper.health.common.batching import map_tensors, primary_output
+from sweeper.health.common.data_sources import dataset_targets, label_view
+from sweeper.health.result import CheckResult
 
 
 def _ranges(values: list[int]) -> str:

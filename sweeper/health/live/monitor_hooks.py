@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from .batching import grad_values
+from sweeper.health.common.batching import grad_values
 
 
 class HooksMixin:

@@ -10,9 +10,9 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from .batching import batch_size, call_model, trainable_named_parameters
-from .data_sources import same_batch
-from .thresholds import Thresholds
+from sweeper.health.common.batching import batch_size, call_model, trainable_named_parameters
+from sweeper.health.common.data_sources import same_batch
+from sweeper.health.thresholds import Thresholds
 
 OptimizerFactory = Callable[[Any], torch.optim.Optimizer]
 TrainStep = Callable[[nn.Module, Any, torch.optim.Optimizer], Any]    # train_step(model, batch, optimizer)

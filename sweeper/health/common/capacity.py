@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .batching import map_tensors, primary_output
+from sweeper.health.common.batching import map_tensors, primary_output
 
 _EXAMPLES = 8
 

@@ -22,8 +22,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .result import CheckResult
-from .thresholds import Thresholds
+from sweeper.health.result import CheckResult
+from sweeper.health.thresholds import Thresholds
 
 VAL_ENABLE = "validation metrics (run.log(step, val_loss=..., val_acc=...) or LiveMonitor.observe_eval)"
 

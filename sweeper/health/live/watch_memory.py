@@ -25,9 +25,9 @@ import sys
 import weakref
 from typing import Any
 
-from .curves import Curve
-from .result import CheckResult
-from .thresholds import Thresholds
+from sweeper.health.live.curves import Curve
+from sweeper.health.result import CheckResult
+from sweeper.health.thresholds import Thresholds
 
 
 class _Sentinel:

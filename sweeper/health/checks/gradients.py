@@ -11,9 +11,9 @@ import math
 
 import torch
 
-from .batching import embedding_param_ids, grad_values
-from .context import PreflightContext
-from .result import CheckResult, name_list
+from sweeper.health.common.batching import embedding_param_ids, grad_values
+from sweeper.health.common.context import PreflightContext
+from sweeper.health.result import CheckResult, name_list
 
 _CAUSES = {
     "no gradient": "unused in the forward pass, or the graph is cut (detach, no_grad, .data, a custom op "

@@ -10,13 +10,13 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from .checks_batchnorm import batchnorm_stats_check
-from .checks_eval import eval_determinism_check, val_overlap_check
-from .checks_inputs import inputs_check, trace_forward
-from .checks_labels import class_mix_check, labels_check, target_share_check
-from .checks_probe import Examples, feature_leak_check, label_probe_check
-from .data_sources import dataset_size, read_batches
-from .result import CheckResult
+from sweeper.health.checks.batchnorm import batchnorm_stats_check
+from sweeper.health.checks.eval import eval_determinism_check, val_overlap_check
+from sweeper.health.checks.inputs import inputs_check, trace_forward
+from sweeper.health.checks.labels import class_mix_check, labels_check, target_share_check
+from sweeper.health.checks.probe import Examples, feature_leak_check, label_probe_check
+from sweeper.health.common.data_sources import dataset_size, read_batches
+from sweeper.health.result import CheckResult
 
 DATA_CHECKS = ("inputs", "labels", "target_share", "feature_leak", "label_probe", "class_mix")
 EVAL_CHECKS = ("val_overlap", "eval_determinism", "batchnorm_stats")

@@ -44,17 +44,17 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import monitor_checks
-from .batching import embedding_param_ids, grad_values
-from .capacity import InputCapture
-from .curves import Curve
-from .diagnosis import diagnose
-from .monitor_hooks import HooksMixin
-from .result import HealthReport
-from .thresholds import DEFAULT_THRESHOLDS, Thresholds
-from .watch_memory import GraphWatch, MemoryWatch
-from .watch_optimizer import AccumulationWatch, LrWatch, MembershipWatch
-from .watch_units import DeadUnitWatch
+from sweeper.health.common.batching import embedding_param_ids, grad_values
+from sweeper.health.common.capacity import InputCapture
+from sweeper.health.diagnosis import diagnose
+from sweeper.health.live import monitor_checks
+from sweeper.health.live.curves import Curve
+from sweeper.health.live.monitor_hooks import HooksMixin
+from sweeper.health.live.watch_memory import GraphWatch, MemoryWatch
+from sweeper.health.live.watch_optimizer import AccumulationWatch, LrWatch, MembershipWatch
+from sweeper.health.live.watch_units import DeadUnitWatch
+from sweeper.health.result import HealthReport
+from sweeper.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 
 def _layer(param_name: str) -> str:

@@ -26,11 +26,11 @@ import time
 
 import torch
 
-from .batching import call_model, grad_values, primary_output, take_examples
-from .context import PreflightContext, default_train_step
-from .context_floor import context_floor
-from .loss_floors import LossFloors, boxed_floor, loss_floors
-from .result import CheckResult, name_list
+from sweeper.health.common.batching import call_model, grad_values, primary_output, take_examples
+from sweeper.health.common.context import PreflightContext, default_train_step
+from sweeper.health.common.context_floor import context_floor
+from sweeper.health.common.loss_floors import LossFloors, boxed_floor, loss_floors
+from sweeper.health.result import CheckResult, name_list
 
 _LATE_STEPS = (10, 30, 100)     # update ratios measured here too: a layer behind a zero-initialised one starts slow
 

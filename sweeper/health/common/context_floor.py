@@ -19,9 +19,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from .batching import call_model, iter_tensors, primary_output, probed_forward
-from .context import PreflightContext
-from .loss_floors import grouped_floor
+from sweeper.health.common.batching import call_model, iter_tensors, primary_output, probed_forward
+from sweeper.health.common.context import PreflightContext
+from sweeper.health.common.loss_floors import grouped_floor
 
 
 def context_floor(ctx: PreflightContext, model: nn.Module, batch: tuple[Any, Any], n: int) -> dict[str, Any] | None:

@@ -20,9 +20,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from .batching import call_model, map_tensors
-from .data_sources import batch_len, named_inputs
-from .result import CheckResult
+from sweeper.health.common.batching import call_model, map_tensors
+from sweeper.health.common.data_sources import batch_len, named_inputs
+from sweeper.health.result import CheckResult
 
 _NORMS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm, nn.modules.instancenorm._InstanceNorm,
           nn.LocalResponseNorm)

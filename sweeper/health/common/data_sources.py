@@ -1,7 +1,7 @@
 """The examples the data and evaluation checks look at: the preflight batch, the first batches a training loader
 yields, the validation batch(es); their input tensors by name, their targets read as labels, per-example keys.
 
-    from sweeper.health.data_sources import read_batches, label_view, named_inputs
+    from sweeper.health.common.data_sources import read_batches, label_view, named_inputs
     batches, note = read_batches(loader, limit=8)      # the first 8 batches; a loader's generator is restored
     kind, y = label_view(targets, num_classes=10)      # "classes" (n,) int64 | "regression" | "sequence" | ...
 
@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 import torch
 
-from .batching import iter_tensors
+from sweeper.health.common.batching import iter_tensors
 
 
 def is_batch(obj: Any) -> bool:

@@ -21,8 +21,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from .batching import call_model
-from .result import CheckResult, name_list
+from sweeper.health.common.batching import call_model
+from sweeper.health.result import CheckResult, name_list
 
 _BN = nn.modules.batchnorm._BatchNorm
 

@@ -9,7 +9,7 @@ eval_determinism  the same weights evaluated twice must give the same numbers. E
                   user's `evaluate` called twice on the same weights with hooks on every Dropout/BatchNorm layer
                   (one that runs in train mode during evaluation: model.eval() forgotten), and a third time to
                   tell randomness drawn from the global RNG (random validation subsets) from the rest.
-(batchnorm_stats, the third evaluation check, lives in checks_batchnorm.py.)
+(batchnorm_stats, the third evaluation check, lives in checks/batchnorm.py.)
 
 ModeWatch         for a training loop: Dropout/BatchNorm layers found in eval mode during training steps (an
                   evaluation that left the model in eval mode).
@@ -27,9 +27,9 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from .batching import call_model, primary_output
-from .data_sources import example_keys, read_batches
-from .result import CheckResult, name_list
+from sweeper.health.common.batching import call_model, primary_output
+from sweeper.health.common.data_sources import example_keys, read_batches
+from sweeper.health.result import CheckResult, name_list
 
 _BN = nn.modules.batchnorm._BatchNorm
 

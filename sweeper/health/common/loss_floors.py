@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import torch
 
-from .batching import map_tensors, primary_output
+from sweeper.health.common.batching import map_tensors, primary_output
 
 
 @dataclass(frozen=True)

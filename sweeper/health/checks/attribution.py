@@ -6,7 +6,7 @@ otherwise blame its usual suspect (the last layer's init, the learning rate).
     annotate_consequences(report)                # a run's report: monitor checks that fail point at the inputs
 
 Preflight measures the counterfactual: the checks that did not pass are run again with the flagged input tensors
-standardized (checks_inputs.standardized). A check that then passes is a consequence of the inputs; its message
+standardized (checks.inputs.standardized). A check that then passes is a consequence of the inputs; its message
 says so, with what it measures on standardized inputs, and the inputs check lists it (and fails when it caused a
 failure). A check that still fails keeps its own diagnosis, with a note that the inputs need fixing too. The
 monitor's checks during a run cannot be re-run; they get "likely a consequence of the inputs" instead.
@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
-from .checks_inputs import standardized
-from .result import CheckResult, HealthReport
+from sweeper.health.checks.inputs import standardized
+from sweeper.health.result import CheckResult, HealthReport
 
 # checks whose readings scale with the inputs (not the data/evaluation checks, not the dependence checks)
 SUSCEPTIBLE = ("init_loss", "gradient_flow", "overfit_batch", "update_ratio")

@@ -26,9 +26,9 @@ from typing import Any
 
 import torch
 
-from .batching import grad_values
-from .result import CheckResult, name_list
-from .thresholds import Thresholds
+from sweeper.health.common.batching import grad_values
+from sweeper.health.result import CheckResult, name_list
+from sweeper.health.thresholds import Thresholds
 
 
 class LrWatch:

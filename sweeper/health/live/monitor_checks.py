@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .curves import _median, train_trend, val_checks
-from .result import CheckResult
+from sweeper.health.live.curves import _median, train_trend, val_checks
+from sweeper.health.result import CheckResult
 
-Monitor = Any          # the LiveMonitor (sweeper.health.monitor) whose records the checks read; not imported:
+Monitor = Any          # the LiveMonitor (sweeper.health.live.monitor) whose records the checks read; not imported:
 #                        monitor imports this module
 
 _MAX_RATIO_SAMPLES = 256

@@ -21,8 +21,8 @@ import math
 import numpy as np
 import torch
 
-from .data_sources import concat_examples, label_view, pooled
-from .result import CheckResult
+from sweeper.health.common.data_sources import concat_examples, label_view, pooled
+from sweeper.health.result import CheckResult
 
 _MAX_PROBE_DIMS = 256
 

@@ -23,9 +23,16 @@ from typing import Any
 import torch
 from torch import nn
 
-from .batching import call_model, iter_tensors, map_tensors, primary_output, probed_forward, take_examples
-from .context import PreflightContext, default_train_step
-from .result import CheckResult
+from sweeper.health.common.batching import (
+    call_model,
+    iter_tensors,
+    map_tensors,
+    primary_output,
+    probed_forward,
+    take_examples,
+)
+from sweeper.health.common.context import PreflightContext, default_train_step
+from sweeper.health.result import CheckResult
 
 _NO_PROBE = ("no float input and no nn.Embedding indexed by an input with the batch on dim 0: nothing to take "
              "input gradients at")
