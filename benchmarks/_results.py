@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sweeper.run.atomic import atomic_write_json, atomic_write_text
+from sweeper.run.files.atomic import atomic_write_json, atomic_write_text
 
 
 def write_results(out_dir: str | Path, name: str, result: dict, md_lines: list[str]) -> None:

@@ -69,7 +69,7 @@ def make_plan(sweep_dir: Path, runs: int, steps: int):
 
 def copy_runs(plan, dest: Path) -> list[Path]:
     """Fresh run dirs holding only the frozen config of each planned run."""
-    from sweeper.run.rundir import RunDir
+    from sweeper.run.files.rundir import RunDir
 
     dirs = []
     for run in plan.runs:
@@ -81,7 +81,7 @@ def copy_runs(plan, dest: Path) -> list[Path]:
 
 
 def shell(script: str, dirs: list[Path], entry: str, threads: int | None = None) -> float:
-    from sweeper.run.rundir import LOG
+    from sweeper.run.files.rundir import LOG
 
     env = clean_env()
     env.update(ENTRY=entry, LOG=LOG)
@@ -107,7 +107,7 @@ def pool(plan) -> float:
 
 
 def outcome(run_dir: Path) -> tuple[str, float | None]:
-    from sweeper.run.rundir import RunDir
+    from sweeper.run.files.rundir import RunDir
 
     summary = RunDir(run_dir).read_summary()
     return (summary.status.value, summary.final.get("val_loss")) if summary is not None else ("missing", None)

@@ -93,7 +93,7 @@ def frozen_plan(work: Path, seeds: int, steps: int):
 
 
 def fresh_dirs(plan, dest: Path) -> list[Path]:
-    from sweeper.run.rundir import RunDir
+    from sweeper.run.files.rundir import RunDir
 
     dirs = []
     for run in plan.runs:
@@ -123,7 +123,7 @@ def timed(argv: list[str], cwd: Path, log: Path, extra_env: dict | None = None) 
 
 def launch(name: str, plan, work: Path, seeds: int, steps: int, slots: int) -> tuple[float, list[Path]]:
     """Run the plan's runs with one launcher in fresh dirs under work/name; (wall s, run dirs by seed)."""
-    from sweeper.run.rundir import LOG
+    from sweeper.run.files.rundir import LOG
 
     base = work / name
     base.mkdir(parents=True)
@@ -158,7 +158,7 @@ def launch(name: str, plan, work: Path, seeds: int, steps: int, slots: int) -> t
 
 
 def finals(dirs: list[Path]) -> list[tuple]:
-    from sweeper.run.rundir import RunDir
+    from sweeper.run.files.rundir import RunDir
 
     out = []
     for d in dirs:

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._results import write_results  # noqa: E402
-from sweeper.run.rundir import RunDir  # noqa: E402
+from sweeper.run.files.rundir import RunDir  # noqa: E402
 from tests.helpers.commands import TINY  # noqa: E402
 from tests.helpers.local_pool import user_project  # noqa: E402
 from tests.helpers.synthetic_sweep import write_sweep  # noqa: E402

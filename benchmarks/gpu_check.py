@@ -141,7 +141,7 @@ def step_train_determinism(args) -> dict:
             raise StepFailed(f"the resumed run exited {code}: {tr.log_text(killed)[-1500:]}", out)
         tr.assert_bitwise_equal(ref, killed)
         out["resume_bitwise_equal"] = True
-        from sweeper.run.rundir import RunDir
+        from sweeper.run.files.rundir import RunDir
         out["final"] = RunDir(ref).read_summary().final
     return out
 
@@ -151,7 +151,7 @@ def step_ddp_smoke(args) -> dict:
     sys.path.insert(0, str(ROOT / "tests"))
     import tests.helpers.train_runs as tr
     from sweeper.backends.local.ranks import HeldPort, rank_env
-    from sweeper.run.rundir import RunDir
+    from sweeper.run.files.rundir import RunDir
 
     device = "cpu" if args.smoke else "cuda"
     steps, kill_at = (12, 7) if args.smoke else (40, 23)
@@ -240,7 +240,7 @@ def _unpack_liger() -> str | None:
 def step_pool_throughput(args) -> dict:
     """The same 4 runs (seeds 0-3 of one variant) under the local pool on ONE device with 1, 2 and 4 runs per
     device; 1 per device is the runs launched one after another. Throughput = runs / sweep wall time."""
-    from sweeper.run.rundir import RunDir
+    from sweeper.run.files.rundir import RunDir
     if args.smoke:
         model = ["model.d_model=32", "model.n_layers=1", "model.n_heads=2", "model.context=32",
                  "train.batch_size=8", "train.steps=5", "train.device=cpu"]

@@ -9,7 +9,7 @@ import pytest
 from sweeper.config.config_diff import MISSING, Change, Declared, describe, diff_configs, flatten, group_changes
 from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
-from sweeper.run.manifest import read_manifest
+from sweeper.run.files.manifest import read_manifest
 from tests.helpers.commands import TINY, run_sweeper
 from tests.helpers.local_pool import run, user_project
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from sweeper.plan.looks import read_looks
-from sweeper.run.manifest import read_manifest
+from sweeper.run.files.manifest import read_manifest
 from tests.helpers.commands import ROOT, run_sweeper
 
 FIXTURE = ROOT / "tests" / "fixtures" / "adaptive"

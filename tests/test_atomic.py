@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sweeper.run.atomic import atomic_write_json, atomic_write_text
+from sweeper.run.files.atomic import atomic_write_json, atomic_write_text
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,7 +28,7 @@ def test_new_files_are_readable_by_the_group_and_others_under_umask_022(tmp_path
 
 
 def test_the_umask_is_honoured_and_a_replaced_file_keeps_its_mode(tmp_path):
-    code = ("import os, sys; os.umask(0o027); from sweeper.run.atomic import atomic_write_text as w; "
+    code = ("import os, sys; os.umask(0o027); from sweeper.run.files.atomic import atomic_write_text as w; "
             "w(sys.argv[1], 'a'); w(sys.argv[2], 'b')")
     existing = tmp_path / "kept.txt"
     existing.write_text("old")

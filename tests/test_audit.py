@@ -14,7 +14,7 @@ import pytest
 
 from sweeper.cli.audit import main as audit_main
 from sweeper.execute.audit import preflight_audit
-from sweeper.run.rundir import RunDir
+from sweeper.run.files.rundir import RunDir
 from sweeper.train.audit import AuditReport, audit_resume, compare_trails, default_stop_at
 from tests.helpers.commands import TINY, run_sweeper
 from tests.helpers.train_runs import tiny_config

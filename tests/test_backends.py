@@ -14,7 +14,7 @@ import pytest
 
 from sweeper.backends.base import Backend
 from sweeper.config.launchers import registered
-from sweeper.run.manifest import read_manifest
+from sweeper.run.files.manifest import read_manifest
 from tests.helpers.commands import ROOT, run_sweeper
 
 FIXTURE = ROOT / "tests" / "fixtures" / "adaptive"     # a task of one tenth of a second per run
@@ -28,7 +28,7 @@ TOY = textwrap.dedent('''
 
     from sweeper.backends.base import Backend
     from sweeper.config.fields import build, one_of, positive
-    from sweeper.run.rundir import KEEP
+    from sweeper.run.files.rundir import KEEP
 
 
     @dataclass

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from sweeper.config.argv import split_config_dirs, with_config_dirs
-from sweeper.config.search import CONF_DIR, search_dirs
+from sweeper.config.composition.argv import split_config_dirs, with_config_dirs
+from sweeper.config.composition.search import CONF_DIR, search_dirs
 from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
 from tests.helpers.commands import ROOT, run_sweeper

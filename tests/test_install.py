@@ -82,7 +82,7 @@ def test_the_wheel_holds_every_module_and_every_config(install):
 
 WHERE = """\
 import sys, sweeper, sweeper.conf, sweeper.train as train, sweeper.kernels as kernels
-from sweeper.config.search import CONF_DIR
+from sweeper.config.composition.search import CONF_DIR
 from hydra.core.plugins import Plugins
 from hydra.plugins.launcher import Launcher
 pool, = [p for p in Plugins.instance().discover(Launcher) if "sweeper_pool" in p.__module__]
@@ -154,8 +154,8 @@ def test_a_user_project_sweeps_against_the_installed_sweeper(install, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     sweep_dir, = (p for p in (tmp_path / "sweeps").iterdir() if p.is_dir())
     assert sweep_dir.name in (tmp_path / "sweeps" / "journal.md").read_text()    # the journal sits beside the sweeps
-    from sweeper.run.manifest import read_manifest
-    from sweeper.run.rundir import RunDir, Status
+    from sweeper.run.files.manifest import read_manifest
+    from sweeper.run.files.rundir import RunDir, Status
 
     manifest = read_manifest(sweep_dir)
     assert manifest.task["command"] == ["python", "toy.py"] and manifest.task["cwd"] == str(tmp_path)
@@ -188,7 +188,7 @@ def test_a_user_project_sweeps_on_slurm_against_the_installed_sweeper(install, t
     assert proc.returncode == 0, proc.stdout + proc.stderr
     sweep_dir, = (p for p in (tmp_path / "sweeps").iterdir() if p.is_dir())
     assert sweep_dir.name in (tmp_path / "sweeps" / "journal.md").read_text()    # the journal sits beside the sweeps
-    from sweeper.run.manifest import read_manifest
+    from sweeper.run.files.manifest import read_manifest
 
     manifest = read_manifest(sweep_dir)
     for entry in manifest.runs:

@@ -10,7 +10,7 @@ import pandas as pd
 import yaml
 
 from sweeper.report import journal
-from sweeper.run.manifest import read_manifest
+from sweeper.run.files.manifest import read_manifest
 from tests.helpers.commands import ROOT, run_sweeper
 from tests.helpers.local_pool import run, user_project
 

@@ -130,7 +130,7 @@ def test_interrupted_and_not_started_runs_are_not_counted_as_done():
 
 def _running_runs(tmp_path, n: int) -> list:
     """n runs running, each with a real run dir holding one metrics line (step 5 of 20)."""
-    from sweeper.run.rundir import RunDir
+    from sweeper.run.files.rundir import RunDir
 
     runs = []
     for i in range(n):
@@ -146,7 +146,7 @@ def _running_runs(tmp_path, n: int) -> list:
 
 
 def test_live_view_with_hundreds_of_runs_fits_the_terminal_and_events_do_not_reread_run_files(tmp_path, monkeypatch):
-    from sweeper.run.rundir import RunDir
+    from sweeper.run.files.rundir import RunDir
 
     monkeypatch.setenv("LINES", "30")  # shutil.get_terminal_size reads LINES/COLUMNS first
     monkeypatch.setenv("COLUMNS", "100")

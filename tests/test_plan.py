@@ -10,8 +10,8 @@ from sweeper.cli.resume import load_plan
 from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
 from sweeper.plan.make import make_plan, reconcile, write_plan
-from sweeper.run.manifest import read_manifest
-from sweeper.run.rundir import MANIFEST, RunDir, Status, stable_hash
+from sweeper.run.files.manifest import read_manifest
+from sweeper.run.files.rundir import MANIFEST, RunDir, Status, stable_hash
 from tests.helpers.commands import run_sweeper
 
 
@@ -220,7 +220,7 @@ def test_max_runs_in_process_counts_variants_own_seeds(tmp_path):
 
 def test_launch_settings_are_recorded_once_and_kept(tmp_path):
     from sweeper.plan.make import keep_recorded_launch
-    from sweeper.run.manifest import Launch
+    from sweeper.run.files.manifest import Launch
 
     plan = keep_recorded_launch(plan_for(f"sweeper.dir={tmp_path}", seeds=[0]), Launch(threads_per_run=1))
     assert plan.launch == Launch(1) and plan.notes == []
@@ -263,7 +263,7 @@ def test_damaged_launch_record_names_the_file(tmp_path):
         ([1], "launch=[1] is not a JSON object"),
     ):
         (tmp_path / MANIFEST).write_text(json.dumps({**d, "launch": bad}))
-        from sweeper.run.rundir import UnreadableFile
+        from sweeper.run.files.rundir import UnreadableFile
 
         with pytest.raises(UnreadableFile, match=rf"^{tmp_path / MANIFEST}: {re.escape(why)}"):
             read_manifest(tmp_path)

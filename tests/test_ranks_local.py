@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from sweeper.run.manifest import read_manifest
+from sweeper.run.files.manifest import read_manifest
 from tests.helpers.local_pool import (
     checkpoints,
     child_env,

@@ -405,13 +405,13 @@ def test_stale_running_runs_are_shown_as_stale_and_interrupted_ones_by_their_res
     import subprocess
     import sys
 
-    from sweeper.run.owner import process_identity
-    from sweeper.run.rundir import RunDir
+    from sweeper.run.files.owner import process_identity
+    from sweeper.run.files.rundir import RunDir
 
     finals = {"base": [3.0, 3.1, 3.2, 3.05], "new": [2.5, 2.65, 2.62, 2.58]}
     root = write_sweep(tmp_path / "s", finals, baseline="base",
                        status={("new", 2): "running", ("new", 3): "interrupted"})
-    dead = subprocess.run([sys.executable, "-c", "from sweeper.run.owner import process_identity as p; "
+    dead = subprocess.run([sys.executable, "-c", "from sweeper.run.files.owner import process_identity as p; "
                            "import json; print(json.dumps(p()))"], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parent.parent)
     stale = RunDir(Path(root) / "runs" / "new" / "seed_2")

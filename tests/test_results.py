@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from sweeper.analysis.results import load_curves, load_experiment, load_runs
-from sweeper.run.manifest import Experiment
-from sweeper.run.rundir import UnreadableFile
+from sweeper.run.files.manifest import Experiment
+from sweeper.run.files.rundir import UnreadableFile
 from tests.helpers.synthetic_sweep import write_sweep
 
 
@@ -144,8 +144,8 @@ def test_the_manifest_is_parsed_once_and_again_whenever_its_file_changes(tmp_pat
     import os
 
     from sweeper.analysis.results import load_manifest
-    from sweeper.run.manifest import write_manifest
-    from sweeper.run.rundir import MANIFEST
+    from sweeper.run.files.manifest import write_manifest
+    from sweeper.run.files.rundir import MANIFEST
 
     root = write_sweep(tmp_path / "s", {"a": [1.0, 1.1, 1.2], "b": [2.0, 2.1, 2.2]}, baseline="a")
     first = load_manifest(root)

@@ -14,8 +14,8 @@ import pytest
 
 from sweeper.backends.local.ranks import HeldPort, rank_env
 from sweeper.run.checkpoint import FingerprintMismatch, check_fingerprint
+from sweeper.run.files.rundir import RunDir
 from sweeper.run.ranks import Ranks
-from sweeper.run.rundir import RunDir
 from tests.helpers.train_runs import ROOT, assert_bitwise_equal, make_run_dir, tiny_config, train_env
 
 pytestmark = pytest.mark.timeout(900)

@@ -20,7 +20,7 @@ import yaml
 
 import sweeper
 from sweeper.run import FingerprintMismatch, init
-from sweeper.run.rundir import RunDir, Status
+from sweeper.run.files.rundir import RunDir, Status
 from tests.helpers.commands import ROOT
 
 

@@ -5,8 +5,8 @@ import socket
 import subprocess
 import sys
 
-from sweeper.run.owner import alive, process_identity, start_time
-from sweeper.run.rundir import LIVE, STALE, UNKNOWN, RunDir, Status, Summary, stale_hint
+from sweeper.run.files.owner import alive, process_identity, start_time
+from sweeper.run.files.rundir import LIVE, STALE, UNKNOWN, RunDir, Status, Summary, stale_hint
 
 
 def dead_pid() -> int:

@@ -157,13 +157,13 @@ def test_a_sweep_larger_than_max_array_size_is_split_recorded_adopted_and_cancel
 
 
 def _finished(run_dir) -> bool:
-    from sweeper.run.rundir import RunDir
+    from sweeper.run.files.rundir import RunDir
 
     return RunDir(run_dir).outcome().value == "finished"
 
 
 def _val_loss(run_dir) -> float:
-    from sweeper.run.rundir import RunDir
+    from sweeper.run.files.rundir import RunDir
 
     return RunDir(run_dir).read_summary().final["val_loss"]
 

@@ -19,7 +19,7 @@ from sweeper.backends.slurm.backend import sbatch_options
 from sweeper.backends.slurm.schema import SlurmLauncherConf
 from sweeper.backends.slurm.task import task_cpus, task_env
 from sweeper.errors import UsageError
-from sweeper.run.rundir import RunDir, UnreadableFile
+from sweeper.run.files.rundir import RunDir, UnreadableFile
 from tests.helpers.commands import ROOT, run_sweeper
 
 DEFAULTS = dataclasses.asdict(SlurmLauncherConf())  # the schema (sweeper.backends.slurm.schema) is the one definition

@@ -1,8 +1,8 @@
 """A real mini sweep through the CLI in a subprocess: run dirs, metrics, the table, reproducibility."""
 import pytest
 
-from sweeper.run.manifest import read_manifest
-from sweeper.run.rundir import RunDir
+from sweeper.run.files.manifest import read_manifest
+from sweeper.run.files.rundir import RunDir
 from tests.helpers.commands import TINY, run_sweeper
 
 pytestmark = pytest.mark.slow

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from sweeper.run.rundir import RunDir, Status
+from sweeper.run.files.rundir import RunDir, Status
 from tests.helpers.commands import TINY, run_sweeper
 
 pytestmark = pytest.mark.slow

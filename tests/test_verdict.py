@@ -13,8 +13,8 @@ from scipy import stats as sps
 
 from sweeper.analysis import stats, verdict
 from sweeper.analysis.results import load_runs
-from sweeper.run.manifest import Experiment
-from sweeper.run.rundir import RunDir
+from sweeper.run.files.manifest import Experiment
+from sweeper.run.files.rundir import RunDir
 from tests.helpers.synthetic_sweep import write_sweep
 
 FAST = dict(n_resamples=500)

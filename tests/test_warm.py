@@ -19,7 +19,7 @@ import pytest
 from sweeper.backends.local.pool import Job, processes_with_arg
 from sweeper.backends.local.slots import Slot
 from sweeper.backends.local.warm import Server, WarmStarts
-from sweeper.run.rundir import RunDir
+from sweeper.run.files.rundir import RunDir
 from tests.helpers.commands import ROOT
 from tests.helpers.local_pool import child_env, run, sweep_args, user_project, wait_for
 

@@ -24,8 +24,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from sweeper.run.atomic import atomic_write_json
-from sweeper.run.rundir import EXIT_INTERRUPTED, RunDir, Status
+from sweeper.run.files.atomic import atomic_write_json
+from sweeper.run.files.rundir import EXIT_INTERRUPTED, RunDir, Status
 from sweeper.run.streams import DROP_ENV, DROPPABLE
 from sweeper.train.config import RunConfig
 from sweeper.train.trail import AUDIT_ENVS, KILL_ENV, STOP_ENV, TRAIL_ENV, read_trail

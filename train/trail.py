@@ -25,7 +25,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from sweeper.run.atomic import read_jsonl
+from sweeper.run.files.atomic import read_jsonl
 from sweeper.run.streams import capture_rng_states
 
 TRAIL_ENV, STOP_ENV, KILL_ENV = "SWEEPER_AUDIT_TRAIL", "SWEEPER_AUDIT_STOP_AT_STEP", "SWEEPER_AUDIT_KILL_AT_STEP"

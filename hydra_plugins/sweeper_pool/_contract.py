@@ -10,7 +10,7 @@
 A variant is a job's overrides without the seed override (hydra.* overrides left out too), named by joining them
 with a space ("lr=0.01 wd=0"), or "default" when the seed is all a job overrides; values as Hydra's sweeper
 writes them (lr=1e-3 -> "lr=0.001", flag=true -> "flag=True"; hydra.launcher.baseline is read the same way).
-Every file goes through sweeper.run.rundir.
+Every file goes through sweeper.run.files.rundir.
 """
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ from omegaconf import OmegaConf
 
 from hydra_plugins.sweeper_pool._options import option_keys
 from sweeper.config.fields import unknown_key
-from sweeper.run.manifest import Experiment, Manifest, RunEntry, write_manifest
-from sweeper.run.rundir import KEEP, RunDir, Status, Summary, UnreadableFile, stable_hash
+from sweeper.run.files.manifest import Experiment, Manifest, RunEntry, write_manifest
+from sweeper.run.files.rundir import KEEP, RunDir, Status, Summary, UnreadableFile, stable_hash
 
 log = logging.getLogger(__name__)
 DEFAULT_VARIANT = "default"

@@ -30,9 +30,9 @@ from sweeper.backends.local.schema import LocalLauncherConf
 from sweeper.backends.local.slots import make_slots
 from sweeper.errors import UsageError
 from sweeper.report.live import Progress
-from sweeper.run.atomic import read_tail
-from sweeper.run.manifest import read_manifest
-from sweeper.run.rundir import EXIT_INTERRUPTED, Status, UnreadableFile
+from sweeper.run.files.atomic import read_tail
+from sweeper.run.files.manifest import read_manifest
+from sweeper.run.files.rundir import EXIT_INTERRUPTED, Status, UnreadableFile
 
 log = logging.getLogger(__name__)
 WORK = ".sweeper_pool"      # job and result pickles, under hydra.sweep.dir

@@ -26,7 +26,7 @@ from typing import Any
 
 from sweeper.run import RUN_DIR_ENV
 from sweeper.run.envinfo import environment_record
-from sweeper.run.rundir import RunDir, Status
+from sweeper.run.files.rundir import RunDir, Status
 
 
 def _number(value: Any) -> float | int | None:
@@ -54,7 +54,7 @@ def final_metrics(value: Any, metric: str) -> tuple[dict, str | None]:
 def record_outcome(run: dict, ret, started: float, env: dict) -> None:
     from hydra.core.utils import JobStatus  # deferred: hydra (0.2 s), only when this runs
 
-    from sweeper.run.rundir import RunDir, Status, Summary, UnreadableFile
+    from sweeper.run.files.rundir import RunDir, Status, Summary, UnreadableFile
 
     rd = RunDir(run["run_dir"])
     try:
@@ -110,7 +110,7 @@ def main(job_file: str, result_file: str) -> int:
     record_outcome(run, ret, started, env)
     import cloudpickle  # deferred: cloudpickle (at launch only), only when this runs
 
-    from sweeper.run.atomic import atomic_write_bytes
+    from sweeper.run.files.atomic import atomic_write_bytes
 
     try:
         data = cloudpickle.dumps(ret)

@@ -24,7 +24,7 @@ from sweeper.plan.looks import looks_path, read_looks, write_looks
 from sweeper.plan.make import check_size, make_plan, reconcile
 from sweeper.plan.paths import check_paths
 from sweeper.report.live import Progress
-from sweeper.run.rundir import UnreadableFile
+from sweeper.run.files.rundir import UnreadableFile
 
 
 def design_of(sweep) -> adaptive.Design:

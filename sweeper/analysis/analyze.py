@@ -23,8 +23,8 @@ from sweeper.analysis.results import (
 )
 from sweeper.errors import UsageError
 from sweeper.plan.slurm_record import has_record
-from sweeper.run.manifest import Experiment
-from sweeper.run.rundir import KEEP, STALE, Status, UnreadableFile, stale_hint
+from sweeper.run.files.manifest import Experiment
+from sweeper.run.files.rundir import KEEP, STALE, Status, UnreadableFile, stale_hint
 
 
 @dataclass

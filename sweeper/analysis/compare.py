@@ -21,7 +21,7 @@ import sweeper.analysis.verdict as verdict
 from sweeper.analysis.analyze import ReportInput, read_sweep
 from sweeper.analysis.results import load_manifest
 from sweeper.errors import UsageError
-from sweeper.run.rundir import UnreadableFile
+from sweeper.run.files.rundir import UnreadableFile
 
 
 def _labelled(sweep_dir: Path, label: str, metric: str | None, lower_is_better: bool | None):

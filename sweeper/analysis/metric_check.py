@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from sweeper.run.files.rundir import RunDir, Status, UnreadableFile
 from sweeper.run.reported import describe
-from sweeper.run.rundir import RunDir, Status, UnreadableFile
 
 
 def is_number(value) -> bool:

@@ -1,7 +1,7 @@
 """Read a sweep directory (finished, partial or interrupted) into tidy pandas DataFrames. Reads files only.
 
     from sweeper.analysis.results import load_experiment, load_runs, load_curves
-    exp, notes = load_experiment("sweeps/rope-1a2b")   # sweeper.run.manifest.Experiment, and why defaults were used
+    exp, notes = load_experiment("sweeps/rope-1a2b")  # an Experiment (run.files.manifest), why defaults
     runs = load_runs("sweeps/rope-1a2b")                # one row per planned run; runs.attrs["damaged"]
     curves = load_curves("sweeps/rope-1a2b", runs)      # long: run_id, variant, seed, step, metric, value
 
@@ -17,7 +17,7 @@ an ended run is unreadable (its result is unknown: neither usable nor lost; `err
 and diverged runs are rows like any other: nothing is dropped here. STALE: recorded running, but its process
 (on this host) is gone (a killed sweeper); `error` says how to resume. resume_step: the newest checkpoint
 step of a run that did not end (what a rerun resumes from), None when it starts over.
-Every file is read through sweeper.run.rundir (health through sweeper.health.result). A damaged file never
+Every file is read through sweeper.run.files.rundir (health through sweeper.health.result). A damaged file never
 raises here: its message (naming the file and the fix) goes into the run's `problems` and into
 `runs.attrs["damaged"]` / `curves.attrs["damaged"]` (a truncated last metrics line is skipped, and named). A
 damaged manifest raises UnreadableFile (nothing can be trusted without it). Without a manifest the runs are
@@ -35,10 +35,10 @@ import pandas as pd
 
 from sweeper.config.config_diff import Declared, diff_configs
 from sweeper.health.result import HealthReport
-from sweeper.run.atomic import read_tail
 from sweeper.run.envinfo import git_state
-from sweeper.run.manifest import Experiment, Manifest, RunEntry, read_manifest
-from sweeper.run.rundir import KEEP, MANIFEST, STALE, RunDir, Status, UnreadableFile, stale_hint
+from sweeper.run.files.atomic import read_tail
+from sweeper.run.files.manifest import Experiment, Manifest, RunEntry, read_manifest
+from sweeper.run.files.rundir import KEEP, MANIFEST, STALE, RunDir, Status, UnreadableFile, stale_hint
 
 MISSING, UNKNOWN = "missing", "unknown"          # row states beyond a run's own status (see the docstring)
 FIXED_COLUMNS = ["variant", "seed", "run_id", "run_dir", "status", "error", "failure_class", "exit_code", "steps",

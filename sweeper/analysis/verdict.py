@@ -57,7 +57,7 @@ import pandas as pd
 
 import sweeper.analysis.stats as stats
 from sweeper.analysis.results import MISSING, UNKNOWN
-from sweeper.run.rundir import STALE, Status
+from sweeper.run.files.rundir import STALE, Status
 
 FINISHED, FAILED, DIVERGED = Status.FINISHED.value, Status.FAILED.value, Status.DIVERGED.value
 INCOMPLETE = (MISSING, Status.PENDING.value, Status.RUNNING.value, Status.INTERRUPTED.value, UNKNOWN, STALE)

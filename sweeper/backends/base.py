@@ -15,7 +15,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from sweeper.run.manifest import Launch
+from sweeper.run.files.manifest import Launch
 
 
 class Backend(ABC):

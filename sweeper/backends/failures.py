@@ -22,8 +22,8 @@ import signal
 from dataclasses import dataclass, field
 
 from sweeper.health.result import HealthReport
-from sweeper.run.atomic import read_tail
-from sweeper.run.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, RunDir, Status, UnreadableFile
+from sweeper.run.files.atomic import read_tail
+from sweeper.run.files.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, RunDir, Status, UnreadableFile
 
 SIGNAL, OOM, LOST_NODE = "signal", "out_of_memory", "lost_node"
 CONFIG, HEALTH, EXCEPTION = "config_error", "health_check", "exception"

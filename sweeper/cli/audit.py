@@ -11,7 +11,7 @@ the SIGTERM path; kill: SIGKILL, resume from the last periodic checkpoint), --th
 audit process, default 1), --dir DIR (keep the audit runs there; default: a temporary folder, deleted when
 the result is identical).
 
-The config is composed exactly as `python -m sweeper` composes it (sweeper.config.compose.compose_sweep); the
+The config is composed exactly as `python -m sweeper` composes it (sweeper.config.sweep.compose_sweep); the
 audit knows the built-in trainer only (task.entry=sweeper.train:main). Trains the run straight and stopped-then-resumed
 in real processes and compares hashes of the parameters, optimizer state, RNG states and data order at every
 step (train/audit.py). Prints "result: bitwise identical" or the first step and tensor that differ.
@@ -27,7 +27,7 @@ import sys
 import tempfile
 
 from sweeper.cli.boundary import ArgumentParser, run_command
-from sweeper.config.argv import split_config_dirs, with_config_dirs
+from sweeper.config.composition.argv import split_config_dirs, with_config_dirs
 from sweeper.config.seeds import parse_seeds
 from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError

@@ -27,8 +27,8 @@ from __future__ import annotations
 import sys
 
 from sweeper.cli.boundary import run_command
-from sweeper.config.argv import split_config_dirs, with_config_dirs
-from sweeper.config.compose import compose, to_yaml
+from sweeper.config.composition.argv import split_config_dirs, with_config_dirs
+from sweeper.config.composition.compose import compose, to_yaml
 from sweeper.config.launchers import backend_of
 from sweeper.config.seeds import count_seeds, is_adaptive, parse_seeds
 from sweeper.config.sweep import Sweep, check_task_started, compose_sweep

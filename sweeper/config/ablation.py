@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from sweeper.config.argv import key_of
+from sweeper.config.composition.argv import key_of
 from sweeper.config.config_diff import Declared, diff_configs
 from sweeper.config.run_config import RESERVED, run_config
 from sweeper.errors import UsageError
-from sweeper.run.rundir import stable_hash
+from sweeper.run.files.rundir import stable_hash
 
 
 def is_run_change(override: str) -> bool:

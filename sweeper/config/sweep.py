@@ -21,21 +21,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from sweeper.config.ablation import check_ablation
-from sweeper.config.argv import key_of
-from sweeper.config.compose import compose, missing_keys
+from sweeper.config.composition.argv import key_of
+from sweeper.config.composition.compose import compose, missing_keys
+from sweeper.config.composition.hydra_errors import missing_message, package_hint
+from sweeper.config.composition.search import available, experiment_file, where_searched
 from sweeper.config.fields import build
-from sweeper.config.hydra_errors import missing_message, package_hint
 from sweeper.config.launchers import launcher_conf
 from sweeper.config.names import check_name
 from sweeper.config.resources import effective_resources, read_resources
 from sweeper.config.run_config import run_config
 from sweeper.config.schema import ExperimentConf, SweeperConf
-from sweeper.config.search import available, experiment_file, where_searched
 from sweeper.config.seeds import count_seeds, is_adaptive, parse_seeds
 from sweeper.config.task import TaskCheck, TaskSpec, check_command, parse_task
 from sweeper.errors import UsageError
 from sweeper.run.entry import call_problem, load_entry
-from sweeper.run.manifest import Experiment
+from sweeper.run.files.manifest import Experiment
 
 
 @dataclass

@@ -20,7 +20,7 @@ from sweeper.execute.preflight import run_preflights
 from sweeper.plan.lock import sweep_lock
 from sweeper.plan.make import Plan, keep_recorded_launch, repair_stale, write_plan
 from sweeper.report.live import Progress
-from sweeper.run.rundir import KEEP
+from sweeper.run.files.rundir import KEEP
 
 
 class PreflightRefused(Exception):

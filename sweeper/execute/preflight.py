@@ -19,7 +19,7 @@ import time
 from sweeper.config.sweep import load_hook
 from sweeper.errors import UsageError
 from sweeper.execute.audit import AUDITED_ENTRY, sweep_audit
-from sweeper.run.rundir import KEEP, Status
+from sweeper.run.files.rundir import KEEP, Status
 
 
 def check_preflight_options(sweep) -> None:

@@ -38,8 +38,8 @@ from sweeper.config.task import BUILTIN, LEGACY_BUILTIN, TaskSpec
 from sweeper.errors import UsageError
 from sweeper.interrupts import deferred_interrupts
 from sweeper.run import RUN_DIR_ENV, TENSORBOARD_ENV
-from sweeper.run.manifest import Experiment, Launch, Manifest, RunEntry, read_manifest, write_manifest
-from sweeper.run.rundir import RunDir, Status, UnreadableFile, stable_hash
+from sweeper.run.files.manifest import Experiment, Launch, Manifest, RunEntry, read_manifest, write_manifest
+from sweeper.run.files.rundir import RunDir, Status, UnreadableFile, stable_hash
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from sweeper.run.atomic import atomic_write_json
-from sweeper.run.rundir import UnreadableFile
+from sweeper.run.files.atomic import atomic_write_json
+from sweeper.run.files.rundir import UnreadableFile
 
 RECORD = "slurm.json"
 

@@ -15,7 +15,7 @@ import html
 import re
 from pathlib import Path
 
-from sweeper.run.atomic import atomic_write_text
+from sweeper.run.files.atomic import atomic_write_text
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:1em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em;

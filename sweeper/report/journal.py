@@ -26,8 +26,8 @@ from pathlib import Path
 from sweeper.config.config_diff import describe
 from sweeper.config.seeds import format_seeds
 from sweeper.errors import UsageError, not_text
-from sweeper.run.atomic import atomic_write_text
-from sweeper.run.rundir import UnreadableFile, stable_hash
+from sweeper.run.files.atomic import atomic_write_text
+from sweeper.run.files.rundir import UnreadableFile, stable_hash
 
 RECORD, PAGE, LOCK = "journal.jsonl", "journal.md", ".journal.lock"
 

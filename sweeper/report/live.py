@@ -12,7 +12,7 @@ line redraws the last view), so the
 cost of a second stays proportional to the runs running, however many events it has.
 Plain mode prints the same status as one line every `interval_s` seconds. Runs are anything with `.label` and
 `.run_dir` (steps from `.total_steps`); slots anything with `.name`. A run that ends prints its final metrics,
-or its status, failure class, error and log. Run files are read through sweeper.run.rundir (health through
+or its status, failure class, error and log. Run files are read through sweeper.run.files.rundir (health through
 sweeper.health.result); a file that cannot be read is skipped here (the report names it).
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ import sys
 import time
 
 from sweeper.health.result import HealthReport
-from sweeper.run.rundir import RunDir, Status, UnreadableFile
+from sweeper.run.files.rundir import RunDir, Status, UnreadableFile
 
 SHOWN_FINALS = 3          # final metrics printed when a run ends
 PLAIN_ROWS = 20           # running runs named on one plain status line (then "... and N more running")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from sweeper.plan.looks import looks_path, read_looks
 from sweeper.report.html import write_html
-from sweeper.run.atomic import atomic_write_text
-from sweeper.run.rundir import UnreadableFile
+from sweeper.run.files.atomic import atomic_write_text
+from sweeper.run.files.rundir import UnreadableFile
 
 SECTION = "## Adaptive looks"
 

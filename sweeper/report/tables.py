@@ -14,7 +14,7 @@ import sweeper.analysis.verdict as verdict
 import sweeper.report.changes as report_changes
 from sweeper.analysis.analyze import ReportInput
 from sweeper.analysis.results import MISSING
-from sweeper.run.rundir import LOG, STALE, Status
+from sweeper.run.files.rundir import LOG, STALE, Status
 
 SHOWN_FAILURES = 10                   # failed runs listed on the terminal (report.md lists all)
 

@@ -43,9 +43,9 @@ from sweeper.run.checkpoint import (
     save_checkpoint,
 )
 from sweeper.run.envinfo import cuda_device_count, device_model, environment_record, thread_count, versions
-from sweeper.run.owner import process_identity
+from sweeper.run.files.owner import process_identity
+from sweeper.run.files.rundir import EXIT_INTERRUPTED, KEEP, RunDir, Status, Summary, UnreadableFile, stable_hash
 from sweeper.run.ranks import RankedRun, Ranks, any_rank, barrier, gather_to_main, grouped, leave_group
-from sweeper.run.rundir import EXIT_INTERRUPTED, KEEP, RunDir, Status, Summary, UnreadableFile, stable_hash
 from sweeper.run.stopping import StopRequest
 from sweeper.run.streams import STREAMS, SeedStreams, capture_rng_states, restore_rng_states
 

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweeper.run.atomic import atomic_write_bytes
+from sweeper.run.files.atomic import atomic_write_bytes
 
 MAGIC, MAGIC_PICKLE = b"SWEEPCK1", b"SWEEPCKP"
 _NAME = re.compile(r"^step_(\d{8})\.pt$")

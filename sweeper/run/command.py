@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 
 from sweeper.run import init
+from sweeper.run.files.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, RunDir, Status
 from sweeper.run.reported import read_reported
-from sweeper.run.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, RunDir, Status
 
 OUT = "out"                      # RUN_DIR/out: the folder a zero-glue script writes to ({out_dir})
 PYTHONS = ("python", "python3")

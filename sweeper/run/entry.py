@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Callable
 
 from sweeper.run import ConfigError, FingerprintMismatch, init
-from sweeper.run.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, RunDir, Status, UnreadableFile
+from sweeper.run.files.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, RunDir, Status, UnreadableFile
 
 ENTRY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 

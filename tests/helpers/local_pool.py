@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sweeper.run.rundir import RunDir, UnreadableFile
+from sweeper.run.files.rundir import RunDir, UnreadableFile
 from tests.helpers.commands import ROOT, TINY
 
 GRANDCHILDREN = ROOT / "tests" / "grandchildren"

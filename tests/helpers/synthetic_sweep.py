@@ -8,7 +8,7 @@ A value gives a finished run whose final val_loss is that value (NaN allowed); N
 finished run's summary; `min_effect` and `secondary_metrics` go into the manifest's experiment.
 `status` overrides per (variant, seed): "failed", "interrupted", "running", "pending", "missing" (no run dir at
 all); `errors` / `logs` set a run's recorded error and its log text. Every file is written through
-sweeper.run.rundir (RunDir, write_manifest) and sweeper.health.result, as a real run writes it; curves decay
+sweeper.run.files.rundir (RunDir, write_manifest) and sweeper.health.result, as a real run writes it; curves decay
 towards the final value. Tests that simulate damage overwrite the files with raw bytes afterwards.
 """
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from sweeper.health.result import CheckResult, HealthReport
-from sweeper.run.atomic import rewrite_jsonl
-from sweeper.run.manifest import Experiment, Manifest, RunEntry, write_manifest
-from sweeper.run.rundir import RunDir, Status, StatusRecord, Summary
+from sweeper.run.files.atomic import rewrite_jsonl
+from sweeper.run.files.manifest import Experiment, Manifest, RunEntry, write_manifest
+from sweeper.run.files.rundir import RunDir, Status, StatusRecord, Summary
 
 FP = {"corpus_hash": "c0ffee", "torch_version": "2.13.0", "python_version": "3.11.9", "device": "cpu",
       "num_threads": 1, "deterministic": True}

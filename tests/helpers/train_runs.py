@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from sweeper.run.checkpoint import list_checkpoints, read_checkpoint
-from sweeper.run.rundir import RunDir
+from sweeper.run.files.rundir import RunDir
 from sweeper.train.trail import read_trail
 
 ROOT = Path(__file__).resolve().parents[2]

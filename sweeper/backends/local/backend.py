@@ -35,8 +35,8 @@ from sweeper.backends.local.slots import PROJECT_ROOT, make_slots
 from sweeper.backends.local.warm import WarmStarts, warm_target
 from sweeper.config.task import python_path
 from sweeper.report.live import Progress
-from sweeper.run.manifest import Launch
-from sweeper.run.rundir import KEEP, LOST_SUMMARY, RunDir, Status, UnreadableFile
+from sweeper.run.files.manifest import Launch
+from sweeper.run.files.rundir import KEEP, LOST_SUMMARY, RunDir, Status, UnreadableFile
 
 
 def launch_settings(cfg: LocalLauncherConf, n_runs: int, ranks=()) -> Launch:

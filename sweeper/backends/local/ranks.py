@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweeper.backends.failures import Failure, classify, signal_name
-from sweeper.run.atomic import read_tail
-from sweeper.run.rundir import EXIT_INTERRUPTED, RunDir
+from sweeper.run.files.atomic import read_tail
+from sweeper.run.files.rundir import EXIT_INTERRUPTED, RunDir
 
 RANK_GRACE_S = 60.0          # a rank still running this long after another exited normally is stopped
 HOST = "127.0.0.1"

@@ -4,7 +4,7 @@
     for child in running: watch.check(child, progress)      # each pool tick; True: kill it (stall_kill)
     watch.ended(child)                                      # the last cut of its log; forget it
 
-Log: stdout.log is cut to its head and newest tail past launcher.max_log_mb (sweeper.run.logcap).
+Log: stdout.log is cut to its head and newest tail past launcher.max_log_mb (sweeper.run.files.logcap).
 Stall: a run shows progress by what it writes (its metrics, log, health and status files) or by CPU
 time its process group uses. With none of these for launcher.stall_s seconds it is named stalled, once, in the
 log and in the live view (with its process state: a stopped process, SIGSTOP, says so and how to resume it);
@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweeper.run.logcap import cap_log, stopped_group
-from sweeper.run.rundir import RunDir
+from sweeper.run.files.logcap import cap_log, stopped_group
+from sweeper.run.files.rundir import RunDir
 
 CPU_CHECK_S = 2.0        # files quiet this long: read the group's CPU time too (once per interval)
 STATES = {"T": "stopped (SIGSTOP or SIGTSTP): `kill -CONT {pid}` resumes it", "t": "stopped by a debugger",

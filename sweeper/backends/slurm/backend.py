@@ -43,8 +43,8 @@ from sweeper.config.task import python_path
 from sweeper.errors import UsageError
 from sweeper.plan.slurm_record import RECORD, read_record, write_record
 from sweeper.report.live import Progress
-from sweeper.run.manifest import Launch
-from sweeper.run.rundir import KEEP, UnreadableFile
+from sweeper.run.files.manifest import Launch
+from sweeper.run.files.rundir import KEEP, UnreadableFile
 
 
 def sbatch_options(cfg: SlurmLauncherConf) -> dict:

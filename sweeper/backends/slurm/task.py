@@ -37,8 +37,8 @@ from sweeper.backends.local.pool import pin_and_watch
 from sweeper.backends.local.ranks import RankGroup
 from sweeper.backends.local.slots import PROJECT_ROOT, run_env
 from sweeper.backends.slurm.ranks import task_slots
-from sweeper.run.logcap import cap_log, stopped_group
-from sweeper.run.rundir import RunDir, Status
+from sweeper.run.files.logcap import cap_log, stopped_group
+from sweeper.run.files.rundir import RunDir, Status
 
 
 class RunFailed(RuntimeError):
@@ -176,7 +176,7 @@ class RunTask(Checkpointable):
         return self._child.returncode
 
     def _cap(self, rd: RunDir, running: bool) -> None:
-        """stdout.log cut to launcher.max_log_mb (sweeper.run.logcap); a failure to cut is never fatal."""
+        """stdout.log cut to launcher.max_log_mb (sweeper.run.files.logcap); a failure to cut is never fatal."""
         try:
             cap_log(rd.log_path, getattr(self, "max_log_bytes", None),
                     pause=stopped_group(self._child.pid) if running else None)

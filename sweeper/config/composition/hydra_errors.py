@@ -10,10 +10,10 @@ from typing import Any, Callable
 
 from omegaconf.errors import ConfigKeyError, ConfigTypeError, ValidationError
 
-from sweeper.config.argv import key_of, override_value
+from sweeper.config.composition.argv import key_of, override_value
+from sweeper.config.composition.search import available, experiment_file, search_dirs, where_searched
 from sweeper.config.fields import explain_validation
 from sweeper.config.names import MAX_NAME, NAME_MAX, shorten
-from sweeper.config.search import available, experiment_file, search_dirs, where_searched
 from sweeper.errors import chain as _chain
 from sweeper.errors import yaml_problem
 

@@ -1,4 +1,4 @@
-"""The run contract: the one owner of a run directory's files (the sweep manifest: sweeper.run.manifest).
+"""The run contract: the one owner of a run directory's files (the sweep manifest: sweeper.run.files.manifest).
 Torch-free.
 
     rd = RunDir(sweep_dir / "runs" / "rope" / "seed_0")
@@ -33,8 +33,8 @@ from typing import Any
 import yaml
 
 from sweeper.errors import not_text
-from sweeper.run.atomic import append_jsonl, atomic_write_json, atomic_write_text, read_tail, rewrite_jsonl
-from sweeper.run.owner import alive
+from sweeper.run.files.atomic import append_jsonl, atomic_write_json, atomic_write_text, read_tail, rewrite_jsonl
+from sweeper.run.files.owner import alive
 
 MANIFEST, STATUS, SUMMARY, METRICS = "sweep.json", "status.json", "summary.json", "metrics.jsonl"
 CONFIG, HEALTH, ENV, LOG, CKPT = "config.yaml", "health.json", "env.json", "stdout.log", "ckpt"
@@ -120,7 +120,7 @@ class StatusRecord:
     failure_class: str | None = None
     transient: bool | None = None
     warnings: list[str] = field(default_factory=list)
-    owner: dict | None = None      # who runs it while `running`: sweeper.run.owner.process_identity()
+    owner: dict | None = None      # who runs it while `running`: sweeper.run.files.owner.process_identity()
     extra: dict[str, Any] = field(default_factory=dict)   # e.g. diverged_at_step, last_good_checkpoint
 
     def to_dict(self) -> dict:

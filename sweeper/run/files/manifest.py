@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sweeper.run.atomic import atomic_write_text
-from sweeper.run.rundir import MANIFEST, RunDir, UnreadableFile, json_object, load_json_file
+from sweeper.run.files.atomic import atomic_write_text
+from sweeper.run.files.rundir import MANIFEST, RunDir, UnreadableFile, json_object, load_json_file
 
 
 @dataclass(frozen=True)

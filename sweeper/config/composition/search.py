@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
 
-from sweeper.config.argv import key_of, searchpath_value
+from sweeper.config.composition.argv import key_of, searchpath_value
 from sweeper.config.schema import register
 from sweeper.errors import UsageError
 

@@ -4,7 +4,7 @@
     append_jsonl(path, {"step": 10, "train_loss": 3.2})  # one fsynced line
     read_tail(path, 4096)                                # the last bytes of a log, as text
 
-Pure Python (no torch). The files of a run dir are read and written through sweeper.run.rundir, not here.
+Pure Python (no torch). The files of a run dir are read and written through sweeper.run.files.rundir, not here.
 """
 from __future__ import annotations
 

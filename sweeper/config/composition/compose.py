@@ -4,8 +4,9 @@
     print(to_yaml(cfg))                                          # what `python -m sweeper ... --cfg` prints
 
 The configs ship inside the package (sweeper.conf, the repo's conf/); `--config-dir DIR` adds a directory to
-Hydra's search path (sweeper.config.argv). Every Hydra error becomes a one-line UsageError naming the override and
-what is accepted (sweeper.config.hydra_errors); a typed boolean takes true or false only, from a file too.
+Hydra's search path (sweeper.config.composition.argv). Every Hydra error becomes a one-line UsageError naming the
+override and
+what is accepted (sweeper.config.composition.hydra_errors); a typed boolean takes true or false only, from a file too.
 """
 from __future__ import annotations
 
@@ -21,11 +22,11 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import ValidationError
 from omegaconf.nodes import BooleanNode, FloatNode
 
-from sweeper.config.argv import comma_lists, key_of, override_value
+from sweeper.config.composition.argv import comma_lists, key_of, override_value
+from sweeper.config.composition.hydra_errors import explain_hydra_error
+from sweeper.config.composition.search import CONF_DIR
 from sweeper.config.fields import show
-from sweeper.config.hydra_errors import explain_hydra_error
 from sweeper.config.schema import register
-from sweeper.config.search import CONF_DIR
 from sweeper.errors import UsageError
 
 MISSING = "???"
