@@ -48,6 +48,7 @@ def test_a_group_swap_is_one_declared_change_with_all_its_keys():
 # -- plan time: declared changes, warnings, refusals ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_rope_variants_declare_one_change_each_from_the_resolved_configs():
     sweep = compose_sweep(["+experiment=rope"])
     assert sweep.changes == {
@@ -57,6 +58,7 @@ def test_rope_variants_declare_one_change_each_from_the_resolved_configs():
     assert sweep.warnings == []
 
 
+@pytest.mark.slow
 def test_a_two_change_variant_warns_naming_both_and_a_no_op_override_is_flagged():
     sweep = compose_sweep(
         [
@@ -77,11 +79,13 @@ def test_a_two_change_variant_warns_naming_both_and_a_no_op_override_is_flagged(
     ]
 
 
+@pytest.mark.slow
 def test_dropping_a_variant_drops_its_note():
     sweep = compose_sweep(["+experiment=rope", "~experiment.variants.rope_frozen_qk"])
     assert set(sweep.experiment.notes) == {"rope", "nope"} and set(sweep.changes) == {"nope"}
 
 
+@pytest.mark.slow
 def test_a_declared_bundle_does_not_warn_and_one_change_error_refuses_an_undeclared_one():
     assert compose_sweep(["+experiment=rope", TWO, "+experiment.bundles=[both]"]).warnings == []
     with pytest.raises(UsageError, match=r"variant both makes 2 changes at once .* \(sweeper.one_change=error\)$"):
@@ -114,6 +118,7 @@ def test_twins_and_bad_declarations_are_one_line_exit_2_nothing_written(tmp_path
     assert not d.exists() and proc.stdout == ""
 
 
+@pytest.mark.slow
 def test_a_declared_control_may_equal_the_baseline_and_the_manifest_records_every_declared_change(tmp_path):
     d = tmp_path / "sweep"
     proc = run_sweeper(
@@ -153,6 +158,7 @@ def test_a_declared_control_may_equal_the_baseline_and_the_manifest_records_ever
     assert manifest.experiment.controls == ["aa"]
 
 
+@pytest.mark.slow
 def test_a_config_group_swap_counts_as_one_change_and_each_override_gets_its_own_keys(tmp_path):
     """A user config group (model=wide sets two keys) plus a train.lr override: two declared changes."""
     (tmp_path / "model").mkdir()
@@ -204,6 +210,7 @@ def _project(tmp_path, baseline_broken: bool):
     return project
 
 
+@pytest.mark.slow
 def test_a_broken_baseline_stops_the_sweep_before_any_variant_launches(tmp_path):
     project = _project(tmp_path, baseline_broken=True)
     d = tmp_path / "sweep"
@@ -234,6 +241,7 @@ def test_a_broken_baseline_stops_the_sweep_before_any_variant_launches(tmp_path)
     assert {manifest.run_dir(d, e).state().value for e in manifest.runs} == {"finished"}
 
 
+@pytest.mark.slow
 def test_a_healthy_baseline_is_checked_once_then_everything_launches(tmp_path):
     project = _project(tmp_path, baseline_broken=False)
     d = tmp_path / "sweep"

@@ -41,6 +41,7 @@ def adaptive_sweep(tmp_path_factory):
     return sweep_dir, proc
 
 
+@pytest.mark.slow
 def test_decided_variants_stop_and_open_ones_get_more_seeds(adaptive_sweep):
     sweep_dir, proc = adaptive_sweep
     rec = read_looks(sweep_dir)
@@ -59,6 +60,7 @@ def test_decided_variants_stop_and_open_ones_get_more_seeds(adaptive_sweep):
     assert "runs saved" in report and "Adaptive looks</h2>" in (sweep_dir / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_interrupted_during_a_look_resumes_with_its_looks_intact(adaptive_sweep, tmp_path):
     reference, _ = adaptive_sweep
     sweep_dir = tmp_path / "sweep"
@@ -101,12 +103,14 @@ def test_bad_adaptive_settings_are_one_line_and_exit_2(tmp_path, extra, message)
     assert not sweep_dir.exists()
 
 
+@pytest.mark.slow
 def test_a_changed_design_is_refused_on_resume(adaptive_sweep):
     sweep_dir, _ = adaptive_sweep
     proc = _sweep(sweep_dir, "sweeper.adaptive.max_seeds=7", timeout=120)
     assert proc.returncode == 2 and "another design (max_seeds 5 -> 7)" in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.slurm
 def test_adaptive_sweep_on_slurm(slurm_cluster, tmp_path):
     sweep_dir = tmp_path / "sweep"

@@ -20,6 +20,7 @@ from tests.helpers.commands import TINY, run_sweeper
 from tests.helpers.train_runs import tiny_config
 
 
+@pytest.mark.slow
 def test_audit_kill_mode_is_identical_and_replays_steps(tmp_path):
     report = audit_resume(tiny_config(**{"train.steps": 20}), tmp_path, stop_at=12, mode="kill")
     assert report.identical, report.format()
@@ -32,6 +33,7 @@ def test_audit_kill_mode_is_identical_and_replays_steps(tmp_path):
     assert json.loads((tmp_path / "audit.json").read_text())["identical"] is True
 
 
+@pytest.mark.slow
 def test_audit_pinpoints_a_data_order_state_left_out(tmp_path):
     report = audit_resume(tiny_config(**{"train.steps": 16}), tmp_path, stop_at=9, drop_rng_state="data_order")
     assert not report.identical
@@ -42,6 +44,7 @@ def test_audit_pinpoints_a_data_order_state_left_out(tmp_path):
     assert "fault injection SWEEPER_FAULT_DROP_RNG_STATE=data_order" in log, "the switch must be loud"
 
 
+@pytest.mark.slow
 def test_audit_pinpoints_the_dropout_rng_stream_left_out(tmp_path):
     cfg = tiny_config(**{"train.steps": 16, "model.dropout": 0.1})
     report = audit_resume(cfg, tmp_path, stop_at=7, drop_rng_state="torch")
@@ -51,6 +54,7 @@ def test_audit_pinpoints_the_dropout_rng_stream_left_out(tmp_path):
     assert any(name.startswith("param/") for name in report.differing)
 
 
+@pytest.mark.slow
 def test_cli_real_default_model_is_bitwise_identical(tmp_path):
     """The default model (d_model 128, 2 layers, RoPE through kernels.apply_rope) as the sweep CLI composes it."""
     out = tmp_path / "audit"
@@ -66,6 +70,7 @@ def test_cli_real_default_model_is_bitwise_identical(tmp_path):
     assert run_cfg["seed"] == 0 and resumed.read_status().variant == "rope"   # the identity is the run's
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, needle", [
     (["--stop-at", "12", "train.steps=12"], "stop_at=12"),
     (["--variant", "bogus"], "variant bogus"),
@@ -82,6 +87,7 @@ def test_cli_bad_input_is_one_line_exit_2_before_anything_runs(tmp_path, capsys,
     assert not out.exists(), "nothing is written for bad input"
 
 
+@pytest.mark.slow
 def test_sweep_preflight_audits_the_baseline(tmp_path):
     from sweeper.config.sweep import compose_sweep
     from sweeper.plan.make import make_plan

@@ -78,6 +78,7 @@ def test_every_registered_backend_implements_the_interface():
         assert isinstance(conf, cls.schema)
 
 
+@pytest.mark.slow
 def test_a_toy_backend_registered_by_entry_point_runs_a_sweep(toy_backend, tmp_path):
     sweep_dir = tmp_path / "sweep"
     args = ["--config-dir", str(FIXTURE / "conf"), "+experiment=ad", "seeds=0-1", "launcher=serial",

@@ -14,6 +14,7 @@ EXPERIMENTS = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml
 TRAINER_KEYS = {"seed", "model", "data", "train", "health"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_every_experiment_composes(name):
     sweep = compose_sweep([f"+experiment={name}"])
@@ -25,6 +26,7 @@ def test_every_experiment_composes(name):
         assert set(cfg) == TRAINER_KEYS and cfg["seed"] == 0      # no sweeper keys, no identity keys
 
 
+@pytest.mark.slow
 def test_rope_experiment_variants():
     sweep = compose_sweep(["+experiment=rope"])
     v = sweep.variant_configs
@@ -36,6 +38,7 @@ def test_rope_experiment_variants():
     assert v["rope_frozen_qk"]["model"]["rope_impl"] == "fault_no_qk_grad"
 
 
+@pytest.mark.slow
 def test_variant_seeds_is_a_variants_own_seeds_override_parsed_or_none():
     sweep = compose_sweep(["+experiment=rope", "seeds=0-3",
                            "experiment.variants.nope=['model.pos_encoding=none','seeds=[5,7]']"])
@@ -45,12 +48,14 @@ def test_variant_seeds_is_a_variants_own_seeds_override_parsed_or_none():
         compose_sweep(["+experiment=rope", "experiment.variants.nope=['seeds=[]']"])
 
 
+@pytest.mark.slow
 def test_command_line_override_applies_to_every_variant_and_variant_wins():
     sweep = compose_sweep(["+experiment=rope", "train.steps=7", "model.pos_encoding=rope"])
     assert all(c["train"]["steps"] == 7 for c in sweep.variant_configs.values())
     assert sweep.variant_configs["nope"]["model"]["pos_encoding"] == "none"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, needle", [
     (["+experiment=nosuch"], "unknown experiment 'nosuch': available experiments are rope"),
     (["experiment=rope"], "+experiment=NAME"),
@@ -103,6 +108,7 @@ def test_bad_user_corpus(tmp_path, content, needle):
         compose_sweep(["+experiment=rope", "data=text", f"data.path={corpus}"])
 
 
+@pytest.mark.slow
 def test_user_corpus_is_accepted(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the quick brown fox jumps over the lazy dog\n" * 200)
@@ -176,6 +182,7 @@ def test_config_dir_forms_and_hydra_searchpath_merge(tmp_path):
     assert search_dirs(merged) == [CONF_DIR, Path("/opt/shared"), tmp_path / "a", tmp_path / "b c"]
 
 
+@pytest.mark.slow
 def test_errors_list_the_options_of_the_user_config_dirs(tmp_path):
     user_project(tmp_path)
     proc = run_sweeper("--config-dir", "conf", "+experiment=nosuch", cwd=tmp_path)

@@ -67,6 +67,7 @@ def _fingerprint(run_dir) -> dict:
     return json.loads((run_dir / "summary.json").read_text())["fingerprint"]
 
 
+@pytest.mark.slow
 def test_same_seed_twice_is_bitwise_equal(runs):
     a, b = runs["rope_s0_a"], runs["rope_s0_b"]
     assert_bitwise_equal(a, b)
@@ -76,6 +77,7 @@ def test_same_seed_twice_is_bitwise_equal(runs):
     assert [m["step"] for m in metrics] == [5, 10, 15, 20, 25, 30] and all("val_loss" in m for m in metrics[1::2])
 
 
+@pytest.mark.slow
 def test_different_seeds_change_every_stream_in_processes(runs):
     a, c = runs["rope_s0_a"], runs["rope_s1"]
     fa, fc = _fingerprint(a), _fingerprint(c)
@@ -88,6 +90,7 @@ def test_different_seeds_change_every_stream_in_processes(runs):
     assert weights and all(ta[STEPS][k] != tc[STEPS][k] for k in weights)
 
 
+@pytest.mark.slow
 def test_variants_of_one_seed_share_data_order_and_validation_batches(runs):
     base = runs["rope_s0_a"]
     fb, tb = _fingerprint(base), trail_by_step(base / "trail.jsonl")
@@ -192,6 +195,7 @@ def test_set_determinism_flags_and_opt_out():
     set_determinism(True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("inductor_first", [False, True])
 def test_set_determinism_reaches_inductor_imported_before_or_after(inductor_first):
     """set_determinism skips torch.use_deterministic_algorithms' import of torch._inductor (1.6 s of every run's

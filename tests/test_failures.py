@@ -89,6 +89,7 @@ def leader_pid(rd):
     return pid if any(p == pid for p, _ in processes_mentioning(str(rd))) else None
 
 
+@pytest.mark.slow
 def test_signal_kills_are_retried_with_backoff_and_resume_siblings_unaffected(sweep_dir, tmp_path):
     args = sweep_args(sweep_dir, "launcher.max_retries=1", "launcher.retry_backoff_s=0.5",
                       "train.ckpt_interval=5", steps=300)
@@ -120,6 +121,7 @@ def test_signal_kills_are_retried_with_backoff_and_resume_siblings_unaffected(sw
     assert processes_mentioning(str(sweep_dir)) == []
 
 
+@pytest.mark.slow
 def test_deterministic_failures_are_not_retried_and_crash_loops_stop_their_variant(sweep_dir):
     from sweeper.config.sweep import compose_sweep
     from sweeper.plan.make import make_plan, write_plan
@@ -169,6 +171,7 @@ run.finish(val_loss=0.5 + run.seed)
 """
 
 
+@pytest.mark.slow
 def test_user_task_outcomes_exit_0_without_finish_fails_and_a_crash_names_its_exception(tmp_path):
     project = user_project(tmp_path / "project", USER_TASK, {
         "ok": ["mode=finish"], "quiet": ["mode=quiet"], "crash": ["mode=crash"], "early": ["mode=early"]},
@@ -194,6 +197,7 @@ def test_user_task_outcomes_exit_0_without_finish_fails_and_a_crash_names_its_ex
         assert f"| {variant}/seed_0 | exception | {code} | {error} |" in report, report
 
 
+@pytest.mark.slow
 def test_a_finished_summary_with_a_damaged_status_is_not_rerun(tmp_path):
     project = user_project(tmp_path / "project", USER_TASK, {"ok": ["mode=finish"], "also": ["mode=finish", "tag=b"]},
                            config="mode: finish\ntag: a")

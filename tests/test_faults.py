@@ -35,6 +35,7 @@ def numbered(data: bytes) -> list[int]:
 # -- stdout.log capped ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["tmp", "shm"])
 def test_cap_log_keeps_the_head_and_a_consecutive_tail_while_the_writer_runs(tmp_path, where):
     """ext4/xfs collapse the middle in place; tmpfs (/dev/shm) is rewritten with the writer held still: either
@@ -135,6 +136,7 @@ class Job:
         self.run_dir, self.log_path = d, d / "stdout.log"
 
 
+@pytest.mark.slow
 def test_the_watch_names_a_stopped_run_once_and_its_recovery_and_kills_only_when_asked(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-c", "import time\nwhile True: sum(range(10000))"], start_new_session=True
@@ -338,6 +340,7 @@ def test_the_report_of_a_full_disk_prints_the_table_and_names_what_was_not_writt
     assert len(err) == 1 and "the decision table above is complete" in err[0] and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", ["full", "ro"])
 def test_the_report_on_a_real_full_or_read_only_file_system(tmp_path, options):
     mnt = tmp_path / "mnt"

@@ -1,3 +1,5 @@
+import pytest
+
 """The device script's smoke mode: steps of benchmarks/gpu_check.py run on CPU (tiny shapes, the Triton
 interpreter) and write their JSON + Markdown records as they go, so the script is ready for a GPU session.
 
@@ -16,6 +18,7 @@ from tests.helpers.commands import ROOT
 STEPS = ["env", "bench_rope", "pool_throughput"]
 
 
+@pytest.mark.slow
 def test_smoke_mode_runs_the_steps_and_records_them(tmp_path):
     proc = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--smoke", "--only", ",".join(STEPS),
                            "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=500)

@@ -51,11 +51,13 @@ def _clean(name: str, seed: int) -> None:
     assert unclean(report) == {}, str(report)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_bug_flagged_by_the_check_that_names_its_cause(name):
     _flagged(name, 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_healthy_twin_is_clean(name):
     _clean(name, 0)
@@ -259,6 +261,7 @@ def _readme_silencers() -> dict[str, dict[str, str]]:
 ALWAYS_A_BUG = ("one_based_labels", "lm_padding_mask_inverted")     # fails the README says nothing silences
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in CASES if n not in ALWAYS_A_BUG])
 def test_the_documented_threshold_silences_the_check(name):
     from sweeper.health import Thresholds

@@ -31,6 +31,7 @@ def _quiet():
         yield
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,seed", list(_params()))
 def test_bug_is_real_flagged_by_its_check_and_diagnosed(name, seed):
     case = CASES[name]
@@ -45,6 +46,7 @@ def test_bug_is_real_flagged_by_its_check_and_diagnosed(name, seed):
     assert not report.errors, str(report)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,seed", list(_params()))
 def test_healthy_twin_is_clean(name, seed):
     setup = CASES[name].build(False, seed)
@@ -55,6 +57,7 @@ def test_healthy_twin_is_clean(name, seed):
     assert report.diagnosis["name"] == "healthy" and report.diagnosis["invalidates"] is False
 
 
+@pytest.mark.slow
 def test_the_proofs_can_fail():
     """Each proof measures the bug, not a constant: on its healthy twin's record every proof raises."""
     for name, case in CASES.items():

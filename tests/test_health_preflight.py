@@ -343,6 +343,7 @@ class BinaryConv(nn.Module):
         return self.head(F.relu(self.conv(x)).amax(-1)).squeeze(-1)
 
 
+@pytest.mark.slow
 def test_more_unseen_models_pass_with_the_default_optimizer():
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)

@@ -75,6 +75,7 @@ def test_healthy_rope_run_passes_with_monitor_metrics_at_the_interval(tmp_path):
             assert set(r["health/layer_update_ratio"]) >= {"blocks.0.attn.q_proj", "head", "tok_emb"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", list(ROPE_VARIANTS))
 def test_sweep_preflight_mode_judges_each_variant(variant):
     report = preflight_config(variant_config(variant))
@@ -103,6 +104,7 @@ def test_nan_run_is_diverged_with_step_and_last_good_checkpoint(tmp_path):
     assert (tmp_path / "nan" / "ckpt" / f"step_{status['last_good_checkpoint']:08d}.pt").exists()
 
 
+@pytest.mark.slow
 def test_resumed_run_writes_the_same_health_as_an_uninterrupted_one(tmp_path):
     cfg = variant_config("rope_frozen_qk")
     whole = make_run_dir(tmp_path / "whole", cfg)

@@ -31,6 +31,7 @@ def _not_passing(report):
     return {c.name: (c.status, c.message) for c in report.checks if c.status not in ("pass", "skip")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_healthy_twin_passes_every_check(name):
     setup = CASES[name].build(False)
@@ -43,6 +44,7 @@ def test_healthy_twin_passes_every_check(name):
     assert _not_passing(monitor.report()) == {}, str(monitor.report())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n, c in CASES.items() if not c.by_monitor])
 def test_preflight_flags_the_bug_with_the_right_check(name):
     case = CASES[name]

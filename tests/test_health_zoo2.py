@@ -44,6 +44,7 @@ def _unclean(report):
             if c.status in ("fail", "error") or c.status == "warn" and c.details.get("cause") != "batchnorm_train_mode"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_bug_flagged_by_the_right_check_with_the_right_cause(name):
     case = CASES[name]
@@ -53,6 +54,7 @@ def test_bug_flagged_by_the_right_check_with_the_right_cause(name):
     assert not report.errors, str(report)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_healthy_twin_is_clean(name):
     report = preflight(**CASES[name].build(False))

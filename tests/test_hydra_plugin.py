@@ -109,6 +109,7 @@ def test_plugin_is_discovered_and_its_scan_imports_nothing_heavy():
     assert namespace_file in ("None", "False")          # hydra_plugins is a namespace package (no __init__.py)
 
 
+@pytest.mark.slow
 def test_multirun_pins_each_job_and_a_failure_does_not_stop_its_siblings(sweep_dir):
     proc = app("-m", "seed=0,1,2,3", "sleep=1.0", "hydra/launcher=sweeper_pool", "hydra.launcher.devices=[5,3]",
                f"hydra.sweep.dir={sweep_dir}", env=app_env(CUDA_VISIBLE_DEVICES="3,5"))
@@ -146,6 +147,7 @@ def test_multirun_pins_each_job_and_a_failure_does_not_stop_its_siblings(sweep_d
     assert [(r.run_dir, r.seed, r.variant) for r in manifest.runs] == [(str(n), n, "sleep=1.0") for n in range(4)]
 
 
+@pytest.mark.slow
 def test_return_values_come_back_to_hydra(sweep_dir):
     proc = app("--returns", "seed=0,1,2", "hydra/launcher=sweeper_pool", "hydra.launcher.max_parallel=2",
                f"hydra.sweep.dir={sweep_dir}")
@@ -271,6 +273,7 @@ SWEEP = ["seed=0,1,2", "lr=0.01,0.1"]
 BASELINE = 'hydra.launcher.baseline="lr=0.01"'
 
 
+@pytest.mark.slow
 def test_a_multirun_is_a_sweep_and_a_second_launch_starts_no_job(sweep_dir):
     first = loss_app("-m", *SWEEP, BASELINE, f"hydra.sweep.dir={sweep_dir}")
     assert first.returncode == 0, first.stdout + first.stderr
@@ -333,6 +336,7 @@ def test_a_multirun_is_a_sweep_and_a_second_launch_starts_no_job(sweep_dir):
     assert job_records(sweep_dir) == before
 
 
+@pytest.mark.slow
 def test_a_job_whose_config_changed_runs_again_and_the_report_asks_for_a_baseline(sweep_dir):
     assert loss_app("-m", "seed=0,1", "lr=0.01,0.1", f"hydra.sweep.dir={sweep_dir}").returncode == 0
     before = job_records(sweep_dir)
@@ -370,6 +374,7 @@ def test_a_job_whose_config_changed_runs_again_and_the_report_asks_for_a_baselin
     )
 
 
+@pytest.mark.slow
 def test_a_job_using_the_run_api_gets_its_finish_metrics_in_the_table(sweep_dir):
     proc = loss_app(
         "-m",
@@ -402,6 +407,7 @@ def test_a_job_using_the_run_api_gets_its_finish_metrics_in_the_table(sweep_dir)
     )
 
 
+@pytest.mark.slow
 def test_n_jobs_caps_the_pool_and_a_job_without_a_seed_is_seed_0_with_a_warning(sweep_dir):
     proc = loss_app("-m", "lr=0.01,0.1", "hydra.launcher.n_jobs=1", f"hydra.sweep.dir={sweep_dir}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -414,6 +420,7 @@ def test_n_jobs_caps_the_pool_and_a_job_without_a_seed_is_seed_0_with_a_warning(
     assert [(r.variant, r.seed) for r in read_manifest(sweep_dir).runs] == [("lr=0.01", 0), ("lr=0.1", 0)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -438,6 +445,7 @@ def test_a_bad_sweep_is_one_line_before_anything_starts(sweep_dir, args, message
     assert sorted(p.name for p in sweep_dir.iterdir()) == ["multirun.yaml"]  # Hydra's own, nothing of ours
 
 
+@pytest.mark.slow
 def test_a_killed_job_is_completed_by_the_parent_and_an_old_result_does_not_outlive_its_config(sweep_dir):
     assert loss_app("-m", "seed=0,1", f"hydra.sweep.dir={sweep_dir}").returncode == 0
     proc = loss_app("-m", "seed=0,1", "die=true", f"hydra.sweep.dir={sweep_dir}")  # same dirs, new config
@@ -456,6 +464,7 @@ def test_a_killed_job_is_completed_by_the_parent_and_an_old_result_does_not_outl
         assert rd.outcome() == Status.FAILED  # the first config's finished summary does not win
 
 
+@pytest.mark.slow
 def test_ranks_per_run_makes_each_job_a_process_group_and_rank_0_records_it(sweep_dir):
     proc = app(
         "-m",

@@ -7,6 +7,7 @@ import subprocess
 from multiprocessing import get_context
 
 import pandas as pd
+import pytest
 import yaml
 
 from sweeper.report import journal
@@ -42,6 +43,7 @@ def _sweep(project, d, *extra):
     return proc
 
 
+@pytest.mark.slow
 def test_a_reported_sweep_records_one_entry_and_reporting_again_updates_it(tmp_path):
     project, head = _project(tmp_path)
     d = tmp_path / "sweeps" / "mine-1"
@@ -78,6 +80,7 @@ def test_a_reported_sweep_records_one_entry_and_reporting_again_updates_it(tmp_p
     assert "Conclusion: lr 0.5 is too high" in (tmp_path / "sweeps" / "journal.md").read_text()
 
 
+@pytest.mark.slow
 def test_list_and_search_filter_entries_and_a_damaged_line_is_named(tmp_path):
     folder = tmp_path / "j"
     for i, (exp, variant, day) in enumerate([("rope", "nope", "2026-11-01"), ("rope", "frozen", "2026-12-02"),
@@ -120,6 +123,7 @@ def test_concurrent_reports_never_lose_an_entry(tmp_path):
     assert sorted(ids) == sorted([f"{w}-{i}" for w in "ab" for i in range(15)])
 
 
+@pytest.mark.slow
 def test_journal_off_writes_none_and_a_chosen_journal_is_kept_for_later_reports(tmp_path):
     project, _ = _project(tmp_path)
     off = tmp_path / "sweeps" / "off"
@@ -133,6 +137,7 @@ def test_journal_off_writes_none_and_a_chosen_journal_is_kept_for_later_reports(
     assert not (tmp_path / "sweeps" / "journal.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_a_damaged_journal_never_costs_the_report(tmp_path):
     project, _ = _project(tmp_path)
     (tmp_path / "sweeps").mkdir()
@@ -142,6 +147,7 @@ def test_a_damaged_journal_never_costs_the_report(tmp_path):
     assert f"WARNING: the journal was not updated: {tmp_path / 'sweeps' / 'journal.jsonl'}: line 1" in proc.stdout
 
 
+@pytest.mark.slow
 def test_the_rope_experiment_states_its_hypothesis_and_a_line_per_variant():
     exp = yaml.safe_load((ROOT / "conf" / "experiment" / "rope.yaml").read_text())["experiment"]
     assert exp["hypothesis"] and set(exp["notes"]) == set(exp["variants"])

@@ -220,6 +220,7 @@ def test_a_layer_violation_is_caught(monkeypatch, tmp_path):
         test_every_import_goes_to_the_same_or_a_lower_layer()
 
 
+@pytest.mark.slow
 def test_a_circle_through_an_import_inside_a_function_is_caught(monkeypatch, tmp_path):
     """Two modules of one layer importing each other, one of them lazily, is a circle."""
     _with_probe(monkeypatch, tmp_path, "sweeper.config.seeds_probe",
@@ -237,6 +238,7 @@ def test_an_unexplained_lazy_import_is_caught(monkeypatch, tmp_path):
         test_an_import_inside_a_function_says_why()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module, heavy", [
     ("sweeper.cli.sweep", ("torch", "pandas", "scipy", "matplotlib", "triton", "submitit")),   # answers bad input fast
     ("sweeper.cli.resume", ("torch", "pandas", "scipy", "matplotlib", "triton", "submitit")),

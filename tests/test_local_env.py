@@ -26,6 +26,7 @@ def overlap(a, b):
     return a["started"] < b["ended"] and b["started"] < a["ended"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(len(CORES) < 2, reason="needs 2 CPU cores")
 def test_fake_gpus_one_device_per_run_disjoint_cores_threads_sum_to_cores(tmp_path):
     d = tmp_path / "sweep"
@@ -55,6 +56,7 @@ def test_fake_gpus_one_device_per_run_disjoint_cores_threads_sum_to_cores(tmp_pa
                 assert not overlap(statuses[a], statuses[b]), (a, b)
 
 
+@pytest.mark.slow
 def test_two_runs_per_device_share_it_at_once(tmp_path):
     d = tmp_path / "sweep"
     proc = run(sweep_args(d, "launcher.runs_per_device=2", steps=20),
@@ -68,6 +70,7 @@ def test_two_runs_per_device_share_it_at_once(tmp_path):
         assert not a & b
 
 
+@pytest.mark.slow
 def test_max_parallel_one_and_cpu_only(tmp_path):
     d = tmp_path / "sweep"
     proc = run(sweep_args(d, "launcher.max_parallel=1", "launcher.cpu_only=true", steps=10),

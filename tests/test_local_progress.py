@@ -1,3 +1,5 @@
+import pytest
+
 """Progress: a live view on a real terminal (a pty), plain lines otherwise; a failure shows when it happens."""
 import io
 import json
@@ -18,6 +20,7 @@ from tests.helpers.commands import ROOT
 from tests.helpers.local_pool import child_env, kill_all_mentioning, sweep_args
 
 
+@pytest.mark.slow
 def test_live_view_on_a_terminal_and_failures_as_they_happen(tmp_path):
     from sweeper.config.sweep import compose_sweep
     from sweeper.plan.make import make_plan, write_plan
@@ -73,6 +76,7 @@ class _Run(SimpleNamespace):
     pass
 
 
+@pytest.mark.slow
 def test_plain_status_lines_with_step_loss_and_eta(tmp_path):
     rd = tmp_path / "run"
     rd.mkdir()

@@ -30,6 +30,7 @@ def forget(d, variant, seed=0):
         p.unlink()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not TWO_CORES, reason="needs 2 cores (2 slots of 1 thread each)")
 def test_fewer_runs_left_than_slots_keep_the_plans_threads_and_numbers(tmp_path):
     ref, d = tmp_path / "ref", tmp_path / "sweep"
@@ -53,6 +54,7 @@ def test_fewer_runs_left_than_slots_keep_the_plans_threads_and_numbers(tmp_path)
     assert final(d, "rope") == final(ref, "rope")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["missing", "garbage", "interrupted", "running"])
 def test_a_finished_summary_beside_a_bad_status_is_finished_everywhere(sweep_dir, damage):
     args = sweep_args(sweep_dir, steps=10, variants="rope")
@@ -102,6 +104,7 @@ def plan_written_partly(d):
     return runs.is_dir() and any(runs.rglob("config.yaml"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_while_the_plan_is_written_completes_it_then_exits_130(sweep_dir, tmp_path, sig):
     # 3 x 300 runs: long enough a write to be caught in the middle.
@@ -119,6 +122,7 @@ def test_ctrl_c_while_the_plan_is_written_completes_it_then_exits_130(sweep_dir,
     assert processes_mentioning(str(sweep_dir)) == []
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_composing_is_exit_130_at_every_moment(sweep_dir, tmp_path):
     """The composing window (imports, Hydra, OmegaConf) swept in 25 ms steps: exit 130, never -2 (CPython's
     re-raised SIGINT) or an OmegaConf error that swallowed the interrupt. Exit 0 only when the dry run had
@@ -168,6 +172,7 @@ def test_interrupt_a_library_turned_into_a_usage_error_is_still_exit_130(monkeyp
     assert code == 130 and "interrupted; nothing was started" in err and "error" not in err, (code, err)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay", [0.3, 1.0, 2.5])
 def test_ctrl_c_at_any_early_moment_is_one_line_and_exit_130(sweep_dir, tmp_path, delay):
     log = tmp_path / "sweep.log"
@@ -186,6 +191,7 @@ def test_ctrl_c_at_any_early_moment_is_one_line_and_exit_130(sweep_dir, tmp_path
     assert processes_mentioning(str(sweep_dir)) == []
 
 
+@pytest.mark.slow
 def test_runs_left_running_by_a_sigkilled_sweeper_and_run_are_repaired(sweep_dir, tmp_path):
     args = sweep_args(sweep_dir, "train.ckpt_interval=5", steps=400, variants="rope")
     log = tmp_path / "sweep.log"

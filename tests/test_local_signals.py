@@ -1,3 +1,5 @@
+import pytest
+
 """Ctrl-C / SIGTERM and the sweep lock, with real processes: a second sweeper is refused, a stopped sweep leaves
 no process behind (stuck workers and escaped daemons included), its runs end "interrupted" and resume."""
 import os
@@ -24,6 +26,7 @@ def both_running_with_checkpoint(d):
     return all(status(d, v).get("status") == "running" and checkpoints(run_dir(d, v)) for v in ("rope", "nope"))
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_everything_and_the_sweep_resumes(sweep_dir, tmp_path):
     args = sweep_args(sweep_dir, "launcher.grace_s=3", "train.ckpt_interval=5", steps=300)
     log = tmp_path / "first.log"
@@ -60,6 +63,7 @@ def test_ctrl_c_stops_everything_and_the_sweep_resumes(sweep_dir, tmp_path):
     assert processes_mentioning(str(sweep_dir)) == []
 
 
+@pytest.mark.slow
 def test_second_sweeper_is_refused_and_a_second_ctrl_c_kills_at_once(sweep_dir, tmp_path):
     # grace_s=120 and workers that ignore SIGTERM: only the second Ctrl-C can end this quickly.
     args = sweep_args(sweep_dir, "launcher.grace_s=120", steps=5000)
@@ -88,6 +92,7 @@ def test_second_sweeper_is_refused_and_a_second_ctrl_c_kills_at_once(sweep_dir, 
         assert status(sweep_dir, v)["status"] == "interrupted"
 
 
+@pytest.mark.slow
 def test_sigterm_to_the_sweeper_is_a_clean_stop(sweep_dir, tmp_path):
     args = sweep_args(sweep_dir, "launcher.grace_s=20", "train.ckpt_interval=0", steps=5000, variants="rope")
     log = tmp_path / "sweep.log"

@@ -63,6 +63,7 @@ BAD = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", BAD, ids=[" ".join(a)[:40] for a in BAD])
 def test_bad_input_starts_no_process_and_writes_nothing(tmp_path, args):
     result = run_in_process(sweep_main, ["+experiment=rope", *TINY, *args], cwd=tmp_path)

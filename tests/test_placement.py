@@ -125,6 +125,7 @@ class Starts(Progress):
         super().started(run, slot)
 
 
+@pytest.mark.slow
 def test_a_wide_run_waiting_behind_narrow_ones_is_not_starved(tmp_path):
     """Two CPU slots; queue: a (1 rank, 1.5 s), wide (2 ranks), then six 1-rank runs. Without the reservation
     every 1-rank run would take the slot a leaves free and `wide` would start last."""
@@ -140,6 +141,7 @@ def test_a_wide_run_waiting_behind_narrow_ones_is_not_starved(tmp_path):
     assert (tmp_path / "n0.out").read_text().split() == ["-"]
 
 
+@pytest.mark.slow
 def test_max_parallel_caps_runs_not_ranks(tmp_path):
     slots = [Slot(i, None, (i % 2,), 1) for i in range(4)]
     jobs = [job(tmp_path, f"r{i}", 2, 0.5) for i in range(3)]

@@ -19,6 +19,7 @@ def plan_for(*overrides, seeds=(0, 1, 2, 3)):
     return make_plan(compose_sweep(["+experiment=rope", *overrides]), list(seeds))
 
 
+@pytest.mark.slow
 def test_variants_times_seeds(tmp_path):
     plan = plan_for(f"sweeper.dir={tmp_path}")
     assert len(plan.runs) == 3 * 4
@@ -29,6 +30,7 @@ def test_variants_times_seeds(tmp_path):
     assert plan.runs[0].rundir.path == plan.runs[0].run_dir and plan.runs[0].label == "rope/seed_0"
 
 
+@pytest.mark.slow
 def test_same_config_and_seed_same_identity():
     a, b = plan_for(), plan_for()
     assert [(r.run_id, r.run_dir) for r in a.runs] == [(r.run_id, r.run_dir) for r in b.runs]
@@ -37,6 +39,7 @@ def test_same_config_and_seed_same_identity():
     assert run.run_id == f"rope-s0-{stable_hash(run.config)[:8]}" and run.config_hash == stable_hash(run.config)
 
 
+@pytest.mark.slow
 def test_changed_config_or_task_changes_identity_and_default_dir():
     a, b = plan_for(), plan_for("train.lr=0.001")
     assert a.sweep_dir != b.sweep_dir
@@ -48,10 +51,12 @@ def test_changed_config_or_task_changes_identity_and_default_dir():
     assert make_plan(hooks, [0]).sweep_dir == a.sweep_dir          # hooks and cwd do not shape the numbers
 
 
+@pytest.mark.slow
 def test_seeds_do_not_change_the_sweep_dir():
     assert plan_for(seeds=[0]).sweep_dir == plan_for(seeds=[0, 1, 2]).sweep_dir
 
 
+@pytest.mark.slow
 def test_what_a_backend_starts(tmp_path):
     plan = plan_for(f"sweeper.dir={tmp_path}", "train.steps=33", seeds=[0])
     run = plan.runs[0]
@@ -64,6 +69,7 @@ def test_what_a_backend_starts(tmp_path):
     assert tb.variants_hash == plan.variants_hash          # a sweeper option, not part of any run's identity
 
 
+@pytest.mark.slow
 def test_total_steps_of_other_tasks():
     spec = plan_for(seeds=[0]).runs[0]
     assert dataclasses.replace(spec, config={"seed": 0, "steps": 50}).total_steps == 50
@@ -73,6 +79,7 @@ def test_total_steps_of_other_tasks():
     assert dataclasses.replace(spec, config={"seed": 0}).total_steps is None
 
 
+@pytest.mark.slow
 def test_write_plan_freezes_resolved_configs(tmp_path):
     plan = plan_for(f"sweeper.dir={tmp_path}", "train.steps=33", seeds=[0, 1])
     write_plan(plan, ["+experiment=rope"])
@@ -97,6 +104,7 @@ def test_write_plan_freezes_resolved_configs(tmp_path):
     assert RunDir(plan.runs[0].run_dir).state() is Status.FINISHED and read_manifest(tmp_path).created == created
 
 
+@pytest.mark.slow
 def test_resume_rebuilds_the_plan_from_the_manifest_alone(tmp_path):
     plan = plan_for(f"sweeper.dir={tmp_path}", "train.steps=33", "sweeper.tensorboard=true", seeds=[0, 1])
     write_plan(plan, ["+experiment=rope", "train.steps=33"])
@@ -109,6 +117,7 @@ def test_resume_rebuilds_the_plan_from_the_manifest_alone(tmp_path):
     assert loaded.sweep.launcher["max_parallel"] == 1 and loaded.variants_hash == plan.variants_hash
 
 
+@pytest.mark.slow
 def test_recorded_plan_mismatch_is_refused_and_seeds_extend_only_when_asked(tmp_path):
     write_plan(plan_for(f"sweeper.dir={tmp_path}", seeds=[0, 1]), [])
     with pytest.raises(UsageError, match=r"different plan \(the run configs differ"):
@@ -125,6 +134,7 @@ def test_recorded_plan_mismatch_is_refused_and_seeds_extend_only_when_asked(tmp_
         reconcile(make_plan(other, [0, 1]), extend=False)
 
 
+@pytest.mark.slow
 def test_damaged_manifest_is_a_usage_error_naming_the_file(tmp_path):
     (tmp_path / MANIFEST).write_text('{"experiment": ')
     with pytest.raises(UsageError, match=f"^{tmp_path / MANIFEST}: the sweep manifest is not valid JSON"):
@@ -136,6 +146,7 @@ def test_damaged_manifest_is_a_usage_error_naming_the_file(tmp_path):
     assert f"{tmp_path / MANIFEST}: the sweep manifest is not valid JSON" in proc.stderr
 
 
+@pytest.mark.slow
 def test_dry_run_prints_plan_and_launches_nothing(tmp_path):
     proc = run_sweeper("+experiment=rope", "seeds=0-1", f"sweeper.dir={tmp_path / 's'}", "sweeper.dry_run=true")
     assert proc.returncode == 0, proc.stderr
@@ -149,6 +160,7 @@ def test_dry_run_prints_plan_and_launches_nothing(tmp_path):
 NOPE_OWN_SEEDS = "experiment.variants.nope=['model.pos_encoding=none','seeds=[5,7]']"
 
 
+@pytest.mark.slow
 def test_a_variants_own_seeds_are_its_runs_and_are_recorded(tmp_path):
     plan = plan_for(f"sweeper.dir={tmp_path}", NOPE_OWN_SEEDS, seeds=[0, 1])
     assert [(r.variant, r.seed) for r in plan.runs] == [
@@ -177,6 +189,7 @@ def test_a_variants_own_seeds_are_its_runs_and_are_recorded(tmp_path):
     assert extended.seeds_of("nope") == [5, 7, 9] and extended.seeds_of("rope") == [0, 1] and len(extended.runs) == 7
 
 
+@pytest.mark.slow
 def test_format_plan_names_a_variants_own_seeds(tmp_path):
     proc = run_sweeper(
         "+experiment=rope", "seeds=0-1", NOPE_OWN_SEEDS, f"sweeper.dir={tmp_path / 's'}", "sweeper.dry_run=true"
@@ -189,6 +202,7 @@ def test_format_plan_names_a_variants_own_seeds(tmp_path):
 # -- issue 11 item 4: a bound on the plan's size ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seeds, runs", [("0-100000", 300003), ("0-1000000000000", 3000000000003), ("0-333", 1002)])
 def test_a_plan_above_max_runs_is_refused_before_anything_is_written(tmp_path, seeds, runs):
     proc = run_sweeper("+experiment=rope", f"seeds={seeds}", f"sweeper.dir={tmp_path / 's'}", timeout=120)
@@ -200,6 +214,7 @@ def test_a_plan_above_max_runs_is_refused_before_anything_is_written(tmp_path, s
     assert not (tmp_path / "s").exists()
 
 
+@pytest.mark.slow
 def test_max_runs_in_process_counts_variants_own_seeds(tmp_path):
     sweep = compose_sweep(["+experiment=rope", f"sweeper.dir={tmp_path}", NOPE_OWN_SEEDS, "sweeper.max_runs=3"])
     with pytest.raises(
@@ -218,6 +233,7 @@ def test_max_runs_in_process_counts_variants_own_seeds(tmp_path):
 # -- issue 11 item 1: launch settings are fixed by the first plan -------------------------------------------------
 
 
+@pytest.mark.slow
 def test_launch_settings_are_recorded_once_and_kept(tmp_path):
     from sweeper.plan.make import keep_recorded_launch
     from sweeper.run.files.manifest import Launch
@@ -252,6 +268,7 @@ def test_local_launch_settings_come_from_the_full_plan():
     assert launch_settings(pinned, 1).threads_per_run == 3
 
 
+@pytest.mark.slow
 def test_damaged_launch_record_names_the_file(tmp_path):
     import json
 
@@ -272,6 +289,7 @@ def test_damaged_launch_record_names_the_file(tmp_path):
 # -- issue 11 item 3 (and a cut-short write): the plan write completes -------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_plan_write_cut_short_is_completed_and_another_plans_started_run_is_refused(tmp_path):
     plan = plan_for(f"sweeper.dir={tmp_path}", seeds=[0, 1])
     # A write killed after two runs: configs there, no manifest.
@@ -287,6 +305,7 @@ def test_a_plan_write_cut_short_is_completed_and_another_plans_started_run_is_re
     assert other.runs[0].rundir.read_config() == other.runs[0].config
 
 
+@pytest.mark.slow
 def test_resume_of_a_plan_write_cut_short_says_to_run_the_command_again(tmp_path):
     plan = plan_for(f"sweeper.dir={tmp_path}", seeds=[0])
     plan.runs[0].rundir.write_config(plan.runs[0].config)  # killed before the manifest

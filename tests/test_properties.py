@@ -162,6 +162,7 @@ def _one_line_or_clean(result, prog: str) -> None:
         assert len(lines) == 1 and lines[0].startswith(f"{prog}: "), result.stderr[-2000:]
 
 
+@pytest.mark.slow
 @FAST
 @given(st.lists(OVERRIDE, min_size=1, max_size=5), st.booleans())
 def test_random_command_lines_never_give_a_traceback_and_bad_ones_start_and_write_nothing(overrides, rope):
@@ -280,6 +281,7 @@ class LaunchReached(BaseException):
     """sweeper.resume read the sweep dir and would launch its runs now."""
 
 
+@pytest.mark.slow
 @FAST
 @given(data=st.data())
 def test_damaged_sweep_dir_files_are_named_never_a_traceback(finished_sweep, data):

@@ -1,3 +1,5 @@
+import pytest
+
 """MASTER_PORT per run: 50 two-rank runs started at once by the pool, each rank 0 serving its rendezvous on its
 run's port as torch's TCPStore does (SO_REUSEADDR, listen) while the pool still holds the port bound, each rank
 1 connecting to it: 0 collisions (a collision is a failed bind or a rank 1 reaching another run's rank 0).
@@ -46,6 +48,7 @@ class Adapter:
         return {"status": "pending"}
 
 
+@pytest.mark.slow
 def test_fifty_two_rank_runs_starting_at_once_get_fifty_ports_and_no_collision(tmp_path):
     cores = sorted(os.sched_getaffinity(0))
     slots = [Slot(i, None, (cores[i % len(cores)],), 1) for i in range(100)]

@@ -35,6 +35,7 @@ def wide_args(d, *extra, steps=10, seeds="0"):
     return sweep_args(d, WIDE, *extra, steps=steps, seeds=seeds)
 
 
+@pytest.mark.slow
 def test_a_two_rank_variant_beside_a_one_rank_baseline(sweep_dir):
     proc = run(wide_args(sweep_dir, "sweeper.report=true"), env=child_env())
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -65,6 +66,7 @@ def test_a_two_rank_variant_beside_a_one_rank_baseline(sweep_dir):
     assert processes_mentioning(str(sweep_dir)) == []
 
 
+@pytest.mark.slow
 def test_a_killed_rank_ends_its_run_named_within_30s(sweep_dir, tmp_path):
     log = tmp_path / "sweep.log"
     proc = start(wide_args(sweep_dir, "launcher.max_retries=0", "sweeper.report=true", "sweeper.one_change=off",

@@ -167,6 +167,7 @@ def test_interrupted_partial_sweep_reports_what_it_has(tmp_path):
     assert all((root / "plots" / f).exists() for f in ("metric_curve.png", "final_metric.png", "grad_norm.png"))
 
 
+@pytest.mark.slow
 def test_cli_writes_report_and_rejects_bad_input_with_exit_2(tmp_path):
     root = write_sweep(tmp_path / "s", ROPE)
     proc = run_sweeper(str(root), "--no-plots", "--resamples", "500", module="sweeper.report")
@@ -179,6 +180,7 @@ def test_cli_writes_report_and_rejects_bad_input_with_exit_2(tmp_path):
         assert bad.returncode == 2 and key in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_compare_two_sweeps_variant_by_variant(tmp_path):
     old = write_sweep(tmp_path / "old", ROPE)
     new = write_sweep(tmp_path / "new", {"rope": [2.80, 2.83, 2.78, 2.82], "nope": ROPE["nope"],
@@ -242,6 +244,7 @@ def _unrecord(root, **fields):
     (root / "sweep.json").write_text(json.dumps(manifest))
 
 
+@pytest.mark.slow
 def test_no_recorded_baseline_asks_for_one_and_the_options_override_the_manifest(tmp_path):
     odd = {"lr=0.001 wd=0": [3.00, 3.02, 2.99, 3.01], "lr=0.01,wd=0.1": [3.45, 3.48, 3.44, 3.47],
            'lr="1e-4"|b': [3.40, 3.43, 3.39, 3.44]}

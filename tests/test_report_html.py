@@ -50,6 +50,7 @@ def browser_page():
 FINALS = {"base": [1.00, 1.10, 0.95, 1.05], "better": [0.70, 0.80, 0.66, 0.74], "same": [1.01, 1.08, 0.97, 1.04]}
 
 
+@pytest.mark.slow
 def test_report_html_opens_in_a_browser_with_its_tables_and_plots(tmp_path, browser_page):
     sweep = write_sweep(tmp_path / "sweep", FINALS, baseline="base", name="html check")
     report_sweep(sweep, plots=True)

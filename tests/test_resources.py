@@ -25,6 +25,7 @@ def plan_for(*overrides, seeds=(0,)):
     return make_plan(compose_sweep(["+experiment=rope", *overrides]), list(seeds))
 
 
+@pytest.mark.slow
 def test_the_plan_and_the_manifest_record_each_variants_ranks(tmp_path):
     plan = plan_for(WIDE, f"sweeper.dir={tmp_path}")
     assert {v: plan.ranks_of(v) for v in plan.experiment.variants} == {"rope": 1, "nope": 2, "rope_frozen_qk": 1}
@@ -37,6 +38,7 @@ def test_the_plan_and_the_manifest_record_each_variants_ranks(tmp_path):
     assert {every.ranks_of(v) for v in every.experiment.variants} == {2}
 
 
+@pytest.mark.slow
 def test_one_rank_plans_keep_their_identity_and_more_ranks_are_another_sweep(tmp_path):
     one, wide = plan_for(), plan_for(WIDE)
     assert one.variants_hash == plan_hash(one.task, one.sweep.variant_configs)    # as before ranks existed
@@ -47,6 +49,7 @@ def test_one_rank_plans_keep_their_identity_and_more_ranks_are_another_sweep(tmp
         reconcile(plan_for(WIDE, f"sweeper.dir={tmp_path}"), extend=False)
 
 
+@pytest.mark.slow
 def test_an_old_manifest_without_resources_reads_as_one_rank_and_a_damaged_one_is_named(tmp_path):
     write_plan(plan_for(WIDE, f"sweeper.dir={tmp_path}"), [])
     d = json.loads((tmp_path / MANIFEST).read_text())
@@ -60,6 +63,7 @@ def test_an_old_manifest_without_resources_reads_as_one_rank_and_a_damaged_one_i
             read_manifest(tmp_path)
 
 
+@pytest.mark.slow
 def test_the_dry_run_shows_the_ranks(tmp_path, capsys):
     assert main(["+experiment=rope", WIDE, "seeds=0", f"sweeper.dir={tmp_path}", "sweeper.dry_run=true"]) == 0
     out = capsys.readouterr().out
@@ -91,11 +95,13 @@ def test_bad_resources_are_one_line_exit_2_with_nothing_written(tmp_path, capsys
     assert not (tmp_path / "s").exists()
 
 
+@pytest.mark.slow
 def test_a_dropped_variant_takes_its_resources_along(tmp_path):
     plan = plan_for(WIDE, "~experiment.variants.nope")
     assert list(plan.experiment.variants) == ["rope", "rope_frozen_qk"] and plan.resources["rope"]["ranks_per_run"] == 1
 
 
+@pytest.mark.slow
 def test_a_run_wider_than_the_visible_gpus_is_refused_before_anything_starts(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")       # two (fake) GPUs
     assert main(["+experiment=rope", "+experiment.resources={nope: {ranks_per_run: 4}}", "seeds=0",

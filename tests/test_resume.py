@@ -113,6 +113,7 @@ def _kill_trial(reference: Path, cfg: dict, root: Path, kind: str, target: int) 
     return trial
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_steps_resumes_bitwise(reference, cfg, tmp_path):
     rng = random.Random(KILL_SEED)
     targets = [("before-first-ckpt", rng.randint(1, CKPT - 1)),
@@ -127,6 +128,7 @@ def test_sigkill_at_random_steps_resumes_bitwise(reference, cfg, tmp_path):
     assert any(t["resumed_from"] != "(step 0)" for t in trials), "no trial resumed from a checkpoint"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step", [10, 30])
 def test_sigkill_during_checkpoint_write_falls_back_to_previous(reference, cfg, tmp_path, step):
     """Killed while the temp file of step_{step}.pt is half written (the test-only delay holds it open)."""
@@ -147,6 +149,7 @@ def test_sigkill_during_checkpoint_write_falls_back_to_previous(reference, cfg, 
                    "resumed_from": _resumed_from(run_dir), "equal": True})
 
 
+@pytest.mark.slow
 def test_sigterm_checkpoints_and_resumes_bitwise(reference, cfg, tmp_path):
     run_dir = make_run_dir(tmp_path / "run", cfg)
     trail = run_dir / "trail.jsonl"
@@ -175,6 +178,7 @@ def _flip_bit(path: Path) -> None:
     path.write_bytes(bytes(blob))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncated", "bit-flipped", "both-corrupt"])
 def test_corrupt_checkpoint_falls_back_loudly_and_ends_bitwise(reference, stopped, tmp_path, damage):
     run_dir = tmp_path / "run"
@@ -208,6 +212,7 @@ def _refusal(stopped: Path, tmp_path: Path, edit=None, **env) -> tuple[int, str,
     return rc, log_text(run_dir), json.loads((run_dir / "status.json").read_text())
 
 
+@pytest.mark.slow
 def test_fingerprint_mismatch_changed_config_refuses_naming_the_key(stopped, tmp_path):
     def lower_lr(run_dir: Path) -> None:
         import yaml
@@ -225,12 +230,14 @@ def test_fingerprint_mismatch_changed_config_refuses_naming_the_key(stopped, tmp
     assert len(list_checkpoints(tmp_path / "run" / "ckpt")) == 2, "a refused resume leaves the checkpoints alone"
 
 
+@pytest.mark.slow
 def test_fingerprint_mismatch_thread_count_refuses(stopped, tmp_path):
     rc, log, _ = _refusal(stopped, tmp_path, OMP_NUM_THREADS="2", MKL_NUM_THREADS="2")
     assert rc == 2
     assert "num_threads: 1 -> 2" in log and "start fresh by deleting" in log
 
 
+@pytest.mark.slow
 def test_fingerprint_mismatch_changed_corpus_refuses(stopped, tmp_path, cfg):
     corpus = Path(cfg["data"]["path"])
     original = corpus.read_bytes()

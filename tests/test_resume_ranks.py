@@ -51,6 +51,7 @@ def test_a_two_rank_run_stopped_by_one_rank_resumes_bitwise(tmp_path):
     assert_bitwise_equal(ref, stopped)
 
 
+@pytest.mark.slow
 def test_one_rank_through_the_data_parallel_path_is_bitwise_the_plain_run(tmp_path):
     """World size 1 with a rendezvous (a gloo group of one: every all-reduce runs) changes no bit."""
     from tests.helpers.train_runs import train
@@ -64,6 +65,7 @@ def test_one_rank_through_the_data_parallel_path_is_bitwise_the_plain_run(tmp_pa
     assert_bitwise_equal(plain, ranked)
 
 
+@pytest.mark.slow
 def test_a_resume_at_another_world_size_is_refused_naming_it(tmp_path):
     run_dir = make_run_dir(tmp_path / "r", tiny_config(seed=1, **{"train.steps": 12}))
     assert launch(run_dir, world=1, SWEEPER_AUDIT_STOP_AT_STEP="5") == [75]

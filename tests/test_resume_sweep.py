@@ -34,6 +34,7 @@ def snapshot(d, variant, seed):
     return {"summary_mtime": os.stat(rd / "summary.json").st_mtime_ns, "pid": env["pid"], "starts": starts(rd)}
 
 
+@pytest.mark.slow
 def test_sigkill_of_the_sweeper_then_same_command_resumes(sweep_dir, tmp_path):
     # max_parallel=1 and seed-major order: rope/0, nope/0, rope/1, nope/1, one at a time.
     args = sweep_args(sweep_dir, "launcher.max_parallel=1", "train.ckpt_interval=5", steps=200, seeds="0-1")
@@ -90,6 +91,7 @@ def test_sigkill_of_the_sweeper_then_same_command_resumes(sweep_dir, tmp_path):
     assert not run_dir(sweep_dir, "rope", 2).exists()
 
 
+@pytest.mark.slow
 def test_extend_seeds_keeps_old_runs_and_resume_module(sweep_dir, tmp_path):
     args = sweep_args(sweep_dir, steps=10, variants="rope")
     assert run(args).returncode == 0

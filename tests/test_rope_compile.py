@@ -26,6 +26,7 @@ from sweeper.kernels.rope_triton import AUTOTUNE_TILES, LaunchConfig, launch_rop
 BACKEND = "aot_eager"          # Inductor itself: test_triton_op_is_inlined_by_inductor (CUDA)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("impl,device", KERNEL_CASES, ids=KERNEL_IDS)
 @pytest.mark.parametrize("kind", ["per_batch", "ids"])
 def test_tensor_positions_compile_fullgraph(impl, device, kind):

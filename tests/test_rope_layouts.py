@@ -185,6 +185,7 @@ print("int64 ok")
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (INTERPRET or HAS_CUDA), reason="needs the Triton interpreter or a GPU")
 def test_triton_int64_offsets_past_2_31_elements():
     """Element offsets beyond 2**31 (a 4 GiB float16 buffer, only a few pages touched). In a subprocess:

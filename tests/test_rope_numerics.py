@@ -134,6 +134,7 @@ def test_adjoint_identities_with_own_passes(impl, device, dtype):
     torch.testing.assert_close(rk, xk, rtol=0, atol=rt)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("impl,device", CASES, ids=IDS)
 @pytest.mark.parametrize("layout", ["half", "interleaved"])
 def test_gradcheck_float64(impl, device, layout):

@@ -99,6 +99,7 @@ def test_fault_variant_warns_once_and_names_itself(fault_warned_fresh, capfd):
         rope("fault", q, k, cos, sin)                # no accidental prefix selection
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (INTERPRET or HAS_CUDA), reason="needs the Triton interpreter or a GPU")
 def test_triton_custom_op_under_torch_compile():
     """The custom op's fake impl and registered autograd let torch.compile trace it whole (fullgraph)."""

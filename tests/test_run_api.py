@@ -93,6 +93,7 @@ RESUMABLE = """
 """
 
 
+@pytest.mark.slow
 def test_torch_free_code_is_stopped_and_resumed_bitwise(tmp_path):
     code = script(tmp_path, RESUMABLE)
     ref = planned_run(tmp_path, {"seed": 1, "steps": 30, "sleep": 0.0}, "ref")

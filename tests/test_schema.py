@@ -249,6 +249,7 @@ def test_each_trainer_group_checks_its_own_ranges(key, args, says):
     assert key in str(e.value) and says in str(e.value), str(e.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prefix, key, args", TYPE_CASES)
 def test_a_wrong_type_is_one_line_naming_the_key(prefix, key, args, tmp_path, monkeypatch):
     message = refused(args, tmp_path, monkeypatch)
@@ -257,6 +258,7 @@ def test_a_wrong_type_is_one_line_naming_the_key(prefix, key, args, tmp_path, mo
     assert "expected" in message or "must" in message or "accepted" in message, message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key, args, says", RANGE_CASES, ids=[f"{c[0]}:{c[1][-1]}" for c in RANGE_CASES])
 def test_an_out_of_range_value_is_one_line_naming_the_key(key, args, says, tmp_path, monkeypatch):
     message = refused(args, tmp_path, monkeypatch)
@@ -335,6 +337,7 @@ def test_from_dict_validates_an_old_manifests_launcher_as_composition_does():
         build(PoolConf, {"grace_s": float("inf")}, "launcher")  # Ctrl-C would never escalate to SIGKILL
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, key, value",
     [
@@ -457,6 +460,7 @@ def user_entry_point(root, name: str, target: str, module_text: str) -> dict:
     return {"PYTHONPATH": os.pathsep.join([str(ROOT), str(root / "site"), os.environ.get("PYTHONPATH", "")])}
 
 
+@pytest.mark.slow
 def test_a_users_group_is_typed_by_its_entry_point(tmp_path):
     env = user_entry_point(tmp_path, "mine", "my_schemas:register", textwrap.dedent(USER_SCHEMA))
     (tmp_path / "conf" / "experiment").mkdir(parents=True)

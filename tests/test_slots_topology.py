@@ -106,6 +106,7 @@ def test_cuda_visible_devices_by_uuid_prefix_and_mig_uuid(node):
         make_slots(LocalLauncherConf(devices=["MIG-nope"]), 8, environ={}, cores=[0])
 
 
+@pytest.mark.slow
 def test_a_sweep_on_a_two_socket_node_runs_each_gpu_on_its_own_socket(tmp_path):
     """Real runs under the pool: each records the CUDA_VISIBLE_DEVICES and affinity it started with. The fake
     node's GPU0 hangs off the odd cores' socket, GPU1 off the even ones'; this machine's cores are a subset."""

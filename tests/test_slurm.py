@@ -54,7 +54,7 @@ from sweeper.backends.slurm import backend as slurm  # noqa: E402  (after the sk
 from sweeper.cli.sweep import prepare  # noqa: E402
 from sweeper.plan.make import write_plan  # noqa: E402
 from sweeper.report.live import Progress  # noqa: E402
-from sweeper.run.files.rundir import read_manifest  # noqa: E402
+from sweeper.run.files.manifest import read_manifest  # noqa: E402
 
 ONE_VARIANT = ["~experiment.variants.nope", "~experiment.variants.rope_frozen_qk"]
 FAST = ["launcher=slurm", "launcher.poll_s=0.5", "launcher.cpus_per_task=1"]

@@ -216,6 +216,7 @@ def wait_for_step(run_dir: Path, step: int, proc: subprocess.Popen, timeout: flo
     raise AssertionError(f"run did not reach step {step}: {proc.communicate()[0] if proc.poll() is not None else ''}")
 
 
+@pytest.mark.slow
 def test_checkpoint_stops_the_run_at_a_step_boundary_and_the_requeued_task_resumes_bitwise(tmp_path, tiny):
     (plan, run), (ref_plan, ref_run) = make_run(tmp_path, tiny, "preempted"), make_run(tmp_path, tiny, "reference")
     run_dir, ref_dir = run.run_dir, ref_run.run_dir
@@ -252,6 +253,7 @@ def test_checkpoint_stops_the_run_at_a_step_boundary_and_the_requeued_task_resum
     assert final(run_dir) == final(ref_dir)  # model, optimizer, scheduler, sampler, RNG states
 
 
+@pytest.mark.slow
 def test_sigterm_alone_stops_the_run_and_the_task_ends_interrupted(tmp_path, tiny):
     plan, run = make_run(tmp_path, tiny, "cancelled")
     run_dir = run.run_dir
@@ -296,6 +298,7 @@ def test_a_user_task_that_exits_0_without_finishing_fails_its_slurm_task(tmp_pat
     assert "=== sweeper: start in Slurm job" in RunDir(run.run_dir).log_path.read_text()
 
 
+@pytest.mark.slow
 def test_a_run_killed_by_sigkill_is_retried_in_its_task_by_the_pool_s_policy(tmp_path, tiny):
     """Slurm follows the local pool's retry policy: a transient failure (the run SIGKILLed, e.g. by the OOM
     killer) is retried in place, counted in the run's status, and ends bitwise equal to a run never killed."""
@@ -321,6 +324,7 @@ def test_a_run_killed_by_sigkill_is_retried_in_its_task_by_the_pool_s_policy(tmp
     assert RunDir(run.run_dir).read_summary().final == RunDir(ref_run.run_dir).read_summary().final
 
 
+@pytest.mark.slow
 def test_a_killed_run_with_no_retries_left_fails_its_task_naming_why(tmp_path, tiny):
     from sweeper.backends.local.pool import processes_with_arg
 

@@ -96,6 +96,7 @@ def test_exact_permutation_matches_scipy(seed):
         assert stats.permutation_test(a, b, alternative=alt).pvalue == pytest.approx(one.pvalue, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_monte_carlo_permutation_within_tolerance_of_exact():
     a, b = _data(7, 10, 10, shift=0.9)
     exact = sps.permutation_test((a, b), _abs_mean_diff, alternative="greater", n_resamples=np.inf,
@@ -272,6 +273,7 @@ def _scipy_perm(a, b, alternative, paired=False):
                                 alternative="greater" if alternative == "two-sided" else alternative).pvalue
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("na, nb", [(3, 3), (4, 4), (5, 5), (3, 5), (5, 3)])
 def test_exact_permutation_p_equals_scipy_exactly_on_many_samples(na, nb):
     """Values near 3 with differences down to 1e-4: the old code (null and observed by different formulas)

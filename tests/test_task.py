@@ -105,6 +105,7 @@ def test_a_validate_hook_refusing_one_variant_names_it(project):
     assert proc.returncode == 2 and proc.stderr.strip() == "sweeper: error: variant c: lr=3: must be at most 1"
 
 
+@pytest.mark.slow
 def test_a_good_user_task_plans_from_its_own_directory(project):
     proc = sweeper_in(project, "task.validate=mymod:validate", "seeds=0-1", "sweeper.dry_run=true")
     assert proc.returncode == 0, proc.stderr
@@ -144,6 +145,7 @@ def test_check_task_skips_an_unused_preflight_hook(tmp_path):
         check_task(spec)
 
 
+@pytest.mark.slow
 def test_a_broken_variant_is_named_before_the_task_is_probed(project):
     """Order of work: a variant that does not compose is bad input that needs no import, so it is named before
     the task's import probe starts (the probe, a process, starts on a valid command line only); with the

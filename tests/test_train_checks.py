@@ -34,6 +34,7 @@ def test_split_sizes_are_the_corpus_loader_s_own(tmp_path):
         assert split_sizes(n, fraction) == (len(corpus.train), len(corpus.val))
 
 
+@pytest.mark.slow
 def test_a_validation_split_shorter_than_the_context_is_refused_before_launch(tmp_path):
     path = _corpus(tmp_path, 1200)                   # val split: 120 tokens, context 128 -> every run would fail
     r = sweeper(["data=text", f"data.path={path}", "model.context=128", "train.batch_size=2",
@@ -51,6 +52,7 @@ def test_a_training_split_with_fewer_windows_than_a_batch_is_refused(tmp_path):
     check_corpus_fits(cfg, 100_000)
 
 
+@pytest.mark.slow
 def test_cuda_without_a_gpu_is_refused_on_the_local_launcher(tmp_path):
     r = sweeper(["train.device=cuda", f"sweeper.dir={tmp_path / 'sweep'}"], cwd=tmp_path, CUDA_VISIBLE_DEVICES="")
     assert r.returncode == 2, r.stderr

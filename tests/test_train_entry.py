@@ -27,6 +27,7 @@ SHORT = {"train.steps": 6, "train.ckpt_interval": 3, "train.eval_interval": 3, "
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
+@pytest.mark.slow
 def test_python_m_train_exit_codes_and_one_line_errors(tmp_path):
     usage = subprocess.run(
         [sys.executable, "-m", "sweeper.train"], cwd=ROOT, capture_output=True, text=True, timeout=120

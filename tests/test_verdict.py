@@ -57,12 +57,14 @@ def _analyze(runs, m=2, **kw):
 
 
 # ----------------------------------------------------------------------------- item 1: lost seeds
+@pytest.mark.slow
 def test_baseline_losing_its_worst_seeds_gives_no_false_verdicts():
     """Issue 12: with the old rule (t-test on the survivors) the family-wise error here was 0.175."""
     rate = _family_error_rate(_analyze, 300, np.random.default_rng(12))
     assert rate <= 0.05
 
 
+@pytest.mark.slow
 def test_survivors_only_t_test_would_fail_the_same_simulation():
     """The reference the rule replaces: Welch on the survivors, Holm over 2, errs far above 0.05 here."""
     def survivors_rule(runs):
@@ -119,6 +121,7 @@ def _random_family(rng, n, m, paired, lost):
     return frame(vals, paired=paired)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("paired", [True, False])
 def test_decision_interval_never_disagrees_with_the_verdict_and_is_scipys_at_the_holm_level(paired):
     rng = np.random.default_rng(int(paired))
@@ -155,6 +158,7 @@ def test_decision_interval_never_disagrees_with_the_verdict_and_is_scipys_at_the
     assert {"worst-rank test"} <= names and {"better", "worse", "inconclusive"} <= {v for _, v in seen}
 
 
+@pytest.mark.slow
 def test_decision_interval_covers_the_true_difference():
     rng = np.random.default_rng(3)
     hits = total = 0

@@ -86,6 +86,7 @@ def _env_seen(rd: Path) -> dict:
     return {k: env[k] for k in ("argv", "cpu_affinity", "cuda_visible_devices", "env", "torch_num_threads", "cwd")}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not TWO_CORES, reason="needs 2 cores (2 slots of 1 thread each)")
 def test_warm_and_cold_launches_give_bitwise_equal_runs_that_see_the_same_environment(tmp_path):
     out = {}
@@ -132,6 +133,7 @@ def _preload_sweep(root: Path, preload: str, extra_env: dict | None = None, *ext
     return seen, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_preload_modules_and_torch_dynamo_are_imported_once_by_the_warm_launcher(tmp_path):
     """What the entry imports inside main (task.preload) is already loaded in the child a warm launcher forks,
     and torch._dynamo with torch (every torch.optim optimizer imports it); a cold start has none of it."""
@@ -142,6 +144,7 @@ def test_preload_modules_and_torch_dynamo_are_imported_once_by_the_warm_launcher
     assert seen == [{"heavy": False, "torch": False, "torch._dynamo": False}] * 2, log
 
 
+@pytest.mark.slow
 def test_a_preload_module_that_fails_to_import_starts_runs_cold_and_says_why(tmp_path):
     seen, log = _preload_sweep(tmp_path, "[heavy_broken]")
     assert seen == [{"heavy": False, "torch": False, "torch._dynamo": False}] * 2, log
@@ -149,6 +152,7 @@ def test_a_preload_module_that_fails_to_import_starts_runs_cold_and_says_why(tmp
             "task.preload module heavy_broken does not import (RuntimeError: boom at import))") in log, log
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not TWO_CORES, reason="needs 2 cores (one slot of 2 threads)")
 def test_a_slot_of_two_threads_forks_warm_without_the_preload(tmp_path):
     """With 2 threads, numpy's OpenBLAS starts a thread pool at import and no fork after it is safe: the launcher
