@@ -270,3 +270,26 @@ def test_a_zero_glue_script_on_slurm_reports_what_it_printed_as_locally(printer,
         assert json.loads((there / "summary.json").read_text())["final"] == \
             json.loads((run / "summary.json").read_text())["final"]
         assert (there / "metrics.jsonl").read_text() == (run / "metrics.jsonl").read_text()
+
+
+@pytest.mark.slow
+def test_a_metric_typo_on_slurm_stops_the_sweep_cancels_its_jobs_and_the_fix_continues(printer, slurm_cluster):
+    slurm = ["launcher=slurm", "launcher.cpus_per_task=1", "launcher.gpus_per_node=0", "launcher.poll_s=0.5"]
+    proc = sweeper(printer, "+experiment=printer", "seeds=0-3", "sweeper.dir=sw", "experiment.metric=los",
+                   *slurm, "launcher.array_parallelism=1")
+    assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
+    err = proc.stderr.strip().splitlines()
+    assert len(err) == 1 and "finished without the decision metric los (experiment.metric)" in err[0], err
+    assert "set experiment.metric to the name the run reports (loss, score)" in err[0]
+    assert "cancelled" in proc.stdout and "Slurm job(s)" in proc.stdout, proc.stdout[-2000:]
+    statuses = {p.parent.parent.name + "/" + p.parent.name: json.loads(p.read_text())["status"]
+                for p in (printer / "sw" / "runs").glob("*/seed_*/status.json")}
+    assert list(statuses.values()).count("failed") == 1 and "finished" not in statuses.values(), statuses
+    deadline = time.time() + 60                                  # cancelled tasks checkpoint, then leave
+    while "sweeper-printer" in (queued := subprocess.run(["squeue", "-h", "-o", "%i %j"], capture_output=True,
+                                                          text=True).stdout) and time.time() < deadline:
+        time.sleep(0.5)
+    assert "sweeper-printer" not in queued, queued               # nothing of the stopped sweep still runs
+    fixed = sweeper(printer, "+experiment=printer", "seeds=0-3", "sweeper.dir=sw", *slurm)
+    assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-3000:]
+    assert "b vs a: WORSE" in fixed.stdout

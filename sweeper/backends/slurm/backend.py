@@ -32,9 +32,10 @@ import subprocess
 import time
 from pathlib import Path
 
+from sweeper.analysis.metric_check import MetricCheck
 from sweeper.backends.base import Backend
 from sweeper.backends.local.slots import PROJECT_ROOT
-from sweeper.backends.slurm.jobs import ENDED, SlurmUnavailable, job_states, settle, sync_statuses
+from sweeper.backends.slurm.jobs import ENDED, SlurmUnavailable, cancel, job_states, settle, sync_statuses
 from sweeper.backends.slurm.limits import cluster_limits, jobs_in_controller, room, share, split_arrays
 from sweeper.backends.slurm.ranks import for_ranks
 from sweeper.backends.slurm.schema import SlurmLauncherConf
@@ -139,10 +140,11 @@ def launch(plan, launcher_cfg: SlurmLauncherConf | dict, progress=None) -> dict[
             progress.log(f"{len(todo)} run(s) not submitted yet (the cluster's MaxJobCount is reached): run the "
                          f"same command again once jobs have left the queue; it submits only those")
         return None
+    metrics = MetricCheck(plan.experiment)     # fail fast: the first finished run without the decision metric
     try:
         pending = {**adopted, **jobs}
         while pending or todo:       # todo: runs the controller had no room for yet (MaxJobCount)
-            results.update(_wait(plan, pending, cfg, progress, until_room=bool(todo)))
+            results.update(_wait(plan, pending, cfg, progress, metrics, until_room=bool(todo)))
             pending = {r: j for r, j in pending.items() if r not in results}
             if todo and not pending:
                 _await_room(cfg, progress)
@@ -273,9 +275,12 @@ def _what_was_submitted(jobs: list, at_once: SlurmLauncherConf | int) -> str:
     return f"{len(jobs)} run{'s' if len(jobs) != 1 else ''} as {' and '.join(parts)}"
 
 
-def _wait(plan, pending: dict[str, str], cfg: SlurmLauncherConf, progress, until_room: bool = False) -> dict[str, str]:
+def _wait(plan, pending: dict[str, str], cfg: SlurmLauncherConf, progress, metrics: MetricCheck,
+          until_room: bool = False) -> dict[str, str]:
     """Poll until every job has ended (or, with until_room, until the controller has room for more jobs after one
-    of these ended); report starts and ends as they happen."""
+    of these ended); report starts and ends as they happen. A finished run without the decision metric (or with
+    a non-number) stops the sweep: its result is set aside, every live job of the sweep is cancelled (its run
+    checkpoints and ends interrupted), and UsageError names the metric (exit 2); the corrected command continues."""
     by_id = {run.run_id: run for run in plan.runs}
     pending = dict(pending)
     started: dict[str, float] = {}
@@ -300,6 +305,8 @@ def _wait(plan, pending: dict[str, str], cfg: SlurmLauncherConf, progress, until
                 continue
             status = settle(run.run_dir, job_id, state)
             del pending[run_id]
+            if status["status"] == "finished":
+                _check_metric(plan, run, metrics, progress)
             results[run_id] = status["status"]
             progress.ended(run, status, time.time() - started.get(run_id, time.time()))
         running = [(by_id[r], _JobSlot(j, cfg.cpus_per_task)) for r, j in pending.items() if r in started]
@@ -309,6 +316,26 @@ def _wait(plan, pending: dict[str, str], cfg: SlurmLauncherConf, progress, until
         if pending:
             time.sleep(cfg.poll_s)
     return results
+
+
+def _check_metric(plan, run, metrics: MetricCheck, progress) -> None:
+    """The local pool's fail-fast rule on Slurm (sweeper.analysis.metric_check): warnings for secondary metrics;
+    for a decision metric that is missing or not a number, stop the sweep's jobs and raise UsageError."""
+    problem, warnings = metrics.run(run.run_dir, run.label)
+    for warning in warnings:
+        progress.log(f"warning: {warning}")
+    if not problem:
+        return
+    metrics.reject(run.run_dir, problem)
+    try:
+        stopped = cancel(Path(plan.sweep_dir))
+    except (SlurmUnavailable, OSError, subprocess.SubprocessError) as e:
+        stopped, problem = [], f"{problem} (the sweep's other jobs could not be cancelled: {e}; `python -m " \
+                               f"sweeper.slurm cancel {plan.sweep_dir}` does it)"
+    progress.log(f"stopping the sweep: {run.label} finished without a usable decision metric; cancelled "
+                 f"{len(stopped)} Slurm job(s) (their runs checkpoint and resume on the next launch)")
+    progress.close()
+    raise UsageError(problem)
 
 
 class SlurmBackend(Backend):
