@@ -135,6 +135,8 @@ def test_ctrl_c_while_composing_is_exit_130_at_every_moment(sweep_dir, tmp_path)
         os.kill(proc.pid, signal.SIGINT)
         code = proc.wait(timeout=120)
         out = log.read_text()
+        if "init_import_site" in out:    # landed in CPython's own start (site.py), before any line of ours runs:
+            continue                     # every Python program dies so there; a loaded machine starts late
         assert "Traceback" not in out, (delay, code, out)
         if code == 130:
             interrupted += 1
