@@ -95,7 +95,8 @@ def step_kernel_tests(args) -> dict:
         [f"tests/test_rope_{n}.py" for n in ("common", "numerics", "layouts", "training", "compile")]
     select = ["-k", "float64_tables"] if args.smoke else []
     xml = Path(args.out) / f"{args.prefix}kernel_tests.xml"
-    proc = subprocess.run(_py("-m", "pytest", "-q", "-p", "no:cacheprovider", *files, *select,
+    # -o addopts=-ra: one process on the GPU (no -n 2 from pyproject; pytest-xdist may not be installed there)
+    proc = subprocess.run(_py("-m", "pytest", "-q", "-o", "addopts=-ra", "-p", "no:cacheprovider", *files, *select,
                               f"--junitxml={xml}"), cwd=ROOT, env=_env(args.smoke), capture_output=True, text=True)
     sys.stdout.write(proc.stdout[-20000:] + proc.stderr[-5000:])
     counts = _junit_counts(xml)
