@@ -92,7 +92,7 @@ def step_env(args) -> dict:
 
 def step_kernel_tests(args) -> dict:
     files = ["tests/test_rope_compile.py"] if args.smoke else \
-        [f"tests/test_rope_{n}.py" for n in ("common", "numerics", "layouts", "training", "compile")]
+        [f"tests/test_rope_{n}.py" for n in ("numerics", "layouts", "training", "compile")]
     select = ["-k", "float64_tables"] if args.smoke else []
     xml = Path(args.out) / f"{args.prefix}kernel_tests.xml"
     # -o addopts=-ra: one process on the GPU (no -n 2 from pyproject; pytest-xdist may not be installed there)

@@ -5,8 +5,9 @@ import os
 
 import pytest
 
-from tests.helpers.commands import TINY, slurm_problem
+from tests.helpers.commands import TINY
 from tests.helpers.fake_gpus import fake_smi_env
+from tests.helpers.slurm_cluster import cluster_problem
 
 # Triton kernels run in the interpreter when there is no GPU; this must be set before triton is imported.
 try:
@@ -22,7 +23,7 @@ if not _HAS_CUDA:
 @pytest.fixture
 def slurm_cluster() -> None:
     """Skip (with the reason) without a local Slurm cluster; with SWEEPER_REQUIRE_SLURM=1 (CI) fail instead."""
-    problem = slurm_problem()
+    problem = cluster_problem()
     if problem:
         if os.environ.get("SWEEPER_REQUIRE_SLURM") == "1":
             pytest.fail(f"SWEEPER_REQUIRE_SLURM=1 but no Slurm cluster ({problem})")

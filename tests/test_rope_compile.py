@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_rope_common import (
+
+from sweeper.kernels import apply_rope, rope_cache
+from sweeper.kernels.rope_triton import AUTOTUNE_TILES, LaunchConfig, launch_rope
+from tests.helpers.rope_cases import (
     HAS_CUDA,
     INTERPRET,
     KERNEL_CASES,
@@ -19,9 +22,6 @@ from test_rope_common import (
     tables,
     truth_rope,
 )
-
-from sweeper.kernels import apply_rope, rope_cache
-from sweeper.kernels.rope_triton import AUTOTUNE_TILES, LaunchConfig, launch_rope
 
 BACKEND = "aot_eager"          # Inductor itself: test_triton_op_is_inlined_by_inductor (CUDA)
 

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_rope_common import (
+
+from sweeper.kernels.rope_triton import launch_rope
+from tests.helpers.rope_cases import (
     CASES,
     HAS_CUDA,
     IDS,
@@ -26,8 +28,6 @@ from test_rope_common import (
     tables,
     truth_rope,
 )
-
-from sweeper.kernels.rope_triton import launch_rope
 
 B, T, HQ, HK, D = 2, 6, 4, 2, 24
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,10 @@ import math
 
 import pytest
 import torch
-from test_rope_common import (
+
+from sweeper.kernels import rope_cache
+from sweeper.kernels.rope_triton import LaunchConfig, launch_rope
+from tests.helpers.rope_cases import (
     CASES,
     HAS_CUDA,
     IDS,
@@ -23,9 +26,6 @@ from test_rope_common import (
     tables,
     truth_rope,
 )
-
-from sweeper.kernels import rope_cache
-from sweeper.kernels.rope_triton import LaunchConfig, launch_rope
 
 POSITION_KINDS = {
     "none": lambda b, t: None,

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from test_rope_common import CASES, HAS_CUDA, IDS, INTERPRET, make_qk, rope, tables
 
 import sweeper.kernels.faults
 from sweeper.kernels import apply_rope
+from tests.helpers.rope_cases import CASES, HAS_CUDA, IDS, INTERPRET, make_qk, rope, tables
 
 FAULT = "fault_no_qk_grad"
 

@@ -12,7 +12,14 @@ import json
 import subprocess
 
 import pytest
-from test_slurm import (  # noqa: F401
+
+from tests.helpers.slurm_cluster import require_cluster
+
+require_cluster()
+
+from sweeper.report.live import Progress
+from tests.helpers.local_pool import wait_for
+from tests.helpers.slurm_jobs import (  # noqa: E402
     final_state_hash,
     job_of,
     logged_step,
@@ -24,9 +31,6 @@ from test_slurm import (  # noqa: F401
     slurm,
     status,
 )
-
-from sweeper.report.live import Progress
-from tests.helpers.local_pool import wait_for
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 WIDE = "+experiment.resources={nope: {ranks_per_run: 2}}"

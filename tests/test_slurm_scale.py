@@ -16,8 +16,8 @@ import time
 import pytest
 
 from sweeper.backends.slurm.limits import ClusterLimits, parse_config, room, share, split_arrays
-from tests.helpers.commands import slurm_problem
 from tests.helpers.local_pool import run, user_project, wait_for
+from tests.helpers.slurm_cluster import cluster_problem
 
 TINY_TASK = """
 import sweeper
@@ -65,7 +65,7 @@ def test_limits_are_read_from_scontrol_show_config_with_slurms_defaults():
 # -- the real cluster ---------------------------------------------------------------------------------------
 
 def _cluster():
-    problem = slurm_problem()
+    problem = cluster_problem()
     if problem:
         import os
 

@@ -20,6 +20,7 @@ from sweeper.backends.slurm.schema import SlurmLauncherConf
 from sweeper.backends.slurm.task import task_cpus, task_env
 from sweeper.errors import UsageError
 from sweeper.run.files.rundir import RunDir, UnreadableFile
+from tests.helpers.checkpoints import checkpoint_digest, state_digest  # noqa: F401
 from tests.helpers.commands import ROOT, run_sweeper
 
 DEFAULTS = dataclasses.asdict(SlurmLauncherConf())  # the schema (sweeper.backends.slurm.schema) is the one definition
@@ -96,40 +97,6 @@ def test_task_threads_come_from_the_slurm_cpu_allocation():
     assert [env[v] for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")] == ["3", "3", "3"]
     assert env["CUDA_VISIBLE_DEVICES"] == "2" and env["PYTHONPATH"] == "/proj" + os.pathsep + "/x"
     assert task_env({"CUDA_VISIBLE_DEVICES": "0,1"}, "/proj", use_gpus=False)["CUDA_VISIBLE_DEVICES"] == ""
-
-
-def state_digest(obj, h=None) -> str:
-    """sha256 over a checkpoint's content: every tensor's dtype, shape and bytes, every other leaf's repr, in key
-    order (torch.save's bytes are not canonical: equal states can serialise differently)."""
-    import hashlib
-
-    import torch
-
-    top = h is None
-    h = h or hashlib.sha256()
-    if isinstance(obj, dict):
-        for key in sorted(obj, key=repr):
-            h.update(repr(key).encode())
-            state_digest(obj[key], h)
-    elif isinstance(obj, (list, tuple)):
-        h.update(f"{type(obj).__name__}{len(obj)}".encode())
-        for item in obj:
-            state_digest(item, h)
-    elif isinstance(obj, torch.Tensor):
-        t = obj.detach().cpu().contiguous().reshape(-1)
-        h.update(f"{t.dtype}{tuple(obj.shape)}".encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    elif hasattr(obj, "tobytes"):  # numpy arrays (the numpy RNG state)
-        h.update(obj.tobytes())
-    else:
-        h.update(repr(obj).encode())
-    return h.hexdigest() if top else ""
-
-
-def checkpoint_digest(path: Path) -> str:
-    from sweeper.run.checkpoint import read_checkpoint
-
-    return state_digest(read_checkpoint(path))
 
 
 # -- RunTask with real processes and signals (what submitit does in a job, without Slurm) --------------------

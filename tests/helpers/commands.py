@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,13 +25,3 @@ def run_sweeper(*args: str, module: str = "sweeper", env: dict | None = None, ti
     full_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), full_env.get("PYTHONPATH")) if p)
     return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
                           timeout=timeout, env=full_env, cwd=cwd or ROOT)
-
-
-def slurm_problem() -> str | None:
-    """Why no local Slurm cluster answers (None when one does): `bash tests/slurm/cluster.sh up` starts it."""
-    if shutil.which("sinfo") is None:
-        return "sinfo not found"
-    out = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=20)
-    if out.returncode != 0 or not {"idle", "mixed", "allocated"} & set(out.stdout.split()):
-        return "no usable Slurm node"
-    return None

@@ -1,4 +1,4 @@
-"""Shared helpers for the RoPE tests (no tests here): an independent float64 ground truth, the cases matrix.
+"""Shared helpers for the RoPE tests (tests/test_rope_*.py): an independent float64 ground truth, the cases matrix.
 
 Run the RoPE tests: ``python -m pytest -q tests/test_rope_*.py`` (CPU: Triton runs under TRITON_INTERPRET=1,
 set in tests/conftest.py; with a GPU the same tests also run on CUDA, including float16/bfloat16 numerics).
