@@ -10,8 +10,8 @@ from sweeper.cli.resume import load_plan
 from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
 from sweeper.plan.make import make_plan, reconcile, write_plan
-from sweeper.run.files.manifest import read_manifest
-from sweeper.run.files.rundir import MANIFEST, RunDir, Status, stable_hash
+from sweeper.run.files.manifest import MANIFEST, read_manifest
+from sweeper.run.files.rundir import RunDir, Status, stable_hash
 from tests.helpers.commands import run_sweeper
 
 

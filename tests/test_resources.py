@@ -15,8 +15,8 @@ from sweeper.cli.sweep import main
 from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
 from sweeper.plan.make import make_plan, plan_hash, reconcile, write_plan
-from sweeper.run.files.manifest import read_manifest
-from sweeper.run.files.rundir import MANIFEST, UnreadableFile
+from sweeper.run.files.manifest import MANIFEST, read_manifest
+from sweeper.run.files.rundir import UnreadableFile
 
 WIDE = "+experiment.resources={nope: {ranks_per_run: 2}}"
 

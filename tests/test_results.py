@@ -144,8 +144,7 @@ def test_the_manifest_is_parsed_once_and_again_whenever_its_file_changes(tmp_pat
     import os
 
     from sweeper.analysis.results import load_manifest
-    from sweeper.run.files.manifest import write_manifest
-    from sweeper.run.files.rundir import MANIFEST
+    from sweeper.run.files.manifest import MANIFEST, write_manifest
 
     root = write_sweep(tmp_path / "s", {"a": [1.0, 1.1, 1.2], "b": [2.0, 2.1, 2.2]}, baseline="a")
     first = load_manifest(root)

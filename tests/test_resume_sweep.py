@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sweeper.run.files.manifest import read_manifest
-from sweeper.run.files.rundir import MANIFEST, RunDir, Status
+from sweeper.run.files.manifest import MANIFEST, read_manifest
+from sweeper.run.files.rundir import RunDir, Status
 from tests.helpers.local_pool import (
     checkpoints,
     child_env,

@@ -39,8 +39,8 @@ def test_bootstrap_p_better_interval_from_the_counts_by_the_definition():
 def test_a_manifest_run_dir_outside_the_sweep_dir_is_refused_without_a_path_per_entry(tmp_path, run_dir, leaves):
     import json
 
-    from sweeper.run.files.manifest import read_manifest
-    from sweeper.run.files.rundir import MANIFEST, UnreadableFile
+    from sweeper.run.files.manifest import MANIFEST, read_manifest
+    from sweeper.run.files.rundir import UnreadableFile
 
     (tmp_path / MANIFEST).write_text(json.dumps({
         "experiment": {"name": "x", "baseline": "a", "metric": "m", "lower_is_better": True, "variants": {"a": []}},

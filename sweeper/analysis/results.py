@@ -37,8 +37,8 @@ from sweeper.config.config_diff import Declared, diff_configs
 from sweeper.health.result import HealthReport
 from sweeper.run.envinfo import git_state
 from sweeper.run.files.atomic import read_tail
-from sweeper.run.files.manifest import Experiment, Manifest, RunEntry, read_manifest
-from sweeper.run.files.rundir import KEEP, MANIFEST, STALE, RunDir, Status, UnreadableFile, stale_hint
+from sweeper.run.files.manifest import MANIFEST, Experiment, Manifest, RunEntry, read_manifest
+from sweeper.run.files.rundir import KEEP, STALE, RunDir, Status, UnreadableFile, stale_hint
 
 MISSING, UNKNOWN = "missing", "unknown"          # row states beyond a run's own status (see the docstring)
 FIXED_COLUMNS = ["variant", "seed", "run_id", "run_dir", "status", "error", "failure_class", "exit_code", "steps",

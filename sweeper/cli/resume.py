@@ -27,7 +27,8 @@ from sweeper.config.task import TaskSpec
 from sweeper.errors import UsageError
 from sweeper.execute.launch import execute_sweep, fix_launch
 from sweeper.plan.make import Plan, RunSpec, recorded
-from sweeper.run.files.rundir import MANIFEST, UnreadableFile, stable_hash
+from sweeper.run.files.manifest import MANIFEST
+from sweeper.run.files.rundir import UnreadableFile, stable_hash
 
 USAGE = "usage: python -m sweeper.resume SWEEP_DIR [launcher.KEY=VALUE ...] [sweeper.report=true|false]"
 

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.run.files.atomic import atomic_write_text
-from sweeper.run.files.rundir import MANIFEST, RunDir, UnreadableFile, json_object, load_json_file
+from sweeper.run.files.rundir import RunDir, UnreadableFile, json_object, load_json_file
+
+MANIFEST = "sweep.json"
 
 
 @dataclass(frozen=True)

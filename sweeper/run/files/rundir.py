@@ -36,7 +36,7 @@ from sweeper.errors import not_text
 from sweeper.run.files.atomic import append_jsonl, atomic_write_json, atomic_write_text, read_tail, rewrite_jsonl
 from sweeper.run.files.owner import alive
 
-MANIFEST, STATUS, SUMMARY, METRICS = "sweep.json", "status.json", "summary.json", "metrics.jsonl"
+STATUS, SUMMARY, METRICS = "status.json", "summary.json", "metrics.jsonl"
 CONFIG, HEALTH, ENV, LOG, CKPT = "config.yaml", "health.json", "env.json", "stdout.log", "ckpt"
 EXIT_INTERRUPTED = 75   # a run stopped by a signal with a checkpoint saved (EX_TEMPFAIL): run it again to resume
 EXIT_CONFIG = 2         # bad config or refused resume: never retried
