@@ -34,9 +34,10 @@ claims to (the verdict treats its variant like a health-failed one).
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterable
+
+from sweeper.health.result import HealthReport
 
 KINDS = {
     "healthy": ("healthy", "nothing to fix: tune hyperparameters"),
@@ -151,8 +152,5 @@ def read_diagnosis(run_dir: str | Path) -> dict[str, Any] | None:
     path = path / "health.json" if path.is_dir() else path
     if not path.exists():
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return data.get("diagnosis") or diagnose(data.get("checks", []))
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
-        raise ValueError(f"{path}: not a readable health report ({type(e).__name__}: {e})") from None
+    report = HealthReport.read(path)                 # the one reader of the format
+    return report.diagnosis or diagnose(report.checks)
