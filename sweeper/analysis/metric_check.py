@@ -2,9 +2,9 @@
 the sweep (one line naming the metric, what the run did report and the fix; exit 2); secondary metrics warn.
 
     check = MetricCheck(plan.experiment)
-    problem, warnings = check.run(run_dir, "nope/seed_0")   # problem: the one line (None: the run is usable)
-    check.reject(run_dir, problem)                         # the run becomes failed (its result set aside), so
-                                                           # the corrected command reruns it; finished runs stay
+    problem = check.settle(run_dir, "nope/seed_0", print)   # the one stop line (None: the run is usable); a
+                                                           # run without it becomes failed (its result set
+                                                           # aside), so the corrected command reruns it
 
 Why at the first run: a metric typo (`metric: val_acc` for a run that reports `val_loss`) otherwise costs the whole
 sweep's compute before the report finds it. Pure Python; reads the run's summary through RunDir only.
@@ -68,6 +68,16 @@ class MetricCheck:
                 warnings.append(f"secondary metric {name}: run {label} {what} (it reported: {reported}); it is "
                                 f"left out of the report's secondary table where missing")
         return problem, warnings
+
+    def settle(self, run_dir: Path, label: str, log=None) -> str | None:
+        """What every backend does with a finished run: `run`, its warnings to `log` (a one-line printer or
+        None), and a run without a usable decision metric rejected. Returns the stop line (None: usable)."""
+        problem, warnings = self.run(run_dir, label)
+        for warning in warnings if log is not None else ():
+            log(f"warning: {warning}")
+        if problem:
+            self.reject(run_dir, problem)
+        return problem
 
     @staticmethod
     def reject(run_dir: Path, problem: str) -> None:

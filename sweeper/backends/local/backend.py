@@ -94,12 +94,8 @@ class RunAdapter:
         if failure is not None and job.rank_exit is not None:        # one rank's exit ended the run: name it
             failure = job.rank_exit.failure(failure, rd.log_path)
         if state is Status.FINISHED:                     # fail fast: the decision metric must be a number
-            problem, warnings = self.metrics.run(rd.path, run.label)
-            for warning in warnings:
-                if self.progress is not None:
-                    self.progress.log(f"warning: {warning}")
+            problem = self.metrics.settle(rd.path, run.label, self.progress.log if self.progress else None)
             if problem:
-                self.metrics.reject(rd.path, problem)
                 self.stop = self.stop or problem
                 return rd.update_status(**self._ids(run, attempt)).to_dict(), \
                     Failure(CONFIG, problem, f"{CONFIG}: decision metric")

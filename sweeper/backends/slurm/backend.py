@@ -45,7 +45,7 @@ from sweeper.errors import UsageError
 from sweeper.plan.slurm_record import RECORD, read_record, write_record
 from sweeper.report.live import Progress
 from sweeper.run.files.manifest import Launch
-from sweeper.run.files.rundir import KEEP, UnreadableFile
+from sweeper.run.files.rundir import KEEP, Status, UnreadableFile
 
 
 def sbatch_options(cfg: SlurmLauncherConf) -> dict:
@@ -305,7 +305,7 @@ def _wait(plan, pending: dict[str, str], cfg: SlurmLauncherConf, progress, metri
                 continue
             status = settle(run.run_dir, job_id, state)
             del pending[run_id]
-            if status["status"] == "finished":
+            if status["status"] == Status.FINISHED.value:
                 _check_metric(plan, run, metrics, progress)
             results[run_id] = status["status"]
             progress.ended(run, status, time.time() - started.get(run_id, time.time()))
@@ -319,14 +319,11 @@ def _wait(plan, pending: dict[str, str], cfg: SlurmLauncherConf, progress, metri
 
 
 def _check_metric(plan, run, metrics: MetricCheck, progress) -> None:
-    """The local pool's fail-fast rule on Slurm (sweeper.analysis.metric_check): warnings for secondary metrics;
-    for a decision metric that is missing or not a number, stop the sweep's jobs and raise UsageError."""
-    problem, warnings = metrics.run(run.run_dir, run.label)
-    for warning in warnings:
-        progress.log(f"warning: {warning}")
+    """The fail-fast rule every backend applies (MetricCheck.settle); here a stop also cancels the sweep's live
+    jobs (their runs checkpoint and resume) before UsageError ends the sweep."""
+    problem = metrics.settle(run.run_dir, run.label, progress.log)
     if not problem:
         return
-    metrics.reject(run.run_dir, problem)
     try:
         stopped = cancel(Path(plan.sweep_dir))
     except (SlurmUnavailable, OSError, subprocess.SubprocessError) as e:
