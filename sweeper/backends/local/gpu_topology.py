@@ -69,45 +69,33 @@ def parse_cpu_list(text: str) -> tuple[int, ...]:
     return tuple(sorted(set(cpus)))
 
 
-def parse_topo_affinity(text: str) -> dict[int, tuple[int, ...]]:
-    """`nvidia-smi topo -m` -> {gpu index: near CPU set}. Cells are tab-separated; the header names the
-    columns (it starts with an empty cell, and may be wrapped in terminal underline escapes)."""
+def _topo_table(text: str) -> tuple[list[str], dict[int, list[str]]]:
+    """`nvidia-smi topo -m` -> (header columns, {gpu index: its row's cells}). Cells are tab-separated; the header
+    names the columns (it starts with an empty cell, and may be wrapped in terminal underline escapes)."""
     lines = [_ANSI.sub("", line).rstrip("\n") for line in text.splitlines()]
     header = next((line for line in lines if "CPU Affinity" in line), None)
     if header is None:
-        return {}
-    cols = [c.strip() for c in header.split("\t")]
+        return [], {}
+    rows = {int(m.group(1)): [c.strip() for c in line.split("\t")]
+            for line in lines if (m := re.match(r"^GPU(\d+)\t", line))}
+    return [c.strip() for c in header.split("\t")], rows
+
+
+def parse_topo_affinity(text: str) -> dict[int, tuple[int, ...]]:
+    """`nvidia-smi topo -m` -> {gpu index: near CPU set}."""
+    cols, rows = _topo_table(text)
     if "CPU Affinity" not in cols:
         return {}
     at = cols.index("CPU Affinity")
-    out = {}
-    for line in lines:
-        m = re.match(r"^GPU(\d+)\t", line)
-        if not m:
-            continue
-        cells = [c.strip() for c in line.split("\t")]
-        if len(cells) > at:
-            out[int(m.group(1))] = parse_cpu_list(cells[at])
-    return out
+    return {gpu: parse_cpu_list(cells[at]) for gpu, cells in rows.items() if len(cells) > at}
 
 
 def parse_topo_links(text: str) -> dict[int, tuple[int, ...]]:
     """`nvidia-smi topo -m` -> {gpu index: indices of the GPUs it reaches over NVLink} (cells "NV<n>")."""
-    lines = [_ANSI.sub("", line).rstrip("\n") for line in text.splitlines()]
-    header = next((line for line in lines if "CPU Affinity" in line), None)
-    if header is None:
-        return {}
-    cols = [c.strip() for c in header.split("\t")]
+    cols, rows = _topo_table(text)
     gpu_cols = {i: int(c[3:]) for i, c in enumerate(cols) if re.fullmatch(r"GPU\d+", c)}
-    out = {}
-    for line in lines:
-        m = re.match(r"^GPU(\d+)\t", line)
-        if not m:
-            continue
-        cells = [c.strip() for c in line.split("\t")]
-        out[int(m.group(1))] = tuple(sorted(gpu_cols[i] for i in gpu_cols
-                                            if i < len(cells) and re.fullmatch(r"NV\d+", cells[i])))
-    return out
+    return {gpu: tuple(sorted(gpu_cols[i] for i in gpu_cols if i < len(cells) and re.fullmatch(r"NV\d+", cells[i])))
+            for gpu, cells in rows.items()}
 
 
 def parse_list(text: str, affinity: dict[int, tuple[int, ...]] | None = None,
