@@ -59,7 +59,7 @@ def test_fake_gpus_one_device_per_run_disjoint_cores_threads_sum_to_cores(tmp_pa
 @pytest.mark.slow
 def test_two_runs_per_device_share_it_at_once(tmp_path):
     d = tmp_path / "sweep"
-    proc = run(sweep_args(d, "launcher.runs_per_device=2", steps=20),
+    proc = run(sweep_args(d, "launcher.runs_per_device=2", steps=100),
                env=child_env({"CUDA_VISIBLE_DEVICES": "7"}))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     recorded = envs(d, [("rope", 0), ("nope", 0)])
