@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.commands import ROOT
+from tests.helpers.slurm_cluster import preempt
 
 pytestmark = pytest.mark.slow
 
@@ -130,9 +131,7 @@ def test_the_example_on_slurm_preempted_and_resumed_equals_the_local_sweep(proje
         time.sleep(0.1)
     rel = str(victims[0].parent.parent.relative_to(sweep_dir))
     job = next(j["job_id"] for j in jobs.values() if j["run_dir"] == rel)
-    subprocess.run(["scancel", "--signal=TERM", job], check=True)       # a preemption, as the job sees it
-    time.sleep(0.3)
-    subprocess.run(["scancel", "--signal=USR2", job], check=True)
+    preempt(job)
     deadline = time.time() + 60
     while subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True).stdout.strip() \
             != "PENDING":

@@ -18,7 +18,7 @@ import yaml
 
 from tests.helpers.commands import run_sweeper
 from tests.helpers.local_pool import wait_for
-from tests.helpers.slurm_cluster import require_cluster
+from tests.helpers.slurm_cluster import preempt, require_cluster
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -159,10 +159,7 @@ def test_preemption_checkpoints_requeues_and_resumes_bitwise_equal(tmp_path, tin
     slurm.launch(ref_plan, ref_cfg, Progress(total=1))
     job = job_of(plan, run)
     wait_for(lambda: logged_step(run) >= 10, 120, "the run to log step 10")
-    # what a preemption looks like to the job (submitit's own test hook does the same): SIGTERM, then USR2
-    subprocess.run(["scancel", "--signal=TERM", job], check=True)
-    time.sleep(0.3)
-    subprocess.run(["scancel", "--signal=USR2", job], check=True)
+    preempt(job)
     release_requeued(job)
     wait_for(lambda: all(s in slurm.ENDED for s in slurm.job_states(
         {job, job_of(ref_plan, ref)}).values()), 180, "both runs to end")

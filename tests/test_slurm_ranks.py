@@ -9,11 +9,10 @@ Run: ``python -m pytest -q tests/test_slurm_ranks.py``
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
-from tests.helpers.slurm_cluster import require_cluster
+from tests.helpers.slurm_cluster import preempt, require_cluster
 
 require_cluster()
 
@@ -67,9 +66,7 @@ def test_preempting_a_two_rank_run_checkpoints_requeues_and_resumes_bitwise_equa
     slurm.launch(ref_plan, ref_cfg, Progress(total=1))
     job = job_of(plan, run)
     wait_for(lambda: logged_step(run) >= 10, 180, "the 2-rank run to log step 10")
-    subprocess.run(["scancel", "--signal=TERM", job], check=True)
-    subprocess.run(["sleep", "0.3"])
-    subprocess.run(["scancel", "--signal=USR2", job], check=True)
+    preempt(job)
     release_requeued(job)
     wait_for(lambda: all(s in slurm.ENDED for s in slurm.job_states(
         {job, job_of(ref_plan, ref)}).values()), 300, "both runs to end")

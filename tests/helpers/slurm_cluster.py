@@ -1,4 +1,5 @@
-"""Is a local Slurm cluster up (`bash tests/slurm/cluster.sh up`)? Slurm test modules start with
+"""Is a local Slurm cluster up (`bash tests/slurm/cluster.sh up`)? And a preemption of one of its jobs.
+Slurm test modules start with
 
     require_cluster()          # module level: skip with the reason, or fail under SWEEPER_REQUIRE_SLURM=1 (CI)
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -39,3 +41,10 @@ def require_cluster() -> None:
         if os.environ.get("SWEEPER_REQUIRE_SLURM") == "1":
             raise RuntimeError(f"SWEEPER_REQUIRE_SLURM=1 but {problem}")
         pytest.skip(problem, allow_module_level=True)
+
+
+def preempt(job_id: str) -> None:
+    """A preemption as the job sees it (submitit's own test hook does the same): SIGTERM, then USR2."""
+    subprocess.run(["scancel", "--signal=TERM", job_id], check=True)
+    time.sleep(0.3)
+    subprocess.run(["scancel", "--signal=USR2", job_id], check=True)
