@@ -70,6 +70,8 @@ def cap_log(path, limit: int | None, pause=None) -> int:
     if not limit:
         return 0
     try:
+        if os.stat(path).st_size <= limit:     # the common case, every tick of a running run: one stat
+            return 0
         fd = os.open(path, os.O_RDWR)
     except FileNotFoundError:
         return 0
