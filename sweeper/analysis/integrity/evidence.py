@@ -1,0 +1,24 @@
+"""What the checks across runs read: the sweep's experiment, runs, curves and each variant's config changes, as
+the report already loaded them (sweeper.analysis.results). Torch-free; the checks read no file themselves
+unless the evidence they need is not here.
+
+    ev = SweepEvidence(sweep_dir, experiment, runs, curves, changes)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from sweeper.config.config_diff import Change
+from sweeper.run.files.manifest import Experiment
+
+
+@dataclass(frozen=True)
+class SweepEvidence:
+    sweep_dir: Path
+    experiment: Experiment            # baseline, metric, lower_is_better, variants, controls, bundles
+    runs: pd.DataFrame                # sweeper.analysis.results.load_runs: one row per planned run
+    curves: pd.DataFrame              # load_curves: run_id, variant, seed, step, metric, value
+    changes: dict[str, list[Change]] = field(default_factory=dict)   # variant -> its config changes vs the baseline
