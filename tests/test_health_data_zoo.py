@@ -242,15 +242,15 @@ def test_monitor_checks_point_at_unstandardized_inputs(tmp_path):
     assert live.message == "grad norm 40x its running median"           # the monitor's own record is untouched
 
 
-# ---- the README's table: every documented way to silence a check does silence it --------------------------------
+# ---- docs/health-checks.md, its data-checks table: every documented way to silence a check silences it ----
 def _readme_silencers() -> dict[str, dict[str, str]]:
-    """check -> {threshold: value} from the README's data-checks table (`name=value` in its last column)."""
+    """check -> {threshold: value} from the data-checks table of docs/health-checks.md (`name=value`, last column)."""
     import re
 
     from tests.helpers.commands import ROOT
 
     out = {}
-    for line in (ROOT / "README.md").read_text().splitlines():
+    for line in (ROOT / "docs" / "health-checks.md").read_text().splitlines():
         cells = [c.strip() for c in line.split("|")]
         if len(cells) == 6 and cells[2].startswith("`") and re.search(r"`\w+=", cells[4]):
             check = cells[2].split("`")[1]
@@ -258,7 +258,7 @@ def _readme_silencers() -> dict[str, dict[str, str]]:
     return out
 
 
-ALWAYS_A_BUG = ("one_based_labels", "lm_padding_mask_inverted")     # fails the README says nothing silences
+ALWAYS_A_BUG = ("one_based_labels", "lm_padding_mask_inverted")     # fails docs/health-checks.md says nothing silences
 
 
 @pytest.mark.slow
@@ -268,7 +268,7 @@ def test_the_documented_threshold_silences_the_check(name):
 
     case = CASES[name]
     silencers = _readme_silencers()
-    assert case.caught_by in silencers, f"README table has no silencer for {case.caught_by}"
+    assert case.caught_by in silencers, f"docs/health-checks.md has no silencer for {case.caught_by}"
     values = {k: (v if v in ("pass", "warn", "fail") else float(v)) for k, v in silencers[case.caught_by].items()}
     kwargs = case.build(True, 0)
     kwargs["thresholds"] = Thresholds.from_dict(values)

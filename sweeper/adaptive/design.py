@@ -8,7 +8,7 @@ looks and comparisons). Pure numpy/scipy on per-seed arrays; no I/O, no backend,
     decide_look(d, states, stats_, invalid={"frozen": "gradient_flow"})   # states updated in place
     d.schedule()                                         # [3, 5, 7, 9]: seeds per arm at each look
 
-Procedure (fixed before looking; the README's "Adaptive seeds" section justifies it):
+Procedure (fixed before looking; docs/adaptive.md justifies it):
 1. Looks at n = start, start+batch, ... , max_seeds seeds per arm; information fraction t = n / max_seeds (the
    seeds that ended, lost ones included, so a look whose runs were cut short is placed where it really is).
 2. Each comparison spends its local level alpha_i over its looks by a Lan-DeMets spending function:

@@ -62,7 +62,7 @@ More data, more checks: `preflight(..., loader=train_loader, val_data=val_loader
 what goes into the model (inputs standardized, labels against num_classes, targets that reach the loss, a label
 leaked into the features, labels shuffled apart from their inputs, class-sorted batches) and at the evaluation
 (validation examples copied from training, dropout or BatchNorm in train mode while evaluating, BatchNorm
-running statistics); see README.md's table of the checklist.
+running statistics); see docs/health-checks.md's table of the checklist.
 
 Public names (imported lazily so `import sweeper` stays free of torch):
   preflight, CHECKS, LiveMonitor, HealthReport, CheckResult, Thresholds, diagnose, read_diagnosis (a run's one
