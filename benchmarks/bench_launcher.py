@@ -95,7 +95,7 @@ def shell(script: str, dirs: list[Path], entry: str, threads: int | None = None)
 def pool(plan) -> float:
     from sweeper.backends.local.backend import launch
     from sweeper.backends.local.schema import LocalLauncherConf
-    from sweeper.report.live import Progress
+    from sweeper.backends.progress import Progress
 
     saved = {k: os.environ.pop(k) for k in THREAD_VARS if k in os.environ}
     try:

@@ -192,7 +192,7 @@ class _Slot:
 
 def live_view(plan, running: int, profile: bool) -> dict:
     """Progress, live, with `running` runs running: ms per redraw (tick) and per event line (log)."""
-    from sweeper.report.live import Progress
+    from sweeper.backends.progress import Progress
 
     runs = [(_Run(r.rundir, i), _Slot(i)) for i, r in enumerate(plan.runs[:running])]
     out = io.StringIO()

@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # repo folder -> the package it installs as
 FOLDERS = {"sweeper": "sweeper", "train": "sweeper.train", "kernels": "sweeper.kernels",
            "hydra_plugins": "hydra_plugins"}
-ORDER = ("kernels", "health", "base", "run", "train", "config", "plan", "analysis", "report", "backends",
-         "execute", "adaptive", "cli", "commands", "hydra_plugins")
+ORDER = ("kernels", "health", "base", "run", "train", "config", "plan", "backends", "execute", "analysis", "report",
+         "adaptive", "cli", "commands", "hydra_plugins")
 BASE = ("sweeper.errors", "sweeper.interrupts")
 REPORT_PATH = ("sweeper.report.write", "sweeper.report.html", "sweeper.analysis.results", "sweeper.analysis.stats",
                "sweeper.analysis.verdict", "sweeper.report.plots", "sweeper.analysis.compare", "sweeper.cli.report")

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import yaml
 
 from sweeper.backends.failures import classify
-from sweeper.report.live import Progress, fmt_s
+from sweeper.backends.progress import Progress, fmt_s
 from tests.helpers.commands import ROOT
 from tests.helpers.local_pool import child_env, kill_all_mentioning, sweep_args
 
@@ -116,7 +116,7 @@ def test_interrupted_and_not_started_runs_are_not_counted_as_done():
     import io
     from types import SimpleNamespace
 
-    from sweeper.report.live import Progress
+    from sweeper.backends.progress import Progress
 
     out = io.StringIO()
     p = Progress(total=4, stream=out, live=False)
@@ -175,7 +175,7 @@ def test_live_view_with_hundreds_of_runs_fits_the_terminal_and_events_do_not_rer
 
 
 def test_plain_status_line_names_at_most_plain_rows_runs(tmp_path):
-    from sweeper.report.live import PLAIN_ROWS
+    from sweeper.backends.progress import PLAIN_ROWS
 
     out = io.StringIO()
     progress = Progress(total=500, stream=out, live=False, interval_s=0.0)

@@ -19,8 +19,8 @@ from sweeper.backends.local.pool import Job, run_pool
 from sweeper.backends.local.ranks import rank_env
 from sweeper.backends.local.schema import LocalLauncherConf as LauncherConfig
 from sweeper.backends.local.slots import Slot, make_slots
+from sweeper.backends.progress import Progress
 from sweeper.errors import UsageError
-from sweeper.report.live import Progress
 
 
 def gpus(slots):

@@ -17,7 +17,7 @@ from sweeper.backends.failures import RetryPolicy
 from sweeper.backends.local.pool import Job, run_pool
 from sweeper.backends.local.ranks import HeldPort
 from sweeper.backends.local.slots import Slot
-from sweeper.report.live import Progress
+from sweeper.backends.progress import Progress
 
 RENDEZVOUS = r"""
 import json, os, socket, sys, time

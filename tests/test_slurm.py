@@ -25,8 +25,8 @@ pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 require_cluster()
 
+from sweeper.backends.progress import Progress  # noqa: E402
 from sweeper.backends.slurm import backend as slurm  # noqa: E402  (after the check: submitit needs srun)
-from sweeper.report.live import Progress  # noqa: E402
 from sweeper.run.files.manifest import read_manifest  # noqa: E402
 from tests.helpers.slurm_jobs import (  # noqa: E402
     FAST,

@@ -16,7 +16,7 @@ from tests.helpers.slurm_cluster import preempt, require_cluster
 
 require_cluster()
 
-from sweeper.report.live import Progress
+from sweeper.backends.progress import Progress
 from tests.helpers.local_pool import wait_for
 from tests.helpers.slurm_jobs import (  # noqa: E402
     final_state_hash,

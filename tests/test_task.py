@@ -74,8 +74,8 @@ def listing(root):
     (["task.preflight=mymod:nosuch", "sweeper.preflight=warn"], "task.preflight='mymod:nosuch': module mymod has no"),
     (["task.cwd=/no/such/dir"], "task.cwd='/no/such/dir': no such directory"),
     (["+task.bogus=1"],
-     "unknown config key 'task.bogus'; keys of task are: args, command, cwd, entry, metrics, metrics_prefix, "
-     "preflight, preload, validate"),
+     "unknown config key 'task.bogus'; keys of task are: args, audit, command, cwd, entry, metrics, "
+     "metrics_prefix, preflight, preload, validate"),
     (["task.command=[ls]", "task.preload=[mymod]"], "task.preload=['mymod']: only with task.entry or a python"),
     (["task.command=null", "task.entry=mymod:main", "task.preload=[mymod,no_such_mod_xyz]"],
      "task.preload: no module named 'no_such_mod_xyz'"),
@@ -86,7 +86,7 @@ def listing(root):
     (["task.command=null", "task.entry=mymod:main", "task.preload=mymod"],
      "task.preload='mymod': must be a list of module names"),
     (["sweeper.preflight=stop"], "sweeper.preflight=stop needs the task's preflight hook: set task.preflight="),
-    (["sweeper.audit=true"], "sweeper.audit=true audits the built-in trainer only (task.entry=sweeper.train:main)"),
+    (["sweeper.audit=true"], "sweeper.audit=true needs the task's resume audit hook: set task.audit=module:function"),
     (["task.validate=mymod:validate", "lr=2"], "lr=2: must be at most 1"),
 ])
 def test_a_task_that_cannot_start_is_one_line_exit_2_and_nothing_is_written(project, args, needle):

@@ -28,8 +28,8 @@ from sweeper.backends.failures import classify
 from sweeper.backends.local.pool import Job, run_pool
 from sweeper.backends.local.schema import LocalLauncherConf
 from sweeper.backends.local.slots import make_slots
+from sweeper.backends.progress import Progress
 from sweeper.errors import UsageError
-from sweeper.report.live import Progress
 from sweeper.run.files.atomic import read_tail
 from sweeper.run.files.manifest import read_manifest
 from sweeper.run.files.rundir import EXIT_INTERRUPTED, Status, UnreadableFile

@@ -17,13 +17,14 @@ from __future__ import annotations
 import sys
 
 from sweeper.adaptive import design as adaptive
+from sweeper.backends.progress import Progress
 from sweeper.errors import UsageError
-from sweeper.execute.launch import PreflightRefused, finish, fix_launch, launch_plan
+from sweeper.execute.launch import PreflightRefused, fix_launch, launch_plan
 from sweeper.plan.lock import sweep_lock
 from sweeper.plan.looks import looks_path, read_looks, write_looks
 from sweeper.plan.make import check_size, make_plan, reconcile
 from sweeper.plan.paths import check_paths
-from sweeper.report.live import Progress
+from sweeper.report.end import finish
 from sweeper.run.files.rundir import UnreadableFile
 
 

@@ -12,9 +12,10 @@ audit process, default 1), --dir DIR (keep the audit runs there; default: a temp
 the result is identical).
 
 The config is composed exactly as `python -m sweeper` composes it (sweeper.config.sweep.compose_sweep); the
-audit knows the built-in trainer only (task.entry=sweeper.train:main). Trains the run straight and stopped-then-resumed
-in real processes and compares hashes of the parameters, optimizer state, RNG states and data order at every
-step (train/audit.py). Prints "result: bitwise identical" or the first step and tensor that differ.
+audit is the task's hook `task.audit` (the built-in trainer's: sweeper.train.audit:audit_resume). It trains the
+run straight and stopped-then-resumed in real processes and compares hashes of the parameters, optimizer state,
+RNG states and data order at every step (train/audit.py). Prints "result: bitwise identical" or the first step
+and tensor that differ.
 Exit status: 0 identical, 1 diverged (or an audit run failed), 2 bad input.
 
 A sweep runs it as a preflight with `sweeper.audit=true`: `sweep_audit(plan)` audits the baseline variant
@@ -31,7 +32,7 @@ from sweeper.config.composition.argv import split_config_dirs, with_config_dirs
 from sweeper.config.seeds import parse_seeds
 from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
-from sweeper.execute.audit import AUDITED_ENTRY, audit_run_config
+from sweeper.execute.audit import AuditFailed, audit_run_config, check_auditable
 
 
 def _parser() -> ArgumentParser:
@@ -47,9 +48,7 @@ def _parser() -> ArgumentParser:
 
 
 def _select(sweep, variant: str | None, seed: int | None) -> dict:
-    if sweep.task.entry != AUDITED_ENTRY:
-        raise UsageError(f"the audit knows the built-in trainer only (task.entry={AUDITED_ENTRY}); this experiment "
-                         f"runs {sweep.task.name}")
+    check_auditable(sweep.task, "python -m sweeper.audit")
     variant = variant or sweep.experiment.baseline
     if variant not in sweep.variant_configs:
         raise UsageError(f"--variant {variant}: experiment {sweep.experiment.name} has variants "
@@ -80,18 +79,16 @@ def _main(argv: list[str], state: dict) -> int:
     sweep = compose_sweep(with_config_dirs(overrides, config_dirs))
     run_cfg = _select(sweep, args.variant, args.seed)
 
-    from sweeper.train.audit import AuditError  # deferred: torch (about 2 s), after the command line is checked
-
     temp = None if args.work_dir else tempfile.mkdtemp(prefix="sweeper-audit-")
     try:
-        report = audit_run_config(run_cfg, args.work_dir or temp, steps=args.steps, stop_at=args.stop_at,
+        report = audit_run_config(sweep.task, run_cfg, args.work_dir or temp, steps=args.steps, stop_at=args.stop_at,
                                   mode=args.mode, threads=args.threads, experiment=sweep.experiment.name,
                                   variant=args.variant or sweep.experiment.baseline)
     except UsageError:
         if temp:
             shutil.rmtree(temp, ignore_errors=True)
         raise
-    except AuditError as e:
+    except AuditFailed as e:
         print(f"sweeper.audit: an audit run failed: {e}", file=sys.stderr)
         return 1
     text = report.format()

@@ -25,8 +25,9 @@ from sweeper.config.launchers import backend_of
 from sweeper.config.sweep import Sweep
 from sweeper.config.task import TaskSpec
 from sweeper.errors import UsageError
-from sweeper.execute.launch import execute_sweep, fix_launch
+from sweeper.execute.launch import fix_launch
 from sweeper.plan.make import Plan, RunSpec, recorded
+from sweeper.report.end import run_to_end
 from sweeper.run.files.manifest import MANIFEST
 from sweeper.run.files.rundir import UnreadableFile, stable_hash
 
@@ -107,4 +108,4 @@ def _main(argv: list[str], state: dict) -> int:
     conf = backend.config(plan.sweep.launcher)
     backend.probe(conf)
     plan = fix_launch(plan, backend, conf)      # the recorded launch settings, whatever the overrides say
-    return execute_sweep(plan, backend, conf, recorded_argv, state)
+    return run_to_end(plan, backend, conf, recorded_argv, state)

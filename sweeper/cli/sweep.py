@@ -33,10 +33,11 @@ from sweeper.config.launchers import backend_of
 from sweeper.config.seeds import count_seeds, is_adaptive, parse_seeds
 from sweeper.config.sweep import Sweep, check_task_started, compose_sweep
 from sweeper.errors import UsageError
-from sweeper.execute.launch import execute_sweep, fix_launch
+from sweeper.execute.launch import fix_launch
 from sweeper.execute.preflight import check_preflight_options
 from sweeper.plan.make import Plan, check_size, format_plan, make_plan, reconcile
 from sweeper.plan.paths import check_paths
+from sweeper.report.end import run_to_end
 
 USAGE = "\n\n".join(__doc__.split("\n\n")[:3])
 
@@ -107,4 +108,4 @@ def _main(argv: list[str], state: dict) -> int:
             print(f"note: {note}")
         print("dry run: nothing launched")
         return 0
-    return execute_sweep(plan, backend, conf, argv, state)
+    return run_to_end(plan, backend, conf, argv, state)

@@ -83,6 +83,7 @@ class TaskConf:
     cwd: Optional[str] = None                 # where each run starts; default: the directory the sweep was started in
     validate: Optional[str] = entry_point()   # module:function called with each run's config before anything starts
     preflight: Optional[str] = entry_point()  # module:function(config) -> sweeper.health.HealthReport, for sweeper.preflight=warn|stop
+    audit: Optional[str] = entry_point()      # module:function(run_config, work_dir, steps=, stop_at=, mode=, threads=, experiment=, variant=) -> a report with .identical and .format(): the resume audit (python -m sweeper.audit, sweeper.audit=true); ValueError for bad options
     preload: List[str] = rule(factory=list, must="must be a list of module names, e.g. [my_pkg.model, my_pkg.data]",
                               ok=lambda v: all(MODULE.match(m) for m in v))
     #                          what task.entry imports inside its function (or a python command beyond its script's

@@ -48,7 +48,7 @@ PYTHONS = ("python", "python3")
 LEGACY_BUILTIN = {"entry": "train:main", "validate": "train.config:validate",
                   "preflight": "train.preflight:preflight_config"}
 BUILTIN = {"entry": "sweeper.train:main", "validate": "sweeper.train.checks:validate",
-           "preflight": "sweeper.train.preflight:preflight_config",
+           "preflight": "sweeper.train.preflight:preflight_config", "audit": "sweeper.train.audit:audit_resume",
            "preload": ["sweeper.train.loop", "sweeper.kernels", "scipy.special"]}
 
 
@@ -59,6 +59,7 @@ class TaskSpec:
     cwd: str = ""                              # absolute working directory of every run
     validate: str | None = None                # "module:function"(config) at plan time
     preflight: str | None = None               # "module:function"(config) -> HealthReport
+    audit: str | None = None                   # "module:function"(run_config, work_dir, ...): the resume audit
     preload: tuple[str, ...] = ()              # modules a slot's warm launcher imports before forking runs
     args: str | tuple[str, ...] = "none"       # none | flags | run-config keys: what a command gets as --key=value
     metrics: tuple[str, ...] = ()              # where a command without the run API reports its final metrics
@@ -129,7 +130,7 @@ def parse_task(block: dict | None, cwd: str | Path | None = None) -> TaskSpec:
     if not base.is_dir():
         raise UsageError(f"task.cwd={str(base)!r}: no such directory")
     return TaskSpec(entry=conf.entry or None, command=tuple(conf.command) if conf.command else None,
-                    cwd=str(base.resolve()), validate=conf.validate, preflight=conf.preflight,
+                    cwd=str(base.resolve()), validate=conf.validate, preflight=conf.preflight, audit=conf.audit,
                     preload=tuple(conf.preload), args=conf.args if isinstance(conf.args, str) else tuple(conf.args),
                     metrics=tuple(conf.metrics), metrics_prefix=conf.metrics_prefix)
 

@@ -18,7 +18,7 @@ import time
 
 from sweeper.config.sweep import load_hook
 from sweeper.errors import UsageError
-from sweeper.execute.audit import AUDITED_ENTRY, sweep_audit
+from sweeper.execute.audit import check_auditable, sweep_audit
 from sweeper.run.files.rundir import KEEP, Status
 
 
@@ -28,10 +28,8 @@ def check_preflight_options(sweep) -> None:
     if mode != "off" and not sweep.task.preflight:
         raise UsageError(f"sweeper.preflight={mode} needs the task's preflight hook: set task.preflight="
                          f"module:function (a run config -> sweeper.health.HealthReport), or use sweeper.preflight=off")
-    if sweep.sweeper.audit and sweep.task.entry != AUDITED_ENTRY:
-        raise UsageError(f"sweeper.audit=true audits the built-in trainer only (task.entry={AUDITED_ENTRY}); this "
-                         f"sweep runs {sweep.task.name}: drop sweeper.audit, and check your own resume with "
-                         f"an interrupted run instead")
+    if sweep.sweeper.audit:
+        check_auditable(sweep.task, "sweeper.audit=true")
 
 
 def _check(plan, variant: str, hook, progress) -> tuple[str, str, str]:

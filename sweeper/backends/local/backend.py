@@ -26,15 +26,15 @@ import dataclasses
 import time
 from pathlib import Path
 
-from sweeper.analysis.metric_check import MetricCheck
 from sweeper.backends.base import Backend
 from sweeper.backends.failures import CONFIG, Failure, attempt_outcome
 from sweeper.backends.local.pool import Job, run_pool
 from sweeper.backends.local.schema import LocalLauncherConf
 from sweeper.backends.local.slots import PROJECT_ROOT, make_slots
 from sweeper.backends.local.warm import WarmStarts, warm_target
+from sweeper.backends.metric_check import MetricCheck
+from sweeper.backends.progress import Progress
 from sweeper.config.task import python_path
-from sweeper.report.live import Progress
 from sweeper.run.files.manifest import Launch
 from sweeper.run.files.rundir import KEEP, LOST_SUMMARY, RunDir, Status, UnreadableFile
 

@@ -32,9 +32,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from sweeper.analysis.metric_check import MetricCheck
 from sweeper.backends.base import Backend
 from sweeper.backends.local.slots import PROJECT_ROOT
+from sweeper.backends.metric_check import MetricCheck
+from sweeper.backends.progress import Progress
 from sweeper.backends.slurm.jobs import ENDED, SlurmUnavailable, cancel, job_states, settle, sync_statuses
 from sweeper.backends.slurm.limits import cluster_limits, jobs_in_controller, room, share, split_arrays
 from sweeper.backends.slurm.ranks import for_ranks
@@ -43,7 +44,6 @@ from sweeper.backends.slurm.task import RunTask
 from sweeper.config.task import python_path
 from sweeper.errors import UsageError
 from sweeper.plan.slurm_record import RECORD, read_record, write_record
-from sweeper.report.live import Progress
 from sweeper.run.files.manifest import Launch
 from sweeper.run.files.rundir import KEEP, Status, UnreadableFile
 

@@ -1,0 +1,41 @@
+"""The end of a sweep: execute the plan, then its report (unless sweeper.report=false), the sweep dir line and the
+exit status.
+
+    code = run_to_end(plan, backend, conf, argv, state)     # python -m sweeper, python -m sweeper.resume
+    code = finish(sweep_dir, plan.sweep.sweeper, statuses)   # the adaptive driver, after its last look
+
+Exit status of a sweep: 0 when every run finished (or diverged: an outcome, flagged in the report), 1 when a run
+failed or was left unfinished (or a preflight refused the launch), 2 bad input (a UsageError from execution).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from sweeper.config.schema import SweeperConf
+from sweeper.execute.launch import PreflightRefused, execute_sweep
+from sweeper.plan.make import Plan
+from sweeper.run.files.rundir import KEEP
+
+
+def run_to_end(plan: Plan, backend, conf, argv: list[str], state: dict) -> int:
+    """A fixed sweep from its plan to its exit status."""
+    try:
+        statuses = execute_sweep(plan, backend, conf, argv, state)
+    except PreflightRefused as e:
+        print(f"sweeper: error: {e}", file=sys.stderr)
+        return 1
+    if statuses is None:   # submitted without waiting (launcher.wait=false)
+        print(f"submitted; report later with `python -m sweeper.report {plan.sweep_dir}`")
+        return 0
+    return finish(plan.sweep_dir, plan.sweep.sweeper, statuses)
+
+
+def finish(sweep_dir: Path, sweeper: SweeperConf, statuses: dict[str, str]) -> int:
+    """The end of a sweep that waited for its runs: the report (unless sweeper.report=false), the sweep dir,
+    and the exit status: 1 when a run failed or was left unfinished, else 0."""
+    if sweeper.report:
+        from sweeper.report.write import report_sweep  # deferred: pandas and scipy (about 1 s), after the runs
+        print(report_sweep(sweep_dir, plots=True, journal=sweeper.journal))
+    print(f"sweep dir: {sweep_dir}")
+    return 1 if any(s not in KEEP for s in statuses.values()) else 0
