@@ -6,10 +6,11 @@ task.command, as a sweep launches it (sweeper.config.task builds this command li
 A script that calls `sweeper.init()` itself (the run API) owns its run: what it records stands. A script that
 does not (zero glue: arguments in, metrics out) gets its run recorded here: status `running` while it runs; at
 its end, its final metrics are the last value of each key it reported (sweeper.run.reported: JSON lines on
-stdout, or the metrics files named by --metrics, or any .json/.jsonl/.csv it wrote in RUN_DIR/out/), its lines
-with a "step" become the run's metrics curves; exit 0 -> finished, any other exit status -> failed with the last
-line of its output. SIGTERM/SIGINT/SIGUSR1/SIGUSR2 (Ctrl-C, preemption) stop it: status interrupted, exit 75;
-with no checkpoint of its own, such a run restarts from scratch when the sweep resumes.
+stdout, or the metrics files named by --metrics, or any .json/.jsonl/.csv it wrote under RUN_DIR/out/), with
+where each was read (the summary's `metric_sources`), its lines with a "step" become the run's metrics curves;
+exit 0 -> finished, any other exit status -> failed with the last line of its output. SIGTERM/SIGINT/SIGUSR1/
+SIGUSR2 (Ctrl-C, preemption) stop it: status interrupted, exit 75; with no checkpoint of its own, such a run
+restarts from scratch when the sweep resumes.
 
 `python script.py ...` and `python -m module ...` run in THIS process (runpy, as `__main__`, with their argv and
 sys.path[0] the script's folder): one interpreter per run, and a slot's warm launcher can fork it with the
@@ -219,15 +220,16 @@ def _api_exit(rd, code: int, stopped: str | None, last: str = "") -> int:
 
 def _finish(rd, text: str, sources: list[str], prefix: str | None, out_dir: Path, t0: float) -> int:
     """Exit 0 without the run API: final metrics and curves from what the script reported; status finished."""
-    final, steps, notes = read_reported(text, sources, prefix, base=out_dir, out_dir=out_dir)
-    for note in notes:
+    got = read_reported(text, sources, prefix, base=out_dir, out_dir=out_dir)
+    for note in got.notes:
         print(f"sweeper: {note}", flush=True)
     run = init(rd.path, record_crashes=False)
     run._t0 = t0                                     # wall time of the script, not of this bookkeeping
-    for record in steps:
+    for record in got.steps:
         run.log(record["step"], **{k: v for k, v in record.items() if k != "step"})
     run.extra["reported_by"] = "command output (zero glue)"
-    run.finish(final, steps=max((r["step"] for r in steps), default=None))
+    run.extra["metric_sources"] = got.sources        # the summary's record of where each final was read
+    run.finish(got.final, steps=max((r["step"] for r in got.steps), default=None))
     return 0
 
 
