@@ -25,6 +25,7 @@ from omegaconf.nodes import BooleanNode, FloatNode
 from sweeper.config.composition.argv import comma_lists, key_of, override_value
 from sweeper.config.composition.hydra_errors import explain_hydra_error
 from sweeper.config.composition.search import CONF_DIR
+from sweeper.config.composition.task_base import with_task_base
 from sweeper.config.fields import show
 from sweeper.config.schema import register
 from sweeper.errors import UsageError
@@ -36,6 +37,7 @@ def compose(overrides: list[str]) -> dict:
     """Compose sweep.yaml with overrides into a plain dict (interpolations resolved; `???` values kept)."""
     overrides = comma_lists(overrides)
     try:
+        overrides = with_task_base(overrides, _compose)      # task.config_file: the script's YAML, first
         return _compose(overrides)
     except UsageError:
         raise
