@@ -80,7 +80,8 @@ def with_task_base(overrides: list[str], compose_raw: Callable[[list[str]], dict
             _TASKS[key] = compose_raw(selecting).get("task")
         except Exception:  # noqa: BLE001 - composed again in full, where the error gets its one line
             return overrides
-    path = base_file(_TASKS[key])
+    task = _TASKS[key]
+    path = base_file(task) if isinstance(task, dict) and task.get("command") else None   # else the schema refuses
     if path is None:
         return overrides
     data = read_base(path)
