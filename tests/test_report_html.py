@@ -88,3 +88,45 @@ def test_the_page_escapes_text_and_names_an_unreadable_plot(tmp_path):
     assert "plot plots/none.png could not be read" in page
     outside = render("![x](../../etc/passwd.png)\n", tmp_path)
     assert "could not be read" in outside and "base64" not in outside
+
+
+LONG = {"rope": [3.0, 3.1, 3.2, 3.05], "model.rope_impl=fault_no_qk_grad": [3.5, 3.6, 3.4, 3.55],
+        "nope_with_a_very_long_variant_name_indeed": [3.3, 3.2, 3.4, 3.1],
+        "lr=0.001 wd=0.1 warmup=100": [2.9, 3.0, 3.1, 3.0], "short": [3.0, 3.0, 3.1, 3.2]}
+
+
+@pytest.mark.slow
+def test_plots_with_long_variant_names_are_readable_on_the_page(tmp_path, browser_page):
+    """Every plot shows whole, side by side with nothing (no image over another or over text), at no less than
+    60% of its size (its 8-pt labels stay legible), and what the browser paints of it is the plot itself (an
+    element screenshot: as large as the image on the page, not blank). Text inside each PNG does not overlap:
+    tests/test_plots.py checks the figures' text boxes."""
+    import io
+
+    from PIL import Image
+
+    sweep = write_sweep(tmp_path / "sweep", LONG, baseline="rope", name="long names")
+    report_sweep(sweep, plots=True)
+    browser_page.set_viewport_size({"width": 1280, "height": 900})
+    browser_page.goto((Path(sweep) / "report.html").resolve().as_uri())
+    browser_page.wait_for_load_state("load")
+    boxes = browser_page.eval_on_selector_all(
+        "img, h1, h2, h3, p, table", "els => els.map(e => { const r = e.getBoundingClientRect(); return "
+        "{tag: e.tagName, alt: e.alt || '', x: r.x, y: r.y + window.scrollY, w: r.width, h: r.height, "
+        "natural: e.naturalWidth || 0}; })")
+    images = [b for b in boxes if b["tag"] == "IMG"]
+    assert len(images) >= 3, boxes
+    for img in images:
+        assert img["natural"] > 0 and img["w"] >= 0.6 * img["natural"], img          # not shrunk unreadable
+        assert img["x"] >= 0 and img["x"] + img["w"] <= 1280, img                    # whole, no sideways scroll
+        for other in boxes:
+            if other is img or other["w"] == 0 or other["h"] == 0:
+                continue
+            overlap_x = min(img["x"] + img["w"], other["x"] + other["w"]) - max(img["x"], other["x"])
+            overlap_y = min(img["y"] + img["h"], other["y"] + other["h"]) - max(img["y"], other["y"])
+            assert overlap_x <= 1 or overlap_y <= 1, (img, other)
+    for n, locator in enumerate(browser_page.locator("img").all()):
+        shot = Image.open(io.BytesIO(locator.screenshot())).convert("L")
+        assert abs(shot.width - images[n]["w"]) <= 2, (shot.size, images[n])
+        lo, hi = shot.getextrema()
+        assert hi - lo > 100, images[n]["alt"]                                       # drawn, not blank

@@ -107,6 +107,7 @@ RANGE_CASES = [
         "'out.txt' is not stdout or a .json, .jsonl or .csv file",
     ),
     ("task.metrics_prefix", ["task.metrics_prefix=M"], "task.metrics_prefix: only with task.command"),
+    ("task.config_file", ["task.config_file=own.yaml"], "task.config_file: only with task.command"),
     ("experiment.design", ["+experiment.design=maybe"], "accepted values are auto, paired, independent"),
     ("experiment.name", ["experiment.name=a/b"], "must be a name of letters, digits"),
     ("experiment.baseline", ["experiment.baseline=nosuch"], "is not one of the variants: rope, nope, rope_frozen_qk"),

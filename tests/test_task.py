@@ -74,7 +74,7 @@ def listing(root):
     (["task.preflight=mymod:nosuch", "sweeper.preflight=warn"], "task.preflight='mymod:nosuch': module mymod has no"),
     (["task.cwd=/no/such/dir"], "task.cwd='/no/such/dir': no such directory"),
     (["+task.bogus=1"],
-     "unknown config key 'task.bogus'; keys of task are: args, audit, command, cwd, entry, metrics, "
+     "unknown config key 'task.bogus'; keys of task are: args, audit, command, config_file, cwd, entry, metrics, "
      "metrics_prefix, preflight, preload, validate"),
     (["task.command=[ls]", "task.preload=[mymod]"], "task.preload=['mymod']: only with task.entry or a python"),
     (["task.command=null", "task.entry=mymod:main", "task.preload=[mymod,no_such_mod_xyz]"],

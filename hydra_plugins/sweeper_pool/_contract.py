@@ -7,6 +7,10 @@
     prepare(job)                                                # config.yaml and a pending status
     summary = finished(job)                                     # the summary of a run that need not run again
 
+A finished job is skipped only when it ran the same thing: the same config (config_hash) and the same task
+(task_hash: the task function's name and the text of the file that defines it), so a second multirun into the
+same hydra.sweep.dir whose app changed runs every job again.
+
 A variant is a job's overrides without the seed override (hydra.* overrides left out too), named by joining them
 with a space ("lr=0.01 wd=0"), or "default" when the seed is all a job overrides; values as Hydra's sweeper
 writes them (lr=1e-3 -> "lr=0.001", flag=true -> "flag=True"; hydra.launcher.baseline is read the same way).
@@ -14,6 +18,7 @@ Every file goes through sweeper.run.files.rundir.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import sys
@@ -107,6 +112,7 @@ class HydraJob:
     run_dir: str                 # relative to the sweep dir
     config: dict                 # the job's task config (what config.yaml holds)
     config_hash: str
+    task_hash: str = ""          # what it runs: task_identity(task_function)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -141,8 +147,20 @@ def config_hash(config: dict) -> str:
     return stable_hash(yaml.safe_load(yaml.safe_dump(config, sort_keys=False, default_flow_style=False)))
 
 
+def task_identity(fn) -> str:
+    """The hash of what a job runs: the task function's module and name, and the text of its source file (the
+    app's script or module; its compiled code when there is no file to read)."""
+    code = getattr(fn, "__code__", None)
+    try:
+        text = Path(code.co_filename).read_bytes() if code is not None else b""
+    except OSError:
+        text = code.co_code if code is not None else b""
+    return stable_hash({"function": f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', '?')}",
+                        "source": hashlib.sha256(text).hexdigest()})
+
+
 def describe_job(idx: int, overrides: Sequence[str], sweep_config, job_dir: Path, sweep_dir: Path,
-                 opts: Options) -> HydraJob:
+                 opts: Options, task_hash: str = "") -> HydraJob:
     config = task_config(sweep_config)
     variant_overrides, seed, warnings = [], None, []
     for override in filter_overrides(list(overrides)):
@@ -171,7 +189,7 @@ def describe_job(idx: int, overrides: Sequence[str], sweep_config, job_dir: Path
     return HydraJob(idx=idx, overrides=list(overrides), variant=" ".join(variant_overrides) or DEFAULT_VARIANT,
                     variant_overrides=variant_overrides, seed=seed, run_id=str(sweep_config.hydra.job.id),
                     rundir=RunDir(sweep_dir / run_dir), run_dir=str(run_dir), config=config,
-                    config_hash=config_hash(config), warnings=warnings)
+                    config_hash=config_hash(config), task_hash=task_hash, warnings=warnings)
 
 
 def _runs(earlier: Manifest | None, jobs: list[HydraJob]) -> list[RunEntry]:
@@ -238,15 +256,18 @@ def prepare(job: HydraJob, experiment: str) -> None:
     job.rundir.write_config(job.config)
     job.rundir.update_status(Status.PENDING, run_id=job.run_id, experiment=experiment, variant=job.variant,
                              seed=job.seed, error=None, exit_code=None, started=None, ended=None, attempts=None,
-                             failure_class=None, transient=None, warnings=list(job.warnings))
+                             failure_class=None, transient=None, warnings=list(job.warnings),
+                             task_hash=job.task_hash)
 
 
 def finished(job: HydraJob) -> Summary | None:
-    """The summary of a run that already finished (or diverged) with this job's config, else None."""
+    """The summary of a run that already finished (or diverged) with this job's config and task, else None."""
     try:
         summary = job.rundir.read_summary()
         if summary is None or summary.config_hash != job.config_hash:
             return None
+        if job.rundir.read_status().extra.get("task_hash") != job.task_hash:
+            return None                                       # the app changed (or it predates task_hash)
         outcome = job.rundir.outcome()
     except UnreadableFile as e:
         log.warning(f"sweeper_pool: job #{job.idx} runs again: {e}")

@@ -123,6 +123,7 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
     sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
     work = sweep_dir / WORK
     hjobs, sweep_configs = [], {}
+    task_hash = contract.task_identity(launcher.task_function)
     for i, overrides in enumerate(job_overrides):
         idx = initial_job_idx + i
         sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
@@ -131,7 +132,7 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
             sweep_config.hydra.job.num = idx
         HydraConfig.instance().set_config(sweep_config)
         job_dir = Path(str(sweep_config.hydra.sweep.dir)) / str(sweep_config.hydra.sweep.subdir)
-        hjobs.append(contract.describe_job(idx, overrides, sweep_config, job_dir, sweep_dir, opts))
+        hjobs.append(contract.describe_job(idx, overrides, sweep_config, job_dir, sweep_dir, opts, task_hash))
         sweep_configs[str(idx)] = sweep_config
     HydraConfig.instance().set_config(config)
     try:

@@ -33,6 +33,9 @@ SweeperPoolLauncherConf = make_dataclass(
     "SweeperPoolLauncherConf",
     [("_target_", str, field(default=TARGET))] + [(f.name, Any, _default(f)) for f in fields(PoolConf)]
     + [(k, Any, field(default=v)) for k, v in OWN.items()])
+# importable by its name (make_dataclass leaves the module `types` on Python < 3.12): a copy of Hydra's ConfigStore
+# (hydra_restore_singletons, the pool's Singleton state) must find the very class, or the stored node comes back empty
+SweeperPoolLauncherConf.__module__ = __name__
 
 
 def option_keys() -> list[str]:

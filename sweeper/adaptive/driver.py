@@ -84,7 +84,7 @@ class AdaptiveSweep:
             while adaptive.still_open(states):
                 seeds = self.seeds_next(states)
                 plan = fix_launch(self.plan_for(seeds), backend, conf)
-                progress = Progress(total=len(plan.runs))
+                progress = Progress(total=len(plan.runs), metric=plan.experiment.metric)
                 progress.log(f"adaptive look {looked + 1}: {self._seeds_line(seeds)} "
                              f"({len(plan.runs)} runs planned so far)")
                 try:

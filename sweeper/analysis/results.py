@@ -8,7 +8,9 @@
 `load_runs` columns: variant, seed, run_id, run_dir, status, error, failure_class, exit_code, steps, resume_step,
 wall_time_s, health, health_failed (names of failing checks), config_hash, log_tail (the end of the log of a
 failed run whose error says little, e.g. "exit status 1"), final_<name> for every final metric of the run's
-summary and every cost figure it records (wall_time_s, peak_rss_mb, tokens_per_s ...: secondary metrics), fp_<name> for
+summary and every cost figure it records (wall_time_s, peak_rss_mb, tokens_per_s ...: secondary metrics),
+source_<name> where a zero-glue run's final <name> was read (file, column, row; the summary's metric_sources),
+fp_<name> for
 every fingerprint key, problems (what could not be read, "" when all is well).
 status: the run's recorded status; a summary that says finished (or diverged) wins over a status that is
 damaged, missing, running or interrupted (as RunDir.outcome, without repairing anything); MISSING when the run
@@ -164,6 +166,10 @@ def _run_row(sweep_dir: Path, entry: RunEntry) -> tuple[dict, list[str]]:
         cost = summary.extra.get("cost") if isinstance(summary.extra.get("cost"), dict) else {}
         for key, value in {**cost, **summary.final}.items():     # cost figures (machine-dependent) too
             row[f"final_{key}"] = _number(value)
+        sources = summary.extra.get("metric_sources")
+        for key, where in (sources.items() if isinstance(sources, dict) else ()):   # a zero-glue run's record
+            if key in summary.final and isinstance(where, str):
+                row[f"source_{key}"] = where
         for key, value in summary.fingerprint.items():
             if value is None or isinstance(value, (str, int, float, bool)):
                 row[f"fp_{key}"] = value

@@ -44,8 +44,13 @@ def final_metrics(run_dir) -> dict:
     return summary.final if summary is not None else {}
 
 
-def _finals_text(final: dict) -> str:
-    shown = [(k, v) for k, v in final.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+def _finals_text(final: dict, metric: str | None = None) -> str:
+    """A few final metrics, the decision metric first (named even when the run lacks it)."""
+    if metric is not None and metric not in final:
+        return f"{metric}=(not reported) " + _finals_text(final)
+    order = ([metric] if metric else []) + [k for k in final if k != metric]
+    shown = [(k, final[k]) for k in order if isinstance(final[k], (int, float)) and not isinstance(final[k], bool)
+             or k == metric]
     return " ".join(f"{k}={v:.4f}" if isinstance(v, float) and math.isfinite(v) else f"{k}={v}"
                     for k, v in shown[:SHOWN_FINALS])
 
@@ -63,8 +68,10 @@ def _total_steps(run) -> int | None:
 
 
 class Progress:
-    def __init__(self, total: int, stream=None, interval_s: float = 15.0, live: bool | None = None):
+    def __init__(self, total: int, stream=None, interval_s: float = 15.0, live: bool | None = None,
+                 metric: str | None = None):
         self.total, self.stream, self.interval_s = total, stream or sys.stdout, interval_s
+        self.metric = metric                    # the decision metric: first on each run's "done" line
         forced = os.environ.get("SWEEPER_PROGRESS", "").lower()
         if live is None:
             live = forced == "live" or (forced != "plain" and _isatty(self.stream))
@@ -115,7 +122,7 @@ class Progress:
         run_dir = getattr(run, "run_dir", None)
         if state == Status.FINISHED:
             self._durations.append(wall_s)
-            detail = _finals_text(final_metrics(run_dir))
+            detail = _finals_text(final_metrics(run_dir), self.metric)
         else:
             log = getattr(run, "log_path", None) or (RunDir(run_dir).log_path if run_dir is not None else "")
             kind = f"{status['failure_class']}: " if status.get("failure_class") else ""

@@ -96,6 +96,10 @@ class TaskConf:
     #                                           stdout (JSON lines) and/or files (.json/.jsonl/.csv, relative to
     #                                           {out_dir}); default: stdout, then any such file the run wrote in {out_dir}
     metrics_prefix: Optional[str] = None      # only stdout lines starting with this (e.g. 'METRICS ') hold metrics
+    config_file: Optional[str] = None         # your script's own YAML (relative to cwd): its keys are the base of the
+    #                                           run config (the experiment and variants override them); each run
+    #                                           gets its merged copy at {config_file}: command: [python, train.py,
+    #                                           --config, "{config_file}"] (sweeper/config/composition/task_base.py)
 
     def check(self, prefix: str = "task") -> None:
         self.args = check_args(self.args, f"{prefix}.args")
@@ -118,8 +122,9 @@ class TaskConf:
             raise UsageError(f"{prefix}.preload={show(list(self.preload))}: only with {prefix}.entry or a python "
                              f"{prefix}.command (another program starts fresh per run, which nothing can import "
                              f"for); remove {prefix}.preload")
-        if (self.args != "none" or self.metrics or self.metrics_prefix) and not self.command:
-            key = "args" if self.args != "none" else "metrics" if self.metrics else "metrics_prefix"
+        if (self.args != "none" or self.metrics or self.metrics_prefix or self.config_file) and not self.command:
+            key = ("args" if self.args != "none" else "metrics" if self.metrics else "metrics_prefix"
+                   if self.metrics_prefix else "config_file")
             raise UsageError(f"{prefix}.{key}: only with {prefix}.command (an entry gets the run itself)")
         bad = next((m for m in self.metrics if m != "stdout" and not m.endswith((".json", ".jsonl", ".csv"))), None)
         if bad is not None:

@@ -20,6 +20,9 @@ sweeper is installed in. A run's process also finds modules in the task's cwd (i
 A command gets the run's config as arguments (spec.argv(run_dir, config)):
     {seed} {lr} {model.width}   any run-config key in a word is replaced by its value (nested keys dotted)
     {run_dir} {out_dir}         the run's directory, and RUN_DIR/out (created; the script's own outputs go there)
+    {config_file}               with task.config_file (your script's YAML, the base of the run config): the run's
+                                merged copy, RUN_DIR/task_config/NAME.yaml, written as the run starts (`seed` in
+                                it only when your file has a top-level seed)
     task.args: flags            appends --key=value for every run-config key (nested: --model.width=32)
     task.args: [seed, lr]       appends --seed=0 --lr=0.01 (those keys only)
 Values are written as YAML/JSON scalars (true/false, 0.01, relu); lists and mappings as JSON; null values are
@@ -38,6 +41,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from sweeper.config.composition.task_base import base_file, read_base
 from sweeper.config.fields import build
 from sweeper.config.schema import TaskConf
 from sweeper.errors import UsageError
@@ -64,6 +68,8 @@ class TaskSpec:
     args: str | tuple[str, ...] = "none"       # none | flags | run-config keys: what a command gets as --key=value
     metrics: tuple[str, ...] = ()              # where a command without the run API reports its final metrics
     metrics_prefix: str | None = None          # stdout lines holding metrics start with this
+    config_file: str | None = None             # the script's own YAML (absolute): the base of the run config
+    config_seed: bool = False                  # that file has a top-level `seed` (the run's seed goes in its copy)
 
     @property
     def name(self) -> str:
@@ -75,6 +81,8 @@ class TaskSpec:
         if self.entry:
             return [sys.executable, "-m", "sweeper.run", self.entry, str(run_dir)]
         values = {**flat_config(config or {}), "run_dir": str(run_dir), "out_dir": str(Path(run_dir) / "out")}
+        if self.config_file:
+            values["config_file"] = str(self.run_config_file(run_dir))
         words = [_fill(w, values) for w in self.command or ()]
         words += config_flags(config or {}, self.args)
         if words and words[0] in PYTHONS:
@@ -84,7 +92,13 @@ class TaskSpec:
             head += ["--metrics", _fill(source, values)]
         if self.metrics_prefix:
             head += ["--prefix", self.metrics_prefix]
+        if self.config_file:
+            head += ["--config-file", values["config_file"]] + (["--config-seed"] if self.config_seed else [])
         return [*head, str(run_dir), "--", *words]
+
+    def run_config_file(self, run_dir: str | Path) -> Path:
+        """Where a run's merged copy of task.config_file is written: RUN_DIR/task_config/NAME.yaml."""
+        return Path(run_dir) / "task_config" / Path(self.config_file or "config.yaml").name
 
     def placeholders(self) -> list[str]:
         """The {key} names in the command's words and metrics files."""
@@ -93,7 +107,7 @@ class TaskSpec:
     def check_placeholders(self, config: dict) -> None:
         """UsageError naming a {key} of the command that is not a key of the run config (nor run_dir, out_dir),
         or a task.args key the run config lacks."""
-        known = set(flat_config(config)) | {"run_dir", "out_dir"}
+        known = set(flat_config(config)) | {"run_dir", "out_dir"} | ({"config_file"} if self.config_file else set())
         for name in self.placeholders():
             if name not in known:
                 keys = ", ".join(sorted(k for k in known if "." not in k or len(known) < 40))
@@ -110,6 +124,8 @@ class TaskSpec:
         out["preload"] = list(self.preload)
         out["args"] = list(self.args) if isinstance(self.args, tuple) else self.args
         out["metrics"] = list(self.metrics)
+        if not self.config_file:             # as recorded before task.config_file existed (same plan hashes)
+            del out["config_file"], out["config_seed"]
         return out
 
     @classmethod
@@ -117,22 +133,29 @@ class TaskSpec:
         """A task recorded in a sweep's manifest (an older sweep's built-in trainer reads as today's)."""
         if all(d.get(k) == v for k, v in LEGACY_BUILTIN.items()):
             d = {**d, **BUILTIN}
-        return parse_task(d, cwd=d.get("cwd") or os.getcwd())
+        d = dict(d)
+        config_seed = d.pop("config_seed", None)
+        return parse_task(d, cwd=d.get("cwd") or os.getcwd(), config_seed=config_seed)
 
 
-def parse_task(block: dict | None, cwd: str | Path | None = None) -> TaskSpec:
+def parse_task(block: dict | None, cwd: str | Path | None = None, config_seed: bool | None = None) -> TaskSpec:
     """The `task:` config block, typed and checked by its schema (sweeper.config.schema.TaskConf; no imports, no
-    processes: see check_task); a relative task.cwd is relative to `cwd`."""
+    processes: see check_task); a relative task.cwd is relative to `cwd`. config_seed: as recorded (None: read
+    task.config_file to see whether it has a top-level seed)."""
     conf = build(TaskConf, dict(block or {}), "task")
     base = Path(os.path.expanduser(conf.cwd or cwd or os.getcwd()))
     if not base.is_absolute():
         base = Path(cwd or os.getcwd()) / base
     if not base.is_dir():
         raise UsageError(f"task.cwd={str(base)!r}: no such directory")
+    config_file = base_file({"config_file": conf.config_file, "cwd": str(base)})
+    if config_file is not None and config_seed is None:
+        config_seed = "seed" in read_base(config_file)
     return TaskSpec(entry=conf.entry or None, command=tuple(conf.command) if conf.command else None,
                     cwd=str(base.resolve()), validate=conf.validate, preflight=conf.preflight, audit=conf.audit,
                     preload=tuple(conf.preload), args=conf.args if isinstance(conf.args, str) else tuple(conf.args),
-                    metrics=tuple(conf.metrics), metrics_prefix=conf.metrics_prefix)
+                    metrics=tuple(conf.metrics), metrics_prefix=conf.metrics_prefix,
+                    config_file=str(config_file) if config_file else None, config_seed=bool(config_seed))
 
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w.-]*)\}")

@@ -30,8 +30,8 @@ from sweeper.report.tables import (
     secondary_rows,
 )
 
-SECTIONS = ("Decision", "What each variant changes", "Per-seed values", "Failed runs", "Variants", "Comparisons",
-            "Plots", "Fingerprints", "Methods", "Problems reading the sweep")
+SECTIONS = ("Decision", "What each variant changes", "Per-seed values", "Where each final came from", "Failed runs",
+            "Variants", "Comparisons", "Plots", "Fingerprints", "Methods", "Problems reading the sweep")
 
 
 def summary_frame(an: verdict.Analysis, secondary: dict[str, verdict.Analysis] | None = None,
@@ -139,6 +139,24 @@ def _failed_md(inp: ReportInput) -> list[str]:
     return md
 
 
+def _sources_md(runs: pd.DataFrame, metric: str) -> list[str]:
+    """Per run with a final `metric`: where it was read (a zero-glue run: file, column and row, or the stdout
+    line, and that it is the last value reported), or that the script's run.finish() reported it."""
+    final, source = f"final_{metric}", f"source_{metric}"
+    if final not in runs:
+        return [f"No run has a final `{metric}` yet."]
+    rows = []
+    for _, r in runs.iterrows():
+        if pd.isna(r[final]):
+            continue
+        where = r[source] if source in runs and isinstance(r[source], str) else "run.finish() (the run API)"
+        rows.append([f"{r['variant']}/seed_{r['seed']}", fmt(r[final]), where])
+    if all(row[2] == "run.finish() (the run API)" for row in rows):
+        return [f"Every run reported `{metric}` with run.finish() (the run API)."]
+    return [f"The final `{metric}` of each run is the last value it reported; where it was read:", "",
+            md_table(["run", metric, "read from"], rows)]
+
+
 def _fingerprint_md(runs: pd.DataFrame) -> list[str]:
     keys = [k for k in ("corpus_hash",) + verdict.ENV_KEYS if f"fp_{k}" in runs]
     if not keys:
@@ -206,7 +224,8 @@ def markdown(inp: ReportInput, plot_paths: dict[str, Path] | None, out_dir: Path
            *report_changes.markdown_section(inp.changes, inp.declared, _baseline(inp),
                                             inp.experiment.notes if inp.experiment else None)]
     md += ["", "## Per-seed values", "", f"Final `{an.metric}` per seed; runs without one show their status.", "",
-           md_table(per_seed_header, per_seed), "", "## Failed runs", "", *_failed_md(inp), "", "## Variants", "",
+           md_table(per_seed_header, per_seed), "", "## Where each final came from", "",
+           *_sources_md(inp.runs, an.metric), "", "## Failed runs", "", *_failed_md(inp), "", "## Variants", "",
            md_table(["variant", "planned", "usable", "failed", "diverged", "not finished", "mean", "sd", "median",
                      "IQM", f"{an.confidence:.0%} CI of mean", "health"], variants), "", "## Comparisons", ""]
     for c in an.comparisons:

@@ -15,7 +15,9 @@ gradient norm (the health/grad_share/LAYER metrics the live monitor logs) over s
 colour scale; a layer that gets exactly no gradient (rope_frozen_qk's q/k projections) is drawn black.
 grad_norm.png and grad_flow.png are written only when the runs logged what they draw (grad_norm, the monitor's
 health/grad_share/*); the other plots are always written, and one without data yet says so. File names are fixed
-(never made of variant names, which may hold '=', '/' or spaces); variant names only appear as labels.
+(never made of variant names, which may hold '=', '/' or spaces); variant names only appear as labels,
+wrapped (sweeper.report.plot_text.wrap), and no two pieces of text of a plot overlap (plot_text.settle before
+every save; checked with long variant names in tests/test_plots.py and in the browser in tests/test_report_html.py).
 """
 from __future__ import annotations
 
@@ -24,6 +26,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sweeper.report.plot_text import settle, wrap
+
+LABEL_CHARS = 18          # a variant's tick label is wrapped at this many characters per line
 PLOTS = {"metric_curve": "metric_curve.png", "final_metric": "final_metric.png",
          "paired_difference": "paired_difference.png", "grad_norm": "grad_norm.png", "grad_flow": "grad_flow.png"}
 GRAD_SHARE = "health/grad_share/"
@@ -42,7 +47,22 @@ def _pyplot():
     return plt
 
 
+def _arm_width(labels: list[str]) -> float:
+    """Inches per x position so that wrapped tick labels (8 pt) sit side by side."""
+    longest = max((len(line) for label in labels for line in label.split("\n")), default=0)
+    return max(1.3, 0.075 * longest + 0.3)
+
+
+def _title(ax, fig, text: str, ylabel: str | None = None) -> None:
+    """A title wrapped to the figure's width (and a y label to its height)."""
+    width, height = fig.get_size_inches()
+    ax.set_title(wrap(text, int(width * 10)), fontsize=11)
+    if ylabel is not None:
+        ax.set_ylabel(wrap(ylabel, int(height * 11)))
+
+
 def _save(fig, path: Path) -> Path:
+    settle(fig)                    # no overlapping text: tick labels turned or smaller, titles wrapped
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
@@ -70,16 +90,17 @@ def _curve_plot(plt, curves: pd.DataFrame, metric: str, variants: list[str], tit
         if log:
             low, mid, high = np.exp(low), np.exp(mid), np.exp(high)
         color = f"C{i % 10}"
-        ax.plot(mid.index, mid.to_numpy(), color=color, label=_label(f"{variant} (n={table.shape[1]})"))
+        ax.plot(mid.index, mid.to_numpy(), color=color, label=_label(wrap(f"{variant} (n={table.shape[1]})", 28)))
         ax.fill_between(mid.index, low.to_numpy(), high.to_numpy(), color=color, alpha=0.2, lw=0)
         drawn += 1
     if not drawn:
         ax.text(0.5, 0.5, f"no {metric} logged yet", ha="center", va="center", transform=ax.transAxes)
-    else:
-        ax.legend(fontsize=8)
+    else:                        # beside the axes: never over a curve, however long the names
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     if log and drawn:
         ax.set_yscale("log")
-    ax.set(xlabel="step", ylabel=metric, title=title)
+    ax.set_xlabel("step")
+    _title(ax, fig, title, _label(metric))
     ax.grid(alpha=0.3)
     _save(fig, path)
     plt.close(fig)
@@ -87,7 +108,9 @@ def _curve_plot(plt, curves: pd.DataFrame, metric: str, variants: list[str], tit
 
 def _final_plot(plt, analysis, path: Path):
     arms = list(analysis.arms.values())
-    fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(arms) + 2), 4.2))
+    labels = [_label(wrap(a.variant, LABEL_CHARS) + f"\n{a.usable}/{a.planned} usable"
+                     + (f"\n{a.lost} lost" if a.lost else "")) for a in arms]
+    fig, ax = plt.subplots(figsize=(max(5, _arm_width(labels) * len(arms) + 1.5), 4.2))
     rng = np.random.default_rng(0)                        # fixed jitter: the same sweep gives the same picture
     for i, arm in enumerate(arms):
         x = i + rng.uniform(-0.12, 0.12, arm.usable)
@@ -98,14 +121,12 @@ def _final_plot(plt, analysis, path: Path):
                         color="k", capsize=4, zorder=4)
         elif arm.usable:
             ax.plot(i + 0.3, ci.estimate, "o", color="k")
-    labels = [_label(f"{a.variant}\n{a.usable}/{a.planned} usable" + (f"\n{a.lost} lost" if a.lost else ""))
-              for a in arms]
     ax.set_xticks(range(len(arms)), labels, fontsize=8)
     if not any(a.usable for a in arms):
         ax.text(0.5, 0.5, "no finished seeds yet", ha="center", va="center", transform=ax.transAxes)
     arrow = "lower is better" if analysis.lower_is_better else "higher is better"
-    ax.set(ylabel=f"final {analysis.metric} ({arrow})",
-           title=f"final {analysis.metric} per seed; black: mean, {analysis.confidence:.0%} bootstrap CI")
+    _title(ax, fig, _label(f"final {analysis.metric} per seed; black: mean, {analysis.confidence:.0%} bootstrap CI"),
+           _label(f"final {analysis.metric} ({arrow})"))
     ax.grid(alpha=0.3, axis="y")
     _save(fig, path)
     plt.close(fig)
@@ -126,7 +147,9 @@ def paired_differences(analysis) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 def _paired_plot(plt, analysis, path: Path):
     diffs = paired_differences(analysis)
     designs = {c.design for c in analysis.comparisons if c.design != "-"}
-    fig, ax = plt.subplots(figsize=(max(5, 1.5 * len(diffs) + 2), 4.2))
+    labels = [_label(wrap(c.variant, LABEL_CHARS) + "\n- " + wrap(c.baseline, LABEL_CHARS) + f"\n{c.verdict}"
+                     + (f"\n{c.design}" if len(designs) > 1 else "")) for c in analysis.comparisons]
+    fig, ax = plt.subplots(figsize=(max(5, _arm_width(labels) * len(diffs) + 1.5), 4.2))
     ax.axhline(0.0, color="0.4", lw=1)
     for i, c in enumerate(analysis.comparisons):
         seeds, d = diffs[c.variant]
@@ -139,17 +162,15 @@ def _paired_plot(plt, analysis, path: Path):
             ax.errorbar(i + 0.3, c.delta.estimate, yerr=[[max(0.0, c.delta.estimate - low)],
                                                          [max(0.0, high - c.delta.estimate)]],
                         fmt="o", color="k", capsize=4, zorder=4)
-    ax.set_xticks(range(len(analysis.comparisons)),
-                  [_label(f"{c.variant} - {c.baseline}\n{c.verdict}" + (f"\n{c.design}" if len(designs) > 1 else ""))
-                   for c in analysis.comparisons], fontsize=8)
+    ax.set_xticks(range(len(analysis.comparisons)), labels, fontsize=8)
     if not analysis.comparisons or not any(diffs[c.variant][1].size for c in analysis.comparisons):
         ax.text(0.5, 0.5, "no seed usable in both arms yet", ha="center", va="center", transform=ax.transAxes)
     arrow = "below 0 is better" if analysis.lower_is_better else "above 0 is better"
     kind = ("paired differences per seed" if designs == {"paired"} else
             "differences per seed (same seed, not paired: the test compares the arms' means)"
             if designs == {"independent"} else "differences per seed (paired where the label says so)")
-    ax.set(ylabel=f"{analysis.metric}: variant - baseline, per seed ({arrow})",
-           title=f"{kind}; black: difference with the decision interval")
+    _title(ax, fig, f"{kind}; black: difference with the decision interval",
+           _label(f"{analysis.metric}: variant - baseline, per seed ({arrow})"))
     ax.grid(alpha=0.3, axis="y")
     _save(fig, path)
     plt.close(fig)
@@ -194,7 +215,8 @@ def _grad_flow_plot(plt, curves: pd.DataFrame, variants: list[str], path: Path):
         ticks = np.unique(np.linspace(0, len(steps) - 1, min(6, len(steps))).astype(int))
         ax.set_xticks(ticks, [str(steps[i]) for i in ticks], fontsize=7)
         ax.set_yticks(range(len(table)), [_label(x) for x in table.index], fontsize=6)
-        ax.set(xlabel="step", title=_label(str(variant)))
+        ax.set_xlabel("step")
+        ax.set_title(_label(wrap(str(variant), 40)), fontsize=10)
     if image is not None:
         fig.colorbar(image, ax=list(axes[0]), label="share of squared grad norm (black: zero)")
     fig.suptitle("gradient flow per layer (mean across seeds)")

@@ -6,10 +6,11 @@ task.command, as a sweep launches it (sweeper.config.task builds this command li
 A script that calls `sweeper.init()` itself (the run API) owns its run: what it records stands. A script that
 does not (zero glue: arguments in, metrics out) gets its run recorded here: status `running` while it runs; at
 its end, its final metrics are the last value of each key it reported (sweeper.run.reported: JSON lines on
-stdout, or the metrics files named by --metrics, or any .json/.jsonl/.csv it wrote in RUN_DIR/out/), its lines
-with a "step" become the run's metrics curves; exit 0 -> finished, any other exit status -> failed with the last
-line of its output. SIGTERM/SIGINT/SIGUSR1/SIGUSR2 (Ctrl-C, preemption) stop it: status interrupted, exit 75;
-with no checkpoint of its own, such a run restarts from scratch when the sweep resumes.
+stdout, or the metrics files named by --metrics, or any .json/.jsonl/.csv it wrote under RUN_DIR/out/), with
+where each was read (the summary's `metric_sources`), its lines with a "step" become the run's metrics curves;
+exit 0 -> finished, any other exit status -> failed with the last line of its output. SIGTERM/SIGINT/SIGUSR1/
+SIGUSR2 (Ctrl-C, preemption) stop it: status interrupted, exit 75; with no checkpoint of its own, such a run
+restarts from scratch when the sweep resumes.
 
 `python script.py ...` and `python -m module ...` run in THIS process (runpy, as `__main__`, with their argv and
 sys.path[0] the script's folder): one interpreter per run, and a slot's warm launcher can fork it with the
@@ -28,14 +29,18 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
 from sweeper.run import init
+from sweeper.run.files.atomic import atomic_write_text
 from sweeper.run.files.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, RunDir, Status
 from sweeper.run.reported import read_reported
 
 OUT = "out"                      # RUN_DIR/out: the folder a zero-glue script writes to ({out_dir})
 PYTHONS = ("python", "python3")
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2)
-USAGE = "usage: python -m sweeper.run.command [--metrics SRC]... [--prefix P] RUN_DIR -- PROGRAM ARGS..."
+USAGE = ("usage: python -m sweeper.run.command [--metrics SRC]... [--prefix P] [--config-file PATH [--config-seed]] "
+         "RUN_DIR -- PROGRAM ARGS...")
 
 
 class Stopped(BaseException):
@@ -49,24 +54,39 @@ def in_process(words: list[str]) -> bool:
     return words[1].endswith(".py") or (words[1] == "-m" and len(words) >= 3)
 
 
-def parse_args(argv: list[str]) -> tuple[list[str], str | None, str, list[str]]:
-    """(metrics sources, prefix, run dir, the program's words); ValueError for a malformed command line."""
+def parse_args(argv: list[str]) -> tuple[list[str], str | None, str, list[str], tuple[str, bool] | None]:
+    """(metrics sources, prefix, run dir, the program's words, (config file, with seed) or None); ValueError for a
+    malformed command line."""
     if "--" not in argv:
         raise ValueError(USAGE)
     split = argv.index("--")
     head, words = argv[:split], argv[split + 1:]
-    sources, prefix, rest = [], None, []
+    sources, prefix, rest, config_file, config_seed = [], None, [], None, False
     it = iter(head)
     for arg in it:
         if arg == "--metrics":
             sources.append(next(it, ""))
         elif arg == "--prefix":
             prefix = next(it, "")
+        elif arg == "--config-file":
+            config_file = next(it, "")
+        elif arg == "--config-seed":
+            config_seed = True
         else:
             rest.append(arg)
-    if len(rest) != 1 or not words:
+    if len(rest) != 1 or not words or config_file == "":
         raise ValueError(USAGE)
-    return sources or ["stdout"], prefix, rest[0], words
+    return sources or ["stdout"], prefix, rest[0], words, (config_file, config_seed) if config_file else None
+
+
+def write_task_config(rd: RunDir, path: str, with_seed: bool) -> None:
+    """The run's merged copy of the script's own YAML (task.config_file): the run config (the file's keys with
+    the experiment's and the variant's values), `seed` only when the file has one."""
+    config = rd.read_config()
+    if not with_seed:
+        config.pop("seed", None)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, yaml.safe_dump(config, sort_keys=False, default_flow_style=False))
 
 
 def _stop(signum, _frame):
@@ -162,7 +182,7 @@ def failure_line(code: int, last: str) -> str:
 
 def run_command(argv: list[str]) -> int:
     try:
-        sources, prefix, run_dir, words = parse_args(argv)
+        sources, prefix, run_dir, words, task_config = parse_args(argv)
     except ValueError as e:
         print(e, file=sys.stderr)
         return EXIT_CONFIG
@@ -172,6 +192,8 @@ def run_command(argv: list[str]) -> int:
         return 0
     out_dir = rd.path / OUT
     out_dir.mkdir(parents=True, exist_ok=True)
+    if task_config is not None:
+        write_task_config(rd, *task_config)
     offset = _log_size()
     t0 = time.time()
     rd.update_status(Status.RUNNING, started=t0, ended=None, error=None, exit_code=None, pid=os.getpid(),
@@ -219,15 +241,16 @@ def _api_exit(rd, code: int, stopped: str | None, last: str = "") -> int:
 
 def _finish(rd, text: str, sources: list[str], prefix: str | None, out_dir: Path, t0: float) -> int:
     """Exit 0 without the run API: final metrics and curves from what the script reported; status finished."""
-    final, steps, notes = read_reported(text, sources, prefix, base=out_dir, out_dir=out_dir)
-    for note in notes:
+    got = read_reported(text, sources, prefix, base=out_dir, out_dir=out_dir)
+    for note in got.notes:
         print(f"sweeper: {note}", flush=True)
     run = init(rd.path, record_crashes=False)
     run._t0 = t0                                     # wall time of the script, not of this bookkeeping
-    for record in steps:
+    for record in got.steps:
         run.log(record["step"], **{k: v for k, v in record.items() if k != "step"})
     run.extra["reported_by"] = "command output (zero glue)"
-    run.finish(final, steps=max((r["step"] for r in steps), default=None))
+    run.extra["metric_sources"] = got.sources        # the summary's record of where each final was read
+    run.finish(got.final, steps=max((r["step"] for r in got.steps), default=None))
     return 0
 
 

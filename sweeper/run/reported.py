@@ -1,8 +1,9 @@
 """What a script reports without the run API: JSON lines on stdout and metrics files, as final metrics and curves.
 
-    final, steps = read_reported(log_text, ["stdout", "out/metrics.json"], prefix=None, base=run_out_dir)
-    final          # {"val_loss": 0.41, "val_acc": 0.88}: the LAST value of each key, over every source in order
-    steps          # [{"step": 100, "train_loss": 0.9}, ...]: the stdout lines (and JSONL/CSV rows) that have a step
+    got = read_reported(log_text, ["stdout", "out/metrics.json"], prefix=None, base=run_out_dir)
+    got.final      # {"val_loss": 0.41, "val_acc": 0.88}: the LAST value of each key, over every source in order
+    got.steps      # [{"step": 100, "train_loss": 0.9}, ...]: the stdout lines (and JSONL/CSV rows) that have a step
+    got.sources    # {"val_loss": "out/metrics.csv, column val_loss, row 7 (step 199): the last of 4 values"}
 
 Sources, read in this order (a later value of a key wins):
   stdout           every line of the run's output that is one JSON object, e.g. `{"val_loss": 0.41}`; with a prefix
@@ -10,8 +11,13 @@ Sources, read in this order (a later value of a key wins):
   PATH.json        one JSON object (nested objects are flattened with dots: {"val": {"loss": 1}} -> val.loss)
   PATH.jsonl       one JSON object per line
   PATH.csv         a header and rows; each row is an object of its columns (numbers parsed)
-A relative PATH is relative to `base` (the run's out/ folder). A missing file is skipped (named in `missing`).
-Torch-free, stdlib only.
+A relative PATH is relative to `base` (the run's out/ folder). A missing file is skipped (named in `notes`).
+With no file named, every .json/.jsonl/.csv file under the out/ folder (subfolders too: Lightning's CSVLogger
+writes out/lightning_logs/version_0/metrics.csv) is read, the least recently written first: when several carry a
+key, the file written last wins, and any file wins over stdout. An empty CSV cell is no value (Lightning leaves
+the cells of metrics not logged at a row empty): a key's final is its last non-empty cell.
+`sources` names, per final key, where its value was read: file (relative to the run dir), column and row, or the
+stdout line, and how many values of that key came before it. Torch-free, stdlib only.
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ import csv
 import io
 import json
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 STDOUT = "stdout"
@@ -37,11 +44,20 @@ def flatten(obj: dict, prefix: str = "") -> dict:
     return out
 
 
-def json_objects(text: str, prefix: str | None = None) -> list[dict]:
-    """The JSON objects of a text, one per line (with a prefix: only the lines that start with it)."""
+@dataclass
+class Reported:
+    final: dict = field(default_factory=dict)      # key -> its last value
+    steps: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)   # key -> where its final value was read
+
+
+def json_objects(text: str, prefix: str | None = None, numbered: bool = False) -> list:
+    """The JSON objects of a text, one per line (with a prefix: only the lines that start with it); numbered:
+    (line number from 1, the line, object) each."""
     found = []
-    for line in text.splitlines():
-        line = line.strip()
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
         if prefix:
             at = line.find(prefix.strip())
             if at < 0:
@@ -54,7 +70,7 @@ def json_objects(text: str, prefix: str | None = None) -> list[dict]:
         except ValueError:
             continue
         if isinstance(obj, dict):
-            found.append(flatten(obj))
+            found.append((number, raw.strip(), flatten(obj)) if numbered else flatten(obj))
     return found
 
 
@@ -94,16 +110,35 @@ def is_step(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+def _where(path: Path, base: Path) -> str:
+    """A metrics file as the report names it: relative to the run dir (base is its out/ folder)."""
+    try:
+        return str(path.relative_to(base.parent))
+    except ValueError:
+        return str(path)
+
+
+def _origins(path: Path, base: Path, objects: list[dict]) -> list[str]:
+    """Where each object of a metrics file is, `{}` for the key: `out/m.csv, column {}, row 3`."""
+    name = _where(path, base)
+    if path.suffix == ".csv":
+        return [f"{name}, column {{}}, row {i} after the header" for i in range(1, len(objects) + 1)]
+    if path.suffix == ".jsonl":
+        return [f"{name}, line {i}, key {{}}" for i in range(1, len(objects) + 1)]
+    return [f"{name}, key {{}}"] * len(objects)
+
+
 def read_reported(log_text: str, sources: list[str], prefix: str | None, base: Path,
-                  out_dir: Path | None = None) -> tuple[dict, list[dict], list[str]]:
-    """(final metrics, step records, notes) from the sources (see the module docstring). With no file source
-    named, every .json/.jsonl/.csv file the run wrote in out_dir is read too (oldest first)."""
-    objects: list[dict] = []
+                  out_dir: Path | None = None) -> Reported:
+    """Final metrics, step records, notes and each final's source (see the module docstring). With no file
+    source named, every .json/.jsonl/.csv file the run wrote under out_dir is read too (oldest first)."""
+    objects: list[tuple[str, dict]] = []          # (where, with {} for the key; the object)
     notes: list[str] = []
     paths = []
     for source in sources:
         if source == STDOUT:
-            objects += json_objects(log_text, prefix)
+            objects += [(f"stdout line {n} of the run's output `{_clip(line)}`, key {{}}", obj)
+                        for n, line, obj in json_objects(log_text, prefix, numbered=True)]
         else:
             paths.append(Path(source) if Path(source).is_absolute() else base / source)
     if out_dir is not None and not paths and out_dir.is_dir():
@@ -114,16 +149,30 @@ def read_reported(log_text: str, sources: list[str], prefix: str | None, base: P
             notes.append(f"metrics file {path} was not written")
             continue
         try:
-            objects += file_objects(path)
+            found = file_objects(path)
         except (ValueError, OSError) as e:
             notes.append(str(e))
-    final: dict = {}
-    steps: list[dict] = []
-    for obj in objects:
-        final.update({k: v for k, v in obj.items() if k != "step"})
+            continue
+        objects += list(zip(_origins(path, base, found), found))
+    got = Reported(notes=notes)
+    counts: dict[str, int] = {}
+    for where, obj in objects:
+        for key, value in obj.items():
+            if key == "step":
+                continue
+            got.final[key] = value
+            counts[key] = counts.get(key, 0) + 1
+            step = obj.get("step")
+            got.sources[key] = where.replace("{}", key) + (f" (step {step})" if is_step(step) else "")
         if is_step(obj.get("step")) and len(obj) > 1:
-            steps.append(obj)
-    return final, steps, notes
+            got.steps.append(obj)
+    for key, n in counts.items():
+        got.sources[key] += ": the only value" if n == 1 else f": the last of {n} values"
+    return got
+
+
+def _clip(line: str, limit: int = 80) -> str:
+    return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
 def describe(final: dict, limit: int = 8) -> str:

@@ -123,7 +123,8 @@ def _resumes(rd: RunDir) -> str:
 def launch(plan, launcher_cfg: LocalLauncherConf | dict, progress: Progress | None = None) -> dict[str, str]:
     """Run every run of the plan that is not finished or diverged; returns run_id -> final status."""
     cfg = launcher_cfg if isinstance(launcher_cfg, LocalLauncherConf) else LocalLauncherConf.from_dict(launcher_cfg)
-    progress = progress or Progress(total=len(plan.runs))
+    metric = getattr(getattr(plan, "experiment", None), "metric", None)
+    progress = progress or Progress(total=len(plan.runs), metric=metric)
     results, todo = {}, []
     for run in plan.runs:
         state = run.rundir.outcome()

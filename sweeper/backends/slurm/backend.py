@@ -109,7 +109,8 @@ def launch(plan, launcher_cfg: SlurmLauncherConf | dict, progress=None) -> dict[
 
     Returns run_id -> final status (None after submitting with wait=false)."""
     cfg = launcher_cfg if isinstance(launcher_cfg, SlurmLauncherConf) else SlurmLauncherConf.from_dict(launcher_cfg)
-    progress = progress or Progress(total=len(plan.runs))
+    metric = getattr(getattr(plan, "experiment", None), "metric", None)
+    progress = progress or Progress(total=len(plan.runs), metric=metric)
     sweep_dir = Path(plan.sweep_dir)
     try:
         known = sync_statuses(sweep_dir)

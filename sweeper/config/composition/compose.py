@@ -18,13 +18,14 @@ import yaml
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 from omegaconf.errors import ValidationError
 from omegaconf.nodes import BooleanNode, FloatNode
 
 from sweeper.config.composition.argv import comma_lists, key_of, override_value
 from sweeper.config.composition.hydra_errors import explain_hydra_error
 from sweeper.config.composition.search import CONF_DIR
+from sweeper.config.composition.task_base import with_task_base
 from sweeper.config.fields import show
 from sweeper.config.schema import register
 from sweeper.errors import UsageError
@@ -32,13 +33,11 @@ from sweeper.errors import UsageError
 MISSING = "???"
 
 
-
-
-
 def compose(overrides: list[str]) -> dict:
     """Compose sweep.yaml with overrides into a plain dict (interpolations resolved; `???` values kept)."""
     overrides = comma_lists(overrides)
     try:
+        overrides = with_task_base(overrides, _compose)      # task.config_file: the script's YAML, first
         return _compose(overrides)
     except UsageError:
         raise
@@ -54,8 +53,11 @@ def _compose(overrides: list[str]) -> dict:
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(str(CONF_DIR), version_base=None), _strict_boolean_nodes():
-            cfg = hydra_compose("sweep", overrides=list(overrides))
-        _strict_booleans(cfg, overrides)
+            cfg = hydra_compose("sweep", overrides=list(overrides), return_hydra_config=True)
+        groups = set(cfg.hydra.runtime.choices)        # what Hydra read as config-group choices (preset=wide)
+        with open_dict(cfg):                           # then what hydra.compose returns by default
+            del cfg["hydra"]
+        _strict_booleans(cfg, [o for o in overrides if key_of(o) not in groups])
         _finite_floats(cfg)
         return OmegaConf.to_container(cfg, resolve=True)
     finally:
@@ -85,14 +87,15 @@ def _strict_boolean_nodes():
 
 
 def _strict_booleans(cfg: Any, overrides: list[str]) -> None:
-    """A typed boolean takes true or false only (OmegaConf would also turn `yes`, `1`, `2` into a boolean)."""
+    """A typed boolean takes true or false only (OmegaConf would also turn `yes`, `1`, `2` into a boolean).
+    `overrides`: the command line's value overrides (a group choice such as `preset=wide` sets no key)."""
     for override in overrides:
         key = key_of(override)
         if "=" not in override or override.startswith("~") or key.startswith("hydra"):
             continue
         section, _, leaf = key.rpartition(".")
         parent = OmegaConf.select(cfg, section, default=None) if section else cfg
-        node = parent._get_node(leaf) if OmegaConf.is_dict(parent) else None
+        node = parent._get_node(leaf) if OmegaConf.is_dict(parent) and leaf in parent else None
         value = override_value(key, [override])
         if isinstance(node, BooleanNode) and value is not None and not isinstance(value, bool):
             raise UsageError(f"{key}={show(value)}: expected a boolean (true or false)")
