@@ -109,6 +109,10 @@ class Thresholds:
     # the spread of the frequencies alone. A rebalancing weight narrows it (inverse frequency: to 1x); weights that
     # rise with frequency widen it: 1.5x wider is beyond what measuring shares on a few hundred labels explains.
     class_weight_amplify: float = 1.5
+    # data_coverage: the training loader draws on less than this share of its dataset (a Subset, a sampler, an
+    # epoch that ends early) - a debug subset or limit left on. Real splits keep most of the data (train/val 80-90%);
+    # a debug subset is a few percent. 0 silences the check (an intended subset, e.g. a learning-curve study).
+    train_fraction_fail: float = 0.1
     # class_mix: chi-square homogeneity of the loader batches' class histograms; both the p-value (batch noise
     # ruled out) and the effect size (Cramer's V: 0 = same mix in every batch, 1 = one class per batch) must say so.
     class_mix_p: float = 1e-4

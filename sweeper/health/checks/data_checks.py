@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from sweeper.health.checks.batchnorm import batchnorm_stats_check
 from sweeper.health.checks.class_weights import class_weights_check
+from sweeper.health.checks.coverage import data_coverage_check
 from sweeper.health.checks.eval import eval_determinism_check, val_overlap_check
 from sweeper.health.checks.inputs import inputs_check, trace_forward
 from sweeper.health.checks.labels import class_mix_check, labels_check, target_share_check
@@ -19,7 +20,8 @@ from sweeper.health.checks.probe import Examples, feature_leak_check, label_prob
 from sweeper.health.common.data_sources import dataset_size, read_batches
 from sweeper.health.result import CheckResult
 
-DATA_CHECKS = ("inputs", "labels", "target_share", "class_weights", "feature_leak", "label_probe", "class_mix")
+DATA_CHECKS = ("inputs", "labels", "target_share", "class_weights", "feature_leak", "label_probe", "class_mix",
+               "data_coverage")
 EVAL_CHECKS = ("val_overlap", "eval_determinism", "batchnorm_stats")
 
 Guard = Callable[[dict, tuple, Callable[[], list[CheckResult]]], None]
@@ -63,6 +65,8 @@ def run_data_checks(ctx, results: dict[str, CheckResult], skip: set, guard: Guar
             ex = Examples(ctx)
             return [feature_leak_check(ctx, ex), label_probe_check(ctx, ex)]
         guard(results, ("feature_leak", "label_probe"), probes)
+    if "data_coverage" in wanted:
+        guard(results, ("data_coverage",), lambda: [data_coverage_check(ctx)])
     for name in DATA_CHECKS:
         if name in skip:
             results.pop(name, None)
