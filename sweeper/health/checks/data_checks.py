@@ -13,9 +13,10 @@ from typing import Any, Callable
 from sweeper.health.checks.batchnorm import batchnorm_stats_check
 from sweeper.health.checks.class_weights import class_weights_check
 from sweeper.health.checks.coverage import data_coverage_check
-from sweeper.health.checks.eval import eval_determinism_check, val_overlap_check
+from sweeper.health.checks.eval import eval_determinism_check
 from sweeper.health.checks.inputs import inputs_check, trace_forward
 from sweeper.health.checks.labels import class_mix_check, labels_check, target_share_check
+from sweeper.health.checks.overlap import val_overlap_check
 from sweeper.health.checks.probe import Examples, feature_leak_check, label_probe_check
 from sweeper.health.common.data_sources import dataset_size, read_batches
 from sweeper.health.result import CheckResult
@@ -73,7 +74,8 @@ def run_data_checks(ctx, results: dict[str, CheckResult], skip: set, guard: Guar
 
 
 def run_eval_checks(ctx, results: dict[str, CheckResult], skip: set, guard: Guard) -> None:
-    for name, fn in (("val_overlap", val_overlap_check), ("eval_determinism", eval_determinism_check),
+    # eval_determinism first: its first evaluate call records what evaluate feeds the model, val_overlap's evidence
+    for name, fn in (("eval_determinism", eval_determinism_check), ("val_overlap", val_overlap_check),
                      ("batchnorm_stats", batchnorm_stats_check)):
         if name not in skip:
             guard(results, (name,), lambda fn=fn: [fn(ctx)])
