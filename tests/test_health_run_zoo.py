@@ -94,3 +94,46 @@ def test_an_intended_subset_and_a_deliberate_cost_weighting_can_be_silenced():
     kw = CASES["class_weights_proportional_to_frequency"].build(True, 0)
     kw["skip"] = kw["skip"] + ["init_loss", "gradient_flow", "batch_independence", "feature_leak", "label_probe"]
     assert preflight(**kw, thresholds=Thresholds(class_weight_amplify=1e9))["class_weights"].status == "pass"
+
+
+def test_an_evaluate_that_calls_model_x_targets_on_training_windows_is_named():
+    """An LM-style forward, model(x, targets): the recorded calls are matched on x, as the training batch holds
+    it; the healthy evaluate on its own windows passes. The recorder leaves no hook behind."""
+    from torch import nn
+    from torch.nn.modules import module as module_hooks
+
+    class LM(nn.Module):
+        def __init__(self, vocab: int = 16):
+            super().__init__()
+            self.emb, self.head = nn.Embedding(vocab, 16), nn.Linear(16, vocab)
+
+        def forward(self, idx, targets=None):                               # (B, T) -> (B, T, V)
+            return self.head(self.emb(idx))
+
+    g = torch.Generator().manual_seed(0)
+    x, xv = torch.randint(0, 16, (64, 12), generator=g), torch.randint(0, 16, (64, 12), generator=g)
+    y, yv = x.roll(-1, 1), xv.roll(-1, 1)
+
+    def lm_loss(logits, targets):
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+    def make(ex, ey):
+        def evaluate(model):
+            model.eval()
+            with torch.no_grad():
+                loss = lm_loss(model(ex, ey), ey).item()
+            model.train()
+            return loss
+        return evaluate
+    only = ["val_overlap", "eval_determinism"]
+    from sweeper.health.runner import CHECKS
+
+    skip = [c for c in CHECKS if c not in only]
+    bad = preflight(LM(), lm_loss, (x, y), num_classes=16, sequence_dim=1, val_data=(xv, yv), evaluate=make(x, y),
+                    skip=skip)["val_overlap"]
+    assert bad.status == "fail" and "evaluate scores the model on training data" in bad.message, bad.message
+    assert "evaluate ignores its val_data argument" in bad.message
+    good = preflight(LM(), lm_loss, (x, y), num_classes=16, sequence_dim=1, val_data=(xv, yv),
+                     evaluate=make(xv, yv), skip=skip)["val_overlap"]
+    assert good.status == "pass", good.message
+    assert not module_hooks._global_forward_pre_hooks and not module_hooks._global_forward_hooks

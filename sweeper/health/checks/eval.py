@@ -300,7 +300,7 @@ def evaluation_checks(model: nn.Module, val_data: Any, evaluate: Callable | None
                                 f"not run: val_data could not be read ({note or 'no batch'})")]
         ctx = SimpleNamespace(model=model, thresholds=thresholds, val_batches=val_batches, seed=seed,
                               inputs=val_batches[0][0] if val_batches else None, evaluate=evaluate,
-                              val_source=val_data)
+                              val_source=val_data, eval_inputs=False)     # no val_overlap here: nothing to record
         if ctx.inputs is None:             # evaluate only: no batch for the eval-forward comparison
             return [_evaluate_twice(ctx, model, {}, f"relative difference <= {thresholds.eval_rel_tol:g}")]
         return [eval_determinism_check(ctx)]

@@ -172,7 +172,8 @@ def val_overlap_check(ctx) -> CheckResult:
     th = ctx.thresholds
     seen = record_evaluate(ctx)
     given = [inputs for inputs, _ in ctx.val_batches]
-    if not given and (seen is None or not seen.batches):
+    evaluated = seen.batches(like=ctx.inputs) if seen is not None else []
+    if not given and not evaluated:
         return CheckResult("val_overlap", "skip", None, "", "not run: pass val_data=<a validation batch or loader> "
                            "or evaluate=<your evaluation function>"
                            + (f" ({ctx.data_notes['val_data']})" if ctx.data_notes.get("val_data") else ""))
@@ -187,8 +188,8 @@ def val_overlap_check(ctx) -> CheckResult:
     train = _keys([inputs for inputs, _ in ctx.train_batches])
     index = TrainIndex(ctx.loader_source) if ctx.loader_source is not None else None
     index = index if index is not None and index.hashes is not None else None
-    if seen is not None and seen.batches:
-        judged = _judge_evaluated(ctx, seen, train, index, given, expected)
+    if evaluated:
+        judged = _judge_evaluated(ctx, seen, evaluated, train, index, given, expected)
         if judged is not None:
             return judged
     return _judge(ctx, given, train, index, expected, "validation", {})
@@ -209,9 +210,10 @@ def _in_train(batches: list, train: list, index: "TrainIndex | None") -> tuple[l
     return out, 0.0
 
 
-def _judge_evaluated(ctx, seen: EvalInputs, train: list, index, given: list, expected: str) -> CheckResult | None:
+def _judge_evaluated(ctx, seen: EvalInputs, evaluated: list, train: list, index, given: list, expected: str
+                     ) -> CheckResult | None:
     th = ctx.thresholds
-    member, exact = _in_train(seen.batches, train, index)
+    member, exact = _in_train(evaluated, train, index)
     coverage = exact or (len(train) / ctx.train_size if ctx.train_size else 1.0)
     n_all = sum(len(m) for m in member)
     if not n_all:
@@ -224,7 +226,7 @@ def _judge_evaluated(ctx, seen: EvalInputs, train: list, index, given: list, exp
     note = ""
     if given:
         gkeys = {k for k, _, _ in _keys(given)}
-        ekeys = {k for k, _, _ in _keys(seen.batches)}
+        ekeys = {k for k, _, _ in _keys(evaluated)}
         if gkeys and ekeys and not gkeys & ekeys:
             note = "; none of them is an example of the val_data passed: evaluate ignores its val_data argument"
     details = {"evaluated_examples": n_all, "evaluated_calls": seen.calls, "in_training": hits,
@@ -240,7 +242,7 @@ def _judge_evaluated(ctx, seen: EvalInputs, train: list, index, given: list, exp
                            f"{how}{note} - it reads the training set (a train loader used for validation, a "
                            f"val loader built on the training data); evaluate on the held-out validation split",
                            {**details, "diagnosis": "val_is_train"})
-    rest = [b for i, b in enumerate(seen.batches) if i not in train_like]
+    rest = [b for i, b in enumerate(evaluated) if i not in train_like]
     extra = {**details, "note": note.lstrip("; ")} if note else details
     if train_like:
         extra["note"] = (extra.get("note", "") + f" evaluate also scores {len(train_like)} training batches "

@@ -2,7 +2,8 @@
 
     with EvalInputs(max_examples=1024) as seen:
         call_evaluate(evaluate, model, val_data)
-    seen.batches          # [inputs of call 1, inputs of call 2, ...] (detached, on the CPU), up to max_examples
+    seen.batches(like=x)  # [inputs of call 1, inputs of call 2, ...] (detached, on the CPU), up to max_examples,
+                          # shaped like the training batch's inputs x (model(x, targets): the x only)
     seen.calls            # outermost forward calls seen (0: evaluate ran no module at all)
 
 The val_data argument is only what evaluate was given; an evaluate that reads a global train_loader, or a
@@ -24,7 +25,7 @@ from sweeper.health.common.data_sources import batch_len
 class EvalInputs:
     def __init__(self, max_examples: int = 1024):
         self.max_examples = max_examples
-        self.batches: list[Any] = []
+        self.calls_args: list[tuple] = []        # the positional arguments of each outermost call
         self.examples = 0
         self.calls = 0
         self._depth = 0
@@ -33,15 +34,22 @@ class EvalInputs:
     def _pre(self, module: torch.nn.Module, args: tuple) -> None:
         if self._depth == 0:
             self.calls += 1
-            inputs = args[0] if len(args) == 1 else tuple(args)      # as call_model would pass a batch's inputs
-            n = batch_len(inputs)
+            n = batch_len(tuple(args))
             if n and self.examples < self.max_examples:
-                self.batches.append(map_tensors(inputs, lambda t: t.detach().cpu()))
+                self.calls_args.append(map_tensors(tuple(args), lambda t: t.detach().cpu()))
                 self.examples += n
         self._depth += 1
 
     def _post(self, module: torch.nn.Module, args: tuple, output: Any) -> None:
         self._depth = max(self._depth - 1, 0)
+
+    def batches(self, like: Any = None) -> list[Any]:
+        """The recorded inputs shaped like a training batch's `like` inputs: a tensor -> the first argument (a
+        model(x, targets) call), a tuple of k -> the first k arguments; by default as call_model passes them."""
+        if torch.is_tensor(like) or (like is None or isinstance(like, dict)):
+            return [args[0] if len(args) == 1 or like is not None else tuple(args) for args in self.calls_args]
+        k = len(like) if isinstance(like, (tuple, list)) else 1
+        return [tuple(args[:k]) for args in self.calls_args]
 
     def __enter__(self) -> "EvalInputs":
         self._depth = 0
