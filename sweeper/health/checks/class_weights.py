@@ -26,6 +26,7 @@ from sweeper.health.result import CheckResult
 
 _P_IMBALANCED = 1e-4        # chi-square p below which the class frequencies differ beyond sampling noise
 _FLAT = 1.2                 # weights within 20% of each other are no weighting
+_SYNTHETIC_MAX_CLASSES = 2048   # the one-example-per-class probe up to this many classes (C x C outputs)
 
 
 def measured_weights(ctx, trace) -> tuple[dict[int, float], str]:
@@ -40,10 +41,11 @@ def measured_weights(ctx, trace) -> tuple[dict[int, float], str]:
     if kind != "classes" or not out.is_floating_point() or out.dim() != 2 or ctx.targets.dim() != 1:
         return {}, ""
     c = out.shape[1]
-    synthetic = (torch.zeros(c, c, dtype=out.dtype, device=out.device),
-                 torch.arange(c, device=ctx.targets.device).to(ctx.targets.dtype))
-    for logits, targets, how in (synthetic + ("one example per class",),
-                                 (torch.zeros_like(out.detach()), ctx.targets, "the batch")):
+    ways = [(torch.zeros_like(out.detach()), ctx.targets, "the batch")]
+    if c <= _SYNTHETIC_MAX_CLASSES:                     # a (C, C) probe: every class, whatever the batch holds
+        ways.insert(0, (torch.zeros(c, c, dtype=out.dtype, device=out.device),
+                        torch.arange(c, device=ctx.targets.device).to(ctx.targets.dtype), "one example per class"))
+    for logits, targets, how in ways:
         leaf = logits.clone().requires_grad_(True)
         try:
             with torch.enable_grad():

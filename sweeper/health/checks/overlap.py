@@ -30,7 +30,7 @@ from sweeper.health.common.eval_inputs import EvalInputs
 from sweeper.health.result import CheckResult
 
 _TRAIN_LIKE = 0.5           # a batch evaluate reads counts as training when at least half of it is training data
-_INDEX_MAX_VALUES = 50_000_000   # a TensorDataset input tensor indexed whole up to this many values (~0.1 s)
+_INDEX_MAX_VALUES = 20_000_000   # a TensorDataset input tensor indexed whole up to this many values
 _INDEX_MAX_ITEMS = 8192          # a map-style dataset indexed item by item up to this many items
 
 
@@ -120,11 +120,17 @@ class TrainIndex:
 
     def hash(self, rows: torch.Tensor) -> torch.Tensor:
         flat = rows.detach().cpu().contiguous().reshape(rows.shape[0], -1)
-        words = flat.view(torch.uint8).reshape(rows.shape[0], -1).long() if flat.numel() else flat.long()
-        if self.coef is None or self.coef.numel() != words.shape[1]:
+        data = flat.view(torch.uint8).reshape(rows.shape[0], -1) if flat.numel() else flat.to(torch.uint8)
+        for wide in (torch.int64, torch.int32, torch.int16):     # the row's bytes as the widest words they fill
+            if data.shape[1] % torch.empty(0, dtype=wide).element_size() == 0:
+                data = data.view(wide)
+                break
+        if self.coef is None or self.coef.numel() != data.shape[1]:
             g = torch.Generator().manual_seed(12345)
-            self.coef = torch.randint(1, 2**62, (words.shape[1],), generator=g, dtype=torch.long) | 1
-        return (words * self.coef).sum(1)                                        # (n,) wraps mod 2^64
+            self.coef = torch.randint(1, 2**62, (data.shape[1],), generator=g, dtype=torch.long) | 1
+        step = max(1, (4 << 20) // max(data.shape[1], 1))        # rows per chunk: <= 32 MiB of int64 at a time
+        return torch.cat([(data[i:i + step].long() * self.coef).sum(1)                # (n,) wraps mod 2^64
+                          for i in range(0, data.shape[0], step)]) if data.shape[0] else torch.zeros(0).long()
 
     def member(self, inputs: Any) -> torch.Tensor | None:
         """(n,) bool: which examples of `inputs` (its first per-example tensor) are training rows; None when the
