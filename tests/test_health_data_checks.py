@@ -21,8 +21,8 @@ from tests.helpers.health_data_models import CNN, MLP, TinyLM, clusters, images,
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-DATA = ("inputs", "labels", "target_share", "feature_leak", "label_probe", "class_mix", "val_overlap",
-        "eval_determinism", "batchnorm_stats")
+DATA = ("inputs", "labels", "target_share", "class_weights", "feature_leak", "label_probe", "class_mix",
+        "data_coverage", "val_overlap", "eval_determinism", "batchnorm_stats")
 OTHERS = ["init_loss", "gradient_flow", "overfit_batch", "param_movement", "update_ratio", "stale_grad",
           "batch_independence", "causality", "target_shift", "kernel_agreement"]
 

@@ -414,3 +414,42 @@ def test_one_token_context_lm_passes_at_the_floor_its_context_allows(seed):
     blind = preflight(Bigram(blind=True), loss, (tok[:, :-1], tok[:, 1:]), num_classes=16,
                       sequence_dim=1)["overfit_batch"]
     assert blind.status != "pass"                                                 # no input at all: no excuse
+
+
+@pytest.mark.slow
+def test_a_parameter_a_custom_function_returns_none_for_is_named_not_a_crash():
+    """Issue 37: a custom autograd.Function whose backward returns None for a parameter made the monitor's
+    accumulation hook read None.device; now the run trains on, no "monitor" error, and gradient_flow names it -
+    in the explicit loop and through attach(optimizer) hooks, across a checkpoint of the monitor."""
+    from tests.helpers.health_live_zoo import GatedMLP
+
+    for hooks in (False, True):
+        torch.manual_seed(0)
+        model = GatedMLP(8, 16, 3, drop_w=True)
+        x, y = torch.randn(64, 8), torch.randint(0, 3, (64,))
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        monitor = LiveMonitor(model, interval=5, num_classes=3)
+        if hooks:
+            monitor.attach(opt)
+        for step in range(30):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            if hooks:
+                monitor.observe_loss(loss)
+            else:
+                monitor.after_backward(step, loss)
+            opt.step()
+            if not hooks:
+                monitor.after_step(step)
+            if step == 14:
+                state = monitor.state_dict()
+                monitor = LiveMonitor(model, interval=5, num_classes=3)
+                monitor.load_state_dict(state)
+                if hooks:
+                    monitor.attach(opt)
+        report = monitor.report()
+        assert not report.errors, str(report)
+        flow = report["gradient_flow"]
+        assert flow.status == "fail" and flow.details["parameters"] == ["gate"], str(report)
+        assert "returns None" in flow.message and report.diagnosis["name"] == "dead_gradients"

@@ -59,10 +59,11 @@ In training, a LiveMonitor watches every step cheaply and does the expensive par
 (None, 'pass')
 
 More data, more checks: `preflight(..., loader=train_loader, val_data=val_loader, evaluate=evaluate)` also looks at
-what goes into the model (inputs standardized, labels against num_classes, targets that reach the loss, a label
-leaked into the features, labels shuffled apart from their inputs, class-sorted batches) and at the evaluation
-(validation examples copied from training, dropout or BatchNorm in train mode while evaluating, BatchNorm
-running statistics); see docs/health-checks.md's table of the checklist.
+what goes into the model (inputs standardized, labels against num_classes and wrapped by a narrow integer dtype,
+targets that reach the loss, class weights against the label frequencies, a label leaked into the features, labels
+shuffled apart from their inputs, class-sorted batches, a debug subset or limit left on) and at the evaluation
+(what evaluate really feeds the model against the training data, dropout or BatchNorm in train mode while
+evaluating, BatchNorm running statistics); see docs/health-checks.md's table of the checklist.
 
 Public names (imported lazily so `import sweeper` stays free of torch):
   preflight, CHECKS, LiveMonitor, HealthReport, CheckResult, Thresholds, diagnose, read_diagnosis (a run's one

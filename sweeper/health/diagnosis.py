@@ -61,6 +61,10 @@ KINDS = {
     "lr_schedule_ends_early": ("bug", "give the schedule its horizon in optimizer steps (the run's total steps)"),
     "labels_do_not_match_inputs": ("bug", "shuffle one index for inputs and labels together; check a few pairs"),
     "leak_or_shift": ("bug", "build train and val with one pipeline from disjoint examples of one source"),
+    "labels_wrapped": ("bug", "keep class ids in int64 (torch.long) from where they are stored to the loss"),
+    "class_weights_inverted": ("bug", "weight each class by the inverse of its frequency (n / (C * count_c))"),
+    "debug_subset": ("bug", "remove the debug subset / limit so the run trains on the whole training set"),
+    "val_is_train": ("bug", "evaluate on the validation split (examples disjoint from training)"),
 }
 
 # preflight checks of the model/optimizer half and the live checks, by level; the diagnosis a failure names

@@ -93,11 +93,12 @@ def preflight(
                       class_mix (class-sorted data). Read with the global RNG forked and a loader's own generator
                       put back, so the run's data order does not move; `batch` may be its first batch.
     val_data          a validation batch, or an iterable of them (a DataLoader, a list): enables val_overlap
-                      (examples shared with training), batchnorm_stats on validation data, and the
-                      validation-vs-training input comparison.
+                      (examples shared with training, a loader over the training dataset), batchnorm_stats on
+                      validation data, and the validation-vs-training input comparison.
     evaluate          your evaluation function: evaluate(model) (or evaluate(model, val_data), or evaluate() for a
                       closure over the model) -> a number or a dict of numbers. Called 2-3 times on the initial
                       weights (state and mode restored after each) by eval_determinism: keep it to a few batches.
+                      The inputs it feeds the model in its first call are val_overlap's evidence.
     """
     skip = set(skip)
     unknown = skip - set(CHECKS)

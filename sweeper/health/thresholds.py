@@ -66,9 +66,10 @@ class Thresholds:
     # --- batch_independence / causality: gradient that leaks across examples or into the future, relative to the
     # gradient where it belongs. Exact independence gives 0.0; 1e-6 is ~10x float32 rounding of a sum.
     leak_tolerance: float = 1e-6
-    # BatchNorm in train mode couples the examples of a batch through its statistics by design: "warn" names it
-    # (the batch is not i.i.d. for the loss), "pass" accepts it (intended), "fail" forbids it.
-    batchnorm_coupling: str = "warn"
+    # BatchNorm in train mode couples the examples of a batch through its statistics by design: "pass" names it
+    # in the message (a BatchNorm MLP is healthy), "warn" flags it (a contrastive loss, where batch statistics
+    # leak between the examples it compares), "fail" forbids it.
+    batchnorm_coupling: str = "pass"
 
     # --- target_shift: share of positions whose target equals the input token at the SAME position.
     target_copy_fail: float = 0.9
@@ -104,6 +105,14 @@ class Thresholds:
     padding_in_loss: str = "warn"       # a sequence loss that counts the padding (pass: intended)
     ignored_real_class: str = "warn"    # per-example labels of a real class the loss ignores (pass: intended, e.g.
                                         # ignore_index for a "background" or "unlabelled" class)
+    # class_weights: the spread of the per-class shares of the loss (frequency x the loss's measured weight) over
+    # the spread of the frequencies alone. A rebalancing weight narrows it (inverse frequency: to 1x); weights that
+    # rise with frequency widen it: 1.5x wider is beyond what measuring shares on a few hundred labels explains.
+    class_weight_amplify: float = 1.5
+    # data_coverage: the training loader draws on less than this share of its dataset (a Subset, a sampler, an
+    # epoch that ends early) - a debug subset or limit left on. Real splits keep most of the data (train/val 80-90%);
+    # a debug subset is a few percent. 0 silences the check (an intended subset, e.g. a learning-curve study).
+    train_fraction_fail: float = 0.1
     # class_mix: chi-square homogeneity of the loader batches' class histograms; both the p-value (batch noise
     # ruled out) and the effect size (Cramer's V: 0 = same mix in every batch, 1 = one class per batch) must say so.
     class_mix_p: float = 1e-4

@@ -84,6 +84,34 @@ class LazyProj(nn.Module):
         return self.head(F.relu(self.proj(F.relu(self.inp(x)))))
 
 
+class _Gate(torch.autograd.Function):
+    """x * w per feature, by hand. drop_w: the backward returns None for w (a custom op that forgets a gradient)."""
+
+    @staticmethod
+    def forward(ctx, x, w, drop_w: bool):
+        ctx.save_for_backward(x, w)
+        ctx.drop_w = drop_w
+        return x * w                                                       # (B, W) * (W,)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w, None if ctx.drop_w else (g * x).sum(0), None
+
+
+class GatedMLP(MLP):
+    """The MLP with a learned per-feature gate after fc1, applied by a custom autograd Function."""
+
+    def __init__(self, features: int, width: int, classes: int, drop_w: bool):
+        super().__init__(features, width, classes)
+        self.gate = nn.Parameter(torch.ones(width))
+        self.drop_w = drop_w
+
+    def forward(self, x):                                                  # (B, F) -> (B, C)
+        h = _Gate.apply(F.relu(self.fc1(x)), self.gate, self.drop_w)
+        return self.head(F.relu(self.fc2(h)))
+
+
 # ---- the setup and the loop ------------------------------------------------------------------------------------
 @dataclass
 class Setup:
@@ -427,6 +455,19 @@ def _prove_overfit(rec, s):
     assert i < len(losses) - 2 and losses[-1] > 1.1 * losses[i], losses
 
 
+def _custom_fn_none(bug: bool, seed: int) -> Setup:
+    s = _classifier(seed)
+    features, width, classes = 8 + 4 * seed, 32 + 32 * seed, 4 + seed
+    torch.manual_seed(seed)
+    s.model = GatedMLP(features, width, classes, drop_w=bug)
+    s.extra["gate0"] = s.model.gate.detach().clone()
+    return s
+
+
+def _prove_custom_fn_none(rec, s):
+    assert torch.equal(s.model.gate.detach(), s.extra["gate0"]), "the gate trained"   # never: no gradient
+
+
 CASES = {c.name: c for c in [
     Case("forgot_zero_grad_sgd_momentum", "grad_accumulation", "fail", "optimizer.zero_grad() is missing",
          "zero_grad_missing", _zero_grad, _prove_zero_grad),
@@ -451,6 +492,8 @@ CASES = {c.name: c for c in [
          "labels_do_not_match_inputs", _shuffled, _prove_shuffled),
     Case("val_from_another_distribution", "val_shift", "fail", "different distributions", "leak_or_shift",
          _shifted, _prove_shifted),
+    Case("custom_function_returns_none_grad", "gradient_flow", "fail", "the loss never reaches them",
+         "dead_gradients", _custom_fn_none, _prove_custom_fn_none),
     Case("overfitting_a_small_train_set", "overfitting", "warn", "overfitting from step", "overfitting", _overfit,
          _prove_overfit),
 ]}

@@ -2,7 +2,7 @@
 what; and the explanation added to a model/loss that refuses its batch.
 
     fields = read_data(loader, val_data, thresholds)        # PreflightContext fields: loader/val batches, notes
-    run_data_checks(ctx, results, skip, guard)              # inputs, labels, target_share, feature_leak, ...
+    run_data_checks(ctx, results, skip, guard)              # inputs, labels, target_share, class_weights, ...
     run_eval_checks(ctx, results, skip, guard)              # val_overlap, eval_determinism, batchnorm_stats
 """
 from __future__ import annotations
@@ -11,14 +11,18 @@ import re
 from typing import Any, Callable
 
 from sweeper.health.checks.batchnorm import batchnorm_stats_check
-from sweeper.health.checks.eval import eval_determinism_check, val_overlap_check
+from sweeper.health.checks.class_weights import class_weights_check
+from sweeper.health.checks.coverage import data_coverage_check
+from sweeper.health.checks.eval import eval_determinism_check
 from sweeper.health.checks.inputs import inputs_check, trace_forward
 from sweeper.health.checks.labels import class_mix_check, labels_check, target_share_check
+from sweeper.health.checks.overlap import val_overlap_check
 from sweeper.health.checks.probe import Examples, feature_leak_check, label_probe_check
 from sweeper.health.common.data_sources import dataset_size, read_batches
 from sweeper.health.result import CheckResult
 
-DATA_CHECKS = ("inputs", "labels", "target_share", "feature_leak", "label_probe", "class_mix")
+DATA_CHECKS = ("inputs", "labels", "target_share", "class_weights", "feature_leak", "label_probe", "class_mix",
+               "data_coverage")
 EVAL_CHECKS = ("val_overlap", "eval_determinism", "batchnorm_stats")
 
 Guard = Callable[[dict, tuple, Callable[[], list[CheckResult]]], None]
@@ -53,21 +57,25 @@ def run_data_checks(ctx, results: dict[str, CheckResult], skip: set, guard: Guar
     if "class_mix" in wanted or "labels" in wanted:
         guard(results, ("class_mix",), lambda: [class_mix_check(ctx)])
         share["class_mix"] = results.get("class_mix")
-    if "target_share" in wanted or "labels" in wanted:
+    if {"target_share", "class_weights", "labels"} & set(wanted):
         guard(results, ("target_share",), lambda: [target_share_check(ctx, trace, share)])
+        guard(results, ("class_weights",), lambda: [class_weights_check(ctx, trace, share)])
         guard(results, ("labels",), lambda: [labels_check(ctx, trace, share)])
     if {"feature_leak", "label_probe"} & set(wanted):
         def probes() -> list[CheckResult]:
             ex = Examples(ctx)
             return [feature_leak_check(ctx, ex), label_probe_check(ctx, ex)]
         guard(results, ("feature_leak", "label_probe"), probes)
+    if "data_coverage" in wanted:
+        guard(results, ("data_coverage",), lambda: [data_coverage_check(ctx)])
     for name in DATA_CHECKS:
         if name in skip:
             results.pop(name, None)
 
 
 def run_eval_checks(ctx, results: dict[str, CheckResult], skip: set, guard: Guard) -> None:
-    for name, fn in (("val_overlap", val_overlap_check), ("eval_determinism", eval_determinism_check),
+    # eval_determinism first: its first evaluate call records what evaluate feeds the model, val_overlap's evidence
+    for name, fn in (("eval_determinism", eval_determinism_check), ("val_overlap", val_overlap_check),
                      ("batchnorm_stats", batchnorm_stats_check)):
         if name not in skip:
             guard(results, (name,), lambda fn=fn: [fn(ctx)])

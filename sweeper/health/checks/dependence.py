@@ -1,5 +1,5 @@
 """Checks that information flows only where it should, in eval mode and in the mode the model trains in (train
-mode: a coupling that only BatchNorm's batch statistics explain is named as such, a warning by default):
+mode: a coupling that only BatchNorm's batch statistics explain is named as such, a pass by default):
 
 batch_independence  the loss of example 0 sends gradient to example 0's inputs only (catches a view() used where a
                     transpose was meant, which silently mixes examples).
@@ -75,13 +75,23 @@ def _modes(ctx: PreflightContext, run) -> tuple[str, Any, list[str]]:
         ctx.model.train(was)
 
 
+def _bn_status(ctx: PreflightContext) -> str:
+    """BatchNorm's train-mode coupling is by design (a BatchNorm MLP is healthy): pass unless the thresholds
+    ask to flag it (batchnorm_coupling=warn|fail, e.g. contrastive losses where batch statistics leak)."""
+    return ctx.thresholds.batchnorm_coupling if ctx.thresholds.batchnorm_coupling in ("warn", "fail") else "pass"
+
+
 def _bn_message(ctx: PreflightContext, what: str) -> str:
     names = _batchnorms(ctx)
-    return (f"{what} in train mode only, through BatchNorm's batch statistics ({', '.join(names[:4])}"
+    head = (f"{what} in train mode only, through BatchNorm's batch statistics ({', '.join(names[:4])}"
             f"{'...' if len(names) > 4 else ''}): expected for BatchNorm, which normalises with the statistics of "
-            f"the whole batch; clean in eval mode and with BatchNorm on running statistics. If that is intended, "
-            f"silence it with Thresholds(batchnorm_coupling='pass') (+health.thresholds.batchnorm_coupling=pass); "
-            f"otherwise use LayerNorm/GroupNorm (per example) or batches that may share statistics")
+            f"the whole batch; clean in eval mode and with BatchNorm on running statistics")
+    if _bn_status(ctx) == "pass":
+        return (head + ". Where batch statistics must not couple examples (a contrastive loss), flag it with "
+                "Thresholds(batchnorm_coupling='warn') (+health.thresholds.batchnorm_coupling=warn)")
+    return (head + ". If that is intended, silence it with Thresholds(batchnorm_coupling='pass') "
+            "(+health.thresholds.batchnorm_coupling=pass); otherwise use LayerNorm/GroupNorm (per example) or "
+            "batches that may share statistics")
 
 
 def _first_nonfinite(grads) -> list[int]:
@@ -255,7 +265,7 @@ def batch_independence_check(ctx: PreflightContext, second_look: bool = True) ->
     examples = sorted(leaking)[:6]
     details.update(leaking_examples=sorted(leaking), cause=kind)
     if kind == "batchnorm":
-        status = ctx.thresholds.batchnorm_coupling if ctx.thresholds.batchnorm_coupling in ("pass", "fail") else "warn"
+        status = _bn_status(ctx)
         details["cause"] = "batchnorm_train_mode"
         return CheckResult(name, status, ratio, expected, _bn_message(ctx, f"{what} depends on other examples"),
                            details)
@@ -352,7 +362,7 @@ def causality_check(ctx: PreflightContext, second_look: bool = True) -> CheckRes
     details.update(cause=kind, position=t, leaks_from=s_)
     if kind == "batchnorm":
         details["cause"] = "batchnorm_train_mode"
-        status = ctx.thresholds.batchnorm_coupling if ctx.thresholds.batchnorm_coupling in ("pass", "fail") else "warn"
+        status = _bn_status(ctx)
         return CheckResult(name, status, worst, expected,
                            _bn_message(ctx, f"the output at position {t} depends on later positions"), details)
 

@@ -1,9 +1,7 @@
 """Validation as evidence: checks that need the validation data or the user's evaluation function.
 
-val_overlap       exact duplicate examples between the training batches seen and the validation batches (a digest
-                  of every per-example input tensor). Judged against the duplicate rate inside the training sample
-                  itself (discrete data repeats legitimately); scaled to the whole training set when the loader
-                  tells its dataset's size.
+(val_overlap, what evaluation reads against the training data, lives in checks/overlap.py; the first evaluate
+call here records the inputs evaluate feeds the model for it.)
 eval_determinism  the same weights evaluated twice must give the same numbers. Eval-mode forwards of the model
                   with two RNG states (a dropout applied regardless of mode: F.dropout without training=...); the
                   user's `evaluate` called twice on the same weights with hooks on every Dropout/BatchNorm layer
@@ -20,7 +18,6 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections import Counter
 from types import SimpleNamespace
 from typing import Any, Callable
 
@@ -28,7 +25,8 @@ import torch
 from torch import nn
 
 from sweeper.health.common.batching import call_model, primary_output
-from sweeper.health.common.data_sources import example_keys, read_batches
+from sweeper.health.common.data_sources import read_batches
+from sweeper.health.common.eval_inputs import EvalInputs
 from sweeper.health.result import CheckResult, name_list
 
 _BN = nn.modules.batchnorm._BatchNorm
@@ -43,58 +41,6 @@ def mode_dependent(m: nn.Module) -> bool:
     if isinstance(m, (nn.MultiheadAttention, nn.RNNBase)):
         return float(getattr(m, "dropout", 0) or 0) > 0
     return False
-
-
-# ---- val_overlap -------------------------------------------------------------------------------------------------
-def val_overlap_check(ctx) -> CheckResult:
-    th = ctx.thresholds
-    if not ctx.val_batches:
-        return CheckResult("val_overlap", "skip", None, "", "not run: pass val_data=<a validation batch or loader>"
-                           + (f" ({ctx.data_notes['val_data']})" if ctx.data_notes.get("val_data") else ""))
-    train: list[tuple[bytes, int, int]] = []
-    for bi, (inputs, _) in enumerate(ctx.train_batches):
-        keys = example_keys(inputs)
-        train += [(k, bi, i) for i, k in enumerate(keys or [])]
-    val: list[tuple[bytes, int, int]] = []
-    for bi, (inputs, _) in enumerate(ctx.val_batches):
-        keys = example_keys(inputs)
-        val += [(k, bi, i) for i, k in enumerate(keys or [])]
-    if not train or not val:
-        return CheckResult("val_overlap", "skip", None, "", "not run: no per-example input tensors to compare")
-    counts = Counter(k for k, _, _ in train)
-    where = {}
-    for k, bi, i in train:
-        where.setdefault(k, (bi, i))
-    dup_share = sum(1 for k, _, _ in train if counts[k] > 1) / len(train)
-    hits = [(bi, i, where[k]) for k, bi, i in val if k in counts]
-    n_val, m = len(val), len(hits)
-    share = m / n_val
-    lam = n_val * dup_share
-    from scipy import special  # deferred: scipy, only when this runs
-    p = 0.0 if lam == 0 else float(special.pdtrc(m - 1, lam)) if m else 1.0
-    coverage = len(train) / ctx.train_size if ctx.train_size else None
-    estimate = min(1.0, share / coverage) if coverage else share
-    details = {"val_examples": n_val, "train_examples": len(train), "matches": m, "share": share,
-               "estimated_share": estimate, "train_duplicate_share": dup_share, "p": p}
-    expected = f"share <= {th.val_overlap_min_share:g}"
-    if m == 0 or p >= 1e-3 or estimate <= th.val_overlap_min_share:
-        extra = (f"; {m} matches, as many as the training sample's own repeats ({dup_share:.1%}) explain"
-                 if m else "")
-        return CheckResult("val_overlap", "pass", share, expected,
-                           f"no validation example of {n_val} repeats one of the {len(train)} training examples "
-                           f"seen{extra}" if not m else f"{m} of {n_val} validation examples repeat training "
-                           f"examples{extra}", details)
-    vb, vi, (tb, ti) = hits[0]
-    scaled = (f"; {len(train)} of {ctx.train_size} training examples were compared, so about {estimate:.0%} of the "
-              f"validation set is likely in the training set" if coverage and coverage < 1 else "")
-    status = "fail" if estimate >= th.val_overlap_fail else "warn"
-    details["example"] = {"val_batch": vb, "val_index": vi, "train_batch": tb, "train_index": ti}
-    return CheckResult("val_overlap", status, share, expected,
-                       f"{m} of {n_val} validation examples ({share:.1%}) are exact copies of training examples "
-                       f"(e.g. validation batch {vb} example {vi} = training batch {tb} example {ti}){scaled}: the "
-                       f"validation set overlaps the training set (validating on training data, or a split that "
-                       f"reuses examples), so its metrics overstate generalisation - split by unique example "
-                       f"(deduplicate before splitting)", details)
 
 
 # ---- eval_determinism --------------------------------------------------------------------------------------------
@@ -233,7 +179,12 @@ def _evaluate_twice(ctx, model: nn.Module, details: dict, expected: str) -> Chec
     try:
         for seed in (11, 12):
             torch.manual_seed(ctx.seed + seed)
-            out = call_evaluate(ctx.evaluate, model, ctx.val_source)
+            if seed == 11 and getattr(ctx, "eval_inputs", None) is None:
+                with EvalInputs(ctx.thresholds.probe_max_examples) as seen:    # val_overlap's evidence
+                    out = call_evaluate(ctx.evaluate, model, ctx.val_source)
+                ctx.eval_inputs = seen
+            else:
+                out = call_evaluate(ctx.evaluate, model, ctx.val_source)
             results.append(_numbers(out))
             if left_training is None:
                 left_training = model.training
@@ -349,7 +300,7 @@ def evaluation_checks(model: nn.Module, val_data: Any, evaluate: Callable | None
                                 f"not run: val_data could not be read ({note or 'no batch'})")]
         ctx = SimpleNamespace(model=model, thresholds=thresholds, val_batches=val_batches, seed=seed,
                               inputs=val_batches[0][0] if val_batches else None, evaluate=evaluate,
-                              val_source=val_data)
+                              val_source=val_data, eval_inputs=False)     # no val_overlap here: nothing to record
         if ctx.inputs is None:             # evaluate only: no batch for the eval-forward comparison
             return [_evaluate_twice(ctx, model, {}, f"relative difference <= {thresholds.eval_rel_tol:g}")]
         return [eval_determinism_check(ctx)]

@@ -27,6 +27,8 @@ from sweeper.health.result import CheckResult
 _NORMS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm, nn.modules.instancenorm._InstanceNorm,
           nn.LocalResponseNorm)
 _EMBEDDINGS = (nn.Embedding, nn.EmbeddingBag)
+_BN = nn.modules.batchnorm._BatchNorm
+_AFFINE = (nn.Linear, nn.modules.conv._ConvNd)
 
 
 @dataclass
@@ -36,6 +38,7 @@ class Trace:
 
     consumers: dict[str, tuple[str, nn.Module, bool]] = field(default_factory=dict)   # name -> (module, m, direct)
     seen: dict[str, dict[str, float]] = field(default_factory=dict)                   # name -> stats as consumed
+    batchnorm_after: dict[str, str] = field(default_factory=dict)     # module -> the BatchNorm fed its output as is
     outputs: Any = None
     error: str | None = None
 
@@ -59,10 +62,16 @@ def trace_forward(model: nn.Module, inputs: Any) -> Trace:
             return torch.equal(arg.detach().reshape(-1), x)
         return arg.is_floating_point() and torch.equal(arg.detach().reshape(-1).double(), x.double())
 
+    produced: dict[str, torch.Tensor] = {}                  # leaf -> its output (a BatchNorm may take it next)
+
     def hook(module, args, kwargs=None):
         arg = next((a for a in list(args) + list((kwargs or {}).values()) if torch.is_tensor(a)), None)
         if arg is None:
             return
+        if isinstance(module, _BN):
+            for leaf, out in produced.items():
+                if out is arg:
+                    trace.batchnorm_after.setdefault(leaf, names.get(id(module), "?"))
         matches = {name for name, x in flat.items() if equal(arg, x)}
         for name, x in flat.items():
             known = trace.consumers.get(name)
@@ -72,8 +81,13 @@ def trace_forward(model: nn.Module, inputs: Any) -> Trace:
             elif known is None and not matches and arg.is_floating_point() and arg.numel() == x.numel():
                 trace.consumers[name] = (names.get(id(module), "?"), module, False)   # the model's preprocessing
                 trace.seen[name] = tensor_stats(arg.detach())
+    def keep(module, args, output):
+        if torch.is_tensor(output):
+            produced[names.get(id(module), "?")] = output
+
     was = model.training
     handles = [m.register_forward_pre_hook(hook, with_kwargs=True) for m in leaves]
+    handles += [m.register_forward_hook(keep) for m in leaves]
     try:
         model.eval()
         with torch.no_grad():
@@ -84,6 +98,7 @@ def trace_forward(model: nn.Module, inputs: Any) -> Trace:
         for h in handles:
             h.remove()
         model.train(was)
+        produced.clear()
     return trace
 
 
@@ -206,6 +221,15 @@ def inputs_check(ctx) -> tuple[CheckResult, Trace]:
         if consumer is not None and isinstance(consumer[1], _NORMS):
             notes.append(f"{name}: {_describe(stats)}, normalized by the model's first layer {consumer[0]}")
             stats["role"] = "normalized by the model"
+            continue
+        if consumer is not None and consumer[2] and isinstance(consumer[1], _AFFINE) and \
+                consumer[0] in trace.batchnorm_after:
+            # Linear/conv straight into BatchNorm: BatchNorm removes any per-unit offset and scale of W x + b, in
+            # the forward and in the gradient (its backward sums to zero over the batch), so the input's offset
+            # and scale cannot hurt training
+            notes.append(f"{name}: {_describe(stats)}, into {consumer[0]} whose output "
+                         f"{trace.batchnorm_after[consumer[0]]} normalizes (offset and scale do not matter)")
+            stats["role"] = "normalized after the first layer"
             continue
         if consumer is not None and not consumer[2] and name in trace.seen:
             judged, where = trace.seen[name], f" (as {consumer[0]} receives it after the model's own preprocessing)"

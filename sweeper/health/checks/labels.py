@@ -90,6 +90,12 @@ def labels_check(ctx, trace, share: dict | None = None) -> CheckResult:
                            f"{float(t.std()) if t.numel() > 1 else 0.0:.3g}", details)
     ignore = share.get("ignored_values", set()) if share else set()
     problems, warnings, notes = [], [], []
+    wrapped = wrapped_labels(ctx, kind, classes, source, ignore)
+    if wrapped:
+        details.update(classes=classes, diagnosis="labels_wrapped", wrapped=wrapped["evidence"],
+                       fix="keep class ids in int64 (torch.long) from where they are stored to the loss")
+        return CheckResult("labels", "fail", None, f"0..{classes - 1}" if classes else "", wrapped["message"],
+                           details)
     for where, batches in (("targets", ctx.train_batches), ("validation targets", ctx.val_batches)):
         views = [label_view(b[1], ctx.num_classes) for b in batches]
         vals = [v for k, v in views if k == kind and v is not None]
@@ -110,7 +116,7 @@ def labels_check(ctx, trace, share: dict | None = None) -> CheckResult:
     if kind == "classes" and mix is not None and mix.status == "warn":
         notes.append("the first loader batches are class-sorted (see class_mix): the histogram is not judged")
     elif kind == "classes":
-        warnings += _histogram(ctx, classes, th, ignore, notes)
+        warnings += _histogram(ctx, classes, th, ignore, notes, share)
     details.update(classes=classes)
     expected = f"0..{classes - 1}" if classes else ""
     if problems:
@@ -121,7 +127,73 @@ def labels_check(ctx, trace, share: dict | None = None) -> CheckResult:
                        details)
 
 
-def _histogram(ctx, classes: int | None, th, ignore: set, notes: list[str]) -> list[str]:
+_NARROW = {torch.int8: (-128, 127), torch.uint8: (0, 255), torch.int16: (-32768, 32767)}
+if hasattr(torch, "uint16"):
+    _NARROW[torch.uint16] = (0, 65535)
+
+
+def _label_tensors(ctx) -> list[tuple[str, torch.Tensor]]:
+    """Every target tensor the check can see, by where it came from: the batch, the loader's batches, the
+    validation batches, a sample of the loader's dataset (stored dtype: a TensorDataset keeps int8 as int8)."""
+    out = [("targets", b[1]) for b in ctx.train_batches] + [("validation targets", b[1]) for b in ctx.val_batches]
+    sample = dataset_targets(ctx.loader_source, 256, ctx.seed) if ctx.loader_source is not None else None
+    if sample is not None:
+        out.append(("the loader's dataset targets", sample))
+    return [(w, t) for w, t in out if torch.is_tensor(t) and t.numel()]
+
+
+def wrapped_labels(ctx, kind: str, classes: int | None, source: str, ignore: set) -> dict[str, Any] | None:
+    """Class ids wrapped around by a narrow integer dtype (int8/uint8/int16/uint16), by three signatures:
+    the ids stored in a dtype that cannot hold `classes` of them; negative ids that are ids >= 128 (or 32768) in
+    two's complement (v + 256 < classes); ids that stop exactly at a dtype's top (255, 65535, ...) while
+    `classes` is larger and an id above it would have appeared by chance (uint8 wraps ids >= 256 onto 0..).
+    None when no signature fits."""
+    if kind not in ("classes", "sequence") or not classes:
+        return None
+    tensors = _label_tensors(ctx)
+    for where, t in tensors:
+        if t.dtype in _NARROW and not t.is_floating_point():
+            lo, hi = _NARROW[t.dtype]
+            if classes > hi + 1:
+                dtype = str(t.dtype).replace("torch.", "")
+                return {"evidence": {"dtype": dtype, "where": where, "classes": classes},
+                        "message": f"labels wrapped by a narrow integer dtype: {where} are {dtype}, which holds "
+                                   f"{lo}..{hi}, but there are {classes} classes ({source}), so class ids above {hi} "
+                                   f"wrap around (mod {hi - lo + 1}) onto "
+                                   + ("negative values" if lo < 0 else "other classes' ids")
+                                   + f" and the model learns the wrong classes - store the labels as int64 "
+                                     f"(torch.long), not {dtype}"}
+    flat = torch.cat([t.detach().reshape(-1).long().cpu() for where, t in tensors
+                      if not t.is_floating_point() and where != "validation targets"] or [torch.zeros(0).long()])
+    if not flat.numel():
+        return None
+    neg = sorted(set(flat[flat < 0].tolist()) - ignore - {-100})   # -100: cross_entropy's ignore_index convention
+    for bits, span in ((8, 256), (16, 65536)):
+        if neg and min(neg) >= -span // 2 and all(v + span < classes for v in neg) and classes > span // 2:
+            shown = ", ".join(f"{v} = {v + span}" for v in neg[:3])
+            return {"evidence": {"negative": neg[:8], "bits": bits, "classes": classes},
+                    "message": f"labels wrapped by a narrow integer dtype: targets hold negative ids ({shown} - "
+                               f"{len(neg)} values) that are class ids >= {span // 2} in int{bits} two's complement "
+                               f"({classes} classes, {source}): the labels passed through int{bits} on the way "
+                               f"(int8 holds -128..127) - keep them int64 (torch.long) end to end"}
+    top, n = int(flat.max()), int((flat >= 0).sum())
+    for span in (128, 256, 32768, 65536):
+        if top == span - 1 and classes > span:
+            above = (classes - span) / classes           # share of ids above the top under a uniform label mix
+            chance = math.exp(n * math.log1p(-above)) if above < 1 else 0.0
+            if chance < 1e-6:
+                dtype = {128: "int8", 256: "uint8", 32768: "int16", 65536: "uint16"}[span]
+                return {"evidence": {"max": top, "examples": n, "classes": classes, "chance": chance},
+                        "message": f"labels wrapped by a narrow integer dtype: the {n} targets seen stop at {top}, "
+                                   f"the top of {dtype}, while there are {classes} classes ({source}); ids "
+                                   f"{span}..{classes - 1} never appear (chance {chance:.1g} for uniform labels): "
+                                   f"they wrapped around (mod {span}) onto ids 0..{classes - span - 1}, which now "
+                                   f"mix two classes each - store the labels as int64 (torch.long), not {dtype}"}
+    return None
+
+
+def _histogram(ctx, classes: int | None, th, ignore: set, notes: list[str], ctx_share: dict | None = None
+               ) -> list[str]:
     ys = [label_view(b[1], ctx.num_classes) for b in ctx.train_batches]
     flat = torch.cat([y for k, y in ys if k == "classes"])
     flat = flat[flat >= 0]
@@ -140,7 +212,11 @@ def _histogram(ctx, classes: int | None, th, ignore: set, notes: list[str]) -> l
             return [f"all {n} targets in {batches} are class {top}: the labels were overwritten or read from the "
                     f"wrong key, or the data is sorted by class (shuffle it; pass loader=... to tell)"]
         return []
-    if share >= th.label_dominant_share and n >= 20:
+    weighted = (ctx_share or {}).get("class_weights") or {}
+    if share >= th.label_dominant_share and n >= 20 and weighted.get(top, 1.0) < th.label_dominant_share:
+        notes.append(f"class {top} is {share:.0%} of {n} targets in {batches}, and the loss's class weights bring "
+                     f"it to {weighted[top]:.0%} of the loss (see class_weights)")
+    elif share >= th.label_dominant_share and n >= 20:
         out.append(f"class {top} is {share:.0%} of {n} targets in {batches}: a model that always predicts it scores "
                    f"{share:.0%} accuracy without learning; check the labels, rebalance (weights, a sampler) or "
                    f"judge with a balanced metric")
@@ -175,7 +251,10 @@ def contributions(ctx, trace) -> tuple[torch.Tensor | None, str]:
     noise = torch.randn(out.shape, dtype=wide, generator=torch.Generator().manual_seed(ctx.seed))
     points = [out.detach().to(wide), 0.01 * noise.to(out.device)]
     g, error = None, ""
-    for point in points:
+    own = [p.to(out.dtype) for p in points] if out.dtype != wide else []
+    for i, point in enumerate(points + own):     # then in the output's own dtype: a loss holding float32 class
+        if g is not None and i >= len(points):   # weights refuses float64 outputs
+            break
         leaf = point.clone().requires_grad_(True)
         try:
             with torch.enable_grad():

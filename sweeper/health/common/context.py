@@ -39,6 +39,7 @@ class PreflightContext:
     train_size: int | None = None                          # len(loader.dataset) when known
     loader_source: Any = None                              # the loader as given (class_mix samples its dataset)
     data_notes: dict = field(default_factory=dict)         # "loader"/"val_data": what could not be read
+    eval_inputs: Any = None                                # what evaluate fed a model (common/eval_inputs.py)
 
     @cached_property
     def train_batches(self) -> list:

@@ -52,6 +52,7 @@ from sweeper.health.live.curves import Curve
 from sweeper.health.live.monitor_hooks import HooksMixin
 from sweeper.health.live.watch_memory import GraphWatch, MemoryWatch
 from sweeper.health.live.watch_optimizer import AccumulationWatch, LrWatch, MembershipWatch
+from sweeper.health.live.watch_reach import ReachWatch
 from sweeper.health.live.watch_units import DeadUnitWatch
 from sweeper.health.result import HealthReport
 from sweeper.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
@@ -85,6 +86,7 @@ class LiveMonitor(HooksMixin):
         self.lr = LrWatch(optimizer, total_steps, thresholds)
         self.members = MembershipWatch(optimizer)
         self.accum = AccumulationWatch()
+        self.reach = ReachWatch()
         self.graph = GraphWatch(thresholds)
         cuda = next((p.device for p in model.parameters() if p.device.type == "cuda"), None)
         self.memory = MemoryWatch(thresholds, total_steps, cuda)
@@ -290,6 +292,7 @@ class LiveMonitor(HooksMixin):
         """given_norm: the caller's (pre-clipping) norm; spikes are judged on it when given, so the history
         holds one kind of figure even when the grads are clipped before this call."""
         grads = [(n, p.grad) for n, p in self.named if p.grad is not None]
+        self.reach.observe(self.named)
         out: dict[str, Any] = {"health/loss_ema": self.loss_ema}
         stuck = self._stuck(step)
         if not grads:
@@ -401,7 +404,7 @@ class LiveMonitor(HooksMixin):
     _STATE = ("steps_seen", "loss_ema", "_ema_raw", "_ema_weight", "spikes", "zero_share_first", "zero_share_last",
               "zero_share_warned", "stuck_since", "stuck_last", "diverged", "error", "first_loss", "losses_seen",
               "_loss_sum", "_loss_count", "ratios")
-    _PARTS = ("train_curve", "val_loss", "val_acc", "lr", "members", "accum", "graph", "memory", "units")
+    _PARTS = ("train_curve", "val_loss", "val_acc", "lr", "members", "accum", "graph", "memory", "units", "reach")
 
     def state_dict(self) -> dict[str, Any]:
         self._flush_norms()

@@ -312,6 +312,9 @@ def all_checks(m: Monitor) -> list[CheckResult]:
             )
         )
     checks += [_stuck_result(m), _zero_share_result(m)]
+    reach = m.reach.result(len(m.named))          # only when a parameter was never reached (see watch_reach.py)
+    if reach is not None:
+        checks.append(reach)
     if m.error:
         checks.append(
             CheckResult(

@@ -189,7 +189,9 @@ class AccumulationWatch:
 
     def _hook(self, name: str, p: torch.nn.Parameter):
         def hook(grad):
-            if name not in self.flags:           # the first write only: micro-batches within a step may add up
+            # grad is None when a custom autograd.Function's backward returns None for this parameter: nothing
+            # is written into .grad, so nothing can be stale (watch_reach.py names a parameter never reached)
+            if grad is not None and name not in self.flags:   # the first write only: micro-batches may add up
                 g = p.grad
                 self.flags[name] = torch.zeros((), dtype=torch.bool, device=grad.device) if g is None \
                     else grad_values(g).ne(0).any()
