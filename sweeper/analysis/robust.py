@@ -48,7 +48,7 @@ from sweeper.analysis.stats import (
 INDEPENDENT_K = 1.5        # clip at the pooled median +- this many robust sd
 PAIRED_K = 2.0             # Huber's tuning constant of the paired one-step M-estimate
 MAX_EXACT_SPLITS = 20_000   # 8 vs 8 seeds (12,870 splits) is enumerated; from 9 vs 9 (48,620), Monte Carlo
-MAX_EXACT_PAIRS = 16        # 2^16 sign flips
+MAX_EXACT_PAIRS = 12        # 2^12 = 4,096 sign flips; from 13 pairs, Monte Carlo
 _MAD = 0.6744897501960817   # MAD of the standard normal: MAD / _MAD estimates the sd
 _TOL = 1e-9                 # relative tolerance of "as extreme as observed" (rounding in the statistics)
 
@@ -326,7 +326,7 @@ def decision_interval(a, b, paired: bool, level: float, family_size: int = 1, al
     if max(pc) < level:                      # no shift accepted at this level near the estimates: a point
         return est, est, est
     spread = spread if spread > 0 else max(abs(est), 1.0)
-    tol = 1e-5 * spread
+    tol = 1e-4 * spread
     p0 = p(0.0)
 
     def crossing(inside: float, outside: float) -> float:

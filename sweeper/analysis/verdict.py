@@ -18,29 +18,36 @@ Decision rule, fixed before looking at the data (report.md repeats it):
    better than it is); this way losing seeds can only hurt the arm that lost them, and a variant that loses
    most of its seeds can be called "worse". Simulated with the baseline losing its 3 worst of 10 seeds and no
    true effect, its family-wise error stays below 0.05 (benchmarks/calibrate.py).
-4. No lost seeds -> t-test. Design: paired when every seed usable in both arms has the same data_order_hash
-   and eval_batches_hash in both (the seed then fixes data order and evaluation batches), or, for user code
-   without those hashes, when both arms drew their data order from the run API's seed stream (summary
-   fingerprint seed_streams holds data_order); experiment.design=paired|independent declares it instead;
-   otherwise independent. Paired t-test (paired) or Welch t-test (independent). Why a t-test: at the seed counts sweeps
-   use, exact permutation tests have a floor on p (4 vs 4: 2/70 = 0.029; 4 pairs sign-flip: 2/16 = 0.125)
-   that Holm lifts above alpha; the t-tests reach small p when effects are large relative to seed noise, at the
-   price of assuming roughly normal per-seed means. When the t statistic is undefined (zero spread), the exact
-   permutation (or sign-flip) test drives instead. The exact permutation / sign-flip test is the robustness
-   check, judged at the same Holm level as the t-test it checks.
+4. No lost seeds -> the deciding test of sweeper.analysis.robust. Design: paired when every seed usable in both
+   arms has the same data_order_hash and eval_batches_hash in both (the seed then fixes data order and
+   evaluation batches), or, for user code without those hashes, when both arms drew their data order from the
+   run API's seed stream (summary fingerprint seed_streams holds data_order); experiment.design=paired|independent
+   declares it instead; otherwise independent. The test: an exact permutation test that keeps its level for any
+   noise law, with a statistic that one outlier seed cannot swamp: independent, Welch's t of the values clipped at
+   the pooled median +- 1.5 robust sd; paired, the sign-flip max-type test of Student's t and a one-step Huber t
+   of the differences (min-p over the same flips). Exact enumeration up to 20,000 splits (4,096 sign flips), else
+   Monte Carlo with the fixed RNG seed. Where its exact floor (4 vs 4: 2/70 = 0.029; 5 pairs: 2/32 = 0.0625)
+   is above alpha / m (Holm's first step), no permutation test can decide: the t-test does (paired t; Student's
+   t with equal arms, Welch's with unequal ones), with the exact test beside it as the robustness check; where
+   the permutation test decides, the t-test is the check. Zero spread (every paired difference equal, or both
+   arms constant): the exact sign-flip / permutation result, p = 2 / 2^n (2 / C(n_a + n_b, n_a)) or 1.
+   Measured against scipy's tests on simulated sweeps (benchmarks/power_sim.py, docs/decisions.md).
 5. Multiplicity: Holm over the whole planned family (every comparison; insufficient ones enter with p = 1;
    health-invalid ones stay in, the conservative choice: excluding them would loosen the others' thresholds
    after looking at the runs). The family of each secondary metric is its own and never changes a primary verdict.
 6. Verdict: Holm-adjusted p < alpha -> "better" or "worse" in the metric's direction; otherwise
    "inconclusive", with the minimum detectable effect at the current n and the seeds per arm needed for 80%
-   power (two-sided t-test at alpha / m, Holm's strictest step) at experiment.min_effect when declared, else
-   at the observed difference (labelled post hoc). Any verdict becomes "inconclusive" when the arms were
-   evaluated on different corpora (corpus_hash). Other fingerprint differences are listed, never pooled silently.
+   power (two-sided t-test at alpha / m, Holm's strictest step, with the sd on the deciding test's scale: of
+   the clipped values when the robust test decides) at experiment.min_effect when declared, else at the
+   observed difference (labelled post hoc); at zero spread, the n from which the exact test can reach
+   alpha / m. Any verdict becomes "inconclusive" when the arms were evaluated on different corpora
+   (corpus_hash). Other fingerprint differences are listed, never pooled silently.
 7. Decision interval, shown beside the verdict: the same test inverted at the level of the Holm step that
    decided the comparison (step k of m: level 1 - alpha / (m - k + 1); a comparison Holm did not reject gets
-   the level of the step where Holm stopped): the t interval, or the shifts of the usable values the
-   worst-rank test accepts. It excludes 0 exactly when the verdict is better or worse. The BCa bootstrap
-   interval of the difference is a secondary, labelled figure.
+   the level of the step where Holm stopped): the shifts of the variant's values the deciding test accepts
+   (the t interval in closed form where the t-test decides), or those the worst-rank test accepts. It
+   excludes 0 exactly when the verdict is better or worse. The BCa bootstrap interval of the difference is a
+   secondary, labelled figure.
 8. Health: a variant whose runs failed health checks that its baseline passed is "invalid" (the comparison
    does not test what the variant claims); a baseline that failed health checks makes every comparison with it
    "invalid". The numbers stay computed and shown; "invalid" is never counted as beaten or winning.
