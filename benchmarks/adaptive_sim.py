@@ -1,5 +1,6 @@
 """Adaptive seeds by simulation: family-wise error, power and runs of the real decision code (sweeper.adaptive)
-against the fixed design at max_seeds (paired t-test / worst-rank test + Holm, as sweeper.analysis.verdict decides).
+against the fixed design at max_seeds (sweeper.analysis.robust.deciding_test / worst-rank test + Holm, as
+sweeper.analysis.verdict decides).
 
     python benchmarks/adaptive_sim.py                  # every scenario: 2000 sweeps, 20000 null (the committed table)
     python benchmarks/adaptive_sim.py --quick          # 40 sweeps per scenario
@@ -76,12 +77,14 @@ def simulate_one(rng, sc: dict, design: adaptive.Design) -> dict:
     lost = rng.random((m + 1, n)) < sc["loss"]                                       # (arms, n)
     names = [f"v{j}" for j in range(m)]
 
-    def stat(j: int, k: int) -> adaptive.LookStat:
+    def stat(j: int, k: int, level: float | None = None) -> adaptive.LookStat:
         a, b = values[j + 1, :k], values[0, :k]
         la, lb = lost[j + 1, :k], lost[0, :k]
         if la.any() or lb.any():
             return adaptive.look_stat("independent", a[~la], b[~lb], int(la.sum()), int(lb.sum()), True)
-        return adaptive.look_stat("paired", a, b)
+        if level is None:                  # the fixed design: its own test at alpha / m
+            return adaptive.look_stat("paired", a, b, level=design.alpha / m)
+        return adaptive.look_stat("paired", a, b, level=level)
 
     states = adaptive.start_states(design, names)
     runs = {name: 0 for name in names}
@@ -94,7 +97,8 @@ def simulate_one(rng, sc: dict, design: adaptive.Design) -> dict:
         base_runs = k
         for name in live:
             runs[name] = k
-        adaptive.decide_look(design, states, {name: stat(names.index(name), k) for name in live})
+        looks = {name: stat(names.index(name), k, adaptive.next_level(design, states[name], k)) for name in live}
+        adaptive.decide_look(design, states, looks)
         if k >= design.max_seeds:
             break
         k = design.next_n(k)

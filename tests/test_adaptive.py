@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from sweeper.adaptive import design as ad
+from sweeper.analysis import robust
 
 
 def _phi(x):                      # the normal cdf from math.erfc: independent of scipy
@@ -142,9 +143,20 @@ def test_look_stat_is_the_fixed_designs_test():
 
     a, b = np.array([1.0, 2.2, 2.9, 4.1]), np.array([0.5, 1.9, 2.0, 3.0])
     st = ad.look_stat("paired", a, b)
-    assert st.pvalue == pytest.approx(sps.ttest_rel(a, b).pvalue) and st.n == 4
+    assert st.pvalue == pytest.approx(sps.ttest_rel(a, b).pvalue) and st.n == 4      # 4 pairs: floor 1/8
     w = ad.look_stat("independent", a[:3], b, 1, 0, True)
     assert w.test == "worst-rank test" and w.n == 4
+    rng = np.random.default_rng(3)
+    d = rng.standard_normal(10) + 1.0
+    # 10 pairs: the sign-flip floor 2/1024 reaches alpha and a late look's level, not an early look's 0.001
+    robust_look = ad.look_stat("paired", d, np.zeros(10), level=0.01)
+    assert "sign-flip max-type" in robust_look.test
+    assert robust_look.pvalue == robust.deciding_test(d, np.zeros(10), True).pvalue
+    early = ad.look_stat("paired", d, np.zeros(10), level=0.001)
+    assert early.test == "paired t-test" and early.pvalue == pytest.approx(sps.ttest_1samp(d, 0).pvalue)
+    assert robust_look.estimate == early.estimate == pytest.approx(d.mean())          # futility: the t scale
+    d[:] = 0.3                                                                         # zero spread: exact
+    assert ad.look_stat("paired", d, np.zeros(10)).pvalue == pytest.approx(2 / 1024)
 
 
 def test_benchmark_script_runs_and_writes_its_results(tmp_path):

@@ -58,12 +58,13 @@ def test_four_seed_rope_sweep_reaches_a_decision(tmp_path):
     assert csv.loc[1, "delta"] == pytest.approx(np.mean(ROPE["nope"]) - np.mean(ROPE["rope"]))
 
 
-def test_independent_runs_use_welch_and_state_the_permutation_floor(tmp_path):
+def test_independent_runs_use_student_t_at_4_seeds_and_state_the_permutation_floor(tmp_path):
     root = write_sweep(tmp_path / "s", ROPE, baseline="rope", paired=False)
     inp = analyze_sweep(root, **FAST)
     c = _by_variant(inp.analysis)["nope"]
-    assert c.design == "independent" and c.primary.name == "Welch t-test"
-    assert c.primary.pvalue == pytest.approx(sps.ttest_ind(ROPE["nope"], ROPE["rope"], equal_var=False).pvalue)
+    # 4 vs 4, Holm over 2: no permutation test reaches 0.025 (floor 2/70), so Student's t (equal arms) decides
+    assert c.design == "independent" and c.primary.name == "Student t-test"
+    assert c.primary.pvalue == pytest.approx(sps.ttest_ind(ROPE["nope"], ROPE["rope"]).pvalue)
     assert c.robustness.pvalue == pytest.approx(2 / 70) == c.robustness.min_p
     assert any("smallest p it can reach" in n and "0.0571" in n for n in c.notes)
     assert c.verdict == "worse"
@@ -91,11 +92,11 @@ def test_fully_separated_three_seeds_state_the_smallest_reachable_p(tmp_path):
 def test_zero_variance_falls_back_to_the_exact_permutation_test(tmp_path):
     values = {"a": [3.0] * 4, "b": [3.5] * 4}
     independent = analyze_sweep(write_sweep(tmp_path / "i", values, paired=False), **FAST).analysis.comparisons[0]
-    assert independent.primary.name == "exact permutation test"
+    assert independent.primary.name == "exact permutation test (zero spread)"
     assert independent.primary.pvalue == pytest.approx(2 / 70) and independent.verdict == "worse"
-    assert any("zero variance" in n for n in independent.notes)
+    assert "zero spread between seeds" in independent.driver_why
     paired = analyze_sweep(write_sweep(tmp_path / "p", values), **FAST).analysis.comparisons[0]
-    assert paired.primary.name == "exact sign-flip test" and paired.primary.pvalue == pytest.approx(0.125)
+    assert paired.primary.name == "exact sign-flip test (zero spread)" and paired.primary.pvalue == pytest.approx(0.125)
     assert paired.verdict == "inconclusive" and "6 seeds per arm could decide" in paired.reason   # 2/2^6 < 0.05
 
 

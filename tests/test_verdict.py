@@ -142,11 +142,12 @@ def test_decision_interval_never_disagrees_with_the_verdict_and_is_scipys_at_the
             assert excludes == (c.verdict in ("better", "worse")), (c.verdict, ci, c.p_adjusted)
             assert (c.p_adjusted < 0.05) == (c.primary.pvalue < c.decision_level)
             seen.add((c.primary.name, c.verdict))
-            if c.primary.name in ("paired t-test", "Welch t-test"):
+            if c.primary.name in ("paired t-test", "Welch t-test", "Student t-test"):
                 a = an.arms[c.variant].values
                 b = an.arms[c.baseline].values
                 ref = (sps.ttest_rel(a, b) if c.primary.name == "paired t-test" else
-                       sps.ttest_ind(a, b, equal_var=False)).confidence_interval(1 - c.decision_level)
+                       sps.ttest_ind(a, b, equal_var=c.primary.name == "Student t-test")
+                       ).confidence_interval(1 - c.decision_level)
                 assert (ci.low, ci.high) == pytest.approx((ref.low, ref.high), rel=1e-9)
         # a comparison Holm did not reject carries the level of the step where Holm stopped
         rejected = [c.p_adjusted < 0.05 for c in an.comparisons]
@@ -156,6 +157,7 @@ def test_decision_interval_never_disagrees_with_the_verdict_and_is_scipys_at_the
             assert c.holm_step == (k + 1 if first_fail is None or k < first_fail else first_fail + 1)
     names = {name for name, _ in seen}
     assert {"worst-rank test"} <= names and {"better", "worse", "inconclusive"} <= {v for _, v in seen}
+    assert any("sign-flip max-type" in x or "Huber-clipped" in x for x in names)        # the robust test decided too
 
 
 @pytest.mark.slow
@@ -173,16 +175,27 @@ def test_decision_interval_covers_the_true_difference():
 
 
 # ----------------------------------------------------------------------------- item 8: caution, like with like
-def test_robustness_caution_compares_at_the_same_holm_level():
+def test_the_permutation_test_decides_at_the_holm_level_and_the_t_test_is_the_check():
     a = [2.93, 2.88, 2.85, 2.85, 2.93]
-    b = [2.92, 2.97, 3.0, 2.94, 3.03]                  # Welch p 0.014, exact permutation p 0.0317 = 8/252
+    b = [2.92, 2.97, 3.0, 2.94, 3.03]              # Student t p 0.014; exact permutation p 0.0317 = 8/252
     runs = frame({"b": b, "v1": a, "v2": list(np.array(b) + [0.01, -0.02, 0.0, 0.03, -0.01])}, paired=False)
     c = _analyze(runs).comparisons[0]
-    assert c.verdict == "better" and c.decision_level == pytest.approx(0.025)
-    assert c.robustness.pvalue == pytest.approx(8 / 252)
-    # 0.0317 < alpha 0.05 (the old, raw comparison saw no problem) but >= 0.025, the level the t-test was held to
-    assert any(n.startswith("caution: the exact permutation test does not confirm at the same Holm level")
-               for n in c.notes)
+    # 5 vs 5 can reach 2/252 < 0.05/2: the robust permutation test decides, held to Holm's level 0.025
+    assert "permutation test of Welch's t on Huber-clipped values" in c.primary.name
+    assert c.primary.pvalue == pytest.approx(8 / 252) and c.decision_level == pytest.approx(0.025)
+    assert c.robustness.name == "Student t-test"
+    assert c.robustness.pvalue == pytest.approx(sps.ttest_ind(a, b).pvalue)
+    assert c.verdict == "inconclusive" and c.decision_ci.low < 0 < c.decision_ci.high
+
+
+def test_an_outlier_seed_does_not_hide_a_clear_difference_and_the_note_says_why():
+    b = [3.0, 3.02, 2.99, 3.01, 3.03, 2.98, 3.0, 3.02]
+    a = [2.90, 2.91, 2.89, 2.92, 2.90, 2.88, 2.91, 3.9]         # one diverging-ish seed at 3.9
+    c = _analyze(frame({"b": b, "v1": a}, paired=False), m=1).comparisons[0]
+    assert sps.ttest_ind(a, b).pvalue > 0.5                      # the t-test sees nothing
+    assert c.verdict == "better" and c.decision_ci.high < 0      # the deciding test: lower val_loss
+    assert c.reason.startswith("v1 has lower val_loss by")
+    assert any(n.startswith("the Student t-test alone would not reject") for n in c.notes)
 
 
 # ----------------------------------------------------------------------------- item 6: health -> invalid
@@ -318,3 +331,22 @@ def test_arms_and_comparisons_analysed_in_threads_give_the_serial_bits(monkeypat
         assert repr(threaded) == repr(serial)
         assert [c.variant for c in threaded.comparisons] == ["v1", "v2", "v3", "v4"]
         assert list(threaded.arms) == list(serial.arms)
+
+
+# ----------------------------------------------------------------------------- zero-spread paired differences
+@pytest.mark.parametrize("n,verdict_,k", [(3, "inconclusive", 6), (6, "better", 6)])
+def test_zero_spread_pairs_give_one_exact_result_in_every_output(n, verdict_, k):
+    b = [3.0, 3.1, 3.05, 3.2, 3.15, 3.12][:n]
+    c = _analyze(frame({"b": b, "v1": [x - 0.1 for x in b]}), m=1).comparisons[0]
+    assert c.design == "paired" and "zero spread" in c.primary.name
+    assert c.primary.pvalue == pytest.approx(2 / 2**n) and c.robustness.pvalue == pytest.approx(2 / 2**n)
+    assert c.verdict == verdict_ and c.spread == 0.0 and c.seeds_needed == k
+    numbers = [c.primary.pvalue, c.robustness.pvalue, c.p_adjusted, c.decision_ci.low, c.decision_ci.high,
+               c.decision_ci.estimate, c.mde]
+    assert not any(math.isnan(x) for x in numbers)
+    if n >= k:
+        assert (c.decision_ci.low, c.decision_ci.high) == pytest.approx((-0.1, -0.1), abs=1e-4)
+        assert c.mde == 0.0 and c.reason.startswith("v1 has lower val_loss by 0.1")
+    else:
+        assert (c.decision_ci.low, c.decision_ci.high) == (-math.inf, math.inf) and c.mde == math.inf
+        assert f"{k} seeds per arm could decide" in c.reason

@@ -15,8 +15,9 @@ Procedure (fixed before looking; docs/adaptive.md justifies it):
    O'Brien-Fleming type alpha(t) = 2 - 2 Phi(z_{alpha/2} / sqrt t), Pocock type alpha ln(1 + (e-1) t), or
    Hwang-Shih-DeCani alpha (1 - e^{-g t}) / (1 - e^{-g}) with g = HSD_GAMMA = -6 ("hsd": less than OBF spent
    before the last look, so the final level stays near alpha: 0.043 at looks 4, 6, ..., 16, OBF's 0.032).
-3. Small n: a look's statistic is the fixed design's own test (paired t, Welch t, or the exact worst-rank
-   test when seeds were lost) and crosses when its two-sided p-value <= q_k. The levels q_k are calibrated
+3. A look's statistic is the fixed design's own test (sweeper.analysis.robust: the robust permutation test where
+   its exact floor reaches the look's level q_k, else the t-test; the exact worst-rank test when seeds were
+   lost) and crosses when its two-sided p-value <= q_k. The levels q_k are calibrated
    by simulation (t_levels: CALIBRATION_PATHS normal sweeps, fixed seed, paired t at the looks' seed counts):
    P(no crossing before k, p_k <= q_k) = s (alpha(t_k) - alpha(t_{k-1})) under the null, s = CALIBRATION_SHARE
    = 0.96 (a margin: the simulated family-wise error sits at ~0.048, not at 0.05 +- noise). The normal-theory
@@ -52,6 +53,7 @@ import numpy as np
 from scipy import optimize, special
 from scipy import stats as sps
 
+import sweeper.analysis.robust as robust
 import sweeper.analysis.stats as stats
 
 SPENDING = ("obf", "pocock", "hsd")
@@ -242,9 +244,13 @@ class LookStat:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
 
 
-def look_stat(design: str, a, b, lost_a: int = 0, lost_b: int = 0, lower_is_better: bool = True) -> LookStat:
-    """The fixed design's test for one comparison (sweeper.analysis.verdict's choice): worst-rank when seeds were lost,
-    else paired t ("paired") or Welch t; a and b are the usable values (paired: aligned by seed)."""
+def look_stat(design: str, a, b, lost_a: int = 0, lost_b: int = 0, lower_is_better: bool = True,
+              level: float | None = None) -> LookStat:
+    """The fixed design's test for one comparison (sweeper.analysis.robust's choice): worst-rank when seeds were
+    lost; else the robust permutation test when its exact floor is at most `level` (this look's nominal p
+    threshold, next_level; None: alpha 0.05), the t-test otherwise (it alone can cross a level below the floor).
+    a and b are the usable values (paired: aligned by seed). Estimate, se and the 90% interval (futility) are the
+    t-test's."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     n = min(a.size + lost_a, b.size + lost_b)
     if lost_a or lost_b:
@@ -256,18 +262,25 @@ def look_stat(design: str, a, b, lost_a: int = 0, lost_b: int = 0, lower_is_bett
         if a.size > 1 and b.size > 1:            # Welch's se of the usable values: the scale of X for futility
             se = float(math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size))
         return LookStat(n, "worst-rank test", float(w.test.pvalue), float(np.median(a) - np.median(b)), se)
-    test = (stats.paired_t_test if design == "paired" else stats.welch_test)(a, b, confidence=EQUIVALENCE)
-    d = a - b if design == "paired" else None
+    paired = design == "paired"
+    test = robust.t_test(a, b, paired, EQUIVALENCE)
+    d = a - b if paired else None
     est = float(d.mean()) if d is not None else float(a.mean() - b.mean())
     if d is not None:
         se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else math.nan
     else:
         se = float(math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)) if min(a.size, b.size) > 1 else math.nan
-    p = test.pvalue
-    if math.isnan(p):          # zero spread: the exact test (as the fixed design)
-        exact = (stats.sign_flip_test if design == "paired" else stats.permutation_test)(a, b)
-        p = exact.pvalue
-    return LookStat(n, test.name, float(p), est, se, float(test.df), float(test.ci[0]), float(test.ci[1]))
+    reach = 0.05 if level is None else level
+    deciding = robust.deciding_test(a, b, paired, 1, reach, seed=CALIBRATION_SEED)
+    if "zero spread" not in deciding.name and not robust.uses_permutation(paired, a.size, b.size, 1, reach):
+        deciding = test                         # the t-test: no permutation test reaches this look's level
+    return LookStat(n, deciding.name, float(deciding.pvalue), est, se, float(test.df), float(test.ci[0]),
+                    float(test.ci[1]))
+
+
+def next_level(design: Design, s: "State", n: int) -> float:
+    """The nominal p threshold a look at n seeds per arm would get (before the look is recorded)."""
+    return levels(s, design=design, extra=((n, min(1.0, n / design.max_seeds)),))[-1]
 
 
 @dataclass

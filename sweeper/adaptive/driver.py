@@ -163,14 +163,15 @@ class AdaptiveSweep:
             if va.ended < 2 or base.ended < 2:
                 looks[c.variant] = adaptive.LookStat(min(va.ended, base.ended), "insufficient", 1.0, float("nan"))
                 continue
+            level = adaptive.next_level(self.design, states[c.variant], min(va.ended, base.ended))
             if c.design == "paired":
                 common = sorted(set(va.seeds.tolist()) & set(base.seeds.tolist()))
                 a = va.values[[va.seeds.tolist().index(s) for s in common]]
                 b = base.values[[base.seeds.tolist().index(s) for s in common]]
-                looks[c.variant] = adaptive.look_stat("paired", a, b)
+                looks[c.variant] = adaptive.look_stat("paired", a, b, level=level)
             else:
                 looks[c.variant] = adaptive.look_stat("independent", va.values, base.values, va.lost, base.lost,
-                                                      exp.lower_is_better)
+                                                      exp.lower_is_better, level=level)
         adaptive.decide_look(self.design, states, looks, invalid,
                              last=seeds[exp.baseline] >= self.design.max_seeds)
 

@@ -18,29 +18,36 @@ Decision rule, fixed before looking at the data (report.md repeats it):
    better than it is); this way losing seeds can only hurt the arm that lost them, and a variant that loses
    most of its seeds can be called "worse". Simulated with the baseline losing its 3 worst of 10 seeds and no
    true effect, its family-wise error stays below 0.05 (benchmarks/calibrate.py).
-4. No lost seeds -> t-test. Design: paired when every seed usable in both arms has the same data_order_hash
-   and eval_batches_hash in both (the seed then fixes data order and evaluation batches), or, for user code
-   without those hashes, when both arms drew their data order from the run API's seed stream (summary
-   fingerprint seed_streams holds data_order); experiment.design=paired|independent declares it instead;
-   otherwise independent. Paired t-test (paired) or Welch t-test (independent). Why a t-test: at the seed counts sweeps
-   use, exact permutation tests have a floor on p (4 vs 4: 2/70 = 0.029; 4 pairs sign-flip: 2/16 = 0.125)
-   that Holm lifts above alpha; the t-tests reach small p when effects are large relative to seed noise, at the
-   price of assuming roughly normal per-seed means. When the t statistic is undefined (zero spread), the exact
-   permutation (or sign-flip) test drives instead. The exact permutation / sign-flip test is the robustness
-   check, judged at the same Holm level as the t-test it checks.
+4. No lost seeds -> the deciding test of sweeper.analysis.robust. Design: paired when every seed usable in both
+   arms has the same data_order_hash and eval_batches_hash in both (the seed then fixes data order and
+   evaluation batches), or, for user code without those hashes, when both arms drew their data order from the
+   run API's seed stream (summary fingerprint seed_streams holds data_order); experiment.design=paired|independent
+   declares it instead; otherwise independent. The test: an exact permutation test that keeps its level for any
+   noise law, with a statistic that one outlier seed cannot swamp: independent, Welch's t of the values clipped at
+   the pooled median +- 1.5 robust sd; paired, the sign-flip max-type test of Student's t and a one-step Huber t
+   of the differences (min-p over the same flips). Exact enumeration up to 20,000 splits (4,096 sign flips), else
+   Monte Carlo with the fixed RNG seed. Where its exact floor (4 vs 4: 2/70 = 0.029; 5 pairs: 2/32 = 0.0625)
+   is above alpha / m (Holm's first step), no permutation test can decide: the t-test does (paired t; Student's
+   t with equal arms, Welch's with unequal ones), with the exact test beside it as the robustness check; where
+   the permutation test decides, the t-test is the check. Zero spread (every paired difference equal, or both
+   arms constant): the exact sign-flip / permutation result, p = 2 / 2^n (2 / C(n_a + n_b, n_a)) or 1.
+   Measured against scipy's tests on simulated sweeps (benchmarks/power_sim.py, docs/decisions.md).
 5. Multiplicity: Holm over the whole planned family (every comparison; insufficient ones enter with p = 1;
    health-invalid ones stay in, the conservative choice: excluding them would loosen the others' thresholds
    after looking at the runs). The family of each secondary metric is its own and never changes a primary verdict.
 6. Verdict: Holm-adjusted p < alpha -> "better" or "worse" in the metric's direction; otherwise
    "inconclusive", with the minimum detectable effect at the current n and the seeds per arm needed for 80%
-   power (two-sided t-test at alpha / m, Holm's strictest step) at experiment.min_effect when declared, else
-   at the observed difference (labelled post hoc). Any verdict becomes "inconclusive" when the arms were
-   evaluated on different corpora (corpus_hash). Other fingerprint differences are listed, never pooled silently.
+   power (two-sided t-test at alpha / m, Holm's strictest step, with the sd on the deciding test's scale: of
+   the clipped values when the robust test decides) at experiment.min_effect when declared, else at the
+   observed difference (labelled post hoc); at zero spread, the n from which the exact test can reach
+   alpha / m. Any verdict becomes "inconclusive" when the arms were evaluated on different corpora
+   (corpus_hash). Other fingerprint differences are listed, never pooled silently.
 7. Decision interval, shown beside the verdict: the same test inverted at the level of the Holm step that
    decided the comparison (step k of m: level 1 - alpha / (m - k + 1); a comparison Holm did not reject gets
-   the level of the step where Holm stopped): the t interval, or the shifts of the usable values the
-   worst-rank test accepts. It excludes 0 exactly when the verdict is better or worse. The BCa bootstrap
-   interval of the difference is a secondary, labelled figure.
+   the level of the step where Holm stopped): the shifts of the variant's values the deciding test accepts
+   (the t interval in closed form where the t-test decides), or those the worst-rank test accepts. It
+   excludes 0 exactly when the verdict is better or worse. The BCa bootstrap interval of the difference is a
+   secondary, labelled figure.
 8. Health: a variant whose runs failed health checks that its baseline passed is "invalid" (the comparison
    does not test what the variant claims); a baseline that failed health checks makes every comparison with it
    "invalid". The numbers stay computed and shown; "invalid" is never counted as beaten or winning.
@@ -55,6 +62,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+import sweeper.analysis.robust as robust
 import sweeper.analysis.stats as stats
 from sweeper.analysis.results import MISSING, UNKNOWN
 from sweeper.run.files.rundir import STALE, Status
@@ -218,7 +226,7 @@ def _environment_notes(rows: pd.DataFrame) -> tuple[list[str], bool]:
 @dataclass
 class _Work:
     """What the decision interval needs once Holm has fixed the comparison's level."""
-    kind: str = ""                   # "t" | "exact" (zero spread) | "worst-rank"
+    kind: str = ""                   # "deciding" (sweeper.analysis.robust) | "worst-rank"
     a: np.ndarray | None = None
     b: np.ndarray | None = None
     paired: bool = False
@@ -258,32 +266,41 @@ def _compare(c: Comparison, va: Arm, vb: Arm, rows_a: pd.DataFrame, rows_b: pd.D
             a = va.values[np.isin(va.seeds, common)]
             b = vb.values[np.isin(vb.seeds, common)]
             c.design, c.n_pairs = "paired", int(common.size)
-            c.primary = stats.paired_t_test(a, b, confidence=an.confidence)
-            c.robustness = stats.sign_flip_test(a, b, n_resamples=an.n_resamples, seed=an.seed)
-            c.spread = float(np.std(a - b, ddof=1))
-            n_a = n_b = a.size
         else:
             a, b = va.values, vb.values
             c.design = "independent"
-            c.primary = stats.welch_test(a, b, confidence=an.confidence)
-            c.robustness = stats.permutation_test(a, b, n_resamples=an.n_resamples, seed=an.seed)
-            c.spread, n_a, n_b = _pooled_sd(a, b), a.size, b.size
-        work = _Work("t", a, b, paired)
-        rob, m = c.robustness, family_size
+        n_a, n_b = a.size, b.size
+        m = family_size
+        permutation = robust.uses_permutation(paired, n_a, n_b, m, an.alpha)
+        c.primary = robust.deciding_test(a, b, paired, m, an.alpha, an.n_resamples, an.seed, an.confidence)
+        if permutation:
+            c.robustness = robust.t_test(a, b, paired, an.confidence)
+        else:
+            c.robustness = (stats.sign_flip_test(a, b, n_resamples=an.n_resamples, seed=an.seed) if paired else
+                            stats.permutation_test(a, b, n_resamples=an.n_resamples, seed=an.seed))
+        zero = "zero spread" in c.primary.name
+        if zero:                 # the t-test is undefined: the check is the plain exact test, as exact as the driver
+            c.robustness = (stats.sign_flip_test(a, b, n_resamples=an.n_resamples, seed=an.seed) if paired else
+                            stats.permutation_test(a, b, n_resamples=an.n_resamples, seed=an.seed))
+        c.spread = robust.spread(a, b, paired, permutation)
+        work = _Work("deciding", a, b, paired)
+        rob = c.robustness
         c.driver_why = ("the seed fixes data order and evaluation batches in both arms (matching hashes), so "
-                        "differences within a seed cancel that shared noise" if paired else
-                        "the arms do not share randomness seed by seed; Welch because variances may differ "
-                        "between variants (scipy's default, Student's t, assumes they do not)")
-        c.driver_why += (f"; a t-test because the {rob.name} cannot go below p={rob.min_p:.3g} at this n, "
-                         f"{min(1.0, rob.min_p * m):.3g} after Holm over {m}, so it could never decide at "
-                         f"alpha={an.alpha}" if rob.min_p * m >= an.alpha else
-                         f"; a t-test is the pre-specified driver, the {rob.name} (able to reach alpha at this "
-                         "n) checks it")
-        if math.isnan(c.primary.pvalue):
-            c.notes.append(f"{c.primary.name} {c.primary.note}; the {c.robustness.name} drives the verdict instead")
-            c.driver_why = "zero spread between seeds: the t statistic is undefined, the exact test is the valid one"
-            c.primary, c.robustness = c.robustness, c.primary
-            work.kind = "exact"
+                        "differences within a seed cancel that shared noise; " if paired else
+                        "the arms do not share randomness seed by seed; ")
+        if "zero spread" in c.primary.name:
+            c.driver_why += "zero spread between seeds: the t statistic is undefined, the exact test is the valid one"
+        elif permutation:
+            c.driver_why += ("a permutation test keeps its level whatever the noise law (heavy tails, outlier seeds) "
+                             f"and can reach p={robust.floor(paired, n_a, n_b):.3g} at this n, below alpha/m="
+                             f"{an.alpha / m:.3g}; its robust statistic keeps the power that one outlier seed takes "
+                             f"from a t-test, and under normal noise it loses at most ~3 points to the {rob.name}, "
+                             "the check beside it")
+        else:
+            c.driver_why += (f"a t-test because no permutation test can go below p={robust.floor(paired, n_a, n_b):.3g}"
+                             f" at this n, above alpha/m={an.alpha / m:.3g} (Holm over {m}), so it could never decide"
+                             + ("; Student's t, not Welch's, with equal arms: more power at few seeds"
+                                if not paired and n_a == n_b else ""))
         pb = stats.prob_better(a, b, an.lower_is_better)
         c.p_better = stats.prob_better_interval(pb, a.size, b.size, an.confidence)
     if min(a.size, b.size) >= 1:
@@ -294,6 +311,12 @@ def _compare(c: Comparison, va: Arm, vb: Arm, rows_a: pd.DataFrame, rows_b: pd.D
         c.delta = stats.Interval(math.nan, math.nan, math.nan, "none (an arm has no usable seed)",
                                  an.confidence, 0, an.seed)
     _power(c, an, family_size, paired, n_a, n_b)
+    if c.primary is not None and "zero spread" in c.primary.name:
+        # exact at zero spread: any difference is detected once the exact test can reach alpha / m, none before
+        k = _seeds_to_beat_floor(c.design, an.alpha / family_size)
+        c.mde = 0.0 if n_a >= k else math.inf
+        c.seeds_needed = k
+        c.seeds_needed_basis = "zero spread: the exact test's smallest p falls below alpha / m from this n on"
     return work
 
 
@@ -347,19 +370,16 @@ def _holm_levels(p: list[float], alpha: float) -> list[tuple[float, int]]:
     return out
 
 
-def _decision_ci(c: Comparison, work: _Work, level: float, step: int, m: int) -> stats.Interval:
+def _decision_ci(c: Comparison, work: _Work, level: float, step: int, m: int, alpha: float,
+                 n_resamples: int, seed: int) -> stats.Interval:
     conf = 1 - level
     label = f"Holm step {step} of {m}, level {conf:.4g}"
     if work.kind == "worst-rank":
         ci = stats.worst_rank_interval(work.worst, conf)
         return stats.Interval(ci.estimate, ci.low, ci.high, f"{ci.method}; {label}", conf, 0, 0)
-    if work.kind == "exact":       # zero spread: every shift but the observed one is a fully separated split
-        d = c.primary.statistic
-        low, high = (d, d) if c.primary.pvalue < level else (-math.inf, math.inf)
-        return stats.Interval(d, low, high, f"{c.primary.name} inversion (zero spread); {label}", conf, 0, 0)
-    test = (stats.paired_t_test if work.paired else stats.welch_test)(work.a, work.b, confidence=conf)
-    diff = float(np.mean(work.a - work.b) if work.paired else work.a.mean() - work.b.mean())
-    return stats.Interval(diff, test.ci[0], test.ci[1], f"{test.name} interval; {label}", conf, 0, 0)
+    est, low, high = robust.decision_interval(work.a, work.b, work.paired, level, m, alpha, n_resamples, seed)
+    return stats.Interval(est, low, high, f"{c.primary.name} inverted over shifts of {c.variant}; {label}", conf,
+                          0, seed)
 
 
 def _decide(c: Comparison, va: Arm, vb: Arm, an: Analysis, corpus_differs: bool) -> None:
@@ -367,10 +387,12 @@ def _decide(c: Comparison, va: Arm, vb: Arm, an: Analysis, corpus_differs: bool)
         return
     p, d, ci, level = c.primary.pvalue, c.delta, c.decision_ci, c.decision_level
     m = len(an.comparisons)
-    direction = ("lower" if d.estimate < 0 else "higher") + f" {an.metric}"
+    # the shift the deciding test estimates (it is the centre of its interval); the worst-rank test: the mean
+    est = ci.estimate if c.primary.name != "worst-rank test" and math.isfinite(ci.estimate) else d.estimate
+    direction = ("lower" if est < 0 else "higher") + f" {an.metric}"
     shown = (f"{ci.confidence:.4g} interval of the difference {ci.low:.4g} to {ci.high:.4g}, Holm step "
              f"{c.holm_step} of {m}")
-    effect = (f"{va.variant} has {direction} by {abs(d.estimate):.4g} ({shown})" if math.isfinite(d.estimate)
+    effect = (f"{va.variant} has {direction} by {abs(est):.4g} ({shown})" if math.isfinite(est)
               else f"{va.variant} has no usable seed ({shown})")
     test = f"{c.primary.name} p={p:.3g}, Holm-adjusted {c.p_adjusted:.3g}"
     rob = c.robustness
@@ -381,24 +403,31 @@ def _decide(c: Comparison, va: Arm, vb: Arm, an: Analysis, corpus_differs: bool)
         floor_note = (f"p={rob.pvalue:.3g} is the smallest p it can reach at this n" + (
             f"; Holm over {m} comparisons would lift it to {holm_floor:.3g}, above alpha, which is why it cannot "
             f"be the driving test" if holm_floor >= an.alpha else "")) if at_floor else ""
-        if rob.min_p >= level:
+        if "zero spread" in c.primary.name:
+            pass
+        elif rob.min_p >= level:
             c.notes.append(f"the {rob.name} (p={rob.pvalue:.3g}) cannot go below p={rob.min_p:.3g} at this n, "
                            f"so it cannot confirm at this comparison's Holm level {level:.3g}; the verdict rests "
                            f"on the t-test" + (f"; {floor_note}" if at_floor else ""))
         elif at_floor:
             c.notes.append(floor_note)
-        elif rejected and rob.pvalue >= level:
+        elif rejected and rob.pvalue >= level and rob.exact is not None:
             c.notes.append(f"caution: the {rob.name} does not confirm at the same Holm level (p={rob.pvalue:.3g} "
                            f">= {level:.3g}, although it could reach {rob.min_p:.3g}): look at the per-seed values "
                            f"for outliers")
+    if rejected and rob is not None and rob.exact is None and not math.isnan(rob.pvalue) and rob.pvalue >= level \
+            and c.primary.name != "worst-rank test":
+        c.notes.append(f"the {rob.name} alone would not reject at this Holm level (p={rob.pvalue:.3g} >= {level:.3g}):"
+                       f" look at the per-seed values; an outlying seed widens a t-test, the {c.primary.name} "
+                       "down-weights it and keeps its level for any noise law")
     if rejected:
-        higher = ci.low > 0 if (ci.low > 0 or ci.high < 0) else d.estimate > 0
+        higher = ci.low > 0 if (ci.low > 0 or ci.high < 0) else est > 0
         c.verdict = "worse" if higher == an.lower_is_better else "better"
         if c.primary.name == "worst-rank test":
             effect = (f"{va.variant} ranks {'lower' if not higher else 'higher'} in {an.metric} counting lost "
                       f"seeds as worst ({shown}; P({va.variant} better) = {c.p_better.estimate:.2f})")
         c.reason = f"{effect}; {test} < {an.alpha}"
-    elif c.primary.exact is not None and c.primary.name != "worst-rank test":     # zero spread
+    elif "zero spread" in c.primary.name:
         c.verdict = "inconclusive"
         k = _seeds_to_beat_floor(c.design, an.alpha / m)
         c.reason = (f"{effect}; {test} >= {an.alpha}; the seeds show no spread, so the t-test is undefined and only "
@@ -495,7 +524,7 @@ def analyze(runs: pd.DataFrame, metric: str, lower_is_better: bool, comparisons:
         c.p_adjusted = float(p_adj) if c.primary is not None else math.nan
         c.decision_level, c.holm_step = level, step
         if c.primary is not None and work.kind:
-            c.decision_ci = _decision_ci(c, work, level, step, m)
+            c.decision_ci = _decision_ci(c, work, level, step, m, alpha, n_resamples, seed)
         env_notes, corpus_differs = _environment_notes(pd.concat([groups[c.variant], groups[c.baseline]]))
         c.notes.extend(env_notes)
         if c.decision_ci is not None:

@@ -195,9 +195,10 @@ def _methods_md(inp: ReportInput, plots: bool) -> list[str]:
             f"usable seeds per arm", f"- bootstrap: {an.n_resamples} resamples, RNG seed {an.seed}, BCa interval "
             "for the difference (percentile when BCa is undefined), percentile interval for P(better); every "
             "resample drawn at once (no loop per resample)",
-            f"- permutation tests: exact enumeration up to 100,000 splits (2^16 sign patterns), else "
-            f"{an.n_resamples} Monte Carlo arrangements with p = (hits + 1) / (resamples + 1), RNG seed {an.seed}",
-            "- power: two-sided t-test (noncentral t), 80%, at alpha / m", *drivers, "",
+            f"- permutation tests: exact enumeration up to 20,000 splits (2^12 sign patterns) for the deciding "
+            f"test, else {an.n_resamples} Monte Carlo arrangements with p = (hits + 1) / (resamples + 1), RNG seed "
+            f"{an.seed}", "- power: two-sided t-test (noncentral t), 80%, at alpha / m, with the sd on the deciding "
+            "test's scale", *drivers, "",
             "Decision rule (from sweeper/analysis/verdict.py):", "", "```", rule, "```", "",
             "Library versions: " + ", ".join(versions) + "."]
 
