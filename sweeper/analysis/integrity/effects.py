@@ -40,7 +40,8 @@ def apply(findings: list[Finding], analysis) -> None:
         health_invalid = c.verdict == "invalid" and bool(c.invalid_checks)
         numbers = c.numbers_say if health_invalid else (c.verdict if c.primary is not None else "")
         c.integrity_checks = list(dict.fromkeys(f.check for f in active))
-        causes = "; ".join(f"{f.check}: {f.message} [{f.evidence}]" for f in active)
+        causes = "; ".join(f"{f.check}: {f.message.split('; ')[0]} [{f.evidence}]" for f in active)   # the cause;
+        #                                                                         the fix: the findings' own lines
         tail = (f"the numbers alone would say {numbers}: {c.reason}" if numbers else
                 "no test is run" if c.reason.endswith("no test is run") else f"no verdict from the numbers: {c.reason}")
         c.numbers_say = numbers
