@@ -11,7 +11,6 @@ setting of the healthy project; BUGS says which class it is and which check must
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from tests.helpers.commands import run_sweeper
@@ -45,8 +44,8 @@ val = random.Random(7)
 xs = [val.gauss(0, 1) for _ in range(64)]
 ys = [2.0 * x + val.gauss(0, 0.3) for x in xs]
 def val_loss(w):
-    return sum((w * x - y) * (w * x - y) for x, y in zip(xs, ys)) / len(xs) if abs(w) < 1e100 else float("nan")
-w, scale, history = rng.gauss(0, 1), 1 + 0.02 * HIDDEN, []
+    return sum((w * x - y) * (w * x - y) for x, y in zip(xs, ys)) / len(xs) if abs(w) < 1e6 else float("nan")
+w, scale, history = rng.gauss(-2, 0.5), 1 + 0.02 * HIDDEN, []
 for step in range(1, cfg.steps + 1):
     x = rng.gauss(0, 1)
     y = 2.0 * x + rng.gauss(0, 0.8)
@@ -89,9 +88,9 @@ BUGS = {
     "direction": (3, "metric_direction", {"METRIC": "objective", "lower": "false", "metric": "objective"}),
     "budget": (5, "budget_confound", {"big": "[steps=120]"}),
     "early_stop": (5, "budget_confound", {"big": "[patience=1]", "lr": "0.3"}),
-    "selection": (6, "selected_final", {"FINAL": "min(history)"}),
+    "selection": (6, "selected_final", {"FINAL": "min(history)", "lr": "0.3"}),   # converged early: noise
     "saturated": (8, "no_spread", {"METRIC": "val_acc", "FINAL": "1.0", "metric": "val_acc", "lower": "false"}),
-    "baseline": (9, "broken_baseline", {"base": "[lr=3.0]"}),
+    "baseline": (9, "broken_baseline", {"lr": "3.0", "big": "[lr=0.05]"}),
 }
 
 
@@ -130,10 +129,3 @@ def sweep(project: Path, *args: str, timeout: float = 600):
                        f"sweeper.dir={project / 'sweeps' / 'fit'}", "sweeper.journal=off", *args,
                        cwd=project, timeout=timeout, env={"SWEEPER_PROGRESS": "plain"})
 
-
-def by_hand(project: Path, *args: str) -> str:
-    """Run the plain script by hand (to check what it prints); the API script needs a run dir."""
-    import subprocess                                  # only when this runs: a helper of a helper
-
-    return subprocess.run([sys.executable, "fit.py", *args], cwd=project, capture_output=True, text=True,
-                          timeout=60).stdout
