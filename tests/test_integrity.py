@@ -227,3 +227,42 @@ def test_a_silenced_check_is_kept_and_changes_nothing():
 
 def test_every_check_has_a_name_that_experiment_silence_accepts():
     assert [c.__name__ for c in CHECKS if c.__name__ not in CHECK_NAMES] == []
+
+
+def test_a_check_that_breaks_is_a_warning_not_a_lost_report(monkeypatch):
+    import sweeper.analysis.integrity as integrity
+
+    def exploding(ev):
+        raise KeyError("final_val_loss")
+
+    monkeypatch.setattr(integrity, "CHECKS", [exploding])
+    [f] = check_sweep(evidence(HEALTHY))
+    assert f.check == "exploding" and f.effect is Effect.WARN and not f.active
+    assert "the check could not run: KeyError" in f.evidence
+
+
+def test_the_live_view_names_copies_the_moment_a_run_ends(tmp_path):
+    import io
+    from types import SimpleNamespace
+
+    from sweeper.report.live import Progress
+    from sweeper.run.files.rundir import RunDir, Status, Summary
+
+    def run(variant, seed, final):
+        rd = RunDir(tmp_path / variant / str(seed))
+        rd.path.mkdir(parents=True)
+        rd.write_summary(Summary(status=Status.FINISHED, final=final, steps=10))
+        return SimpleNamespace(label=f"{variant}/seed_{seed}", variant=variant, seed=seed, run_dir=rd.path)
+
+    out = io.StringIO()
+    p = Progress(total=6, stream=out, live=False, baseline="base", controls=("aa",))
+    for variant, seed, final in [("base", 0, {"val_loss": 2.31}), ("base", 1, {"val_loss": 2.29}),
+                                 ("wide", 0, {"val_loss": 2.31}), ("aa", 0, {"val_loss": 2.31}),
+                                 ("deep", 0, {"val_loss": 2.11}), ("deep", 1, {"val_loss": 2.11})]:
+        p.ended(run(variant, seed, final), {"status": "finished"}, 0.1)
+    lines = [x.split("] ", 1)[1] for x in out.getvalue().splitlines() if "INTEGRITY" in x]
+    assert lines == [
+        "INTEGRITY change_no_effect: wide/seed_0 ended with exactly the final metrics of base/seed_0: the change of "
+        "wide may not reach the code (the report checks the curves too)",
+        "INTEGRITY seeds_no_effect: deep/seed_1 ended with exactly the final metrics of deep/seed_0: the seed may "
+        "not reach the code (the report checks the curves too)"], lines

@@ -50,6 +50,7 @@ for step in range(1, cfg.steps + 1):
     x = rng.gauss(0, 1)
     y = 2.0 * x + rng.gauss(0, 0.8)
     w -= cfg.lr * scale * (w * x - y) * x
+    w = w if abs(w) < 1e3 else float("nan")        # diverged: every later number is nan
     if step % 10 == 0:
         history.append(val_loss(w))
         report(step, METRIC=history[-1])

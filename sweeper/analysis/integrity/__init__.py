@@ -23,8 +23,18 @@ CHECKS: list[Check] = []          # every check, in the order its findings are s
 def check_sweep(ev: SweepEvidence, silence: dict[str, str] | None = None) -> list[Finding]:
     """Every check's findings; a check the experiment silenced (check name -> reason) is kept, marked silenced."""
     silence = silence or {}
-    found = [f for check in CHECKS for f in check(ev)]
+    found = [f for check in CHECKS for f in _run(check, ev)]
     return [f.silence(silence[f.check]) if f.check in silence else f for f in found]
+
+
+def _run(check: Check, ev: SweepEvidence) -> list[Finding]:
+    """A check's findings; a check that breaks on data it did not expect is a warning, never a lost report."""
+    try:
+        return check(ev)
+    except Exception as e:  # noqa: BLE001 - one check's bug must not cost the user the report
+        return [Finding(check.__name__, (), f"the check could not run: {type(e).__name__}: {e}".splitlines()[0],
+                        "a bug in sweeper's check, not in the sweep: the verdicts stand without it; please report it",
+                        Effect.WARN)]
 
 
 # -- registration: each check in the order its findings are shown --------------------------------------------------

@@ -29,7 +29,7 @@ def broken_baseline(ev: SweepEvidence) -> list[Finding]:
         "broken_baseline", (baseline,),
         f"{baseline}: 0 usable of {len(rows)} planned seeds ({counts}"
         + (f"; {rest} not ended" if rest else "") + ")",
-        f"the baseline {baseline} has no usable seed, so no variant can be compared with it: fix the baseline first "
-        f"(its failed runs' logs, health.json; a lower learning rate if it diverged) and run the sweep again, or "
+        f"the baseline {baseline} has no usable seed, so no variant can be compared with it; fix the baseline first "
+        f"(its runs' logs and health.json, a lower learning rate if it diverged) and run the sweep again, or "
         f"report against another variant (--baseline VARIANT)",
         Effect.NO_BASELINE, untested=True)]

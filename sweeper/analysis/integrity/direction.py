@@ -1,7 +1,7 @@
 """Metric direction (class 3 of the checks across runs): the decision metric's own curve moves against its
-declared direction in most runs (a clear trend, rank correlation with the step, in 3 of 4 runs: a metric declared
-higher-is-better that falls as the model trains), or its name reads the other way (a loss declared
-higher-is-better) and the experiment did not confirm it. Better and worse would be swapped.
+declared direction in most runs (a trend, rank correlation with the step, or a large move, in 2 of 3 runs: a
+metric declared higher-is-better that falls as the model trains), or its name reads the other way (a loss
+declared higher-is-better) and the experiment did not confirm it. Better and worse would be swapped.
 
     metric_direction(ev)   # [Finding] for the whole sweep
 
@@ -19,8 +19,9 @@ from sweeper.analysis.integrity.runs import shown, usable
 from sweeper.config.integrity import implied_direction
 
 MIN_POINTS = 4            # a curve with fewer points has no direction worth reading
-TREND = 0.5               # Spearman correlation of the value with the step that counts as a trend
-MOST = 0.75               # share of the runs (at least 2) whose curve trends against the declared direction
+TREND = 0.4               # Spearman correlation of the value with the step that counts as a trend, or
+MOVE = 0.5                # a relative change from the first quarter to the last that does on its own
+MOST = 2 / 3              # share of the runs (at least 2) whose curve moves against the declared direction
 
 
 def _trends(ev: SweepEvidence):
@@ -63,7 +64,8 @@ def metric_direction(ev: SweepEvidence) -> list[Finding]:
         return []
     rho, head, tail = (x.to_numpy(dtype=float) for x in trends)
     sign = 1 if exp.lower_is_better else -1                    # against: rising for a lower-is-better metric
-    against = (sign * rho >= TREND) & (sign * (tail - head) > 0)
+    moved = np.abs(tail - head) >= MOVE * np.maximum(np.abs(head), np.abs(tail))
+    against = ((sign * rho >= TREND) | moved) & (sign * (tail - head) > 0)
     if against.sum() < 2 or against.sum() < MOST * len(rho):
         return []
     return [Finding(
