@@ -46,7 +46,8 @@ class ReportInput:
     declared: dict[str, list] = field(default_factory=dict)  # variant -> [config_diff.Declared] (the manifest's)
     experiment: Experiment | None = None                     # hypothesis, notes (sweeper.journal reads them)
     code: dict = field(default_factory=dict)                 # {commit, dirty} the runs ran (sweeper.journal)
-    findings: list[Finding] = field(default_factory=list)    # checks across runs (sweeper.analysis.integrity)
+    findings: list[Finding] | None = None    # checks across runs (sweeper.analysis.integrity); None: not run
+    #                                          (a comparison of two sweeps: each sweep's own report runs them)
 
 
 def resolve_experiment(exp: Experiment, sweep_dir: Path, runs: pd.DataFrame, baseline: str | None = None,

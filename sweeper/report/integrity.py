@@ -10,8 +10,11 @@ from sweeper.analysis.integrity import CHECKS, Finding
 from sweeper.report.tables import DOCS, finding_arms, finding_effect, md_table
 
 
-def markdown_section(findings: list[Finding]) -> list[str]:
+def markdown_section(findings: list[Finding] | None) -> list[str]:
     names = ", ".join(c.__name__ for c in CHECKS)
+    if findings is None:
+        return ["Not run for a comparison of two sweeps: each sweep's own report runs them "
+                f"(`python -m sweeper.report SWEEP_DIR`; {DOCS})."]
     if not findings:
         return [f"None: no check found anything ({names}; {DOCS})."]
     rows = [[f.check, finding_arms(f), finding_effect(f), f.evidence, f.message, f.silenced or "-"] for f in findings]

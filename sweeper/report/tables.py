@@ -166,7 +166,7 @@ def decision_text(inp: ReportInput) -> str:
     return "\n".join(lines)
 
 
-def integrity_lines(findings: list[Finding]) -> list[str]:
+def integrity_lines(findings: list[Finding] | None) -> list[str]:
     """The checks across runs on the terminal: each finding's check, effect, arms, evidence, then its cause and fix;
     nothing when there is none."""
     if not findings:

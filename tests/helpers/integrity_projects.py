@@ -60,7 +60,7 @@ report(None, METRIC=FINAL)
 '''
 
 HEALTHY = {"SEED": "SEED_OF_RUN", "HIDDEN": "cfg.hidden_dim", "FINAL": "history[-1]", "METRIC": "val_loss"}
-SEED_OF = {"plain": "a.seed", "api": "run.seed_for('data')"}
+SEED_OF = {"plain": "a.seed", "api": "run.seed_for('data_order')"}
 
 EXPERIMENT = '''\
 # @package _global_

@@ -33,12 +33,16 @@ def budget_key(key: str) -> bool:
     return bool(BUDGET.match(parts[-1])) and not any(NOT_TRAINING.search(p) for p in parts)
 
 
-def _last_steps(ev: SweepEvidence, rows: pd.DataFrame) -> np.ndarray:
-    steps = pd.to_numeric(rows["steps"], errors="coerce").to_numpy(dtype=float)
-    if np.isnan(steps).any() and len(ev.curves):
-        logged = ev.curves.groupby("run_id")["step"].max()
-        steps = np.where(np.isnan(steps), rows["run_id"].map(logged).to_numpy(dtype=float), steps)
-    return steps[np.isfinite(steps)]
+def last_steps(ev: SweepEvidence) -> dict[str, np.ndarray]:
+    """Per variant, the last step of each usable run: its summary's steps, else the last step it logged."""
+    ok = usable(ev).to_numpy()
+    steps = pd.to_numeric(ev.runs["steps"], errors="coerce").to_numpy(dtype=float)
+    if np.isnan(steps[ok]).any() and len(ev.curves):
+        logged = ev.curves.groupby("run_id", sort=False)["step"].max()
+        steps = np.where(np.isnan(steps), ev.runs["run_id"].map(logged).to_numpy(dtype=float), steps)
+    keep = ok & np.isfinite(steps)
+    groups = ev.runs.groupby("variant", sort=False).indices
+    return {str(v): steps[[i for i in idx if keep[i]]] for v, idx in groups.items()}
 
 
 def common_budget(ev: SweepEvidence, variant: str) -> str:
@@ -46,7 +50,8 @@ def common_budget(ev: SweepEvidence, variant: str) -> str:
     baseline, metric = ev.experiment.baseline, ev.experiment.metric
     ok = usable(ev) & ev.runs["variant"].isin([variant, baseline])
     ids = ev.runs.loc[ok, "run_id"]
-    c = ev.curves[(ev.curves["metric"] == metric) & ev.curves["run_id"].isin(ids)] if len(ev.curves) else ev.curves
+    c = ev.metric_curves
+    c = c[c["run_id"].isin(ids)] if len(c) else c
     if not len(c) or c["run_id"].nunique() < len(ids):
         return f"the curves do not allow a comparison at the common budget (not every run logged {metric})"
     steps = set.intersection(*(set(g) for _, g in c.groupby("run_id")["step"]))
@@ -68,13 +73,11 @@ def common_budget(ev: SweepEvidence, variant: str) -> str:
             f"{shown(ci.high)}, {cmp.primary.name} p={cmp.primary.pvalue:.3g} (this one comparison): {cmp.verdict}")
 
 
-def _why(ev: SweepEvidence, variant: str, changes: list[Change]) -> str | None:
+def _why(ev: SweepEvidence, variant: str, changes: list[Change], steps: dict[str, np.ndarray]) -> str | None:
     keys = [c for c in changes if budget_key(c.key)]
     if keys:
         return f"{variant} changes the training budget: " + what_changes(ev, variant, keys)
-    ok = usable(ev)
-    mine = _last_steps(ev, ev.runs[ok & (ev.runs["variant"] == variant)])
-    base = _last_steps(ev, ev.runs[ok & (ev.runs["variant"] == ev.experiment.baseline)])
+    mine, base = steps.get(variant, np.zeros(0)), steps.get(ev.experiment.baseline, np.zeros(0))
     if not mine.size or not base.size:
         return None
     a, b = float(np.median(mine)), float(np.median(base))
@@ -89,11 +92,11 @@ def budget_confound(ev: SweepEvidence) -> list[Finding]:
     baseline = ev.experiment.baseline
     if not baseline:
         return []
-    out = []
+    out, steps = [], last_steps(ev)
     for variant in dict.fromkeys(ev.runs["variant"]):
         if variant == baseline:
             continue
-        why = _why(ev, str(variant), ev.changes.get(variant, []))
+        why = _why(ev, str(variant), ev.changes.get(variant, []), steps)
         if why is None:
             continue
         out.append(Finding(

@@ -9,13 +9,17 @@ variant listed in experiment.controls is meant to equal the baseline and is neve
 """
 from __future__ import annotations
 
+import numpy as np
+
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.runs import (
     RunCurves,
+    close,
+    finals_matrix,
     metric_column,
     result_columns,
-    same_finals,
+    same_rows,
     shown,
     usable,
     what_changes,
@@ -31,22 +35,26 @@ def _curves_note(curves: RunCurves, run_id: str) -> str:
 
 
 def seeds_no_effect(ev: SweepEvidence) -> list[Finding]:
-    ok = usable(ev)
-    columns, curves, out = result_columns(ev), None, []
-    for variant, rows in ev.runs[ok].groupby("variant", sort=False):
-        if len(rows) < 2 or not same_finals(rows, columns):
+    ok = usable(ev).to_numpy()
+    columns = result_columns(ev)
+    matrix, curves, out = finals_matrix(ev, columns), None, []
+    ids, seeds = ev.runs["run_id"].to_numpy(), ev.runs["seed"].to_numpy()
+    metric = ev.runs[metric_column(ev)].to_numpy(dtype=float) if ok.any() else None
+    for variant, where in ev.runs.groupby("variant", sort=False).indices.items():
+        rows = [int(i) for i in where if ok[i]]
+        if len(rows) < 2 or not close(metric[rows], np.full(len(rows), metric[rows[0]])) \
+                or not same_rows(matrix, rows):
             continue
-        curves = curves or RunCurves(ev)
-        ids = rows["run_id"].tolist()
-        if not all(curves.same(ids[0], other) for other in ids[1:]):
+        curves = RunCurves(ev, ids[rows])
+        if not all(curves.same(ids[rows[0]], ids[r]) for r in rows[1:]):
             continue
-        if not curves.points(ids[0]) and len(rows) < MIN_SEEDS_WITHOUT_CURVES:
+        if not curves.points(ids[rows[0]]) and len(rows) < MIN_SEEDS_WITHOUT_CURVES:
             continue
-        value = float(rows[metric_column(ev)].iloc[0])
         out.append(Finding(
             "seeds_no_effect", (str(variant),),
-            f"{len(rows)} seeds ({', '.join(str(s) for s in rows['seed'])}) of {variant}: final {ev.experiment.metric} "
-            f"{shown(value)} in each, {len(columns)} final metric(s) and {_curves_note(curves, ids[0])}",
+            f"{len(rows)} seeds ({', '.join(str(seeds[r]) for r in rows)}) of {variant}: final "
+            f"{ev.experiment.metric} {shown(metric[rows[0]])} in each, {len(columns)} final metric(s) and "
+            f"{_curves_note(curves, ids[rows[0]])}",
             f"every seed of {variant} gave the same run: the seed never reaches the code (a constant seed, or a seed "
             f"argument parsed and never used); seed every random generator from the run's seed (the {{seed}} "
             f"argument, or run.seed_for(...) with the run API) and run the sweep again; no test is run on copies",
@@ -54,36 +62,52 @@ def seeds_no_effect(ev: SweepEvidence) -> list[Finding]:
     return out
 
 
+def _echoes(ev: SweepEvidence, variant: str, columns: list[str]) -> list[str]:
+    """The result columns that are the variant's changed config keys echoed back (a script that prints its
+    arguments with its metrics): they differ by construction, not by effect."""
+    leaves = set()
+    for change in ev.changes.get(variant, []):
+        for name in (change.key, change.key.rsplit(".", 1)[-1]):
+            leaves |= {name, name.replace("-", "_"), name.replace("_", "-")}
+    return [c for c in columns if c.removeprefix("final_") not in leaves]
+
+
 def change_no_effect(ev: SweepEvidence) -> list[Finding]:
     baseline = ev.experiment.baseline
     if not baseline:
         return []
-    ok = usable(ev)
-    rows = ev.runs[ok]
-    base = {int(r.seed): i for i, r in zip(rows.index, rows.itertuples()) if r.variant == baseline}
-    columns, curves, out = result_columns(ev), None, []
-    for variant, mine in rows.groupby("variant", sort=False):
-        if variant == baseline or variant in ev.experiment.controls or not len(mine):
+    ok = usable(ev).to_numpy()
+    ids, seeds = ev.runs["run_id"].to_numpy(), ev.runs["seed"].to_numpy()
+    groups = ev.runs.groupby("variant", sort=False).indices
+    base = {int(seeds[i]): int(i) for i in groups.get(baseline, []) if ok[i]}
+    if not base:
+        return []
+    metric = ev.runs[metric_column(ev)].to_numpy(dtype=float)
+    all_columns, curves, out = result_columns(ev), None, []
+    for variant, where in groups.items():
+        mine = [int(i) for i in where if ok[i]]
+        if variant == baseline or variant in ev.experiment.controls or not mine:
             continue
-        pairs = [(i, base[int(s)]) for i, s in zip(mine.index, mine["seed"]) if int(s) in base]
-        if not pairs or len(pairs) < len(mine):
+        pairs = [(i, base[int(seeds[i])]) for i in mine if int(seeds[i]) in base]
+        if len(pairs) < len(mine) or not close(metric[[i for i, _ in pairs]], metric[[j for _, j in pairs]]):
             continue
-        if not all(same_finals(ev.runs.loc[[i, j]], columns) for i, j in pairs):
+        columns = _echoes(ev, str(variant), all_columns)
+        matrix = finals_matrix(ev, columns)
+        if not all(same_rows(matrix, [i, j]) for i, j in pairs):
             continue
-        curves = curves or RunCurves(ev)
-        ids = [(ev.runs.at[i, "run_id"], ev.runs.at[j, "run_id"]) for i, j in pairs]
-        if not all(curves.same(a, b) for a, b in ids):
+        curves = RunCurves(ev, [ids[k] for pair in pairs for k in pair])
+        if not all(curves.same(ids[i], ids[j]) for i, j in pairs):
             continue
-        if not curves.points(ids[0][0]) and len(pairs) < 2:
+        if not curves.points(ids[pairs[0][0]]) and len(pairs) < 2:
             continue
         changed = what_changes(ev, str(variant))
         out.append(Finding(
             "change_no_effect", (str(variant),),
             f"{len(pairs)} of {len(mine)} seeds of {variant} equal {baseline}'s at the same seed ({len(columns)} final "
-            f"metric(s), {_curves_note(curves, ids[0][0])}); what {variant} changes: {changed}",
+            f"metric(s), {_curves_note(curves, ids[pairs[0][0]])}); what {variant} changes: {changed}",
             f"{variant} gave the baseline's runs at every seed: its change never reached the code; check that the "
-            f"script reads that key or flag (argparse's parse_known_args keeps a misspelt --flag aside silently; "
-            f"a key the code never reads changes nothing), or list {variant} in experiment.controls if it is meant "
-            f"to equal the baseline",
+            f"script reads that key or flag (argparse's parse_known_args keeps a misspelt --flag aside silently, "
+            f"and a key the code never reads changes nothing), or list {variant} in experiment.controls if it is "
+            f"meant to equal the baseline",
             Effect.INVALID))
     return out

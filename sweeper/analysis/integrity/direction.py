@@ -27,10 +27,10 @@ MOST = 2 / 3              # share of the runs (at least 2) whose curve moves aga
 def _trends(ev: SweepEvidence):
     """Per usable run that logged the decision metric at >= MIN_POINTS steps: the Spearman correlation of its value
     with the step, and the means of its first and last quarter."""
-    c = ev.curves
+    c = ev.metric_curves
     if not len(c):
         return None
-    c = c[(c["metric"] == ev.experiment.metric) & c["run_id"].isin(ev.runs.loc[usable(ev), "run_id"])]
+    c = c[c["run_id"].isin(ev.runs.loc[usable(ev), "run_id"])]
     c = c[np.isfinite(c["value"].to_numpy(dtype=float))]
     by = c.groupby("run_id", sort=False)
     n = by["value"].transform("size").to_numpy()

@@ -6,6 +6,7 @@ unless the evidence they need is not here.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,3 +24,10 @@ class SweepEvidence:
     curves: pd.DataFrame              # load_curves: run_id, variant, seed, step, metric, value
     changes: dict[str, list[Change]] = field(default_factory=dict)   # variant -> its config changes vs the baseline
     declared: dict[str, list[Declared]] = field(default_factory=dict)  # variant -> the overrides that made them
+
+    @functools.cached_property
+    def metric_curves(self) -> pd.DataFrame:
+        """The decision metric's logged points (run_id, variant, seed, step, value), sorted by run and step; read
+        once for every check that needs them."""
+        c = self.curves
+        return c[c["metric"] == self.experiment.metric] if len(c) else c

@@ -3,7 +3,7 @@ not cost figures), each run's logged curves, and whether two runs are the same r
 
     ok = usable(ev)                                  # boolean per row of ev.runs: finished, finite decision metric
     same = RunCurves(ev).same(run_a, run_b)          # curves equal at every logged step (to float rounding)
-    same_finals(ev.runs.loc[[i, j]], result_columns(ev))
+    same_rows(finals_matrix(ev, result_columns(ev)), [i, j])   # i, j: positions of rows of ev.runs
 
 Torch-free; reads no file (the evidence holds everything).
 """
@@ -22,6 +22,7 @@ RTOL, ATOL = 1e-7, 1e-12        # "to float rounding" (float32: 1.2e-7): a reord
 # Logged values that measure the machine, not the model (they differ between copies of one run): left out.
 COST = re.compile(r"(?:^|_)(?:time|times|sec|secs|seconds|s|ms|elapsed|wall|clock|duration|throughput|speed|rss|mem|"
                   r"memory|mb|gb|util|per|tokens_per_s|samples_per_s|it_s|its)(?:_|$)", re.IGNORECASE)
+SEED = re.compile(r"(?:^|_)seeds?(?:_|$)", re.IGNORECASE)   # a script that echoes its seed: not a result
 
 
 def metric_column(ev: SweepEvidence) -> str:
@@ -41,7 +42,7 @@ def result_columns(ev: SweepEvidence) -> list[str]:
     """The final metrics a run reports (final_<name>), without its cost figures (wall time, memory, throughput)."""
     cost = set(ev.runs.attrs.get("cost", ()))
     return [c for c in ev.runs.columns if c.startswith("final_") and c.removeprefix("final_") not in cost
-            and (c == metric_column(ev) or not COST.search(c.removeprefix("final_")))]
+            and (c == metric_column(ev) or not (COST.search(c[6:]) or SEED.search(c[6:])))]
 
 
 def close(a: np.ndarray, b: np.ndarray) -> bool:
@@ -50,10 +51,16 @@ def close(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True))
 
 
-def same_finals(rows: pd.DataFrame, columns: list[str]) -> bool:
-    """Every row's result columns equal the first row's (to float rounding)."""
-    values = rows[columns].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
-    return all(close(values[0], v) for v in values[1:])
+def finals_matrix(ev: SweepEvidence, columns: list[str]) -> np.ndarray:
+    """The result columns of every run as floats, one row per row of ev.runs (NaN: not a number)."""
+    if not columns:
+        return np.zeros((len(ev.runs), 0))
+    return np.column_stack([pd.to_numeric(ev.runs[c], errors="coerce").to_numpy(dtype=float) for c in columns])
+
+
+def same_rows(matrix: np.ndarray, rows: list[int]) -> bool:
+    """Every listed row of the matrix equals the first one (to float rounding)."""
+    return all(close(matrix[rows[0]], matrix[r]) for r in rows[1:])
 
 
 def shown(x: float) -> str:
@@ -61,22 +68,20 @@ def shown(x: float) -> str:
 
 
 class RunCurves:
-    """Each run's logged curves (metrics that measure the model, not the machine), looked up by run_id."""
+    """Each run's logged curves (metrics that measure the model, not the machine), looked up by run_id; run_ids:
+    read only those runs."""
 
-    def __init__(self, ev: SweepEvidence):
+    def __init__(self, ev: SweepEvidence, run_ids=None):
         c = ev.curves
-        keep = ~c["metric"].astype(str).str.contains(COST) if len(c) else pd.Series(dtype=bool)
-        self.curves = c[keep] if len(c) else c
-        self.index = self.curves.groupby("run_id", sort=False).indices if len(self.curves) else {}
-
-    def of(self, run_id: str) -> pd.DataFrame:
-        """metric, step, value of one run, sorted (empty when it logged none)."""
-        idx = self.index.get(run_id)
-        return self.curves.iloc[idx] if idx is not None else self.curves.iloc[:0]
-
-    def metric(self, run_id: str, metric: str) -> pd.DataFrame:
-        rows = self.of(run_id)
-        return rows[rows["metric"] == metric]
+        if len(c) and run_ids is not None:               # only the runs a check compares (cheap on big sweeps)
+            c = c[c["run_id"].isin(list(run_ids))]
+        if len(c):
+            machine = [n for n in pd.unique(c["metric"]) if COST.search(str(n)) or SEED.search(str(n))]
+            c = c[~c["metric"].isin(machine)] if machine else c
+        self.index = c.groupby("run_id", sort=False).indices if len(c) else {}
+        self.step = c["step"].to_numpy() if len(c) else np.zeros(0)
+        self.metric = c["metric"].to_numpy() if len(c) else np.zeros(0, dtype=object)
+        self.value = c["value"].to_numpy(dtype=float) if len(c) else np.zeros(0)
 
     def points(self, run_id: str) -> int:
         idx = self.index.get(run_id)
@@ -84,18 +89,15 @@ class RunCurves:
 
     def same(self, a: str, b: str) -> bool:
         """Runs a and b logged the same metrics at the same steps with equal values (to float rounding)."""
-        ca, cb = self.of(a), self.of(b)
-        if len(ca) != len(cb):
-            return False
-        if not len(ca):
-            return True
-        if not (np.array_equal(ca["step"].to_numpy(), cb["step"].to_numpy())
-                and np.array_equal(ca["metric"].to_numpy(), cb["metric"].to_numpy())):
-            return False
-        return close(ca["value"].to_numpy(), cb["value"].to_numpy())
+        ia, ib = self.index.get(a), self.index.get(b)
+        if ia is None or ib is None:
+            return ia is None and ib is None
+        return (len(ia) == len(ib) and np.array_equal(self.step[ia], self.step[ib])
+                and bool((self.metric[ia] == self.metric[ib]).all()) and close(self.value[ia], self.value[ib]))
 
     def names(self, run_id: str) -> list[str]:
-        return list(dict.fromkeys(self.of(run_id)["metric"]))
+        idx = self.index.get(run_id)
+        return [] if idx is None else list(dict.fromkeys(self.metric[idx].tolist()))
 
 
 def what_changes(ev: SweepEvidence, variant: str, changes: list | None = None) -> str:

@@ -15,11 +15,9 @@ from sweeper.analysis.integrity.runs import ATOL, RTOL, metric_column, shown, us
 
 def per_run(ev: SweepEvidence):
     """min, max, last and count of each usable run's logged decision metric (runs that logged >= 2 points)."""
-    metric = ev.experiment.metric
-    c = ev.curves
+    c = ev.metric_curves
     if not len(c):
         return None
-    c = c[c["metric"] == metric]
     ok = usable(ev)
     c = c[c["run_id"].isin(ev.runs.loc[ok, "run_id"])]
     if not len(c):
