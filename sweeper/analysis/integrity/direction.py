@@ -11,11 +11,10 @@ planned without it (a Hydra multirun, --higher-is-better at report time) and met
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
-from sweeper.analysis.integrity.runs import shown, usable
+from sweeper.analysis.integrity.runs import MetricCurves, shown
 from sweeper.config.integrity import implied_direction
 
 MIN_POINTS = 4            # a curve with fewer points has no direction worth reading
@@ -27,25 +26,19 @@ MOST = 2 / 3              # share of the runs (at least 2) whose curve moves aga
 def _trends(ev: SweepEvidence):
     """Per usable run that logged the decision metric at >= MIN_POINTS steps: the Spearman correlation of its value
     with the step, and the means of its first and last quarter."""
-    c = ev.metric_curves
-    if not len(c):
+    m = MetricCurves(ev, MIN_POINTS)
+    if not len(m):
         return None
-    c = c[c["run_id"].isin(ev.runs.loc[usable(ev), "run_id"])]
-    c = c[np.isfinite(c["value"].to_numpy(dtype=float))]
-    by = c.groupby("run_id", sort=False)
-    n = by["value"].transform("size").to_numpy()
-    c = c[n >= MIN_POINTS]
-    if not len(c):
-        return None
-    by = c.groupby("run_id", sort=False)
-    n = by["value"].transform("size").to_numpy(dtype=float)
-    d = by["value"].rank().to_numpy() - (by.cumcount().to_numpy() + 1)       # curves are sorted by step
-    rho = 1 - 6 * pd.Series(d * d, index=c.index).groupby(c["run_id"], sort=False).sum() / \
-        pd.Series(n * (n * n - 1), index=c.index).groupby(c["run_id"], sort=False).first()
-    rank, quarter = by.cumcount().to_numpy(), np.maximum(1, n // 4)
-    head = c[rank < quarter].groupby("run_id", sort=False)["value"].mean()
-    tail = c[rank >= n - quarter].groupby("run_id", sort=False)["value"].mean()
-    return rho, head.loc[rho.index], tail.loc[rho.index]
+    order = np.lexsort((m.value, m.group))                      # by run, then value: the value's rank in its run
+    rank = np.empty(len(order))
+    rank[order] = np.arange(len(order)) - np.repeat(m.start, m.n) + 1
+    d = rank - (m.pos + 1)
+    n = m.n.astype(float)
+    rho = 1 - 6 * m.per_run(d * d) / (n * (n * n - 1))
+    quarter = np.maximum(1, m.n // 4)
+    head = m.per_run(m.value, m.pos < quarter[m.group]) / quarter
+    tail = m.per_run(m.value, m.pos >= (m.n - quarter)[m.group]) / quarter
+    return rho, head, tail
 
 
 def metric_direction(ev: SweepEvidence) -> list[Finding]:
@@ -62,7 +55,7 @@ def metric_direction(ev: SweepEvidence) -> list[Finding]:
     trends = _trends(ev)
     if trends is None or len(trends[0]) < 2:
         return []
-    rho, head, tail = (x.to_numpy(dtype=float) for x in trends)
+    rho, head, tail = trends
     sign = 1 if exp.lower_is_better else -1                    # against: rising for a lower-is-better metric
     moved = np.abs(tail - head) >= MOVE * np.maximum(np.abs(head), np.abs(tail))
     against = ((sign * rho >= TREND) | moved) & (sign * (tail - head) > 0)

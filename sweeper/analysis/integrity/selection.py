@@ -7,45 +7,34 @@ last. Max-over-training inflates results, and its bias grows with the number of 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
-from sweeper.analysis.integrity.runs import ATOL, RTOL, metric_column, shown, usable
-
-
-def per_run(ev: SweepEvidence):
-    """min, max, last and count of each usable run's logged decision metric (runs that logged >= 2 points)."""
-    c = ev.metric_curves
-    if not len(c):
-        return None
-    ok = usable(ev)
-    c = c[c["run_id"].isin(ev.runs.loc[ok, "run_id"])]
-    if not len(c):
-        return None
-    stats = c.groupby("run_id", sort=False)["value"].agg(["min", "max", "last", "first", "count"])
-    return stats[stats["count"] >= 2]
+from sweeper.analysis.integrity.runs import ATOL, RTOL, MetricCurves, metric_column, shown
 
 
 def selected_final(ev: SweepEvidence) -> list[Finding]:
-    stats = per_run(ev)
-    if stats is None or not len(stats):
+    m = MetricCurves(ev, 2)
+    if not len(m):
         return []
     lower = ev.experiment.lower_is_better
-    runs = ev.runs.set_index("run_id").loc[stats.index]
-    final = runs[metric_column(ev)].to_numpy(dtype=float)
-    best = stats["min" if lower else "max"].to_numpy(dtype=float)
-    last = stats["last"].to_numpy(dtype=float)
+    at = pd.Index(ev.runs["run_id"]).get_indexer(m.ids)            # each curve's row of ev.runs
+    final = ev.runs[metric_column(ev)].to_numpy(dtype=float)[at]
+    variants, seeds = ev.runs["variant"].to_numpy()[at], ev.runs["seed"].to_numpy()[at]
+    best = (np.minimum if lower else np.maximum).reduceat(m.value, m.start)
+    last = m.value[m.start + m.n - 1]
     tol = RTOL * np.maximum(np.abs(best), np.abs(last)) + ATOL
     selected = np.isclose(final, best, rtol=RTOL, atol=ATOL) & (np.abs(best - last) > tol)
     flagged, examples = [], []
-    for variant in dict.fromkeys(runs["variant"]):
-        mine = (runs["variant"] == variant).to_numpy()
+    for variant in dict.fromkeys(variants.tolist()):
+        mine = variants == variant
         k = int(selected[mine].sum())
         if k >= 2 and k > mine.sum() / 2:
             flagged.append((str(variant), k, int(mine.sum())))
             i = int(np.flatnonzero(selected & mine)[0])
-            examples.append(f"{variant}/seed_{runs['seed'].iloc[i]}: final {shown(final[i])}, last "
-                            f"{shown(last[i])}, best of {int(stats['count'].iloc[i])}")
+            examples.append(f"{variant}/seed_{seeds[i]}: final {shown(final[i])}, last "
+                            f"{shown(last[i])}, best of {int(m.n[i])}")
     if not flagged:
         return []
     counts = "; ".join(f"{v}: {k} of {n} runs" for v, k, n in flagged)
