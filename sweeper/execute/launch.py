@@ -48,7 +48,8 @@ def execute_sweep(plan: Plan, backend, conf, argv: list[str], state: dict) -> di
     """A fixed sweep: lock the sweep dir, launch the plan; run_id -> final status (None: submitted without
     waiting, launcher.wait=false). PreflightRefused says why it did not launch."""
     with sweep_lock(plan.sweep_dir):
-        progress = Progress(total=len(plan.runs), metric=plan.experiment.metric)
+        progress = Progress(total=len(plan.runs), metric=plan.experiment.metric, baseline=plan.experiment.baseline,
+                            controls=tuple(plan.experiment.controls))
         progress.log(f"sweep dir {plan.sweep_dir}: {len(plan.runs)} runs "
                      f"({len(plan.experiment.variants)} variants x {len(plan.seeds)} seeds)")
         for note in plan.notes:

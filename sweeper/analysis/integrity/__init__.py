@@ -4,7 +4,10 @@ no spread, a broken baseline, mixed code, runs that share files). Every report r
 
     findings = check_sweep(SweepEvidence(sweep_dir, experiment, runs, curves, changes))
 
-Each check is a function `(SweepEvidence) -> list[Finding]` in a module of this package, listed in CHECKS.
+Each check is a function `(SweepEvidence) -> list[Finding]` in a module of this package, listed in CHECKS; its
+__name__ is the name its findings carry, listed in sweeper.config.integrity.CHECK_NAMES (the keys that
+experiment.silence accepts at plan time). sweeper.analysis.analyze runs them on every report and applies their
+effects (sweeper.analysis.integrity.effects); docs/sweep-integrity.md lists them for users.
 """
 from __future__ import annotations
 
@@ -20,8 +23,29 @@ CHECKS: list[Check] = []          # every check, in the order its findings are s
 def check_sweep(ev: SweepEvidence, silence: dict[str, str] | None = None) -> list[Finding]:
     """Every check's findings; a check the experiment silenced (check name -> reason) is kept, marked silenced."""
     silence = silence or {}
-    found = [f for check in CHECKS for f in check(ev)]
+    found = [f for check in CHECKS for f in _run(check, ev)]
     return [f.silence(silence[f.check]) if f.check in silence else f for f in found]
 
+
+def _run(check: Check, ev: SweepEvidence) -> list[Finding]:
+    """A check's findings; a check that breaks on data it did not expect is a warning, never a lost report."""
+    try:
+        return check(ev)
+    except Exception as e:  # noqa: BLE001 - one check's bug must not cost the user the report
+        return [Finding(check.__name__, (), f"the check could not run: {type(e).__name__}: {e}".splitlines()[0],
+                        "a bug in sweeper's check, not in the sweep: the verdicts stand without it; please report it",
+                        Effect.WARN)]
+
+
+# -- registration: each check in the order its findings are shown --------------------------------------------------
+from sweeper.analysis.integrity.baseline import broken_baseline  # noqa: E402  (the checks import the types above)
+from sweeper.analysis.integrity.budget import budget_confound  # noqa: E402
+from sweeper.analysis.integrity.copies import change_no_effect, seeds_no_effect  # noqa: E402
+from sweeper.analysis.integrity.direction import metric_direction  # noqa: E402
+from sweeper.analysis.integrity.selection import selected_final  # noqa: E402
+from sweeper.analysis.integrity.spread import no_spread  # noqa: E402
+
+CHECKS += [broken_baseline, metric_direction, seeds_no_effect, change_no_effect, budget_confound, selected_final,
+           no_spread]
 
 __all__ = ["CHECKS", "Check", "Effect", "Finding", "SweepEvidence", "check_sweep"]

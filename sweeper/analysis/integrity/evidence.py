@@ -6,12 +6,13 @@ unless the evidence they need is not here.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from sweeper.config.config_diff import Change
+from sweeper.config.config_diff import Change, Declared
 from sweeper.run.files.manifest import Experiment
 
 
@@ -22,3 +23,11 @@ class SweepEvidence:
     runs: pd.DataFrame                # sweeper.analysis.results.load_runs: one row per planned run
     curves: pd.DataFrame              # load_curves: run_id, variant, seed, step, metric, value
     changes: dict[str, list[Change]] = field(default_factory=dict)   # variant -> its config changes vs the baseline
+    declared: dict[str, list[Declared]] = field(default_factory=dict)  # variant -> the overrides that made them
+
+    @functools.cached_property
+    def metric_curves(self) -> pd.DataFrame:
+        """The decision metric's logged points (run_id, variant, seed, step, value), sorted by run and step; read
+        once for every check that needs them."""
+        c = self.curves
+        return c[c["metric"] == self.experiment.metric] if len(c) else c
