@@ -245,7 +245,7 @@ def test_the_live_view_names_copies_the_moment_a_run_ends(tmp_path):
     import io
     from types import SimpleNamespace
 
-    from sweeper.report.live import Progress
+    from sweeper.backends.progress import Progress
     from sweeper.run.files.rundir import RunDir, Status, Summary
 
     def run(variant, seed, final):
