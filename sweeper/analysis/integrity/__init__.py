@@ -24,4 +24,10 @@ def check_sweep(ev: SweepEvidence, silence: dict[str, str] | None = None) -> lis
     return [f.silence(silence[f.check]) if f.check in silence else f for f in found]
 
 
+# the checks, module by module (each module: one class of issue 37)
+from sweeper.analysis.integrity import determinism, evaluation, isolation, provenance  # noqa: E402 - after CHECKS
+
+CHECKS += [evaluation.check_evaluation, determinism.check_determinism, provenance.check_code,
+           isolation.check_isolation]
+
 __all__ = ["CHECKS", "Check", "Effect", "Finding", "SweepEvidence", "check_sweep"]

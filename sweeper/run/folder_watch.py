@@ -1,0 +1,85 @@
+"""What a run changed in its working folder outside its own run dir: a cheap snapshot (names, sizes, mtimes)
+before and after the run, bounded, never following a link. Torch-free, stdlib only.
+
+    before = snapshot(cwd, skip=[run_dir])      # {relative path: (size, mtime_ns)}; None past the bounds
+    ...                                         # the run
+    changed(before, snapshot(cwd, skip=[run_dir]))   # [("ckpt/model.npz", "created", 1234), ...]
+
+Skipped: sweep dirs (a folder holding sweep.json: this sweep's runs and any other sweep's), the run's own dir,
+hidden entries (.git, .venv), __pycache__, virtual environments (pyvenv.cfg) and node_modules. A folder of more
+than MAX_FILES files (or deeper than MAX_DEPTH) is not watched (None): the check stays silent rather than guess.
+sweeper.run.command records the result in RUN_DIR/isolation.json (sweeper.run.files.isolation).
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from sweeper.run.files.isolation import IsolationRecord, write_isolation
+from sweeper.run.files.manifest import MANIFEST
+
+MAX_FILES = 20_000
+MAX_DEPTH = 8
+SKIP_NAMES = frozenset({"__pycache__", "node_modules", "site-packages"})
+Snapshot = dict[str, tuple[int, int]]
+
+
+def snapshot(root: str | Path, skip: list[str | Path] = ()) -> Snapshot | None:
+    """Every regular file (and link, not followed) under `root`: relative path -> (size, mtime_ns)."""
+    skip_real = {os.path.realpath(s) for s in skip}
+    found: Snapshot = {}
+    stack = [(os.path.abspath(root), 0)]
+    while stack:
+        folder, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return None
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        if any(e.name == MANIFEST for e in entries) or any(e.name == "pyvenv.cfg" for e in entries):
+            continue                                   # a sweep dir, a virtual environment
+        for entry in entries:
+            if entry.name.startswith(".") or entry.name in SKIP_NAMES:
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if os.path.realpath(entry.path) not in skip_real:
+                        stack.append((entry.path, depth + 1))
+                    continue
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            found[os.path.relpath(entry.path, root)] = (st.st_size, st.st_mtime_ns)
+            if len(found) > MAX_FILES:
+                return None
+    return found
+
+
+def changed(before: Snapshot | None, after: Snapshot | None) -> list[tuple[str, str, int]] | None:
+    """(path, created | modified | deleted, size) for every file that differs; None when either is unknown."""
+    if before is None or after is None:
+        return None
+    out = [(p, "created" if p not in before else "modified", after[p][0])
+           for p in sorted(after) if before.get(p) != after[p]]
+    return out + [(p, "deleted", before[p][0]) for p in sorted(before) if p not in after]
+
+
+class FolderWatch:
+    """One run's watch of its working folder: made before the run starts, `done()` after it ends writes
+    RUN_DIR/isolation.json (sweeper.run.files.isolation). Never raises: a watch that fails records nothing."""
+
+    def __init__(self, run_dir: str | Path, folder: str | Path | None = None):
+        self.run_dir, self.folder = Path(run_dir), os.path.abspath(folder or os.getcwd())
+        self.started = time.time()
+        self.before = snapshot(self.folder, skip=[self.run_dir])
+
+    def done(self) -> None:
+        try:
+            found = changed(self.before, snapshot(self.folder, skip=[self.run_dir]))
+            write_isolation(self.run_dir, IsolationRecord(self.folder, self.started, time.time(),
+                                                          watched=found is not None, changed=found or [],
+                                                          n_changed=len(found or [])))
+        except OSError as e:
+            print(f"sweeper: warning: could not record what the run changed in {self.folder} ({e})", flush=True)
