@@ -262,3 +262,13 @@ def test_every_check_of_these_classes_is_registered(tmp_path):
     assert {"evaluation_identity", "mixed_code"} <= found
     silenced = check_sweep(evidence(rows, tmp_path), {"mixed_code": "a compute-scaling study"})
     assert [f.silenced for f in silenced if f.check == "mixed_code"] == ["a compute-scaling study"]
+
+
+def test_the_changes_table_marks_the_keys_that_change_the_evaluation():
+    from sweeper.report.changes import markdown_section, terminal_lines
+
+    changes = {"small": [Change("data.val_size", 2000, 500)], "wide": [Change("model.width", 4, 8)]}
+    lines = terminal_lines(changes, {}, "base")
+    assert lines[1].endswith("(changes the evaluation: data.val_size)") and "evaluation" not in lines[2]
+    md = "\n".join(markdown_section(changes, {}, "base"))
+    assert "`data.val_size` (evaluation)" in md and "`model.width` |" in md
