@@ -129,7 +129,7 @@ def test_extend_onto_a_new_commit_warns_first_and_the_report_says_mixed_code(tmp
     assert len(warning) == 1 and first[:12] in warning[0] and second[:12] in warning[0], proc.stderr
     found = names(sweep_dir)["mixed_code"]
     assert found.effect.value == "mixed code" and set(found.variants) == {"base", "wide"}, found
-    assert f"commit {first[:12]}: base seeds 0-1" in found.evidence, found.evidence
+    assert f"commit {first[:12]}, script" in found.evidence and ": base seeds 0-1, wide seeds 0-1;" in found.evidence
     journal = (tmp_path / "journal" / "journal.md").read_text()
     assert first[:12] in journal and second[:12] in journal, journal
 

@@ -186,9 +186,32 @@ def test_runs_that_write_one_checkpoint_in_turn_resumed_each_other(tmp_path):
     ev = evidence(grid({"base": 1.0, "wide": 1.0}, "final_val_loss", seeds=(0,)), tmp_path)
     shared, outside = check_isolation(ev)
     assert (shared.check, shared.effect.value, shared.variants) == ("shared_checkpoint", "invalid", ("wide",))
-    assert "wide/seed_0 started with another run's file there" in shared.evidence
+    assert shared.evidence == ("ckpt/model.npz (written by base/seed_0, wide/seed_0); wide/seed_0 started after "
+                               "another run wrote it")
     assert (outside.check, outside.effect.value) == ("writes_outside_run_dir", "warn")
     assert "ckpt/model.npz (created/modified during base/seed_0, wide/seed_0)" in outside.evidence
+
+
+def test_a_checkpoint_one_run_wrote_and_later_runs_found_there_makes_them_invalid(tmp_path):
+    """The script resumes from a fixed path: the first run trains and saves, the later ones load it and stop."""
+    isolated(tmp_path, "base", 0, 0.0, 1.0, [("model.pt", "created", 10)])
+    isolated(tmp_path, "wide", 0, 2.0, 3.0, [])
+    isolated(tmp_path, "base", 1, 4.0, 5.0, [("model.pt", "read", 10)])
+    ev = evidence(grid({"base": 1.0, "wide": 1.0}, "final_val_loss", seeds=(0, 1)), tmp_path)
+    shared, _ = check_isolation(ev)
+    assert shared.variants == ("base", "wide")          # the baseline's own numbers are not its own: every arm
+    assert "model.pt (written by base/seed_0); base/seed_1, wide/seed_0 started after another run wrote it" \
+        == shared.evidence
+
+
+def test_a_data_file_one_run_wrote_is_shared_only_when_a_later_run_read_it(tmp_path):
+    """A cache in a checkpoint's format (.npy) written by the first run: a warning; read by a later run: invalid."""
+    isolated(tmp_path, "base", 0, 0.0, 1.0, [("cache/x.npy", "created", 10)])
+    isolated(tmp_path, "wide", 0, 2.0, 3.0, [])
+    ev = evidence(grid({"base": 1.0, "wide": 1.0}, "final_val_loss", seeds=(0,)), tmp_path)
+    assert [f.check for f in check_isolation(ev)] == ["writes_outside_run_dir"]
+    isolated(tmp_path, "wide", 0, 2.0, 3.0, [("cache/x.npy", "read", 10)])
+    assert [f.check for f in check_isolation(ev)] == ["shared_checkpoint", "writes_outside_run_dir"]
 
 
 def test_runs_that_overlap_in_time_are_not_said_to_share_what_one_wrote(tmp_path):
@@ -233,6 +256,18 @@ def test_the_folder_snapshot_skips_sweep_dirs_hidden_and_caches_and_follows_no_l
     os.remove(tmp_path / "link")
     assert changed(before, snapshot(tmp_path)) == [("a.txt", "modified", 3), ("b.pt", "created", 2),
                                                    ("link", "deleted", before["link"][0])]
+
+
+def test_a_checkpoint_read_is_seen_by_its_access_time(tmp_path):
+    (tmp_path / "model.pt").write_text("w")
+    (tmp_path / "notes.txt").write_text("n")
+    os.utime(tmp_path / "model.pt", ns=(1_000, 2_000))          # read long ago, written later
+    os.utime(tmp_path / "notes.txt", ns=(1_000, 2_000))
+    before = snapshot(tmp_path)
+    assert (tmp_path / "model.pt").read_text() == "w" and (tmp_path / "notes.txt").read_text() == "n"
+    os.utime(tmp_path / "model.pt", ns=(5_000, 2_000))          # what relatime does on that read
+    os.utime(tmp_path / "notes.txt", ns=(5_000, 2_000))
+    assert changed(before, snapshot(tmp_path)) == [("model.pt", "read", 1)]     # not a checkpoint: not listed
 
 
 def test_a_folder_past_the_bound_is_not_watched(tmp_path, monkeypatch):

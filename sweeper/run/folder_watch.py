@@ -1,9 +1,13 @@
 """What a run changed in its working folder outside its own run dir: a cheap snapshot (names, sizes, mtimes)
 before and after the run, bounded, never following a link. Torch-free, stdlib only.
 
-    before = snapshot(cwd, skip=[run_dir])      # {relative path: (size, mtime_ns)}; None past the bounds
+    before = snapshot(cwd, skip=[run_dir])      # {relative path: (size, mtime_ns, atime_ns)}; None past the bounds
     ...                                         # the run
     changed(before, snapshot(cwd, skip=[run_dir]))   # [("ckpt/model.npz", "created", 1234), ...]
+
+Kinds: created, modified, deleted; and `read` for a checkpoint-like file (CHECKPOINT) whose access time moved
+while its size and mtime did not (what a mount with relatime or strictatime shows of the first read after a
+write; under noatime nothing is read: no `read` is claimed).
 
 Skipped: sweep dirs (a folder holding sweep.json: this sweep's runs and any other sweep's), the run's own dir,
 hidden entries (.git, .venv), __pycache__, virtual environments (pyvenv.cfg) and node_modules. A folder of more
@@ -13,6 +17,7 @@ sweeper.run.command records the result in RUN_DIR/isolation.json (sweeper.run.fi
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -22,11 +27,14 @@ from sweeper.run.files.manifest import MANIFEST
 MAX_FILES = 20_000
 MAX_DEPTH = 8
 SKIP_NAMES = frozenset({"__pycache__", "node_modules", "site-packages"})
-Snapshot = dict[str, tuple[int, int]]
+# a file a run may resume from: named like a checkpoint (STRONG), or in a format checkpoints are saved in
+STRONG = re.compile(r"(ckpt|checkpoint|\.pt$|\.pth$|\.safetensors$)", re.IGNORECASE)
+CHECKPOINT = re.compile(STRONG.pattern[:-1] + r"|\.(npz|npy|pkl|pickle|bin|h5|joblib|msgpack)$)", re.IGNORECASE)
+Snapshot = dict[str, tuple[int, int, int]]
 
 
 def snapshot(root: str | Path, skip: list[str | Path] = ()) -> Snapshot | None:
-    """Every regular file (and link, not followed) under `root`: relative path -> (size, mtime_ns)."""
+    """Every regular file (and link, not followed) under `root`: relative path -> (size, mtime_ns, atime_ns)."""
     skip_real = {os.path.realpath(s) for s in skip}
     found: Snapshot = {}
     stack = [(os.path.abspath(root), 0)]
@@ -51,18 +59,24 @@ def snapshot(root: str | Path, skip: list[str | Path] = ()) -> Snapshot | None:
                 st = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            found[os.path.relpath(entry.path, root)] = (st.st_size, st.st_mtime_ns)
+            found[os.path.relpath(entry.path, root)] = (st.st_size, st.st_mtime_ns, st.st_atime_ns)
             if len(found) > MAX_FILES:
                 return None
     return found
 
 
 def changed(before: Snapshot | None, after: Snapshot | None) -> list[tuple[str, str, int]] | None:
-    """(path, created | modified | deleted, size) for every file that differs; None when either is unknown."""
+    """(path, created | modified | deleted | read, size) for every file that differs (see the module docstring);
+    None when either is unknown."""
     if before is None or after is None:
         return None
-    out = [(p, "created" if p not in before else "modified", after[p][0])
-           for p in sorted(after) if before.get(p) != after[p]]
+    out = []
+    for p in sorted(after):
+        old, new = before.get(p), after[p]
+        if old is None or old[:2] != new[:2]:
+            out.append((p, "created" if old is None else "modified", new[0]))
+        elif new[2] > old[2] and CHECKPOINT.search(p):
+            out.append((p, "read", new[0]))
     return out + [(p, "deleted", before[p][0]) for p in sorted(before) if p not in after]
 
 

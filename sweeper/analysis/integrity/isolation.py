@@ -1,20 +1,21 @@
 """Run isolation: runs must write only into their own run dir. Evidence: each run's RUN_DIR/isolation.json (what
-changed in its working folder outside its run dir while it ran: sweeper.run.folder_watch), and the task's command
-(a per-run path, {out_dir} or {run_dir}, in its words or not). Torch-free; never follows a link out of the sweep dir.
+changed in its working folder outside its run dir while it ran, and the checkpoint-like files it read:
+sweeper.run.folder_watch), and the task's command (a per-run path, {out_dir} or {run_dir}, in its words or not).
+Torch-free; never follows a link out of the sweep dir.
 
     findings = check_isolation(ev)
 
 Findings:
-  shared_checkpoint      a checkpoint-like file (.pt, .ckpt, .npz, ... or 'ckpt'/'checkpoint' in its path)
-                         written by runs one after another: a later run started with an earlier run's file there
-                         and wrote it again: runs resumed each other's checkpoints -> `invalid` for their arms
+  shared_checkpoint      a checkpoint-like file outside the run dirs that one run wrote and a later run (started
+                         after the writer ended) read, wrote again, or, for a file named like a checkpoint
+                         (ckpt, checkpoint, .pt, .pth, .safetensors), found there when it started: runs resumed
+                         each other's checkpoints -> `invalid` for the arms of those later runs
   writes_outside_run_dir the project folder changed during the sweep (files listed, with the runs that ran
                          then), and whether the command passes a per-run path at all -> a warning
 """
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from sweeper.analysis.integrity.evidence import SweepEvidence
@@ -22,9 +23,8 @@ from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.results import load_manifest
 from sweeper.run.files.isolation import IsolationRecord, read_isolation
 from sweeper.run.files.rundir import UnreadableFile
+from sweeper.run.folder_watch import CHECKPOINT, STRONG
 
-CHECKPOINT = re.compile(r"(\.(pt|pth|ckpt|pkl|pickle|npz|npy|safetensors|bin|h5|joblib|msgpack)$|ckpt|checkpoint)",
-                        re.IGNORECASE)
 PER_RUN = ("{out_dir}", "{run_dir}")
 SHOWN = 5
 
@@ -47,30 +47,39 @@ def _records(ev: SweepEvidence) -> list[tuple[str, int, str, IsolationRecord]]:
     return out
 
 
+WRITTEN = ("created", "modified", "deleted")
+Event = tuple[str, str, IsolationRecord, str]          # (variant, run label, its record, what it did to the file)
+
+
 def check_isolation(ev: SweepEvidence) -> list[Finding]:
     records = _records(ev)
-    writers: dict[str, list[tuple[str, str, IsolationRecord, str]]] = {}
+    events: dict[str, list[Event]] = {}
     for variant, _, label, rec in records:
         for path, kind, _ in rec.changed:
-            writers.setdefault(path, []).append((variant, label, rec, kind))
-    if not writers:
-        return []
+            events.setdefault(path, []).append((variant, label, rec, kind))
     out = []
-    shared = {p: _after_another(w) for p, w in writers.items() if CHECKPOINT.search(p)}
-    shared = {p: later for p, later in shared.items() if later}
-    if shared:
-        labels = list(dict.fromkeys(label for later in shared.values() for _, label in later))
-        arms = tuple(dict.fromkeys(v for later in shared.values() for v, _ in later))
-        files = list(shared)
+    loaded = {p: _loaders(p, e, records) for p, e in events.items() if CHECKPOINT.search(p)}
+    loaded = {p: who for p, who in loaded.items() if who}
+    if loaded:
+        labels = list(dict.fromkeys(label for who in loaded.values() for _, label in who))
+        arms = list(dict.fromkeys(v for who in loaded.values() for v, _ in who))
+        baseline = ev.experiment.baseline
+        if baseline in arms:                         # the baseline's numbers are not its own: every comparison
+            arms = [baseline] + [v for v in ev.experiment.variants if v != baseline]
+        files = [f"{p} (written by {_who([e for e in events[p] if e[3] in WRITTEN])})" for p in loaded]
         out.append(Finding(
-            "shared_checkpoint", arms,
-            f"{', '.join(files[:SHOWN])}{' ...' if len(files) > SHOWN else ''} written by several runs in turn; "
-            f"{', '.join(labels[:SHOWN])}{' ...' if len(labels) > SHOWN else ''} started with another run's file there",
-            "runs resumed each other's checkpoints: they write a fixed path outside their run dir, so a later run "
+            "shared_checkpoint", tuple(arms),
+            f"{'; '.join(files[:SHOWN])}{' ...' if len(files) > SHOWN else ''}; "
+            f"{', '.join(labels[:SHOWN])}{' ...' if len(labels) > SHOWN else ''} started after another run wrote it",
+            "runs resumed each other's checkpoints: they use a fixed path outside their run dir, so a later run "
             "loads what an earlier run left; write checkpoints under the run's own folder ({out_dir} in "
             "task.command, or the run API's run.save_checkpoint)", Effect.INVALID))
+    written = {p: [e for e in es if e[3] in WRITTEN] for p, es in events.items()}
+    written = {p: es for p, es in written.items() if es}
+    if not written:
+        return out
     folder = records[0][3].folder
-    listed = [f"{p} ({_kinds(w)} during {_who(w)})" for p, w in writers.items()]
+    listed = [f"{p} ({_kinds(w)} during {_who(w)})" for p, w in written.items()]
     manifest = load_manifest(ev.sweep_dir)
     task = (manifest.task or {}) if manifest is not None else {}
     words = " ".join(task.get("command") or [])
@@ -79,19 +88,30 @@ def check_isolation(ev: SweepEvidence) -> list[Finding]:
            "there" if no_path else "write outputs under the run's own folder ({out_dir}, RUN_DIR/out)")
     out.append(Finding(
         "writes_outside_run_dir", (),
-        f"{len(writers)} file(s) in {folder}: " + "; ".join(listed[:SHOWN]) + (" ..." if len(listed) > SHOWN else ""),
+        f"{len(written)} file(s) in {folder}: " + "; ".join(listed[:SHOWN]) + (" ..." if len(listed) > SHOWN else ""),
         f"runs wrote outside their run dirs (the project folder changed during the sweep): runs can overwrite or "
         f"read each other's files; {fix}", Effect.WARN))
     return out
 
 
-def _after_another(writers: list[tuple[str, str, IsolationRecord, str]]) -> list[tuple[str, str]]:
-    """(variant, label) of the runs that wrote the file after another run had written it and ended."""
-    later = []
-    for variant, label, rec, _ in writers:
-        if any(other.ended <= rec.started for _, o_label, other, _ in writers if o_label != label):
-            later.append((variant, label))
-    return later
+def _loaders(path: str, events: list[Event], records) -> list[tuple[str, str]]:
+    """(variant, label) of the runs that started after another run wrote `path` and read it, wrote it again, or
+    (a file named like a checkpoint) found it there: what a script resuming from a fixed path does."""
+    writes = [(label, rec) for _, label, rec, kind in events if kind in ("created", "modified")]
+    deletes = [rec.ended for _, _, rec, kind in events if kind == "deleted"]
+    if not writes:
+        return []
+    touched = {label: kind for _, label, _, kind in events}
+    out = []
+    for variant, _, label, rec in records:
+        after = [w for w_label, w in writes if w_label != label and w.ended <= rec.started]
+        if not after:
+            continue
+        last_write = max(w.ended for w in after)
+        present = not any(last_write <= d <= rec.started for d in deletes)
+        if touched.get(label) in ("read", "created", "modified") or (present and STRONG.search(path)):
+            out.append((variant, label))
+    return out
 
 
 def _kinds(writers) -> str:
