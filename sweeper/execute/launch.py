@@ -12,15 +12,14 @@ propagate as KeyboardInterrupt: the command's boundary prints `interrupted` (swe
 """
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 
 from sweeper.config.schema import SweeperConf
 from sweeper.execute.preflight import run_preflights
+from sweeper.execute.probe import run_probe
 from sweeper.plan.lock import sweep_lock
 from sweeper.plan.make import Plan, keep_recorded_launch, repair_stale, write_plan
-from sweeper.plan.probe import probe_run, write_probe
 from sweeper.report.live import Progress
 from sweeper.run.files.rundir import KEEP
 
@@ -71,19 +70,6 @@ def execute_sweep(plan: Plan, backend, conf, argv: list[str], state: dict) -> in
         print(f"submitted; report later with `python -m sweeper.report {plan.sweep_dir}`")
         return 0
     return finish(plan.sweep_dir, plan.sweep.sweeper, statuses)
-
-
-def run_probe(plan: Plan, backend, conf, statuses: dict[str, str]) -> None:
-    """sweeper.determinism_probe=true: one finished baseline seed again, in SWEEP_DIR/probe/ (sweeper.plan.probe);
-    the report compares it with the original bitwise. Its outcome does not change the sweep's exit status."""
-    progress = Progress(total=1)
-    spec = probe_run(plan, statuses)
-    if spec is None:
-        progress.log("determinism probe: no baseline seed finished, nothing to run again")
-        return
-    write_probe(plan, spec)
-    progress.log(f"determinism probe: {spec.label} again in {spec.run_dir}")
-    backend.launch(dataclasses.replace(plan, runs=[spec]), conf, progress)
 
 
 def finish(sweep_dir: Path, sweeper: SweeperConf, statuses: dict[str, str]) -> int:

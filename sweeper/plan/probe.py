@@ -1,43 +1,25 @@
-"""The determinism probe (sweeper.determinism_probe=true): one baseline seed run again, in its own dir inside the
-sweep dir, after the baseline ran; the report compares it with the original bitwise
-(sweeper.analysis.integrity.determinism). Torch-free.
+"""Where the determinism probe runs (sweeper.determinism_probe=true): SWEEP_DIR/probe/<variant>/seed_<k>, one
+baseline seed run again after the sweep's runs (sweeper.execute.probe runs it); the report compares it with the
+original bitwise (sweeper.analysis.integrity.determinism). Torch-free, light (the report path reads it).
 
-    spec = probe_run(plan, statuses)       # a RunSpec in SWEEP_DIR/probe/<baseline>/seed_<k>, or None
-    probe_dirs(sweep_dir)                  # [(variant, seed, RunDir)] of the probes that ran
+    probe_dir(sweep_dir, "base", 0)        # the probe's run dir
+    probe_dirs(sweep_dir)                  # [(variant, seed, RunDir)] of the probes there
 
 The probe is not a run of the plan: the manifest does not list it, so no table, test or verdict counts it.
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 
-from sweeper.plan.make import Plan, RunSpec
-from sweeper.run.files.rundir import RunDir, Status
+from sweeper.run.files.rundir import RunDir
 
 PROBE = "probe"                   # SWEEP_DIR/probe/<variant>/seed_<k>
 _SEED = re.compile(r"^seed_(\d+)$")
 
 
-def probe_run(plan: Plan, statuses: dict[str, str]) -> RunSpec | None:
-    """The rerun of the first baseline seed that finished (its config, its own dir); None when none finished."""
-    for run in plan.runs:
-        if run.variant == plan.experiment.baseline and statuses.get(run.run_id) == Status.FINISHED.value:
-            return dataclasses.replace(run, run_id=f"{run.run_id}~probe",
-                                       run_dir=Path(plan.sweep_dir) / PROBE / run.variant / f"seed_{run.seed}")
-    return None
-
-
-def write_probe(plan: Plan, run: RunSpec) -> None:
-    """The probe's frozen config and pending status (as write_plan does for a planned run)."""
-    rd = run.rundir
-    rd.path.mkdir(parents=True, exist_ok=True)
-    if not rd.config_path.exists():
-        rd.write_config(run.config)
-    if not rd.status_path.exists():
-        rd.update_status(Status.PENDING, run_id=run.run_id, experiment=plan.experiment.name, variant=run.variant,
-                         seed=run.seed)
+def probe_dir(sweep_dir: str | Path, variant: str, seed: int) -> Path:
+    return Path(sweep_dir) / PROBE / variant / f"seed_{seed}"
 
 
 def probe_dirs(sweep_dir: str | Path) -> list[tuple[str, int, RunDir]]:

@@ -9,7 +9,7 @@ Kinds: created, modified, deleted; and `read` for a checkpoint-like file (CHECKP
 while its size and mtime did not (what a mount with relatime or strictatime shows of the first read after a
 write; under noatime nothing is read: no `read` is claimed).
 
-Skipped: sweep dirs (a folder holding sweep.json: this sweep's runs and any other sweep's), the run's own dir,
+Skipped: sweep dirs (a folder holding a sweep manifest: this sweep's runs and any other sweep's), the run's own dir,
 hidden entries (.git, .venv), __pycache__, virtual environments (pyvenv.cfg) and node_modules. A folder of more
 than MAX_FILES files (or deeper than MAX_DEPTH) is not watched (None): the check stays silent rather than guess.
 sweeper.run.command records the result in RUN_DIR/isolation.json (sweeper.run.files.isolation).
