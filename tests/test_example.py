@@ -74,6 +74,7 @@ def test_the_example_gets_the_decision_table_with_verdicts(project, reference):
         assert variant in report
     assert "linear vs mlp: WORSE" in out, out[-3000:]
     assert "wide vs mlp: BETTER" in out, out[-3000:]
+    assert "checks across runs" not in out and "## Checks across runs\n\nNone:" in report   # a healthy sweep: quiet
     assert (reference / "summary.csv").exists() and list((reference / "plots").glob("*.png"))
     finals = {key: result(d)[0]["val_loss"] for key, d in run_dirs(reference).items()}
     for s in SEEDS:                                   # the table's order is the runs' own numbers

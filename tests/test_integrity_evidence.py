@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from tests.helpers.integrity_projects import findings_of, make_project, sweep
+from tests.helpers.integrity_evidence_projects import findings_of, make_project, sweep
 
 pytestmark = pytest.mark.slow
 LEVELS = ["command", "api"]

@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 
 from sweeper.analysis.integrity import SweepEvidence, check_sweep
-from sweeper.analysis.integrity.determinism import check_determinism
-from sweeper.analysis.integrity.evaluation import check_evaluation, is_evaluation_key
-from sweeper.analysis.integrity.isolation import check_isolation
-from sweeper.analysis.integrity.provenance import check_code
+from sweeper.analysis.integrity.determinism import nondeterminism as check_determinism
+from sweeper.analysis.integrity.evaluation import evaluation_identity, evaluation_varies_with_seed, is_evaluation_key
+from sweeper.analysis.integrity.isolation import shared_checkpoint, writes_outside_run_dir
+from sweeper.analysis.integrity.provenance import mixed_code
 from sweeper.config.config_diff import Change
 from sweeper.plan.probe import PROBE
 from sweeper.run.evaluation import fingerprint_of
@@ -31,10 +31,22 @@ from sweeper.run.provenance import file_sha256, script_of
 EXP = Experiment("e", "base", "val_loss", True, {"base": [], "wide": ["width=8"]})
 
 
+def check_evaluation(ev):
+    return evaluation_identity(ev) + evaluation_varies_with_seed(ev)
+
+
+def check_code(ev):
+    return mixed_code(ev)
+
+
+def check_isolation(ev):
+    return shared_checkpoint(ev) + writes_outside_run_dir(ev)
+
+
 def evidence(rows: list[dict], tmp_path, experiment: Experiment = EXP, changes: dict | None = None,
              curves: list[tuple] = ()) -> SweepEvidence:
     """Runs of finished status by default; fp_<key> and final_<metric> columns as load_runs makes them."""
-    runs = pd.DataFrame([{"status": "finished", "run_id": f"{r['variant']}/{r['seed']}",
+    runs = pd.DataFrame([{"status": "finished", "steps": 6, "run_id": f"{r['variant']}/{r['seed']}",
                           "run_dir": f"runs/{r['variant']}/seed_{r['seed']}", **r} for r in rows])
     curve = pd.DataFrame(list(curves), columns=["run_id", "variant", "seed", "step", "metric", "value"])
     return SweepEvidence(tmp_path, experiment, runs, curve, changes or {})
@@ -139,16 +151,24 @@ def test_the_probe_is_compared_bitwise_with_its_original(tmp_path):
 
 # -- code provenance ----------------------------------------------------------------------------------------------
 
-def code(commit, dirty=False, script="s1"):
-    return {"fp_code_commit": commit, "fp_code_dirty": dirty, "fp_script_sha256": script}
+def code(commit, dirty=False, script="s1", diff=None):
+    return {"fp_code_commit": commit, "fp_code_dirty": dirty, "fp_code_diff": diff, "fp_script_sha256": script}
 
 
-def test_one_code_is_quiet_and_one_dirty_code_is_a_warning(tmp_path):
+def test_one_code_is_quiet_even_on_one_dirty_tree(tmp_path):
     rows = [{"variant": v, "seed": s, **code("a" * 40)} for v in ("base", "wide") for s in (0, 1)]
     assert check_code(evidence(rows, tmp_path)) == []
-    rows = [{"variant": v, "seed": s, **code("a" * 40, True)} for v in ("base", "wide") for s in (0, 1)]
+    rows = [{"variant": v, "seed": s, **code("a" * 40, True, diff="d1")} for v in ("base", "wide") for s in (0, 1)]
+    assert check_code(evidence(rows, tmp_path)) == []
+
+
+def test_two_diffs_on_one_commit_are_mixed_code(tmp_path):
+    """Uncommitted edits between seeds (the script untouched): the diff of the tree tells the runs apart."""
+    rows = [{"variant": v, "seed": s, **code("a" * 40, True, diff="d1" if s == 0 else "d2")}
+            for v in ("base", "wide") for s in (0, 1)]
     [f] = check_code(evidence(rows, tmp_path))
-    assert (f.check, f.effect.value) == ("dirty_tree", "warn")
+    assert f.check == "mixed_code" and "uncommitted changes differ" in f.message
+    assert f.evidence.startswith("commit aaaaaaaaaaaa (dirty: diff d1), script s1: base seed 0, wide seed 0;")
 
 
 def test_seeds_on_two_commits_make_every_comparison_mixed_code(tmp_path):
@@ -211,6 +231,7 @@ def test_a_data_file_one_run_wrote_is_shared_only_when_a_later_run_read_it(tmp_p
     ev = evidence(grid({"base": 1.0, "wide": 1.0}, "final_val_loss", seeds=(0,)), tmp_path)
     assert [f.check for f in check_isolation(ev)] == ["writes_outside_run_dir"]
     isolated(tmp_path, "wide", 0, 2.0, 3.0, [("cache/x.npy", "read", 10)])
+    ev = evidence(grid({"base": 1.0, "wide": 1.0}, "final_val_loss", seeds=(0,)), tmp_path)
     assert [f.check for f in check_isolation(ev)] == ["shared_checkpoint", "writes_outside_run_dir"]
 
 

@@ -264,7 +264,9 @@ def test_no_recorded_baseline_asks_for_one_and_the_options_override_the_manifest
     assert bad.returncode == 2 and "baseline 'lr=1' has no runs in" in bad.stderr
     # higher is better turns every verdict round; another metric is named or refused
     flipped = analyze_sweep(root, baseline="lr=0.001 wd=0", lower_is_better=False, **FAST).analysis
-    assert {c.verdict for c in flipped.comparisons} == {"better"}
+    assert {c.numbers_say for c in flipped.comparisons} == {"better"}
+    assert {c.verdict for c in flipped.comparisons} == {"invalid"}       # a loss declared higher-is-better:
+    assert {tuple(c.integrity_checks) for c in flipped.comparisons} == {("metric_direction",)}   # named
     by_train = analyze_sweep(root, baseline="lr=0.001 wd=0", metric="train_loss", **FAST).analysis
     assert by_train.metric == "train_loss" and len(by_train.comparisons) == 2
     with pytest.raises(UsageError, match=r"metric 'acc': no run of .* has a final acc; pass --metric NAME "

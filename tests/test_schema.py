@@ -115,6 +115,8 @@ RANGE_CASES = [
     ("experiment.min_effect", ["experiment.min_effect=0"], "must be a positive number"),
     ("experiment.resources", ["+experiment.resources={nope: {ranks_per_run: 0}}"], "must be an integer from 1 to 64"),
     ("experiment.secondary_metrics", ["+experiment.secondary_metrics={acc: up}"], "lower or higher"),
+    ("experiment.silence", ["+experiment.silence={nosuch: why}"], "must map names of checks across runs "
+                                                                   "(seeds_no_effect, change_no_effect"),
     ("model.d_model", ["model.d_model=0"], "must be a positive integer"),
     ("model.n_layers", ["model.n_layers=0"], "must be a positive integer"),
     ("model.n_heads", ["model.n_heads=-1"], "must be a positive integer"),
@@ -185,6 +187,7 @@ WITHOUT_RANGE = (
         "experiment.notes",
         "experiment.controls",
         "experiment.bundles",
+        "experiment.confirm_direction",
     }
     | {
         f"launcher.{k}"

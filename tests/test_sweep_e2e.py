@@ -17,6 +17,13 @@ def mini_sweep(tmp_path_factory):
     return sweep_dir, proc
 
 
+def test_the_demo_is_quiet_across_runs(mini_sweep):
+    """A healthy sweep of the rope demo: no check across runs finds anything (no false alarm to learn to ignore)."""
+    sweep_dir, proc = mini_sweep
+    assert "checks across runs" not in proc.stdout and "INTEGRITY" not in proc.stdout, proc.stdout[-3000:]
+    assert "## Checks across runs\n\nNone: no check found anything" in (sweep_dir / "report.md").read_text()
+
+
 def test_run_dirs_hold_everything(mini_sweep):
     sweep_dir, _ = mini_sweep
     manifest = read_manifest(sweep_dir)

@@ -73,6 +73,7 @@ def test_the_unmodified_argparse_script_sweeps_and_gets_the_decision_table(proje
     sweep_dir, out = swept
     assert "USER CODE RAN" not in out
     assert "wide vs relu: BETTER" in out and "linear vs relu: WORSE" in out, out[-3000:]
+    assert "checks across runs" not in out and "INTEGRITY" not in out, out[-3000:]      # a healthy sweep: quiet
     assert "warm starts: 9 of 9 run starts forked" in out, out[-2000:]
     for run_dir in sorted(sweep_dir.glob("runs/*/seed_*")):
         assert "USER CODE RAN" not in (run_dir / "stdout.log").read_text()
@@ -236,6 +237,7 @@ def test_the_few_lines_level_gets_curves_and_the_paired_test(tmp_path):
     proc = sweeper(project, "+experiment=logged_width", "seeds=0-2", *FAST, "sweeper.dir=sw")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "wide vs relu: BETTER" in proc.stdout and "paired t-test" in proc.stdout, proc.stdout[-3000:]
+    assert "checks across runs" not in proc.stdout and "INTEGRITY" not in proc.stdout   # a healthy sweep: quiet
     report = (project / "sw" / "report.md").read_text()
     assert "paired by seed: both arms drew their data order from the run's seed stream" in report
     summary = json.loads((project / "sw" / "runs" / "wide" / "seed_0" / "summary.json").read_text())

@@ -1,6 +1,7 @@
 """Read and decide a sweep dir: the experiment, its runs and curves, and every verdict (files only, no torch).
 
-    inp = analyze_sweep(sweep_dir)          # ReportInput: runs, curves, verdicts, notes; what a report is made of
+    inp = analyze_sweep(sweep_dir)          # ReportInput: runs, curves, verdicts, notes, the checks across runs
+    #                                         findings (their effects already in the verdicts); what a report is made of
     exp, notes, runs, curves = read_sweep(sweep_dir, baseline="rope", metric="val_loss")
 """
 from __future__ import annotations
@@ -12,7 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
+import sweeper.analysis.integrity.effects as integrity_effects
 import sweeper.analysis.verdict as verdict
+from sweeper.analysis.integrity import Finding, SweepEvidence, check_sweep
 from sweeper.analysis.results import (
     declared_changes,
     load_code_state,
@@ -43,6 +46,7 @@ class ReportInput:
     declared: dict[str, list] = field(default_factory=dict)  # variant -> [config_diff.Declared] (the manifest's)
     experiment: Experiment | None = None                     # hypothesis, notes (sweeper.journal reads them)
     code: dict = field(default_factory=dict)                 # {commit, dirty} the runs ran (sweeper.journal)
+    findings: list[Finding] = field(default_factory=list)    # checks across runs (sweeper.analysis.integrity)
 
 
 def resolve_experiment(exp: Experiment, sweep_dir: Path, runs: pd.DataFrame, baseline: str | None = None,
@@ -108,8 +112,14 @@ def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3
                                                 if f"final_{m}" in runs.columns and m != exp.metric},
                                design=exp.design)
     missing = sorted(m for m in exp.secondary_metrics if f"final_{m}" not in runs.columns)
+    changes, unreadable = load_variant_changes(sweep_dir, exp.baseline)
+    declared = declared_changes(sweep_dir) if exp.baseline == recorded.baseline else {}
+    findings = check_sweep(SweepEvidence(sweep_dir, exp, runs, curves, changes, declared), exp.silence)
     an, secondary = verdict.analyze_all(runs, secondary_exp, family, alpha=alpha, min_seeds=min_seeds,
-                                        n_resamples=n_resamples, seed=seed)
+                                        n_resamples=n_resamples, seed=seed,
+                                        untested=integrity_effects.untested(findings, family))
+    for analysis in (an, *secondary.values()):
+        integrity_effects.apply(findings, analysis)
     counts = runs["status"].value_counts()
     header = [f"sweep: {sweep_dir}", f"metric: final {exp.metric} ({'lower' if exp.lower_is_better else 'higher'} "
               f"is better); baseline: {exp.baseline or 'none (one variant)'}; alpha {alpha}, Holm over "
@@ -122,14 +132,12 @@ def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3
     stale = int((runs["status"] == STALE).sum())
     terminal = [f"note: {stale} run(s) {stale_hint(sweep_dir)}"] if stale else []
     terminal += unfinished_notes(sweep_dir, runs)
-    changes, unreadable = load_variant_changes(sweep_dir, exp.baseline)
     code = load_code_state(sweep_dir)
     unreadable += code.pop("unreadable")
-    declared = declared_changes(sweep_dir) if exp.baseline == recorded.baseline else {}
     if exp.hypothesis:
         header.insert(1, f"hypothesis: {exp.hypothesis}")
     return ReportInput(f"Sweep report: {exp.name}", header, runs, curves, an, problems + unreadable, damaged,
-                       terminal + slurm_notes(sweep_dir, runs), secondary, changes, declared, exp, code)
+                       terminal + slurm_notes(sweep_dir, runs), secondary, changes, declared, exp, code, findings)
 
 
 def unfinished_notes(sweep_dir: Path, runs: pd.DataFrame) -> list[str]:

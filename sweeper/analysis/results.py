@@ -9,7 +9,8 @@
 wall_time_s, health, health_failed (names of failing checks), config_hash, log_tail (the end of the log of a
 failed run whose error says little, e.g. "exit status 1"), final_<name> for every final metric of the run's
 summary and every cost figure it records (wall_time_s, peak_rss_mb, tokens_per_s ...: secondary metrics), fp_<name> for
-every fingerprint key, problems (what could not be read, "" when all is well).
+every fingerprint key, problems (what could not be read, "" when all is well); attrs["cost"]: the names of the cost
+figures among the final_ columns.
 status: the run's recorded status; a summary that says finished (or diverged) wins over a status that is
 damaged, missing, running or interrupted (as RunDir.outcome, without repairing anything); MISSING when the run
 was planned and has no files; UNKNOWN when nothing readable says how it stands, or when the summary of
@@ -164,6 +165,7 @@ def _run_row(sweep_dir: Path, entry: RunEntry) -> tuple[dict, list[str]]:
         cost = summary.extra.get("cost") if isinstance(summary.extra.get("cost"), dict) else {}
         for key, value in {**cost, **summary.final}.items():     # cost figures (machine-dependent) too
             row[f"final_{key}"] = _number(value)
+        row["_cost"] = [k for k in cost if k not in summary.final]
         for key, value in summary.fingerprint.items():
             if value is None or isinstance(value, (str, int, float, bool)):
                 row[f"fp_{key}"] = value
@@ -208,9 +210,10 @@ def load_runs(sweep_dir: str | Path) -> pd.DataFrame:
     attrs["damaged"]: one message per damaged file (named, with the fix)."""
     sweep_dir = Path(sweep_dir)
     manifest = load_manifest(sweep_dir)
-    rows, damaged = [], []
+    rows, damaged, cost = [], [], {}
     for entry in _planned_runs(sweep_dir, manifest):
         row, bad = _run_row(sweep_dir, entry)
+        cost.update(dict.fromkeys(row.pop("_cost", ())))
         rows.append(row)
         damaged += bad
     extra = sorted({c for r in rows for c in r} - set(FIXED_COLUMNS) - {"problems"})
@@ -224,6 +227,7 @@ def load_runs(sweep_dir: str | Path) -> pd.DataFrame:
         df["_rank"] = df["variant"].map({v: i for i, v in enumerate(order)})
         df = df.sort_values(["_rank", "seed"], kind="stable").drop(columns="_rank").reset_index(drop=True)
     df.attrs["damaged"] = damaged
+    df.attrs["cost"] = list(cost)          # final_<key> columns that are cost figures, not results
     return df
 
 

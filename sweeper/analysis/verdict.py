@@ -44,6 +44,12 @@ Decision rule, fixed before looking at the data (report.md repeats it):
 8. Health: a variant whose runs failed health checks that its baseline passed is "invalid" (the comparison
    does not test what the variant claims); a baseline that failed health checks makes every comparison with it
    "invalid". The numbers stay computed and shown; "invalid" is never counted as beaten or winning.
+9. Checks across runs (sweeper.analysis.integrity, run before the tests): a comparison a finding concerns gets the
+   finding's effect as its verdict, the check named: "invalid" (seeds or a change with no effect, a reversed
+   metric direction, a selected final, no spread), "not comparable" (different training budgets), "no baseline"
+   (no usable baseline seed). What the numbers alone would say is kept beside it. No test is run on copies of one
+   run (every seed the same run) nor against a baseline with no usable seed: such a comparison enters Holm with
+   p = 1. A check the experiment silences (experiment.silence) is shown with its reason and changes nothing.
 """
 from __future__ import annotations
 
@@ -119,6 +125,8 @@ class Comparison:
     seeds_needed_basis: str = ""                 # "declared min_effect ..." or "post hoc: ..."
     invalid_checks: list[str] = field(default_factory=list)   # failed health checks behind "invalid"
     numbers_say: str = ""                        # for "invalid": the verdict the numbers alone would give
+    integrity_checks: list[str] = field(default_factory=list)  # checks across runs behind the verdict
+    #                                               (sweeper.analysis.integrity.effects: invalid, not comparable, ...)
 
 
 @dataclass
@@ -455,9 +463,11 @@ def _workers(tasks: int) -> ThreadPoolExecutor:
 def analyze(runs: pd.DataFrame, metric: str, lower_is_better: bool, comparisons: list[tuple[str, str]],
             alpha: float = 0.05, min_seeds: int = 3, n_resamples: int = 10_000, seed: int = 0,
             confidence: float = 0.95, min_effect: float | None = None, role: str = "primary",
-            design: str = "auto") -> Analysis:
+            design: str = "auto", untested: dict[tuple[str, str], str] | None = None) -> Analysis:
     """Arms for every variant in `runs`, and one Comparison per (variant, baseline) pair, Holm over the family.
-    `metric` is read from the final_<metric> column (or a column of that name, e.g. wall_time_s)."""
+    `metric` is read from the final_<metric> column (or a column of that name, e.g. wall_time_s).
+    `untested`: (variant, baseline) -> why no test is run on it (a check across runs found copies of one run, or
+    no usable baseline); it enters Holm with p = 1, as an insufficient comparison does."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha={alpha}: accepted values are between 0 and 1, e.g. 0.05")
     if min_seeds < 2:
@@ -480,6 +490,10 @@ def analyze(runs: pd.DataFrame, metric: str, lower_is_better: bool, comparisons:
         an.comparisons = [Comparison(variant, baseline) for variant, baseline in comparisons]
 
         def compare(c: Comparison) -> _Work:
+            if untested and (c.variant, c.baseline) in untested:
+                c.n_variant, c.n_baseline = an.arms[c.variant].usable, an.arms[c.baseline].usable
+                c.reason = untested[(c.variant, c.baseline)]
+                return _Work()
             if column is None:
                 c.reason = f"no run recorded {metric} (no final_{metric} column)"
                 return _Work()

@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 
 from sweeper.config.fields import MAX_RANKS, MISSING, one_of, positive, rule, show
+from sweeper.config.integrity import CHECK_NAMES
 from sweeper.config.launchers import registered
 from sweeper.errors import UsageError
 from sweeper.run.entry import ENTRY
@@ -171,6 +172,12 @@ class ExperimentConf:
     design: str = one_of("auto", ("auto", "paired", "independent"))   # paired test by seed or Welch: auto decides
     #   from what the runs recorded (the same data order per seed: the built-in trainer's hashes, or run.generator
     #   ("data_order") of the run API); paired: the experiment declares that a seed fixes the shared randomness
+    confirm_direction: bool = False          # true: lower_is_better is right although the metric's name reads the
+    #   other way (a loss declared higher-is-better is refused at plan time without it; docs/sweep-integrity.md)
+    silence: Dict[str, str] = rule(factory=dict, must="must map names of checks across runs (" + ", ".join(CHECK_NAMES)
+                                   + ") to the reason the report prints", ok=lambda d: all(
+                                       k in CHECK_NAMES and isinstance(v, str) and v.strip() for k, v in d.items()))
+    #   check name -> why it does not apply to this experiment (the report shows the finding, marked silenced)
 
 
 # -- registration -------------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from sweeper.config.composition.compose import compose, missing_keys
 from sweeper.config.composition.hydra_errors import missing_message, package_hint
 from sweeper.config.composition.search import available, experiment_file, where_searched
 from sweeper.config.fields import build
+from sweeper.config.integrity import check_direction
 from sweeper.config.launchers import launcher_conf
 from sweeper.config.names import check_name
 from sweeper.config.resources import effective_resources, read_resources
@@ -96,6 +97,11 @@ def read_experiment(cfg: dict, overrides: list[str] = ()) -> Experiment:
     if conf.baseline not in conf.variants:
         raise UsageError(f"experiment.baseline={conf.baseline!r} is not one of the variants: "
                          f"{', '.join(conf.variants)}")
+    check_direction(conf.metric, conf.lower_is_better, conf.confirm_direction,
+                    f"experiment.lower_is_better={str(conf.lower_is_better).lower()} (in {where})")
+    for metric, direction in conf.secondary_metrics.items():
+        check_direction(metric, direction == "lower", conf.confirm_direction,
+                        f"experiment.secondary_metrics.{metric}={direction} (in {where})")
     dropped = {key_of(o).removeprefix("experiment.variants.") for o in overrides
                if o.startswith("~experiment.variants.")}       # a dropped variant takes its notes along
     return Experiment(name=conf.name, baseline=conf.baseline, metric=conf.metric,
@@ -105,7 +111,8 @@ def read_experiment(cfg: dict, overrides: list[str] = ()) -> Experiment:
                       hypothesis=conf.hypothesis,
                       notes={str(k): str(v) for k, v in conf.notes.items() if k not in dropped},
                       controls=[str(v) for v in conf.controls if v not in dropped],
-                      bundles=[str(v) for v in conf.bundles if v not in dropped], design=conf.design)
+                      bundles=[str(v) for v in conf.bundles if v not in dropped], design=conf.design,
+                      confirm_direction=conf.confirm_direction, silence=dict(conf.silence))
 
 
 def check_schemas(cfg: dict) -> None:

@@ -54,7 +54,8 @@ def launch_plan(plan: Plan, backend, conf, argv: list[str], progress: Progress, 
 def execute_sweep(plan: Plan, backend, conf, argv: list[str], state: dict) -> int:
     """A fixed sweep: lock the sweep dir, launch the plan, report; the exit status."""
     with sweep_lock(plan.sweep_dir):
-        progress = Progress(total=len(plan.runs))
+        progress = Progress(total=len(plan.runs), baseline=plan.experiment.baseline,
+                            controls=tuple(plan.experiment.controls))
         progress.log(f"sweep dir {plan.sweep_dir}: {len(plan.runs)} runs "
                      f"({len(plan.experiment.variants)} variants x {len(plan.seeds)} seeds)")
         for note in plan.notes:

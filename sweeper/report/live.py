@@ -63,8 +63,12 @@ def _total_steps(run) -> int | None:
 
 
 class Progress:
-    def __init__(self, total: int, stream=None, interval_s: float = 15.0, live: bool | None = None):
+    def __init__(self, total: int, stream=None, interval_s: float = 15.0, live: bool | None = None,
+                 baseline: str | None = None, controls: tuple = ()):
         self.total, self.stream, self.interval_s = total, stream or sys.stdout, interval_s
+        self.baseline, self.controls = baseline, tuple(controls)     # for the checks across runs it can make live
+        self._finals: dict[tuple[str, int], dict] = {}    # (variant, seed) -> final metrics of a finished run
+        self._copies_named: set[tuple[str, str]] = set()  # (check, variant) already named live
         forced = os.environ.get("SWEEPER_PROGRESS", "").lower()
         if live is None:
             live = forced == "live" or (forced != "plain" and _isatty(self.stream))
@@ -113,15 +117,49 @@ class Progress:
         state = str(status.get("status") or Status.FAILED.value)
         self.counts[state] = self.counts.get(state, 0) + 1
         run_dir = getattr(run, "run_dir", None)
+        copies = []
         if state == Status.FINISHED:
             self._durations.append(wall_s)
-            detail = _finals_text(final_metrics(run_dir))
+            final = final_metrics(run_dir)
+            detail = _finals_text(final)
+            copies = self._copies(run, final)
         else:
             log = getattr(run, "log_path", None) or (RunDir(run_dir).log_path if run_dir is not None else "")
             kind = f"{status['failure_class']}: " if status.get("failure_class") else ""
             detail = f"{kind}{status.get('error') or ''} (log: {log})"
         self.log(f"{state.upper() if state != Status.FINISHED else 'done':<6} {run.label} in {wall_s:.1f}s {detail} "
                  f"[{self.done}/{self.total}]")
+        for line in copies:
+            self.log(line)
+
+    def _copies(self, run, final: dict) -> list[str]:
+        """The checks across runs the live view can make as runs end (sweeper.analysis.integrity makes them all at
+        the report, curves included): final metrics equal to another seed's of the variant (seeds_no_effect) or to
+        the baseline's at the same seed (change_no_effect). Only finals with a fractional number are compared: a
+        count or a rate at its bound may coincide."""
+        variant, seed = getattr(run, "variant", None), getattr(run, "seed", None)
+        if variant is None or seed is None or not any(isinstance(v, float) and not float(v).is_integer()
+                                                      for v in final.values()):
+            return []
+        self._finals[(variant, seed)] = final
+        lines = []
+        twin = next((s for (v, s), f in self._finals.items() if v == variant and s != seed and f == final), None)
+        if twin is not None and ("seeds_no_effect", variant) not in self._copies_named:
+            self._copies_named.add(("seeds_no_effect", variant))
+            lines.append(f"INTEGRITY seeds_no_effect: {run.label} ended with exactly the final metrics of "
+                         f"{variant}/seed_{twin}: the seed may not reach the code (the report checks the curves too)")
+        if self.baseline and variant == self.baseline:     # the variants that already ended at this seed
+            same = [v for (v, s), f in self._finals.items() if s == seed and v != variant and f == final]
+        else:
+            same = [variant] if self._finals.get((self.baseline, seed)) == final else []
+        for v in same:
+            if v in self.controls or ("change_no_effect", v) in self._copies_named:
+                continue
+            self._copies_named.add(("change_no_effect", v))
+            lines.append(f"INTEGRITY change_no_effect: {v}/seed_{seed} ended with exactly the final metrics of "
+                         f"{self.baseline}/seed_{seed}: the change of {v} may not reach the code (the report checks "
+                         f"the curves too)")
+        return lines
 
     def health_news(self, run) -> None:
         """Print a run's health warnings and failures the moment its health verdict first shows them."""

@@ -14,6 +14,7 @@ import pandas as pd
 
 import sweeper.analysis.verdict as verdict
 import sweeper.report.changes as report_changes
+import sweeper.report.integrity as report_integrity
 from sweeper.analysis.analyze import ReportInput
 from sweeper.report.tables import (
     DECISION_HEADER,
@@ -30,8 +31,8 @@ from sweeper.report.tables import (
     secondary_rows,
 )
 
-SECTIONS = ("Decision", "What each variant changes", "Per-seed values", "Failed runs", "Variants", "Comparisons",
-            "Plots", "Fingerprints", "Methods", "Problems reading the sweep")
+SECTIONS = ("Decision", "Checks across runs", "What each variant changes", "Per-seed values", "Failed runs",
+            "Variants", "Comparisons", "Plots", "Fingerprints", "Methods", "Problems reading the sweep")
 
 
 def summary_frame(an: verdict.Analysis, secondary: dict[str, verdict.Analysis] | None = None,
@@ -74,7 +75,8 @@ def _primary_frame(an: verdict.Analysis) -> pd.DataFrame:
         c = by_variant.get(arm.variant)
         if c:
             row.update(compared_with=c.baseline, verdict=c.verdict, numbers_say=c.numbers_say,
-                       invalid_checks=",".join(c.invalid_checks), design=c.design, n_pairs=c.n_pairs,
+                       invalid_checks=",".join(c.invalid_checks), integrity_checks=",".join(c.integrity_checks),
+                       design=c.design, n_pairs=c.n_pairs,
                        p_adjusted_holm=c.p_adjusted, mde=c.mde, seeds_needed=c.seeds_needed,
                        seeds_needed_basis=c.seeds_needed_basis, reason=c.reason)
             if c.decision_ci is not None:
@@ -97,6 +99,9 @@ def _primary_frame(an: verdict.Analysis) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- report.md
 def _comparison_md(c: verdict.Comparison, an: verdict.Analysis) -> list[str]:
     out = [f"### {c.variant} vs {c.baseline}: {c.verdict}", "", c.reason, ""]
+    if c.integrity_checks:
+        out += [f"- checks across runs: {', '.join(c.integrity_checks)} (see Checks across runs); the numbers alone "
+                f"would say {c.numbers_say or '-: no test was run'}"]
     if c.delta is not None:
         p, r = c.primary, c.robustness
         t_ci = f"; {p.name} CI {fmt(p.ci[0])} to {fmt(p.ci[1])}" if np.isfinite(p.ci[0]) else ""
@@ -120,7 +125,7 @@ def _comparison_md(c: verdict.Comparison, an: verdict.Analysis) -> list[str]:
                 f"- Holm-adjusted p: {fmt(c.p_adjusted, 3)} (alpha {an.alpha}, family of {len(an.comparisons)})",
                 f"- minimum detectable difference at this n (80% power): {fmt(c.mde, 3)}; seeds per arm for 80% "
                 f"power (sd {fmt(c.spread, 3)}): {fmt(c.seeds_needed)}, {c.seeds_needed_basis or 'post hoc'}"]
-        if c.verdict == "invalid":
+        if c.verdict == "invalid" and not c.integrity_checks:
             out.append(f"- invalid: health checks failed ({', '.join(c.invalid_checks)}); the numbers alone would "
                        f"say {c.numbers_say or '-'}, but the comparison does not test what the variant claims")
     out += [f"- note: {n}" for n in c.notes]
@@ -202,6 +207,7 @@ def markdown(inp: ReportInput, plot_paths: dict[str, Path] | None, out_dir: Path
         md += ["", f"### Secondary metric: {metric} ({'lower' if sec.lower_is_better else 'higher'} is better)", "",
                "Its own Holm family; it never enters the decision above.", "",
                md_table(SECONDARY_HEADER, secondary_rows(sec))]
+    md += ["", "## Checks across runs", "", *report_integrity.markdown_section(inp.findings)]
     md += ["", "## What each variant changes", "",
            *report_changes.markdown_section(inp.changes, inp.declared, _baseline(inp),
                                             inp.experiment.notes if inp.experiment else None)]

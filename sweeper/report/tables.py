@@ -13,10 +13,13 @@ import pandas as pd
 import sweeper.analysis.verdict as verdict
 import sweeper.report.changes as report_changes
 from sweeper.analysis.analyze import ReportInput
+from sweeper.analysis.integrity import Effect, Finding
 from sweeper.analysis.results import MISSING
 from sweeper.run.files.rundir import LOG, STALE, Status
 
 SHOWN_FAILURES = 10                   # failed runs listed on the terminal (report.md lists all)
+NO_BASELINE = Effect.NO_BASELINE.value
+DOCS = "docs/sweep-integrity.md"
 
 
 def fmt(x, digits: int = 4) -> str:
@@ -64,7 +67,10 @@ def _level(c) -> str:
 
 
 def verdict_cell(c) -> str:
-    """'better', ..., or 'invalid: health checks failed (gradient_flow, ...)' for a health-failed comparison."""
+    """'better', ..., 'not comparable (budget_confound)' for a check across runs, or 'invalid: health checks failed
+    (gradient_flow, ...)' for a health-failed comparison."""
+    if c.integrity_checks:
+        return f"{c.verdict} ({', '.join(c.integrity_checks)})"
     if c.verdict == "invalid":
         return f"invalid: health checks failed ({', '.join(c.invalid_checks) or 'see health'})"
     return c.verdict
@@ -128,8 +134,8 @@ def decision_text(inp: ReportInput) -> str:
     an = inp.analysis
     keep = [i for i, h in enumerate(DECISION_HEADER) if h not in TERMINAL_LEAVES_OUT]
     verdict_at, health_at = DECISION_HEADER.index("verdict"), DECISION_HEADER.index("health")
-    short = {verdict_at: lambda v: "invalid" if v.startswith("invalid") else v,   # the `health:` line below names
-             health_at: lambda v: v.split(" (")[0]}                               # the failed checks
+    short = {verdict_at: lambda v: "invalid" if v.startswith("invalid:") else v,   # the `health:` line below names
+             health_at: lambda v: v.split(" (")[0]}                                # the failed checks
     rows = [[short.get(i, str)(str(r[i])) for i in keep] for r in decision_rows(an)]
     lines = [inp.title, *inp.header, "", text_table([DECISION_HEADER[i] for i in keep], rows)]
     levels = sorted({_level(c) for c in an.comparisons if c.decision_ci is not None})
@@ -148,6 +154,7 @@ def decision_text(inp: ReportInput) -> str:
                                               f"{c.verdict}" if c.delta is not None else f"{c.variant} {c.verdict}"
                                               for c in sec.comparisons))
     lines += health_lines(an)
+    lines += integrity_lines(inp.findings)
     failed = failed_runs(inp.runs)
     if failed:
         lines += ["", f"failed runs ({len(failed)}):"]
@@ -159,17 +166,51 @@ def decision_text(inp: ReportInput) -> str:
     return "\n".join(lines)
 
 
+def integrity_lines(findings: list[Finding]) -> list[str]:
+    """The checks across runs on the terminal: each finding's check, effect, arms, evidence, then its cause and fix;
+    nothing when there is none."""
+    if not findings:
+        return []
+    active = sum(f.silenced is None for f in findings)
+    lines = ["", f"checks across runs: {active} finding(s)" + (f", {len(findings) - active} silenced by the "
+                                                               f"experiment" if len(findings) > active else "")
+             + f" (what each check reads: {DOCS})"]
+    for f in findings:
+        lines.append(f"  {f.check} [{finding_effect(f)}] ({finding_arms(f)}): {f.evidence}")
+        lines.append(f"    -> {f.message}")
+    return lines
+
+
+def finding_arms(f: Finding) -> str:
+    return ", ".join(f.variants) if f.variants else "every comparison"
+
+
+def finding_effect(f: Finding) -> str:
+    if f.silenced is not None:
+        return f"silenced: {f.silenced}"
+    return f.effect.value + ("; no test run" if f.untested else "")
+
+
 def _baseline(inp: ReportInput) -> str:
     return inp.experiment.baseline if inp.experiment else ""
 
 
 def headline(an: verdict.Analysis) -> str:
-    """One sentence per baseline: which variants it beats, loses to, and cannot tell apart."""
+    """One sentence per baseline: which variants it beats, loses to, and cannot tell apart, and which comparisons a
+    check across runs broke (their verdict and the checks), or why there is no verdict against it at all."""
     if not an.comparisons:
         return f"No comparison: {', '.join(an.arms) or 'no variant'} only."
     out = []
     for baseline in dict.fromkeys(c.baseline for c in an.comparisons):
-        group = {v: [c.variant for c in an.comparisons if c.baseline == baseline and c.verdict == v]
+        mine = [c for c in an.comparisons if c.baseline == baseline]
+        broken = [c for c in mine if c.integrity_checks]
+        if broken and all(c.verdict == NO_BASELINE for c in mine):
+            checks = ", ".join(dict.fromkeys(k for c in mine for k in c.integrity_checks))
+            out.append(f"No verdict against {baseline}: the baseline has no usable seed ({checks}: see checks "
+                       f"across runs).")
+            continue
+        plain = [c for c in mine if not c.integrity_checks]
+        group = {v: [c.variant for c in plain if c.verdict == v]
                  for v in ("worse", "better", "inconclusive", "insufficient", "invalid")}
         parts = [f"beats {', '.join(group['worse'])}" if group["worse"] else "",
                  f"loses to {', '.join(group['better'])}" if group["better"] else "",
@@ -177,6 +218,10 @@ def headline(an: verdict.Analysis) -> str:
                  if group["inconclusive"] or group["insufficient"] else "",
                  f"not compared with {', '.join(group['invalid'])} (invalid: health checks failed)"
                  if group["invalid"] else ""]
+        for v in dict.fromkeys(c.verdict for c in broken):
+            cs = [c for c in broken if c.verdict == v]
+            checks = ", ".join(dict.fromkeys(k for c in cs for k in c.integrity_checks))
+            parts.append(f"{v} vs {', '.join(c.variant for c in cs)} ({checks}: see checks across runs)")
         parts = [p for p in parts if p]
         subject = f"{baseline} " if parts[0].startswith(("beats", "loses")) else f"{baseline}: "
         out.append(subject + "; ".join(parts) + ".")      # the baseline is the subject of every clause

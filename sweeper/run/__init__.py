@@ -112,7 +112,7 @@ class Run(RankedRun):
             if not rundir.has_checkpoint():
                 rundir.keep_metrics_until(None)       # a fresh start: earlier lines would be duplicates
         self.record_env()
-        self._recorded.update(code_record(self.env.get("git")))   # the code it runs (sweeper.run.provenance)
+        self._recorded.update(code_record(self.env.get("git")))     # the code it runs (sweeper.run.provenance)
         if threading.current_thread() is threading.main_thread():
             self.stop.__enter__()
 

@@ -1,7 +1,7 @@
 """What code a run ran: its commit, whether the tree was dirty, and a hash of its script. Torch-free, stdlib only.
 
     set_script("train.py")          # the command / entry wrappers name the user's script before it runs
-    code_record(git)                # {"code_commit", "code_dirty", "script", "script_sha256"} for the summary
+    code_record(git)                # {"code_commit", "code_dirty", "code_diff", "script", "script_sha256"}
     script_of(["python", "train.py", "--lr=0.1"])    # the file a task's command runs ("train.py")
 
 The script is the task.command's script (`python script.py`, `python -m module`), the task.entry's module, or
@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -88,9 +89,22 @@ def script_of(words: list[str] | tuple[str, ...], cwd: str | os.PathLike | None 
     return str(first) if os.sep in words[0] and first.is_file() else None
 
 
-def code_record(git: dict | None, script: str | None = None) -> dict:
-    """The summary's record of the code a run ran (git: envinfo.git_state of the run's folder)."""
+def diff_sha256(folder: str | os.PathLike | None = None, n: int = 16) -> str | None:
+    """Short sha256 of the uncommitted changes to tracked files (`git diff HEAD`) of the checkout holding
+    `folder`: two runs on one dirty tree ran the same code when it is the same. None when git cannot say."""
+    try:
+        out = subprocess.run(["git", "-C", str(folder or os.getcwd()), "diff", "HEAD", "--no-ext-diff", "--binary"],
+                             capture_output=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return hashlib.sha256(out.stdout).hexdigest()[:n] if out.returncode == 0 else None
+
+
+def code_record(git: dict | None, script: str | None = None, folder: str | os.PathLike | None = None) -> dict:
+    """The summary's record of the code a run ran (git: envinfo.git_state of the run's folder; a dirty tree
+    also records the hash of its uncommitted changes, code_diff)."""
     git = git or {}
     script = script or current_script()
     return {"code_commit": git.get("commit"), "code_dirty": git.get("dirty"),
+            "code_diff": diff_sha256(folder) if git.get("dirty") else None,
             "script": script, "script_sha256": file_sha256(script)}

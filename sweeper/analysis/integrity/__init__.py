@@ -4,7 +4,10 @@ no spread, a broken baseline, mixed code, runs that share files). Every report r
 
     findings = check_sweep(SweepEvidence(sweep_dir, experiment, runs, curves, changes))
 
-Each check is a function `(SweepEvidence) -> list[Finding]` in a module of this package, listed in CHECKS.
+Each check is a function `(SweepEvidence) -> list[Finding]` in a module of this package, listed in CHECKS; its
+__name__ is the name its findings carry, listed in sweeper.config.integrity.CHECK_NAMES (the keys that
+experiment.silence accepts at plan time). sweeper.analysis.analyze runs them on every report and applies their
+effects (sweeper.analysis.integrity.effects); docs/sweep-integrity.md lists them for users.
 """
 from __future__ import annotations
 
@@ -24,10 +27,20 @@ def check_sweep(ev: SweepEvidence, silence: dict[str, str] | None = None) -> lis
     return [f.silence(silence[f.check]) if f.check in silence else f for f in found]
 
 
-# the checks, module by module (each module: one class of issue 37)
-from sweeper.analysis.integrity import determinism, evaluation, isolation, provenance  # noqa: E402 - after CHECKS
+# -- registration: each check in the order its findings are shown --------------------------------------------------
+from sweeper.analysis.integrity.baseline import broken_baseline  # noqa: E402  (the checks import the types above)
+from sweeper.analysis.integrity.budget import budget_confound  # noqa: E402
+from sweeper.analysis.integrity.copies import change_no_effect, seeds_no_effect  # noqa: E402
+from sweeper.analysis.integrity.determinism import nondeterminism  # noqa: E402
+from sweeper.analysis.integrity.direction import metric_direction  # noqa: E402
+from sweeper.analysis.integrity.evaluation import evaluation_identity, evaluation_varies_with_seed  # noqa: E402
+from sweeper.analysis.integrity.isolation import shared_checkpoint, writes_outside_run_dir  # noqa: E402
+from sweeper.analysis.integrity.provenance import mixed_code  # noqa: E402
+from sweeper.analysis.integrity.selection import selected_final  # noqa: E402
+from sweeper.analysis.integrity.spread import no_spread  # noqa: E402
 
-CHECKS += [evaluation.check_evaluation, determinism.check_determinism, provenance.check_code,
-           isolation.check_isolation]
+CHECKS += [broken_baseline, metric_direction, seeds_no_effect, change_no_effect, evaluation_identity, budget_confound,
+           mixed_code, shared_checkpoint, selected_final, no_spread, nondeterminism, evaluation_varies_with_seed,
+           writes_outside_run_dir]
 
 __all__ = ["CHECKS", "Check", "Effect", "Finding", "SweepEvidence", "check_sweep"]

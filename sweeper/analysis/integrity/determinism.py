@@ -5,7 +5,7 @@ SWEEP_DIR/probe/, sweeper.plan.probe). Finals of the decision metric and every l
 are compared bitwise; when they differ, the run-to-run noise is set against the baseline's seed spread.
 Torch-free.
 
-    findings = check_determinism(ev)      # [Finding("nondeterminism", ("a_a",), ...)] when runs are not deterministic
+    findings = nondeterminism(ev)      # [Finding("nondeterminism", ("a_a",), ...)] when runs are not deterministic
 
 Effect: a warning (the verdicts stand: the seed spread holds the noise too; the report says how much of it is
 noise, and that a rerun of one seed will not reproduce its numbers).
@@ -63,7 +63,7 @@ def _noise(deltas: list[float], spread_sd: float) -> str:
     return text
 
 
-def check_determinism(ev: SweepEvidence) -> list[Finding]:
+def nondeterminism(ev: SweepEvidence) -> list[Finding]:
     exp = ev.experiment
     rows = finished(ev.runs)
     column = f"final_{exp.metric}"

@@ -3,7 +3,7 @@ each run's evaluation fingerprint (sweeper.run.evaluation: the run API's run.eva
 `eval_fingerprint` JSON key a task.command prints) compared across arms at each seed, and the variant's config
 changes that touch evaluation keys (a val/eval/test/valid name, directly or through a group swap). Torch-free.
 
-    findings = check_evaluation(ev)
+    evaluation_identity(ev), evaluation_varies_with_seed(ev)     # the two checks (their findings' names)
     evaluation_keys(changes)       # the Change's of a variant that touch the evaluation (the changes table marks them)
 
 Effects: an arm evaluated on other data than the baseline (other fingerprints at the same seeds, or a changed
@@ -44,20 +44,33 @@ def _prints(rows: pd.DataFrame) -> dict[int, str]:
     return {int(r["seed"]): str(value(r, EVAL_KEY)) for _, r in rows.iterrows() if value(r, EVAL_KEY) is not None}
 
 
-def check_evaluation(ev: SweepEvidence) -> list[Finding]:
-    baseline = ev.experiment.baseline
+def _prints_by_arm(ev: SweepEvidence) -> dict[str, dict[int, str]]:
     rows = finished(ev.runs)
-    prints = {v: _prints(g) for v, g in rows.groupby("variant", sort=False)} if f"fp_{EVAL_KEY}" in rows else {}
+    return {v: _prints(g) for v, g in rows.groupby("variant", sort=False)} if f"fp_{EVAL_KEY}" in rows else {}
+
+
+def evaluation_varies_with_seed(ev: SweepEvidence) -> list[Finding]:
+    """Arms whose evaluation fingerprint differs across seeds, each seed matching the baseline's (a warning)."""
+    baseline = ev.experiment.baseline
+    prints = _prints_by_arm(ev)
     out = []
     for variant, seeds in prints.items():
-        if len(set(seeds.values())) > 1:
-            if variant == baseline or not baseline or _matches(seeds, prints.get(baseline, {})):
-                out.append(Finding(
-                    "evaluation_varies_with_seed", (variant,),
-                    f"{variant}: {len(set(seeds.values()))} evaluation fingerprints over {len(seeds)} seeds",
-                    f"{variant} is evaluated on different data at each seed (a validation split drawn from the "
-                    f"seed?): the seed spread includes the choice of evaluation data; fix the split to compare "
-                    f"models on one evaluation set", Effect.WARN))
+        if len(set(seeds.values())) > 1 and (variant == baseline or not baseline
+                                             or _matches(seeds, prints.get(baseline, {}))):
+            out.append(Finding(
+                "evaluation_varies_with_seed", (variant,),
+                f"{variant}: {len(set(seeds.values()))} evaluation fingerprints over {len(seeds)} seeds",
+                f"{variant} is evaluated on different data at each seed (a validation split drawn from the "
+                f"seed?): the seed spread includes the choice of evaluation data; fix the split to compare "
+                f"models on one evaluation set", Effect.WARN))
+    return out
+
+
+def evaluation_identity(ev: SweepEvidence) -> list[Finding]:
+    """Arms evaluated on other data than the baseline: other fingerprints, or a changed evaluation key."""
+    baseline = ev.experiment.baseline
+    prints = _prints_by_arm(ev) if baseline else {}
+    out = []
     for variant in ev.experiment.variants:
         if variant == baseline or not baseline:
             continue

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweeper.config.config_diff import Change
+from sweeper.config.config_diff import Change, Declared
 from sweeper.run.files.manifest import Experiment
 
 
@@ -22,3 +22,4 @@ class SweepEvidence:
     runs: pd.DataFrame                # sweeper.analysis.results.load_runs: one row per planned run
     curves: pd.DataFrame              # load_curves: run_id, variant, seed, step, metric, value
     changes: dict[str, list[Change]] = field(default_factory=dict)   # variant -> its config changes vs the baseline
+    declared: dict[str, list[Declared]] = field(default_factory=dict)  # variant -> the overrides that made them

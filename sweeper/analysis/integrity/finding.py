@@ -22,12 +22,13 @@ class Effect(str, Enum):
 
 @dataclass(frozen=True)
 class Finding:
-    check: str                  # the check's stable name (what `experiment.integrity.silence` keys on)
+    check: str                  # the check's stable name (what `experiment.silence` keys on: config/integrity.py)
     variants: tuple[str, ...]   # the arms it concerns; () for the whole sweep
     evidence: str               # what it read, short (counts, values, keys)
     message: str                # one line: the cause and the fix
     effect: Effect
     silenced: str | None = None  # the experiment's reason, when the experiment silenced this check
+    untested: bool = False       # no test runs on the comparisons it concerns (copies of one run, no baseline)
 
     def silence(self, reason: str) -> "Finding":
         return replace(self, silenced=reason)
@@ -39,4 +40,9 @@ class Finding:
 
     def to_dict(self) -> dict:
         return {"check": self.check, "variants": list(self.variants), "evidence": self.evidence,
-                "message": self.message, "effect": self.effect.value, "silenced": self.silenced}
+                "message": self.message, "effect": self.effect.value, "silenced": self.silenced,
+                "untested": self.untested}
+
+    def concerns(self, variant: str, baseline: str) -> bool:
+        """Whether the comparison variant vs baseline is one this finding is about (no arms named: every one)."""
+        return not self.variants or variant in self.variants or baseline in self.variants

@@ -3,7 +3,7 @@ changed in its working folder outside its run dir while it ran, and the checkpoi
 sweeper.run.folder_watch), and the task's command (a per-run path, {out_dir} or {run_dir}, in its words or not).
 Torch-free; never follows a link out of the sweep dir.
 
-    findings = check_isolation(ev)
+    shared_checkpoint(ev), writes_outside_run_dir(ev)     # the two checks (their findings' names)
 
 Findings:
   shared_checkpoint      a checkpoint-like file outside the run dirs that one run wrote and a later run (started
@@ -51,33 +51,50 @@ WRITTEN = ("created", "modified", "deleted")
 Event = tuple[str, str, IsolationRecord, str]          # (variant, run label, its record, what it did to the file)
 
 
-def check_isolation(ev: SweepEvidence) -> list[Finding]:
-    records = _records(ev)
+_READ: list = []                # [(the evidence, its sweep dir, its records)]: the two checks read them once
+
+
+def _events(ev: SweepEvidence) -> tuple[list, dict[str, list[Event]]]:
+    """Every run's record, and path -> what each run did to it."""
+    if not (_READ and _READ[0][0] is ev):
+        _READ[:] = [(ev, ev.sweep_dir, _records(ev))]
+    records = _READ[0][2]
     events: dict[str, list[Event]] = {}
     for variant, _, label, rec in records:
         for path, kind, _ in rec.changed:
             events.setdefault(path, []).append((variant, label, rec, kind))
-    out = []
+    return records, events
+
+
+def shared_checkpoint(ev: SweepEvidence) -> list[Finding]:
+    """Runs that loaded a checkpoint another run of the sweep wrote outside its run dir: invalid."""
+    records, events = _events(ev)
     loaded = {p: _loaders(p, e, records) for p, e in events.items() if CHECKPOINT.search(p)}
     loaded = {p: who for p, who in loaded.items() if who}
-    if loaded:
-        labels = list(dict.fromkeys(label for who in loaded.values() for _, label in who))
-        arms = list(dict.fromkeys(v for who in loaded.values() for v, _ in who))
-        baseline = ev.experiment.baseline
-        if baseline in arms:                         # the baseline's numbers are not its own: every comparison
-            arms = [baseline] + [v for v in ev.experiment.variants if v != baseline]
-        files = [f"{p} (written by {_who([e for e in events[p] if e[3] in WRITTEN])})" for p in loaded]
-        out.append(Finding(
-            "shared_checkpoint", tuple(arms),
-            f"{'; '.join(files[:SHOWN])}{' ...' if len(files) > SHOWN else ''}; "
-            f"{', '.join(labels[:SHOWN])}{' ...' if len(labels) > SHOWN else ''} started after another run wrote it",
-            "runs resumed each other's checkpoints: they use a fixed path outside their run dir, so a later run "
-            "loads what an earlier run left; write checkpoints under the run's own folder ({out_dir} in "
-            "task.command, or the run API's run.save_checkpoint)", Effect.INVALID))
+    if not loaded:
+        return []
+    labels = list(dict.fromkeys(label for who in loaded.values() for _, label in who))
+    arms = list(dict.fromkeys(v for who in loaded.values() for v, _ in who))
+    baseline = ev.experiment.baseline
+    if baseline in arms:                             # the baseline's numbers are not its own: every comparison
+        arms = [baseline] + [v for v in ev.experiment.variants if v != baseline]
+    files = [f"{p} (written by {_who([e for e in events[p] if e[3] in WRITTEN])})" for p in loaded]
+    return [Finding(
+        "shared_checkpoint", tuple(arms),
+        f"{'; '.join(files[:SHOWN])}{' ...' if len(files) > SHOWN else ''}; "
+        f"{', '.join(labels[:SHOWN])}{' ...' if len(labels) > SHOWN else ''} started after another run wrote it",
+        "runs resumed each other's checkpoints: they use a fixed path outside their run dir, so a later run "
+        "loads what an earlier run left; write checkpoints under the run's own folder ({out_dir} in "
+        "task.command, or the run API's run.save_checkpoint)", Effect.INVALID)]
+
+
+def writes_outside_run_dir(ev: SweepEvidence) -> list[Finding]:
+    """Files the runs created, changed or deleted in their working folder outside their run dirs: a warning."""
+    records, events = _events(ev)
     written = {p: [e for e in es if e[3] in WRITTEN] for p, es in events.items()}
     written = {p: es for p, es in written.items() if es}
     if not written:
-        return out
+        return []
     folder = records[0][3].folder
     listed = [f"{p} ({_kinds(w)} during {_who(w)})" for p, w in written.items()]
     manifest = load_manifest(ev.sweep_dir)
@@ -86,12 +103,11 @@ def check_isolation(ev: SweepEvidence) -> list[Finding]:
     no_path = bool(task.get("command")) and not any(p in words for p in PER_RUN)
     fix = ("the command passes no per-run path: add `--out {out_dir}` (or {run_dir}) to task.command and write "
            "there" if no_path else "write outputs under the run's own folder ({out_dir}, RUN_DIR/out)")
-    out.append(Finding(
+    return [Finding(
         "writes_outside_run_dir", (),
         f"{len(written)} file(s) in {folder}: " + "; ".join(listed[:SHOWN]) + (" ..." if len(listed) > SHOWN else ""),
         f"runs wrote outside their run dirs (the project folder changed during the sweep): runs can overwrite or "
-        f"read each other's files; {fix}", Effect.WARN))
-    return out
+        f"read each other's files; {fix}", Effect.WARN)]
 
 
 def _loaders(path: str, events: list[Event], records) -> list[tuple[str, str]]:

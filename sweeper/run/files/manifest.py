@@ -35,6 +35,8 @@ class Experiment:
     controls: list[str] = field(default_factory=list)       # deliberate A/A controls (may equal another variant)
     bundles: list[str] = field(default_factory=list)        # variants that change several things on purpose
     design: str = "auto"                        # auto (from what the runs recorded) | paired | independent
+    confirm_direction: bool = False             # the direction is right although the metric's name reads otherwise
+    silence: dict[str, str] = field(default_factory=dict)   # check across runs -> why the experiment silences it
 
     def to_dict(self) -> dict:
         out = {"name": self.name, "baseline": self.baseline, "metric": self.metric,
@@ -44,6 +46,10 @@ class Experiment:
                "bundles": list(self.bundles)}
         if self.design != "auto":
             out["design"] = self.design
+        if self.confirm_direction:
+            out["confirm_direction"] = True
+        if self.silence:
+            out["silence"] = dict(self.silence)
         return out
 
 
@@ -160,13 +166,19 @@ def _manifest_from(d: dict, path: Path) -> Manifest:
         named[key] = exp.get(key) or []
         if not isinstance(named[key], list) or any(v not in variants for v in named[key]):
             raise UnreadableFile(path, f"experiment.{key}={named[key]!r} is not a list of variants", fix)
+    confirm, silence = exp.get("confirm_direction", False), exp.get("silence") or {}
+    if not isinstance(confirm, bool):
+        raise UnreadableFile(path, f"experiment.confirm_direction={confirm!r} is not true or false", fix)
+    if not isinstance(silence, dict) or any(not isinstance(v, str) for v in silence.values()):
+        raise UnreadableFile(path, f"experiment.silence={silence!r} is not a mapping of check -> reason", fix)
     experiment = Experiment(exp["name"], exp["baseline"], exp["metric"], exp["lower_is_better"],
                             {str(k): list(v or []) for k, v in variants.items()},
                             float(min_effect) if min_effect is not None else None,
                             {str(k): str(v) for k, v in secondary.items()}, hypothesis,
                             {str(k): v for k, v in notes.items()}, [str(v) for v in named["controls"]],
                             [str(v) for v in named["bundles"]],
-                            exp.get("design") if exp.get("design") in ("paired", "independent") else "auto")
+                            exp.get("design") if exp.get("design") in ("paired", "independent") else "auto",
+                            confirm, {str(k): v for k, v in silence.items()})
     runs = d.get("runs")
     if not isinstance(runs, list):
         raise UnreadableFile(path, "no 'runs' list", fix)

@@ -1,0 +1,97 @@
+"""What the checks across runs add to the report of a 1,000-run sweep: the same report with and without the
+integrity stage, side by side in one run (alternating, median of the repeats), ratio and added seconds.
+
+    python benchmarks/bench_integrity.py                  # 10 variants x 100 seeds, 100 curve points; target <= 1 s
+    python benchmarks/bench_integrity.py --repeats 5 --out benchmarks/results
+
+The sweep is synthetic (tests/helpers/synthetic_sweep.py: the files a real run writes) and has copies in it: one
+variant's finals equal the baseline's at every seed (its curves differ), so change_no_effect reads the curves, and
+every check runs its full path. "Without" empties sweeper.analysis.integrity.CHECKS for the timed call; the stage
+alone (check_sweep on the loaded evidence) is timed too.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT)]
+
+import sweeper.analysis.integrity as integrity  # noqa: E402
+from benchmarks._results import write_results  # noqa: E402
+from sweeper.analysis.analyze import analyze_sweep  # noqa: E402
+from sweeper.analysis.results import load_variant_changes  # noqa: E402
+from sweeper.report.write import write_report  # noqa: E402
+from tests.helpers.synthetic_sweep import write_sweep  # noqa: E402
+
+
+def report(root: Path, resamples: int, checks: list) -> tuple[float, int]:
+    """Seconds for analyze_sweep + write_report (no plots) with `checks` as the registered checks; findings."""
+    saved = list(integrity.CHECKS)
+    integrity.CHECKS[:] = checks
+    try:
+        t = time.perf_counter()
+        inp = analyze_sweep(root, n_resamples=resamples)
+        write_report(inp, root, plots=False)
+        return time.perf_counter() - t, len(inp.findings)
+    finally:
+        integrity.CHECKS[:] = saved
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--variants", type=int, default=10)
+    p.add_argument("--seeds", type=int, default=100)
+    p.add_argument("--points", type=int, default=100)
+    p.add_argument("--resamples", type=int, default=10_000)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--out", default=None, help="write bench_integrity.json/.md into this folder")
+    args = p.parse_args()
+
+    rng = np.random.default_rng(0)
+    finals = {f"v{i}": list(3.0 + 0.004 * i + 0.02 * rng.standard_normal(args.seeds)) for i in range(args.variants)}
+    finals["v1"] = list(finals["v0"])                   # copies of the baseline's finals: the curve path runs
+    n_runs = args.variants * args.seeds
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        root = write_sweep(Path(tmp) / "sweep", finals, curve_points=args.points, eval_every=10)
+        print(f"synthetic sweep: {n_runs} runs x {args.points} curve points written in {time.perf_counter() - t:.1f} s")
+        report(root, args.resamples, list(integrity.CHECKS))          # warm: imports, the manifest cache
+        with_s, without_s, found = [], [], 0
+        for _ in range(args.repeats):
+            s, found = report(root, args.resamples, list(integrity.CHECKS))
+            with_s.append(s)
+            without_s.append(report(root, args.resamples, [])[0])
+        inp = analyze_sweep(root, n_resamples=200)
+        changes, _ = load_variant_changes(root, inp.experiment.baseline)
+        ev = integrity.SweepEvidence(root, inp.experiment, inp.runs, inp.curves, changes)
+        stage = []
+        for _ in range(args.repeats):
+            t = time.perf_counter()
+            integrity.check_sweep(ev)
+            stage.append(time.perf_counter() - t)
+    w, wo, st = statistics.median(with_s), statistics.median(without_s), statistics.median(stage)
+    result = {"runs": n_runs, "curve_points": args.points, "curve_rows": int(len(inp.curves)),
+              "resamples": args.resamples, "repeats": args.repeats, "report_with_s": w, "report_without_s": wo,
+              "added_s": w - wo, "ratio": w / wo, "stage_alone_s": st, "findings": found,
+              "checks": [c.__name__ for c in integrity.CHECKS]}
+    lines = ["# Checks across runs: cost on the report of a 1,000-run sweep", "",
+             f"`python benchmarks/bench_integrity.py` ({n_runs} runs, {args.points} curve points each, "
+             f"{len(inp.curves):,} curve rows, {args.resamples} bootstrap resamples, median of {args.repeats}, "
+             f"report without plots; checks: {', '.join(result['checks'])})", "",
+             f"- report with the integrity stage: {w:.2f} s; without: {wo:.2f} s; added {w - wo:+.2f} s "
+             f"(ratio {w / wo:.3f}); target <= 1 s added: {'OK' if w - wo <= 1 else 'OVER TARGET'}",
+             f"- the stage alone (check_sweep on the loaded runs and curves): {st:.3f} s, {found} finding(s)"]
+    print("\n".join(lines[2:]))
+    if args.out:
+        write_results(args.out, "bench_integrity", result, lines)
+
+
+if __name__ == "__main__":
+    main()

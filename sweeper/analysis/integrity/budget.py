@@ -1,0 +1,108 @@
+"""Compute budget (class 5 of the checks across runs): arms that differ in training budget compare the change
+together with the compute. Named as a confound; where the logged curves allow, the arms are also compared at
+the common budget: the decision metric at the largest step every run of both arms logged.
+
+    budget_confound(ev)    # [Finding] per variant whose config changes a budget key (directly or by a group
+                           # swap), or whose runs' own last steps differ from the baseline's while the config
+                           # says equal (early stopping)
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+import sweeper.analysis.verdict as verdict
+from sweeper.analysis.integrity.evidence import SweepEvidence
+from sweeper.analysis.integrity.finding import Effect, Finding
+from sweeper.analysis.integrity.runs import metric_column, shown, usable, what_changes
+from sweeper.config.config_diff import Change
+
+BUDGET = re.compile(r"^(max_|num_|n_|total_|train_|training_)*(steps|iters|iterations|epochs|epoch|tokens|timesteps|"
+                    r"updates|time_limit|time|budget|samples|minutes|hours|steps_per_epoch)(_s|_min|_h)?$")
+NOT_TRAINING = re.compile(r"(^|_)(eval|evaluation|val|valid|validation|test|log|logging|warmup|ckpt|checkpoint|"
+                          r"save|print|decay|schedule|sampler|sampling|generate|generation)(_|$)")
+RATIO = 1.25               # arms' median last steps this far apart: not the same budget
+RESAMPLES = 2_000          # bootstrap resamples of the comparison at the common budget (a secondary figure)
+
+
+def budget_key(key: str) -> bool:
+    """train.steps, max_epochs, total_timesteps, optim.max_iters: yes; warmup_steps, eval.steps, lr_decay_steps: no."""
+    parts = key.lower().split(".")
+    return bool(BUDGET.match(parts[-1])) and not any(NOT_TRAINING.search(p) for p in parts)
+
+
+def _last_steps(ev: SweepEvidence, rows: pd.DataFrame) -> np.ndarray:
+    steps = pd.to_numeric(rows["steps"], errors="coerce").to_numpy(dtype=float)
+    if np.isnan(steps).any() and len(ev.curves):
+        logged = ev.curves.groupby("run_id")["step"].max()
+        steps = np.where(np.isnan(steps), rows["run_id"].map(logged).to_numpy(dtype=float), steps)
+    return steps[np.isfinite(steps)]
+
+
+def common_budget(ev: SweepEvidence, variant: str) -> str:
+    """The variant vs the baseline at the largest step every usable run of both logged the decision metric."""
+    baseline, metric = ev.experiment.baseline, ev.experiment.metric
+    ok = usable(ev) & ev.runs["variant"].isin([variant, baseline])
+    ids = ev.runs.loc[ok, "run_id"]
+    c = ev.curves[(ev.curves["metric"] == metric) & ev.curves["run_id"].isin(ids)] if len(ev.curves) else ev.curves
+    if not len(c) or c["run_id"].nunique() < len(ids):
+        return f"the curves do not allow a comparison at the common budget (not every run logged {metric})"
+    steps = set.intersection(*(set(g) for _, g in c.groupby("run_id")["step"]))
+    if not steps:
+        return f"the curves do not allow a comparison at the common budget (no step every run logged {metric} at)"
+    step = max(steps)
+    at = c[c["step"] == step].set_index("run_id")["value"]
+    rows = ev.runs[ok].copy()
+    rows[metric_column(ev)] = rows["run_id"].map(at).to_numpy(dtype=float)
+    an = verdict.analyze(rows, metric, ev.experiment.lower_is_better, [(variant, baseline)], n_resamples=RESAMPLES,
+                         design=ev.experiment.design)
+    cmp = an.comparisons[0]
+    arms = "; ".join(f"{a.variant} {shown(a.summary['mean'])}" for a in (an.arms[variant], an.arms[baseline]))
+    if cmp.decision_ci is None or cmp.delta is None:
+        return f"at the common budget (step {step}, the largest step every run logged): {arms}: {cmp.verdict}"
+    ci = cmp.decision_ci
+    return (f"at the common budget (step {step}, the largest step every run logged {metric} at): {arms}; "
+            f"difference {shown(cmp.delta.estimate)}, {ci.confidence:.0%} interval {shown(ci.low)} to "
+            f"{shown(ci.high)}, {cmp.primary.name} p={cmp.primary.pvalue:.3g} (this one comparison): {cmp.verdict}")
+
+
+def _why(ev: SweepEvidence, variant: str, changes: list[Change]) -> str | None:
+    keys = [c for c in changes if budget_key(c.key)]
+    if keys:
+        return f"{variant} changes the training budget: " + what_changes(ev, variant, keys)
+    ok = usable(ev)
+    mine = _last_steps(ev, ev.runs[ok & (ev.runs["variant"] == variant)])
+    base = _last_steps(ev, ev.runs[ok & (ev.runs["variant"] == ev.experiment.baseline)])
+    if not mine.size or not base.size:
+        return None
+    a, b = float(np.median(mine)), float(np.median(base))
+    if min(a, b) <= 0 or max(a, b) / min(a, b) < RATIO:
+        return None
+    spread = lambda x: f"{int(x.min())}" if x.min() == x.max() else f"{int(x.min())} to {int(x.max())}"  # noqa: E731
+    return (f"the config sets no different budget, but the runs' own last steps differ: {variant} stopped at step "
+            f"{spread(mine)} (median {a:g}), {ev.experiment.baseline} at {spread(base)} (median {b:g})")
+
+
+def budget_confound(ev: SweepEvidence) -> list[Finding]:
+    baseline = ev.experiment.baseline
+    if not baseline:
+        return []
+    out = []
+    for variant in dict.fromkeys(ev.runs["variant"]):
+        if variant == baseline:
+            continue
+        why = _why(ev, str(variant), ev.changes.get(variant, []))
+        if why is None:
+            continue
+        out.append(Finding(
+            "budget_confound", (str(variant),), f"{why}; {common_budget(ev, str(variant))}",
+            f"{variant} and {baseline} differ in training budget, so the comparison measures the change and the "
+            f"compute together: give both arms the same budget (steps, epochs, tokens, time), compare at the common "
+            f"budget shown here, or silence budget_confound with the reason (a compute-scaling study)",
+            Effect.NOT_COMPARABLE))
+    return out
+
+
+
