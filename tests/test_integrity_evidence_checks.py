@@ -266,6 +266,7 @@ def test_the_folder_snapshot_skips_sweep_dirs_hidden_and_caches_and_follows_no_l
     (tmp_path / "sweeps" / "s").mkdir(parents=True)
     (tmp_path / "sweeps" / "s" / "sweep.json").write_text("{}")
     (tmp_path / "sweeps" / "s" / "runs.txt").write_text("1")
+    (tmp_path / "sweeps" / "journal.md").write_text("1")              # the sweeper's journal beside the sweeps
     outside = tmp_path.parent / f"{tmp_path.name}_outside"
     outside.mkdir()
     (outside / "big.bin").write_text("1")

@@ -9,7 +9,8 @@ Kinds: created, modified, deleted; and `read` for a checkpoint-like file (CHECKP
 while its size and mtime did not (what a mount with relatime or strictatime shows of the first read after a
 write; under noatime nothing is read: no `read` is claimed).
 
-Skipped: sweep dirs (a folder holding a sweep manifest: this sweep's runs and any other sweep's), the run's own dir,
+Skipped: sweep dirs (a folder holding a sweep manifest: this sweep's runs and any other sweep's) and a folder of
+them near the top (sweeps/, where the sweeper writes the journal), the run's own dir,
 hidden entries (.git, .venv), __pycache__, virtual environments (pyvenv.cfg) and node_modules. A folder of more
 than MAX_FILES files (or deeper than MAX_DEPTH) is not watched (None): the check stays silent rather than guess.
 sweeper.run.command records the result in RUN_DIR/isolation.json (sweeper.run.files.isolation).
@@ -53,7 +54,7 @@ def snapshot(root: str | Path, skip: list[str | Path] = ()) -> Snapshot | None:
                 continue
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if os.path.realpath(entry.path) not in skip_real:
+                    if os.path.realpath(entry.path) not in skip_real and not (depth < 2 and _holds_sweeps(entry.path)):
                         stack.append((entry.path, depth + 1))
                     continue
                 st = entry.stat(follow_symlinks=False)
@@ -63,6 +64,20 @@ def snapshot(root: str | Path, skip: list[str | Path] = ()) -> Snapshot | None:
             if len(found) > MAX_FILES:
                 return None
     return found
+
+
+def _holds_sweeps(folder: str, limit: int = 200) -> bool:
+    """A folder of sweep dirs (sweeps/): their journal is written there by the sweeper, not by a run."""
+    try:
+        with os.scandir(folder) as it:
+            for i, entry in enumerate(it):
+                if i >= limit:
+                    return False
+                if entry.is_dir(follow_symlinks=False) and os.path.exists(os.path.join(entry.path, MANIFEST)):
+                    return True
+    except OSError:
+        return False
+    return False
 
 
 def changed(before: Snapshot | None, after: Snapshot | None) -> list[tuple[str, str, int]] | None:
