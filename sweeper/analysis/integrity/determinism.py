@@ -28,10 +28,18 @@ TIMING = re.compile(r"(time|per_s|_s$|sec|throughput|speed|elapsed|wall|rss|mem|
 Curve = dict[tuple[str, int], float]
 
 
-def _curve_of(curves: pd.DataFrame, run_id: str) -> Curve:
-    mine = curves[curves["run_id"] == run_id] if len(curves) else curves
-    return {(m, int(s)): float(v) for m, s, v in zip(mine["metric"], mine["step"], mine["value"])
-            if not TIMING.search(str(m))}
+class _Curves:
+    """Each run's logged curves (timings left out), grouped once: run_id -> {(metric, step): value}."""
+
+    def __init__(self, curves: pd.DataFrame, run_ids: set[str]):
+        mine = curves[curves["run_id"].isin(run_ids)] if len(curves) else curves
+        self.by_run: dict[str, Curve] = {}
+        for r, m, s, v in zip(mine["run_id"], mine["metric"], mine["step"], mine["value"]):
+            if not TIMING.search(str(m)):
+                self.by_run.setdefault(r, {})[(m, int(s))] = float(v)
+
+    def __call__(self, run_id: str) -> Curve:
+        return self.by_run.get(run_id, {})
 
 
 def _curve_of_records(records: list[dict]) -> Curve:
@@ -72,14 +80,18 @@ def nondeterminism(ev: SweepEvidence) -> list[Finding]:
     base = {int(r["seed"]): r for _, r in rows[rows["variant"] == exp.baseline].iterrows()}
     finals = np.array([float(r[column]) for r in base.values()], dtype=float)
     spread = float(np.std(finals[np.isfinite(finals)], ddof=1)) if np.isfinite(finals).sum() > 1 else math.nan
+    controls = [c for c in exp.controls if c != exp.baseline and c in exp.variants and not ev.changes.get(c)]
+    probes = probe_dirs(ev.sweep_dir)                  # controls that change the config are not A/A controls
+    if not controls and not probes:
+        return []
+    wanted = rows[rows["variant"].isin([exp.baseline, *controls])]
+    curve_of = _Curves(ev.curves, set(wanted["run_id"]))
     out = []
-    for control in exp.controls:
-        if control == exp.baseline or control not in exp.variants or ev.changes.get(control):
-            continue                                   # not an A/A control of the baseline (it changes its config)
+    for control in controls:
         mine = {int(r["seed"]): r for _, r in rows[rows["variant"] == control].iterrows()}
         pairs = [(s, base[s], mine[s]) for s in sorted(set(base) & set(mine))]
-        found = _differences([(s, float(b[column]), float(c[column]), _curve_of(ev.curves, b["run_id"]),
-                               _curve_of(ev.curves, c["run_id"])) for s, b, c in pairs])
+        found = _differences([(s, float(b[column]), float(c[column]), curve_of(b["run_id"]), curve_of(c["run_id"]))
+                              for s, b, c in pairs])
         if found:
             seeds, deltas, what = found
             out.append(Finding(
@@ -90,7 +102,7 @@ def nondeterminism(ev: SweepEvidence) -> list[Finding]:
                 f"the same seeds; seed every random source from the run's seed (data order, augmentation, an "
                 f"unseeded random/np.random) and use deterministic kernels, or silence nondeterminism with the "
                 f"reason", Effect.WARN))
-    for variant, seed, rd in probe_dirs(ev.sweep_dir):
+    for variant, seed, rd in probes:
         original = base.get(seed) if variant == exp.baseline else None
         if original is None:
             continue
@@ -103,7 +115,7 @@ def nondeterminism(ev: SweepEvidence) -> list[Finding]:
             continue
         again = float(summary.final[exp.metric]) if isinstance(summary.final.get(exp.metric), (int, float)) \
             else math.nan
-        found = _differences([(seed, float(original[column]), again, _curve_of(ev.curves, original["run_id"]),
+        found = _differences([(seed, float(original[column]), again, curve_of(original["run_id"]),
                                _curve_of_records(records))])
         if found:
             _, deltas, what = found
