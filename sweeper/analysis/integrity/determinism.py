@@ -25,38 +25,45 @@ from sweeper.plan.probe import probe_dirs
 from sweeper.run.files.rundir import Status, UnreadableFile
 
 TIMING = re.compile(r"(time|per_s|_s$|sec|throughput|speed|elapsed|wall|rss|mem|util)", re.IGNORECASE)
-Curve = dict[tuple[str, int], float]
 
 
 class _Curves:
-    """Each run's logged curves (timings left out), grouped once: run_id -> {(metric, step): value}."""
+    """Each run's logged curves (timings left out), grouped once: run_id -> (metrics, steps, values), sorted."""
 
     def __init__(self, curves: pd.DataFrame, run_ids: set[str]):
-        mine = curves[curves["run_id"].isin(run_ids)] if len(curves) else curves
-        self.by_run: dict[str, Curve] = {}
-        for r, m, s, v in zip(mine["run_id"], mine["metric"], mine["step"], mine["value"]):
-            if not TIMING.search(str(m)):
-                self.by_run.setdefault(r, {})[(m, int(s))] = float(v)
+        if not len(curves):
+            self.by_run: dict[str, tuple] = {}
+            return
+        mine = curves[curves["run_id"].isin(run_ids)]
+        timing = [m for m in mine["metric"].unique() if TIMING.search(str(m))]
+        mine = mine[~mine["metric"].isin(timing)] if timing else mine
+        mine = mine.sort_values(["run_id", "metric", "step"], kind="stable")
+        metric, step, value = (mine[c].to_numpy() for c in ("metric", "step", "value"))
+        self.by_run = {r: (metric[i], step[i], value[i].astype(float))
+                       for r, i in mine.groupby("run_id", sort=False).indices.items()}
 
-    def __call__(self, run_id: str) -> Curve:
-        return self.by_run.get(run_id, {})
+    def __call__(self, run_id: str) -> tuple:
+        empty = np.array([], dtype=object)
+        return self.by_run.get(run_id, (empty, empty, np.array([], dtype=float)))
 
 
-def _curve_of_records(records: list[dict]) -> Curve:
-    out: Curve = {}
-    for rec in records:
-        for key, v in rec.items():
-            if key != "step" and not TIMING.search(key) and isinstance(v, (int, float)) and not isinstance(v, bool):
-                out[(key, int(rec["step"]))] = float(v)
-    return out
+def _curve_of_records(records: list[dict]) -> tuple:
+    """A probe's metrics lines as _Curves gives a run's curve (sorted by metric, then step)."""
+    points = sorted((key, int(rec["step"]), float(v)) for rec in records for key, v in rec.items()
+                    if key != "step" and not TIMING.search(key) and isinstance(v, (int, float))
+                    and not isinstance(v, bool))
+    return (np.array([p[0] for p in points], dtype=object), np.array([p[1] for p in points]),
+            np.array([p[2] for p in points], dtype=float))
 
 
 def _same(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
 
-def _curves_differ(a: Curve, b: Curve) -> bool:
-    return set(a) != set(b) or any(not _same(a[k], b[k]) for k in a)
+def _curves_differ(a: tuple, b: tuple) -> bool:
+    """Other points, or another value at any point (NaN equals NaN: bitwise the same run logs the same NaN)."""
+    return not (len(a[0]) == len(b[0]) and np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+                and np.array_equal(a[2], b[2], equal_nan=True))
 
 
 def _noise(deltas: list[float], spread_sd: float) -> str:
@@ -77,8 +84,8 @@ def nondeterminism(ev: SweepEvidence) -> list[Finding]:
     column = f"final_{exp.metric}"
     if not exp.baseline or column not in rows:
         return []
-    base = {int(r["seed"]): r for _, r in rows[rows["variant"] == exp.baseline].iterrows()}
-    finals = np.array([float(r[column]) for r in base.values()], dtype=float)
+    base = _by_seed(rows, exp.baseline, column)
+    finals = np.array([final for _, final in base.values()], dtype=float)
     spread = float(np.std(finals[np.isfinite(finals)], ddof=1)) if np.isfinite(finals).sum() > 1 else math.nan
     controls = [c for c in exp.controls if c != exp.baseline and c in exp.variants and not ev.changes.get(c)]
     probes = probe_dirs(ev.sweep_dir)                  # controls that change the config are not A/A controls
@@ -88,10 +95,9 @@ def nondeterminism(ev: SweepEvidence) -> list[Finding]:
     curve_of = _Curves(ev.curves, set(wanted["run_id"]))
     out = []
     for control in controls:
-        mine = {int(r["seed"]): r for _, r in rows[rows["variant"] == control].iterrows()}
+        mine = _by_seed(rows, control, column)
         pairs = [(s, base[s], mine[s]) for s in sorted(set(base) & set(mine))]
-        found = _differences([(s, float(b[column]), float(c[column]), curve_of(b["run_id"]), curve_of(c["run_id"]))
-                              for s, b, c in pairs])
+        found = _differences([(s, b[1], c[1], curve_of(b[0]), curve_of(c[0])) for s, b, c in pairs])
         if found:
             seeds, deltas, what = found
             out.append(Finding(
@@ -115,8 +121,7 @@ def nondeterminism(ev: SweepEvidence) -> list[Finding]:
             continue
         again = float(summary.final[exp.metric]) if isinstance(summary.final.get(exp.metric), (int, float)) \
             else math.nan
-        found = _differences([(seed, float(original[column]), again, curve_of(original["run_id"]),
-                               _curve_of_records(records))])
+        found = _differences([(seed, original[1], again, curve_of(original[0]), _curve_of_records(records))])
         if found:
             _, deltas, what = found
             out.append(Finding(
@@ -129,7 +134,13 @@ def nondeterminism(ev: SweepEvidence) -> list[Finding]:
     return out
 
 
-def _differences(pairs: list[tuple[int, float, float, Curve, Curve]]) -> tuple[list[int], list[float], str] | None:
+def _by_seed(rows: pd.DataFrame, variant: str, column: str) -> dict[int, tuple[str, float]]:
+    """seed -> (run_id, final) of a variant's finished runs."""
+    mine = rows[rows["variant"] == variant]
+    return {int(s): (r, float(f)) for s, r, f in zip(mine["seed"], mine["run_id"], mine[column])}
+
+
+def _differences(pairs: list[tuple[int, float, float, tuple, tuple]]) -> tuple[list[int], list[float], str] | None:
     """(seeds that differ, final differences, what differs) over (seed, final a, final b, curve a, curve b)."""
     seeds, deltas, finals, curves = [], [], 0, 0
     for seed, a, b, ca, cb in pairs:

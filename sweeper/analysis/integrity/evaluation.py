@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import re
 
-import pandas as pd
-
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
-from sweeper.analysis.integrity.recorded import finished, value
+from sweeper.analysis.integrity.recorded import finished
 from sweeper.config.config_diff import Change
 from sweeper.run.evaluation import EVAL_KEY
 
@@ -39,14 +37,17 @@ def evaluation_keys(changes: list[Change]) -> list[Change]:
     return [c for c in changes if is_evaluation_key(c.key)]
 
 
-def _prints(rows: pd.DataFrame) -> dict[int, str]:
-    """seed -> the run's evaluation fingerprint (runs that recorded one)."""
-    return {int(r["seed"]): str(value(r, EVAL_KEY)) for _, r in rows.iterrows() if value(r, EVAL_KEY) is not None}
-
-
 def _prints_by_arm(ev: SweepEvidence) -> dict[str, dict[int, str]]:
+    """variant -> seed -> the run's evaluation fingerprint (finished runs that recorded one)."""
     rows = finished(ev.runs)
-    return {v: _prints(g) for v, g in rows.groupby("variant", sort=False)} if f"fp_{EVAL_KEY}" in rows else {}
+    column = f"fp_{EVAL_KEY}"
+    out: dict[str, dict[int, str]] = {}
+    if column not in rows:
+        return out
+    for variant, seed, value in zip(rows["variant"], rows["seed"], rows[column]):
+        if value is not None and value == value:        # NaN: the run recorded none
+            out.setdefault(variant, {})[int(seed)] = str(value)
+    return out
 
 
 def evaluation_varies_with_seed(ev: SweepEvidence) -> list[Finding]:

@@ -16,7 +16,6 @@ Findings:
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
@@ -29,21 +28,35 @@ PER_RUN = ("{out_dir}", "{run_dir}")
 SHOWN = 5
 
 
+def _inside(sweep_dir: str, rel: str, checked: dict[str, bool]) -> str | None:
+    """The run dir `rel` when it lies in the sweep dir with no link on the way (a link is never followed out of
+    it), else None; the folders above it are checked once per report (`checked`)."""
+    path = sweep_dir
+    for part in rel.split("/"):
+        if part in ("..", "") or os.sep in part:
+            return None
+        path = os.path.join(path, part)
+        if path not in checked:
+            checked[path] = not os.path.islink(path)
+        if not checked[path]:
+            return None
+    return path
+
+
 def _records(ev: SweepEvidence) -> list[tuple[str, int, str, IsolationRecord]]:
     """(variant, seed, label, record) of every run that recorded one, its run dir inside the sweep dir."""
-    root = os.path.realpath(ev.sweep_dir)
-    out = []
-    for _, row in ev.runs.iterrows():
-        path = Path(ev.sweep_dir) / str(row["run_dir"])
-        real = os.path.realpath(path)
-        if os.path.commonpath([root, real]) != root:       # a link out of the sweep dir: not followed
+    sweep_dir, checked, out = str(ev.sweep_dir), {}, []
+    runs = ev.runs
+    for variant, seed, rel in zip(runs["variant"], runs["seed"], runs["run_dir"]) if len(runs) else ():
+        path = _inside(sweep_dir, str(rel), checked)
+        if path is None:
             continue
         try:
-            record = read_isolation(real)
+            record = read_isolation(path)
         except UnreadableFile:
             continue
         if record is not None and record.watched:
-            out.append((row["variant"], int(row["seed"]), f"{row['variant']}/seed_{int(row['seed'])}", record))
+            out.append((variant, int(seed), f"{variant}/seed_{int(seed)}", record))
     return out
 
 

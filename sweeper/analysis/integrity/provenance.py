@@ -12,15 +12,9 @@ import pandas as pd
 
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
-from sweeper.analysis.integrity.recorded import finished, runs_label, value
+from sweeper.analysis.integrity.recorded import finished, runs_label
 
 KEYS = ("code_commit", "code_dirty", "code_diff", "script_sha256")
-
-
-def identity(row: pd.Series) -> tuple | None:
-    """(commit, dirty, diff hash, script hash) of a run; None when it recorded none of them (an older run)."""
-    ident = tuple(value(row, k) for k in KEYS)
-    return None if all(v is None for v in ident) else ident
 
 
 def describe(ident: tuple) -> str:
@@ -35,7 +29,9 @@ def _codes(ev: SweepEvidence) -> tuple[pd.DataFrame, pd.Series, list[tuple]]:
     rows = finished(ev.runs)
     if not len(rows) or not any(f"fp_{k}" in rows for k in KEYS):
         return rows.iloc[0:0], pd.Series(dtype=object), []
-    idents = pd.Series([identity(r) for _, r in rows.iterrows()], index=rows.index, dtype=object)
+    columns = [rows[f"fp_{k}"] if f"fp_{k}" in rows else [None] * len(rows) for k in KEYS]
+    idents = [tuple(None if v is None or v != v else v for v in values) for values in zip(*columns)]
+    idents = pd.Series([None if all(v is None for v in i) else i for i in idents], index=rows.index, dtype=object)
     known = idents.notna().to_numpy()
     return rows[known], idents[known], list(dict.fromkeys(idents[known]))
 

@@ -10,6 +10,7 @@ entries (`n_changed` counts them all). The report's run-isolation check reads it
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def write_isolation(run_dir: str | Path, record: IsolationRecord) -> None:
 
 
 def read_isolation(run_dir: str | Path) -> IsolationRecord | None:
-    path = Path(run_dir) / ISOLATION
+    path = os.path.join(run_dir, ISOLATION)          # a string path: a report reads 1,000s of these
     raw = load_json_file(path, "run isolation record", "delete it")
     if raw is None:
         return None
