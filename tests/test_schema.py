@@ -179,6 +179,7 @@ WITHOUT_RANGE = (
         "sweeper.audit",
         "sweeper.report",
         "sweeper.tensorboard",
+        "sweeper.determinism_probe",
         "launcher.devices",
         "launcher.cpu_only",
         "launcher.stall_kill",
@@ -281,8 +282,8 @@ def test_an_out_of_range_value_is_one_line_naming_the_key(key, args, says, tmp_p
         (["launcher=slurm", "launcher.wait=maybe"], "launcher.wait='maybe': expected a boolean (true or false)"),
         (
             ["sweeper.typo=1"],
-            "unknown config key 'sweeper.typo'; keys of sweeper are: adaptive, audit, baseline_first, dir, dry_run, "
-            "extend, journal, max_runs, one_change, "
+            "unknown config key 'sweeper.typo'; keys of sweeper are: adaptive, audit, baseline_first, "
+            "determinism_probe, dir, dry_run, extend, journal, max_runs, one_change, "
             "preflight, report, tensorboard",
         ),
         (

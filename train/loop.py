@@ -119,6 +119,8 @@ def main(run, on_step: OnStep | None = None) -> dict:
     trainer = Trainer(cfg, run.streams, run.rank_streams, DataParallel(run.rank, run.world_size))
     run.record_env(device=device_name(trainer.device))
     run.extra["determinism"] = trainer.flags
+    run.eval_fingerprint({"val_tokens": trainer.corpus.val, "context": cfg.model.context,     # what it is evaluated
+                          "eval_batches": cfg.train.eval_batches, "batch_size": cfg.train.batch_size})  # on
     state = run.load_checkpoint(fingerprint=trainer.fingerprint)
     loop = {"recent": [], "val_loss": math.nan}
     if state is not None:

@@ -35,6 +35,7 @@ from sweeper.config.sweep import Sweep, check_task_started, compose_sweep
 from sweeper.errors import UsageError
 from sweeper.execute.launch import fix_launch
 from sweeper.execute.preflight import check_preflight_options
+from sweeper.plan.code_change import code_change
 from sweeper.plan.make import Plan, check_size, format_plan, make_plan, reconcile
 from sweeper.plan.paths import check_paths
 from sweeper.report.end import run_to_end
@@ -81,6 +82,10 @@ def prepare(argv: list[str]):
     plan = make_plan(sweep, seeds)
     check_paths(plan, writable=not sweep.sweeper.dry_run)     # before its dir is read: a file there, a name too long
     plan = reconcile(plan, extend=sweep.sweeper.extend)
+    if sweep.sweeper.extend:                       # onto changed code: one line, before anything starts
+        changed = code_change(plan)
+        if changed:
+            print(f"sweeper: warning: {changed}", file=sys.stderr, flush=True)
     check_paths(plan, writable=not sweep.sweeper.dry_run)
     check_task_started(sweep, alongside=lambda: backend.probe(conf))
     return fix_launch(plan, backend, conf), backend, conf

@@ -26,7 +26,14 @@ CHECK_NAMES: dict[str, str] = {
     "selected_final": "the final is the best of the run's evaluations, not the last one",
     "no_spread": "every run of every arm at one value: the metric cannot tell the arms apart",
     "broken_baseline": "the baseline has no usable seed: nothing can be compared with it",
-    # classes 4, 7, 10, 11 (evaluation identity, determinism, code provenance, run isolation) add their names here
+    "evaluation_identity": "an arm evaluated on other data than the baseline (its evaluation fingerprint, or a "
+                           "changed val/eval/test key)",
+    "evaluation_varies_with_seed": "an arm evaluated on other data at each seed (a validation split drawn from the "
+                                   "seed)",
+    "nondeterminism": "the same config at the same seed gave other numbers (an A/A control, the determinism probe)",
+    "mixed_code": "runs of the sweep on different commits, uncommitted changes or script hashes",
+    "shared_checkpoint": "a run loaded a checkpoint another run wrote outside its run dir",
+    "writes_outside_run_dir": "runs changed files in the project folder outside their run dirs",
 }
 
 # Words of a metric's name (split at '_', '-', '.', '/', digits and camelCase) that say which way is better.

@@ -60,6 +60,7 @@ class SweeperConf:
     one_change: str = one_of("warn", ("warn", "error", "off"))  # a variant with several declared changes: warn | error | off
     baseline_first: bool = True    # the baseline's health preflight (task.preflight) passes before any variant launches
     adaptive: AdaptiveConf = field(default_factory=AdaptiveConf)   # seeds=adaptive: looks, batch, max seeds
+    determinism_probe: bool = False   # after the baseline ran, run one baseline seed again (SWEEP_DIR/probe/): the report compares it bitwise
     journal: Optional[str] = None  # experiment journal (DIR/journal.md + .jsonl); default beside the sweeps; 'off': none
 
     def __post_init__(self) -> None:

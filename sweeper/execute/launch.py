@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from sweeper.backends.progress import Progress
 from sweeper.execute.preflight import run_preflights
+from sweeper.execute.probe import run_probe
 from sweeper.plan.lock import sweep_lock
 from sweeper.plan.make import Plan, keep_recorded_launch, repair_stale, write_plan
 
@@ -54,4 +55,7 @@ def execute_sweep(plan: Plan, backend, conf, argv: list[str], state: dict) -> di
                      f"({len(plan.experiment.variants)} variants x {len(plan.seeds)} seeds)")
         for note in plan.notes:
             progress.log(f"note: {note}")
-        return launch_plan(plan, backend, conf, argv, progress, state)
+        statuses = launch_plan(plan, backend, conf, argv, progress, state)
+        if statuses is not None and plan.sweep.sweeper.determinism_probe:
+            run_probe(plan, backend, conf, statuses)
+        return statuses

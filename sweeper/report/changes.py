@@ -10,6 +10,7 @@ config.yaml);
 """
 from __future__ import annotations
 
+from sweeper.analysis.integrity.evaluation import evaluation_keys, is_evaluation_key
 from sweeper.config.config_diff import Change, Declared, describe, group_changes, show
 
 
@@ -29,6 +30,9 @@ def terminal_lines(changes: dict[str, list[Change]], declared: dict[str, list[De
             flag = "  (identical run config: an A/A control)"
         elif n_declared(mine, declared.get(variant, [])) > 1:
             flag = f"  ({n_declared(mine, declared.get(variant, []))} changes)"
+        evaluated = evaluation_keys(mine)
+        if evaluated:                     # the arms are not evaluated on the same data (integrity: evaluation)
+            flag += f"  (changes the evaluation: {', '.join(c.key for c in evaluated)})"
         out.append(f"  {variant}: {describe(mine, declared.get(variant, []))}{flag}")
     return out
 
@@ -50,7 +54,8 @@ def markdown_section(changes: dict[str, list[Change]], declared: dict[str, list[
             for c in group:
                 old = "(absent)" if c.kind == "added" else f"`{show(c.old)}`"
                 new = "(absent)" if c.kind == "removed" else f"`{show(c.new)}`"
-                md.append(f"| {variant} | {_cell(override or '(not declared)')} | `{c.key}` | {_cell(old)} | "
+                key = f"`{c.key}`" + (" (evaluation)" if is_evaluation_key(c.key) else "")
+                md.append(f"| {variant} | {_cell(override or '(not declared)')} | {key} | {_cell(old)} | "
                           f"{_cell(new)} |")
     n = {v: n_declared(c, declared.get(v, [])) for v, c in changes.items()}
     several = [v for v, k in n.items() if k > 1]

@@ -199,7 +199,9 @@ def render(entries: list[dict]) -> str:
           f"Written by sweeper from {RECORD} (edit conclusions with `python -m sweeper.journal conclude`).", ""]
     for e in reversed(entries):
         code = e.get("code") or {}
-        commit = (code.get("commit") or "unknown")[:12] + (" (dirty)" if code.get("dirty") else "")
+        commits = [c[:12] for c in (code.get("commit") or "unknown").split(", ")]     # every commit the runs ran
+        commit = ", ".join(commits) + (" (mixed code)" if len(commits) > 1 else "") + \
+            (" (dirty)" if code.get("dirty") else "")
         md += [f"## {str(e.get('created', ''))[:16]} {e.get('experiment', '')}: {e.get('sweep', '')}", "",
                f"- hypothesis: {e.get('hypothesis') or '(none stated: set experiment.hypothesis)'}",
                f"- code: {commit}; metric: {e.get('metric')} "

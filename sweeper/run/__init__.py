@@ -12,6 +12,7 @@
             sys.exit(run.interrupt(step))       # exit 75: the next launch resumes, bitwise
         ...
         run.log(step, train_loss=loss)          # the run's metrics (+ TensorBoard with sweeper.tensorboard=true)
+    run.eval_fingerprint(val_ids)               # once: what the run is evaluated on (the report compares arms)
     run.finish(val_loss=val)                    # its summary: the numbers the decision table is made of
 
 A run of several processes (launcher.ranks_per_run=N: data-parallel ranks, torchrun's environment) is one
@@ -43,8 +44,10 @@ from sweeper.run.checkpoint import (
     save_checkpoint,
 )
 from sweeper.run.envinfo import cuda_device_count, device_model, environment_record, thread_count, versions
+from sweeper.run.evaluation import EVAL_KEY, fingerprint_of
 from sweeper.run.files.owner import process_identity
 from sweeper.run.files.rundir import EXIT_INTERRUPTED, KEEP, RunDir, Status, Summary, UnreadableFile, stable_hash
+from sweeper.run.provenance import code_record
 from sweeper.run.ranks import RankedRun, Ranks, any_rank, barrier, gather_to_main, grouped, leave_group
 from sweeper.run.stopping import StopRequest
 from sweeper.run.streams import STREAMS, SeedStreams, capture_rng_states, restore_rng_states
@@ -97,6 +100,7 @@ class Run(RankedRun):
         self._health_saved: dict | None = None
         self._tb_enabled, self._tb = tensorboard, None
         self._fingerprint: dict = {}
+        self._recorded: dict = {}                      # the summary's code and evaluation records (not checkpoints')
         self.env: dict = {}                            # what record_env() wrote to the run's env record
         self.finished = self._already_finished()
         self.stop = StopRequest()
@@ -108,6 +112,7 @@ class Run(RankedRun):
             if not rundir.has_checkpoint():
                 rundir.keep_metrics_until(None)       # a fresh start: earlier lines would be duplicates
         self.record_env()
+        self._recorded.update(code_record(self.env.get("git")))     # the code it runs (sweeper.run.provenance)
         if threading.current_thread() is threading.main_thread():
             self.stop.__enter__()
 
@@ -208,6 +213,15 @@ class Run(RankedRun):
         self.env = environment_record(device)
         self.dir.write_env(self.env, rank=self.rank)  # env.json; rank r > 0: env.rank<r>.json
         return self.env
+
+    def eval_fingerprint(self, data: Any = None, *, fingerprint: str | None = None) -> str:
+        """Hash what this run is evaluated on, once per run (where the validation set is built): the examples,
+        a map-style dataset or their ids (sweeper.run.evaluation.fingerprint_of), or your own `fingerprint`
+        string. The summary records it (fingerprint.eval_fingerprint) and the report checks that every arm and
+        seed was evaluated on the same data. Returns the fingerprint."""
+        value = str(fingerprint) if fingerprint is not None else fingerprint_of(data)
+        self._recorded[EVAL_KEY] = value
+        return value
 
     # -- checkpoints ------------------------------------------------------------------------------------------
     def fingerprint(self, extra: Mapping | None = None) -> dict:
@@ -334,7 +348,8 @@ class Run(RankedRun):
         summary = Summary(status=status, final={k: _plain(v) for k, v in final.items()}, steps=steps,
                           wall_time_s=wall, run_id=self.run_id, experiment=self.experiment,
                           variant=self.variant, seed=self.seed, config_hash=self.config_hash,
-                          fingerprint={**(self._fingerprint or self.fingerprint()), **self._stream_record()},
+                          fingerprint={**(self._fingerprint or self.fingerprint()), **self._stream_record(),
+                                       **self._recorded},
                           env=self.env,
                           extra={**self.extra, "cost": {**measured, **{k: _plain(v) for k, v in (cost or {}).items()}}})
         if self.is_main:

@@ -32,8 +32,11 @@ from pathlib import Path
 import yaml
 
 from sweeper.run import init
+from sweeper.run.evaluation import EVAL_KEY
 from sweeper.run.files.atomic import atomic_write_text
 from sweeper.run.files.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, RunDir, Status
+from sweeper.run.folder_watch import FolderWatch
+from sweeper.run.provenance import script_of, set_script
 from sweeper.run.reported import read_reported
 
 OUT = "out"                      # RUN_DIR/out: the folder a zero-glue script writes to ({out_dir})
@@ -198,6 +201,8 @@ def run_command(argv: list[str]) -> int:
     t0 = time.time()
     rd.update_status(Status.RUNNING, started=t0, ended=None, error=None, exit_code=None, pid=os.getpid(),
                      glue="command")
+    set_script(script_of(words))                 # the code it runs, for its summary (sweeper.run.provenance)
+    watch = FolderWatch(rd.path)                  # what it changes outside its run dir (isolation.json)
     previous = {sig: signal.signal(sig, _stop) for sig in STOP_SIGNALS}
     stopped = None
     try:
@@ -207,6 +212,7 @@ def run_command(argv: list[str]) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        watch.done()
     sys.stdout.flush()
     sys.stderr.flush()
     record = rd.read_status()
@@ -244,10 +250,15 @@ def _finish(rd, text: str, sources: list[str], prefix: str | None, out_dir: Path
     got = read_reported(text, sources, prefix, base=out_dir, out_dir=out_dir)
     for note in got.notes:
         print(f"sweeper: {note}", flush=True)
+    evaluated = got.final.pop(EVAL_KEY, None)        # the documented key: what it was evaluated on, not a metric
     run = init(rd.path, record_crashes=False)
     run._t0 = t0                                     # wall time of the script, not of this bookkeeping
+    if evaluated is not None:
+        run.eval_fingerprint(fingerprint=str(evaluated))
     for record in got.steps:
-        run.log(record["step"], **{k: v for k, v in record.items() if k != "step"})
+        values = {k: v for k, v in record.items() if k not in ("step", EVAL_KEY)}
+        if values:
+            run.log(record["step"], **values)
     run.extra["reported_by"] = "command output (zero glue)"
     run.extra["metric_sources"] = got.sources        # the summary's record of where each final was read
     run.finish(got.final, steps=max((r["step"] for r in got.steps), default=None))

@@ -21,6 +21,8 @@ from typing import Callable
 
 from sweeper.run import ConfigError, FingerprintMismatch, init
 from sweeper.run.files.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, RunDir, Status, UnreadableFile
+from sweeper.run.folder_watch import FolderWatch
+from sweeper.run.provenance import set_script
 
 ENTRY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
@@ -75,6 +77,22 @@ def run_entry(entry: str, run_dir: str) -> int:
         RunDir(run_dir).update_status(Status.FAILED, error=f"entry point {entry} does not load: "
                                       f"{type(e).__name__}: {e}", exit_code=EXIT_CONFIG)
         return EXIT_CONFIG
+    set_script(_source_file(fn))                  # the code it runs, for its summary (sweeper.run.provenance)
+    watch = FolderWatch(run_dir)                  # what it changes outside its run dir (isolation.json)
+    try:
+        return _run(fn, entry, run_dir)
+    finally:
+        watch.done()
+
+
+def _source_file(fn: Callable) -> str | None:
+    try:
+        return inspect.getsourcefile(fn)
+    except TypeError:                             # a builtin: no file of the user's
+        return None
+
+
+def _run(fn: Callable, entry: str, run_dir: str) -> int:
     try:
         run = init(run_dir, record_crashes=False)
     except (ConfigError, UnreadableFile) as e:

@@ -41,11 +41,16 @@ def _run(check: Check, ev: SweepEvidence) -> list[Finding]:
 from sweeper.analysis.integrity.baseline import broken_baseline  # noqa: E402  (the checks import the types above)
 from sweeper.analysis.integrity.budget import budget_confound  # noqa: E402
 from sweeper.analysis.integrity.copies import change_no_effect, seeds_no_effect  # noqa: E402
+from sweeper.analysis.integrity.determinism import nondeterminism  # noqa: E402
 from sweeper.analysis.integrity.direction import metric_direction  # noqa: E402
+from sweeper.analysis.integrity.evaluation import evaluation_identity, evaluation_varies_with_seed  # noqa: E402
+from sweeper.analysis.integrity.isolation import shared_checkpoint, writes_outside_run_dir  # noqa: E402
+from sweeper.analysis.integrity.provenance import mixed_code  # noqa: E402
 from sweeper.analysis.integrity.selection import selected_final  # noqa: E402
 from sweeper.analysis.integrity.spread import no_spread  # noqa: E402
 
-CHECKS += [broken_baseline, metric_direction, seeds_no_effect, change_no_effect, budget_confound, selected_final,
-           no_spread]
+CHECKS += [broken_baseline, metric_direction, seeds_no_effect, change_no_effect, evaluation_identity, budget_confound,
+           mixed_code, shared_checkpoint, selected_final, no_spread, nondeterminism, evaluation_varies_with_seed,
+           writes_outside_run_dir]
 
 __all__ = ["CHECKS", "Check", "Effect", "Finding", "SweepEvidence", "check_sweep"]

@@ -1,0 +1,109 @@
+"""Evaluation identity: the arms of a comparison must be evaluated on the same data. Two kinds of evidence:
+each run's evaluation fingerprint (sweeper.run.evaluation: the run API's run.eval_fingerprint(...), or the
+`eval_fingerprint` JSON key a task.command prints) compared across arms at each seed, and the variant's config
+changes that touch evaluation keys (a val/eval/test/valid name, directly or through a group swap). Torch-free.
+
+    evaluation_identity(ev), evaluation_varies_with_seed(ev)     # the two checks (their findings' names)
+    evaluation_keys(changes)       # the Change's of a variant that touch the evaluation (the changes table marks them)
+
+Effects: an arm evaluated on other data than the baseline (other fingerprints at the same seeds, or a changed
+evaluation key) -> `not comparable`; an arm whose fingerprint varies across its seeds while each seed matches
+the baseline's (a per-seed validation split) -> a warning.
+"""
+from __future__ import annotations
+
+import re
+
+from sweeper.analysis.integrity.evidence import SweepEvidence
+from sweeper.analysis.integrity.finding import Effect, Finding
+from sweeper.analysis.integrity.recorded import finished
+from sweeper.config.config_diff import Change
+from sweeper.run.evaluation import EVAL_KEY
+
+EVAL_WORDS = frozenset({"val", "valid", "validation", "eval", "evaluation", "evaluate", "test", "dev", "holdout",
+                        "heldout"})
+NOT_DATA = frozenset({"interval", "every", "freq", "frequency", "period", "log", "print", "patience"})
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+def is_evaluation_key(key: str) -> bool:
+    """`data.val_size`, `eval.n_examples`, `test_split`: a key naming the evaluation (not when it is run:
+    `eval_interval`, `val_every` are scheduling)."""
+    words = [w.lower() for w in _WORD.findall(key)]
+    return any(w in EVAL_WORDS for w in words) and not any(w in NOT_DATA for w in words)
+
+
+def evaluation_keys(changes: list[Change]) -> list[Change]:
+    return [c for c in changes if is_evaluation_key(c.key)]
+
+
+def _prints_by_arm(ev: SweepEvidence) -> dict[str, dict[int, str]]:
+    """variant -> seed -> the run's evaluation fingerprint (finished runs that recorded one)."""
+    rows = finished(ev.runs)
+    column = f"fp_{EVAL_KEY}"
+    out: dict[str, dict[int, str]] = {}
+    if column not in rows:
+        return out
+    for variant, seed, value in zip(rows["variant"], rows["seed"], rows[column]):
+        if value is not None and value == value:        # NaN: the run recorded none
+            out.setdefault(variant, {})[int(seed)] = str(value)
+    return out
+
+
+def evaluation_varies_with_seed(ev: SweepEvidence) -> list[Finding]:
+    """Arms whose evaluation fingerprint differs across seeds, each seed matching the baseline's (a warning)."""
+    baseline = ev.experiment.baseline
+    prints = _prints_by_arm(ev)
+    out = []
+    for variant, seeds in prints.items():
+        if len(set(seeds.values())) > 1 and (variant == baseline or not baseline
+                                             or _matches(seeds, prints.get(baseline, {}))):
+            out.append(Finding(
+                "evaluation_varies_with_seed", (variant,),
+                f"{variant}: {len(set(seeds.values()))} evaluation fingerprints over {len(seeds)} seeds",
+                f"{variant} is evaluated on different data at each seed (a validation split drawn from the "
+                f"seed?): the seed spread includes the choice of evaluation data; fix the split to compare "
+                f"models on one evaluation set", Effect.WARN))
+    return out
+
+
+def evaluation_identity(ev: SweepEvidence) -> list[Finding]:
+    """Arms evaluated on other data than the baseline: other fingerprints, or a changed evaluation key."""
+    baseline = ev.experiment.baseline
+    prints = _prints_by_arm(ev) if baseline else {}
+    out = []
+    for variant in ev.experiment.variants:
+        if variant == baseline or not baseline:
+            continue
+        reasons = []
+        keys = evaluation_keys(ev.changes.get(variant, []))
+        if keys:
+            reasons.append("changes " + ", ".join(str(c) for c in keys[:4]) + (f" (+{len(keys) - 4})" if len(keys) > 4
+                                                                                else ""))
+        mine, base = prints.get(variant, {}), prints.get(baseline, {})
+        if mine and base and not _matches(mine, base):
+            common = sorted(set(mine) & set(base))
+            differ = [s for s in common if mine[s] != base[s]]
+            seen = (f"at seed{'s' if len(differ) > 1 else ''} {', '.join(map(str, differ[:6]))}" if differ
+                    else "(no seed in common)")
+            reasons.append(f"evaluation fingerprint {_one(mine)} vs {baseline}'s {_one(base)} {seen}")
+        if reasons:
+            out.append(Finding(
+                "evaluation_identity", (variant,), "; ".join(reasons),
+                f"{variant} is not evaluated on the same data as {baseline}: the difference mixes the evaluation "
+                f"change into the variant's; keep the evaluation set fixed across arms (or silence "
+                f"evaluation_identity with the reason)", Effect.NOT_COMPARABLE))
+    return out
+
+
+def _matches(mine: dict[int, str], base: dict[int, str]) -> bool:
+    """Same fingerprint at every seed both have; without a seed in common, the same set of fingerprints."""
+    common = set(mine) & set(base)
+    if common:
+        return all(mine[s] == base[s] for s in common)
+    return set(mine.values()) == set(base.values())
+
+
+def _one(prints: dict[int, str]) -> str:
+    values = list(dict.fromkeys(prints.values()))
+    return values[0][:12] if len(values) == 1 else f"{len(values)} fingerprints"
