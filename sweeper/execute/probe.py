@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from sweeper.backends.progress import Progress
 from sweeper.plan.make import Plan, RunSpec
 from sweeper.plan.probe import probe_dir
-from sweeper.report.live import Progress
 from sweeper.run.files.rundir import Status
 
 
