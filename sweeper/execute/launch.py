@@ -44,7 +44,7 @@ def launch_plan(plan: Plan, backend, conf, argv: list[str], progress: Progress, 
         progress.log(f"repaired {len(stale)} run(s) left `running` by a killed sweeper (now interrupted, "
                      f"resumable): {', '.join(stale)}")
     if preflight:
-        plan, refusal = run_preflights(plan, progress)
+        plan, refusal = run_preflights(plan, progress, lambda: backend.preflight_place(conf, plan))
         if refusal:
             raise PreflightRefused(refusal)
     return backend.launch(plan, conf, progress)
@@ -59,7 +59,8 @@ def execute_sweep(plan: Plan, backend, conf, argv: list[str], state: dict) -> in
         for note in plan.notes:
             progress.log(f"note: {note}")
         try:
-            statuses = launch_plan(plan, backend, conf, argv, progress, state)
+            with progress.ticking():     # the clock and counters move while the preflight or a warm start blocks
+                statuses = launch_plan(plan, backend, conf, argv, progress, state)
         except PreflightRefused as e:
             print(f"sweeper: error: {e}", file=sys.stderr)
             return 1
