@@ -250,7 +250,7 @@ def test_a_healthy_baseline_is_checked_once_then_everything_launches(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "preflight base: PASS" in proc.stdout and "preflight high" not in proc.stdout
-    assert sorted(p.name for p in (d / "preflight").iterdir()) == ["base.json"]
+    assert sorted(p.name for p in (d / "preflight").iterdir()) == ["base.cache.json", "base.json", "base.log"]
     again = run(
         ["--config-dir", "conf", "+experiment=mine", "seeds=0", f"sweeper.dir={d}", "sweeper.report=false"], cwd=project
     )

@@ -3,14 +3,18 @@
 
     python -m pytest -q tests/test_install.py
 
-The venv sees the system site-packages (torch, hydra, ... are not reinstalled), so the test checks that the
-venv's `sweeper` is the wheel's and not this checkout (an editable install's finder or PYTHONPATH).
+The venv sees the system site-packages (torch, hydra, ... are not reinstalled) as plain folders on its path, but
+none of their .pth hooks run: an editable install of this project there (its finder maps sweeper, sweeper.train,
+... to that checkout) would otherwise answer every import the venv's own packages miss and hide what a real
+non-editable install does. The tests check that the venv's `sweeper` is the wheel's, or the checkout's where the
+command runs in one, and never the editable install's.
 """
 from __future__ import annotations
 
 import importlib.util
 import os
 import shutil
+import site
 import subprocess
 import sys
 import zipfile
@@ -18,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.commands import ROOT
+from tests.helpers.commands import ROOT, TINY
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(importlib.util.find_spec("setuptools") is None, reason="building needs setuptools")]
@@ -30,25 +34,37 @@ SHIPPED = (*FOLDERS, "conf", "pyproject.toml", "README.md")
 @pytest.fixture(scope="module")
 def install(tmp_path_factory):
     """(the venv's python, the wheel): built from a copy of the checkout (no stale build/ dir), installed
-    with pip into a venv created with --system-site-packages."""
+    with pip into a venv that sees the system's site-packages folders (see the module's docstring)."""
     root = tmp_path_factory.mktemp("install")
-    src = root / "src"
-    for name in SHIPPED:
-        copy = shutil.copytree if (ROOT / name).is_dir() else shutil.copy2
-        kwargs = {"ignore": shutil.ignore_patterns("__pycache__", "*.pyc")} if (ROOT / name).is_dir() else {}
-        copy(ROOT / name, src / name, **kwargs)
+    src = copy_checkout(root / "src")
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                             "-w", str(root / "dist"), str(src)], capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stdout + built.stderr
     wheel, = (root / "dist").glob("seed_sweeper-*.whl")      # the distribution's name; the import name is sweeper
     venv = root / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
+    own_site = Path(in_venv(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))",
+                            cwd=root).stdout.strip())
+    # A path line in a .pth adds the folder to sys.path without running the .pth files inside it (as
+    # --system-site-packages would: the editable install's finder among them).
+    system = [p for p in (*site.getsitepackages(), site.getusersitepackages()) if os.path.isdir(p)]
+    (own_site / "system_site_folders.pth").write_text("".join(p + "\n" for p in system))
     installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
                                 "--no-index", "--force-reinstall", "-q", str(wheel)],
                                capture_output=True, text=True, timeout=600)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     return python, wheel
+
+
+def copy_checkout(dest: Path) -> Path:
+    """A copy of this checkout's shipped files (what `git clone` gives a newcomer, less the tests)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in SHIPPED:
+        copy = shutil.copytree if (ROOT / name).is_dir() else shutil.copy2
+        kwargs = {"ignore": shutil.ignore_patterns("__pycache__", "*.pyc")} if (ROOT / name).is_dir() else {}
+        copy(ROOT / name, dest / name, **kwargs)
+    return dest
 
 
 def clean_env() -> dict:
@@ -81,7 +97,9 @@ def test_the_wheel_holds_every_module_and_every_config(install):
 
 
 WHERE = """\
-import sys, sweeper, sweeper.conf, sweeper.train as train, sweeper.kernels as kernels
+import sys
+assert not [f for f in sys.meta_path if "Editable" in getattr(f, "__name__", type(f).__name__)], sys.meta_path
+import sweeper, sweeper.conf, sweeper.train as train, sweeper.kernels as kernels
 from sweeper.config.composition.search import CONF_DIR
 from hydra.core.plugins import Plugins
 from hydra.plugins.launcher import Launcher
@@ -111,6 +129,41 @@ def test_a_dry_run_from_any_directory(install, tmp_path):
     bad = in_venv(python, "-m", "sweeper", "+experiment=mine", cwd=tmp_path)
     assert bad.returncode == 2 and "unknown experiment 'mine': available experiments are rope (searched " in bad.stderr
     assert str(python.parent.parent / "lib") in bad.stderr
+
+
+CHECKOUT_WHERE = "import sweeper, sweeper.train, sweeper.kernels, sweeper.conf as c; " \
+                 "print(sweeper.__file__, sweeper.train.__file__, sweeper.kernels.__file__, c.__file__)"
+
+
+def test_the_readme_command_in_the_checkout_after_a_non_editable_install(install, tmp_path):
+    """README's first command (`pip install . && python -m sweeper +experiment=rope seeds=0-3`, a tiny run) and
+    the `sweeper` console script, in the checkout's root: its own sweeper/ folder comes first on sys.path there
+    (the sweeper's, and each run's, since runs start in the task's folder) and has no train/, kernels/ or conf/
+    inside; sweeper/__init__.py maps those three to the checkout's top-level folders (issue 38, item 1)."""
+    python, _ = install
+    checkout = copy_checkout(tmp_path / "checkout")
+    where = in_venv(python, "-c", CHECKOUT_WHERE, cwd=checkout)
+    assert where.returncode == 0, where.stderr
+    paths = [Path(p) for p in where.stdout.split()]
+    assert [p.relative_to(checkout).parts[0] for p in paths] == ["sweeper", "train", "kernels", "conf"], paths
+    tiny = ["+experiment=rope", "seeds=0-1", *TINY, "sweeper.journal=off"]
+    proc = in_venv(python, "-m", "sweeper", *tiny, "sweeper.dir=sweeps/module", cwd=checkout, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "rope beats nope" in proc.stdout or "nope vs rope" in proc.stdout, proc.stdout[-2000:]
+    script = python.parent / "sweeper"
+    assert script.is_file()
+    proc = subprocess.run([str(script), *tiny, "seeds=0", "~experiment.variants.rope_frozen_qk",
+                           "sweeper.dir=sweeps/script"], cwd=checkout, env=clean_env(), capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    from sweeper.run.files.manifest import read_manifest
+
+    for name, runs in (("module", 6), ("script", 2)):
+        sweep_dir = checkout / "sweeps" / name
+        manifest = read_manifest(sweep_dir)
+        assert len(manifest.runs) == runs
+        for entry in manifest.runs:
+            assert manifest.run_dir(sweep_dir, entry).read_summary().status == "finished", (name, entry)
 
 
 TOY_EXPERIMENT = """\

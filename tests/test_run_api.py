@@ -250,3 +250,25 @@ def test_tensorboard_events_are_written_and_tagged_with_the_run(tmp_path):
                 texts.append(b"".join(value.tensor.string_val).decode())
     assert scalars == [("train_loss", 10, 0.1), ("train_loss", 20, 0.05)]
     assert any("experiment=exp variant=v1 seed=2" in t for t in texts)
+
+
+def test_a_resumed_runs_wall_time_is_the_sum_of_its_segments(tmp_path):
+    """wall_time_s counts every segment up to the checkpoint it resumed from, not only the last one (it feeds the
+    report's secondary cost table)."""
+    run_dir = planned_run(tmp_path, {"seed": 0, "steps": 10})
+    t0 = time.time()
+    first = init(run_dir)
+    time.sleep(0.3)
+    first.save_checkpoint({"x": 1}, 5)
+    assert first.interrupt(5) == 75
+    stopped = json.loads((run_dir / "summary.json").read_text())["wall_time_s"]
+    assert 0.3 <= stopped <= time.time() - t0
+    time.sleep(0.2)                                   # between segments: not the run's time
+    t1 = time.time()
+    second = init(run_dir)
+    assert second.load_checkpoint() == {"x": 1} and second.start_step == 5
+    time.sleep(0.2)
+    summary = second.finish(loss=1.0)
+    assert summary["wall_time_s"] >= 0.3 + 0.2
+    assert summary["wall_time_s"] <= (t1 - t0 - 0.2) + (time.time() - t1)
+    assert RunDir(run_dir).read_summary().extra["cost"]["wall_time_s"] == summary["wall_time_s"]

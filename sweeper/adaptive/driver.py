@@ -88,7 +88,8 @@ class AdaptiveSweep:
                 progress.log(f"adaptive look {looked + 1}: {self._seeds_line(seeds)} "
                              f"({len(plan.runs)} runs planned so far)")
                 try:
-                    statuses = launch_plan(plan, backend, conf, argv, progress, state, preflight=looked == 0)
+                    with progress.ticking():     # the clock moves while a preflight or a warm start blocks
+                        statuses = launch_plan(plan, backend, conf, argv, progress, state, preflight=looked == 0)
                 except PreflightRefused as e:
                     print(f"sweeper: error: {e}", file=sys.stderr)
                     return 1

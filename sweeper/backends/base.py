@@ -5,6 +5,7 @@
     backend.probe(conf)                            # checks that start a process (sbatch --test-only), after
     #                                                every cheap check of the command line has passed
     statuses = backend.launch(plan, conf, progress)   # run_id -> final status; None when it does not wait
+    env, cores = backend.preflight_place(conf, plan)   # the sweep preflight's place: one run's threads (and cores)
 
 A new backend: a folder sweeper/backends/NAME/ with a schema dataclass (defaults only there; a
 `from_dict(block, prefix)` classmethod, see sweeper.config.fields.build) and a Backend subclass, and one line in
@@ -12,9 +13,12 @@ pyproject.toml's [project.entry-points."sweeper.backends"]: `NAME = "sweeper.bac
 """
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from sweeper.backends.local.slots import PROJECT_ROOT, run_env
+from sweeper.config.task import python_path
 from sweeper.run.files.manifest import Launch
 
 
@@ -33,6 +37,12 @@ class Backend(ABC):
         """What the plan fixes for every run of the (full) plan, recorded in the manifest: the threads a run gets;
         a run wider than the machine or allocation is refused here (UsageError)."""
         return Launch(threads_per_run=getattr(conf, "threads_per_run", None))
+
+    def preflight_place(self, conf: Any, plan) -> tuple[dict, tuple[int, ...]]:
+        """Where the sweep's health preflight runs (a child process on this machine, sweeper.execute.preflight):
+        (its environment, its CPU cores; (): any). As a run is set up: the plan's threads per run and
+        OMP_WAIT_POLICY=PASSIVE, so it costs what a run's start costs and leaves the other cores to their work."""
+        return run_env(os.environ, plan.launch.threads_per_run or 1, python_path(plan.task, str(PROJECT_ROOT))), ()
 
     def waits(self, conf: Any) -> bool:
         """Whether launch() returns the runs' final statuses (an adaptive sweep needs them between looks)."""

@@ -2,6 +2,8 @@
 
     progress = Progress(total=12)              # live when stdout is a TTY (SWEEPER_PROGRESS=plain|live forces)
     progress.started(run, slot); progress.ended(run, status, wall_s); progress.tick(running, queued=3)
+    with progress.ticking():                   # the view moves by itself while this thread blocks (a preflight,
+        progress.phase("preflight rope")       # a slot's warm start); the phase shows in the head line
 
 Live view (redrawn about once a second below the event lines):
     sweep: 3 queued | 2 running | 6 done | 1 failed | 1m02s elapsed | ETA 1m40s
@@ -10,18 +12,24 @@ With more runs running than the terminal has lines for, the view shows the first
 "... and N more running" (it always fits the screen, so it can be erased); run files are read once per redraw (an event
 line redraws the last view), so the
 cost of a second stays proportional to the runs running, however many events it has.
-Plain mode prints the same status as one line every `interval_s` seconds. Runs are anything with `.label` and
-`.run_dir` (steps from `.total_steps`); slots anything with `.name`. A run that ends prints its final metrics,
-or its status, failure class, error and log. Run files are read through sweeper.run.files.rundir (health through
-sweeper.health.result); a file that cannot be read is skipped here (the report names it).
+Plain mode prints the same status as one line every `interval_s` seconds. Inside `ticking()` a daemon thread
+redraws (live) or prints (plain) the status when the sweep's own thread has not for a period: the clock and the
+counters stay right while that thread waits on something else; every method holds one lock. Runs are anything
+with `.label` and `.run_dir` (steps from `.total_steps`); slots anything with `.name`. A run that ends prints
+its final metrics, or its status, failure class, error and log. Run files are read through
+sweeper.run.files.rundir (health through sweeper.health.result); a file that cannot be read is skipped here
+(the report names it).
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import shutil
 import sys
+import threading
 import time
+from contextlib import contextmanager
 
 from sweeper.health.result import HealthReport
 from sweeper.run.files.rundir import RunDir, Status, UnreadableFile
@@ -67,6 +75,15 @@ def _total_steps(run) -> int | None:
     return steps if isinstance(steps, int) and not isinstance(steps, bool) else None
 
 
+def _locked(method):
+    """The method under the Progress' lock (the ticker thread reads what it changes)."""
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return locked
+
+
 class Progress:
     def __init__(self, total: int, stream=None, interval_s: float = 15.0, live: bool | None = None,
                  metric: str | None = None, baseline: str | None = None, controls: tuple = ()):
@@ -93,19 +110,51 @@ class Progress:
         self._slots = 1
         self._view: tuple[str, list[str]] | None = None   # the last status read from the run files
         self._stalled: dict[str, float] = {}    # run label -> when it last moved (sweeper.backends.local.watch)
+        self._phase: tuple[str, float] | None = None   # what the sweep waits on before its runs, since when
+        self._lock = threading.RLock()
+        self._last_call = time.time()           # the sweep's own last tick (the ticker redraws only when it lags)
+
+    # -- the ticker -------------------------------------------------------------------------------------------
+    @contextmanager
+    def ticking(self):
+        """A daemon thread keeps the status current while the block runs (see the module's docstring)."""
+        stop = threading.Event()
+        thread = threading.Thread(target=self._tick_loop, args=(stop,), name="sweeper-progress", daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join()
+
+    def _tick_loop(self, stop: threading.Event) -> None:
+        period = 1.0 if self.live else self.interval_s
+        while not stop.wait(min(0.5, period)):
+            with self._lock:
+                if time.time() - self._last_call >= period:
+                    self._tick(self._running, self._queued)
+
+    def phase(self, text: str | None) -> None:
+        """What the sweep waits on before its runs start ("preflight rope"), shown with its age; None: over."""
+        with self._lock:
+            self._phase = (text, time.time()) if text else None
+            self._last_call = 0.0 if text else self._last_call      # a new phase shows at the next beat
 
     # -- events ---------------------------------------------------------------------------------------------
     def log(self, msg: str) -> None:
-        self._erase()
-        print(f"[sweeper {time.strftime('%H:%M:%S')}] {msg}", file=self.stream, flush=True)
-        self._draw()
+        with self._lock:
+            self._erase()
+            print(f"[sweeper {time.strftime('%H:%M:%S')}] {msg}", file=self.stream, flush=True)
+            self._draw()
 
+    @_locked
     def skipped(self, run, state: str = Status.FINISHED.value) -> None:
         state = str(state)
         self.counts["skipped" if state == Status.FINISHED else state] += 1
         why = "already finished" if state == Status.FINISHED else f"{state}: an outcome, kept"
         self.log(f"skip   {run.label} ({why})")
 
+    @_locked
     def started(self, run, slot) -> None:
         self._seen.pop(run.label, None)
         cores = getattr(slot, "cores", ())
@@ -113,10 +162,12 @@ class Progress:
         where = f" (cores {','.join(map(str, cores))}, {threads} thread{'s' if threads != 1 else ''})" if cores else ""
         self.log(f"start  {run.label} on {slot.name}{where}")
 
+    @_locked
     def retrying(self, run, status: dict, failure, attempt: int, max_attempts: int, delay_s: float) -> None:
         self.log(f"RETRY  {run.label}: attempt {attempt}/{max_attempts} failed ({failure.kind}: {failure.message}); "
                  f"retrying in {delay_s:g}s (log: {getattr(run, 'log_path', '')})")
 
+    @_locked
     def ended(self, run, status: dict, wall_s: float) -> None:
         self._stalled.pop(run.label, None)
         self.health_news(run)
@@ -167,6 +218,7 @@ class Progress:
                          f"the curves too)")
         return lines
 
+    @_locked
     def health_news(self, run) -> None:
         """Print a run's health warnings and failures the moment its health verdict first shows them."""
         run_dir = getattr(run, "run_dir", None)
@@ -197,15 +249,18 @@ class Progress:
             self.log(f"DIAGNOSIS {run.label}: {d['name']} ({verdict}): {d.get('message', '')}"
                      + (f"; fix: {d['fix']}" if d.get("fix") else ""))
 
+    @_locked
     def stalled(self, run, idle_s: float, why: str) -> None:
         """A running run has shown no progress (output, metrics, CPU time) for idle_s seconds: named once."""
         self._stalled[run.label] = time.time() - idle_s
         self.log(f"STALL  {run.label}: no new output, metrics or CPU time for {fmt_s(idle_s)}; {why}")
 
+    @_locked
     def stall_over(self, run, idle_s: float) -> None:
         if self._stalled.pop(run.label, None) is not None:
             self.log(f"moving {run.label} again after {fmt_s(idle_s)} without progress")
 
+    @_locked
     def not_started(self, run, status: dict) -> None:
         self.counts[Status.PENDING.value] += 1
         self.log(f"NOT STARTED {run.label}: {status.get('error', '')}")
@@ -224,6 +279,11 @@ class Progress:
     # -- status view ----------------------------------------------------------------------------------------
     def tick(self, running: list, queued: int | None = None, force: bool = False) -> None:
         """running: [(run, slot)] now running; queued: runs waiting (default: what is neither done nor running)."""
+        with self._lock:
+            self._last_call = time.time()
+            self._tick(running, queued, force)
+
+    def _tick(self, running: list, queued: int | None = None, force: bool = False) -> None:
         self._running, self._queued = list(running), queued
         self._slots = max(self._slots, len(running))
         now = time.time()
@@ -249,10 +309,11 @@ class Progress:
 
     def close(self) -> None:
         """Final redraw of the live view with nothing running (plain mode: nothing)."""
-        self._running = []
-        if self.live:
-            self._erase()
-            self._draw(fresh=True)
+        with self._lock:
+            self._running, self._phase = [], None
+            if self.live:
+                self._erase()
+                self._draw(fresh=True)
 
     def _status(self) -> tuple[str, list[str]]:
         rows, etas = self._rows()
@@ -287,8 +348,9 @@ class Progress:
         interrupted = self.counts[Status.INTERRUPTED.value]
         stopped = f"{interrupted} interrupted (resume: run again) | " if interrupted else ""
         stalled = f"{len(self._stalled)} stalled | " if self._stalled else ""
+        phase = f"{self._phase[0]} {fmt_s(now - self._phase[1])} | " if self._phase else ""
         return (
-            f"sweep: {queued} queued | {len(self._running)} running | {stalled}{done} done | {failed} failed | "
+            f"sweep: {phase}{queued} queued | {len(self._running)} running | {stalled}{done} done | {failed} failed | "
             f"{stopped}"
             f"{fmt_s(now - self.t0)} elapsed | ETA {fmt_s(self._sweep_eta(etas, queued))}"
         )

@@ -39,7 +39,7 @@ def launch_plan(plan: Plan, backend, conf, argv: list[str], progress: Progress, 
         progress.log(f"repaired {len(stale)} run(s) left `running` by a killed sweeper (now interrupted, "
                      f"resumable): {', '.join(stale)}")
     if preflight:
-        plan, refusal = run_preflights(plan, progress)
+        plan, refusal = run_preflights(plan, progress, lambda: backend.preflight_place(conf, plan))
         if refusal:
             raise PreflightRefused(refusal)
     return backend.launch(plan, conf, progress)
@@ -55,7 +55,8 @@ def execute_sweep(plan: Plan, backend, conf, argv: list[str], state: dict) -> di
                      f"({len(plan.experiment.variants)} variants x {len(plan.seeds)} seeds)")
         for note in plan.notes:
             progress.log(f"note: {note}")
-        statuses = launch_plan(plan, backend, conf, argv, progress, state)
+        with progress.ticking():     # the clock and counters move while the preflight or a warm start blocks
+            statuses = launch_plan(plan, backend, conf, argv, progress, state)
         if statuses is not None and plan.sweep.sweeper.determinism_probe:
             run_probe(plan, backend, conf, statuses)
         return statuses

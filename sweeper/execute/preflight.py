@@ -1,7 +1,7 @@
 """Checks a sweep can run before any seed launches (after the plan is written, under the sweep lock).
 
     check_preflight_options(sweep)            # plan time: modes known, the hooks they need are set (UsageError)
-    plan_to_launch, refusal = run_preflights(plan, progress)
+    plan_to_launch, refusal = run_preflights(plan, progress, lambda: backend.preflight_place(conf, plan))
 
 - `sweeper.audit=true`: the resume audit on the baseline variant's first seed (sweeper.audit); a divergence
   refuses the sweep. It audits the built-in trainer only (task.entry=sweeper.train:main).
@@ -10,16 +10,30 @@
 - `sweeper.preflight=warn|stop`: the task's preflight hook (task.preflight: module:function, called with a run
   config, returning a sweeper.health.HealthReport) once per variant; with `stop` a failing variant's seeds are
   not launched and are marked failed.
+
+A health preflight runs in a child process placed as a run is (sweeper.execute.preflight_child: a slot's threads
+and cores, OMP_WAIT_POLICY=PASSIVE; never in the sweeper's own process with every core's OpenMP threads spinning),
+shown as the sweep's phase in the live view and in piped output, and its verdict is kept with what it depended on
+(sweeper.execute.preflight_cache): resuming or extending the same config does not run it again.
 """
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
 import time
+from pathlib import Path
+from typing import Callable
 
-from sweeper.config.sweep import load_hook
 from sweeper.errors import UsageError
+from sweeper.execute import preflight_cache
 from sweeper.execute.audit import check_auditable, sweep_audit
+from sweeper.health.result import HealthReport
+from sweeper.run.files.atomic import atomic_write_json
 from sweeper.run.files.rundir import KEEP, Status
+
+Place = Callable[[], "tuple[dict, tuple[int, ...]]"]   # the backend's preflight_place for this sweep: (env, cores)
 
 
 def check_preflight_options(sweep) -> None:
@@ -32,27 +46,77 @@ def check_preflight_options(sweep) -> None:
         check_auditable(sweep.task, "sweeper.audit=true")
 
 
-def _check(plan, variant: str, hook, progress) -> tuple[str, str, str]:
-    """The task's preflight hook on one variant's first seed: (pass | warn | fail, failing checks, details). Its
-    report goes to SWEEP_DIR/preflight/<variant>.json. A hook that crashes or does not return a HealthReport fails."""
-    t0 = time.time()
+def _check(plan, variant: str, place: Place, progress) -> tuple[str, str, str]:
+    """The task's preflight hook on one variant's first seed: (pass | warn | fail, failing checks, details).
+
+    A verdict stored for the same inputs and unchanged code is used as it is (sweeper.execute.preflight_cache);
+    else the hook runs in a child process placed as a run is (place(): a slot's environment and cores) while the
+    live view shows it as the sweep's phase. Its report goes to SWEEP_DIR/preflight/<variant>.json. A hook that
+    crashes or does not return a HealthReport fails."""
     cfg = plan.sweep.variant_configs[variant]
+    config = {**cfg, "seed": plan.seeds_of(variant)[0] if plan.seeds_of(variant) else plan.seeds[0]}
+    env, cores = place()
+    inputs = preflight_cache.preflight_inputs(plan.task.preflight, config, env)
+    hit = preflight_cache.cached(plan.sweep_dir, variant, inputs)
+    if hit is not None:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(hit["at"]))
+        progress.log(f"preflight {variant}: {hit['verdict'].upper()} (kept from {when}: same config and code; "
+                     f"not run again)")
+        return hit["verdict"], hit["failed"], hit["details"]
+    t0 = time.time()
+    threads = env.get("OMP_NUM_THREADS", "?")
+    where = f"cores {','.join(map(str, cores))}, " if cores else ""
+    progress.log(f"preflight {variant}: running ({where}{threads} thread(s), "
+                 f"OMP_WAIT_POLICY={env.get('OMP_WAIT_POLICY')}, its own process)")
+    progress.phase(f"preflight {variant}")
     try:
-        report = hook({**cfg, "seed": plan.seeds_of(variant)[0] if plan.seeds_of(variant) else plan.seeds[0]})
-        if not all(hasattr(report, a) for a in ("verdict", "failures", "warnings", "write")):
-            raise TypeError(f"returned {type(report).__name__}, not a sweeper.health.HealthReport")
-    except Exception as e:  # noqa: BLE001 - the user's hook: its failure is this variant's preflight result
-        progress.log(
-            f"preflight {variant}: FAIL (task.preflight={plan.task.preflight} {type(e).__name__}: {e})".splitlines()[0]
-        )
-        raised = f"task.preflight raised {type(e).__name__}"
-        return "fail", raised, f"{raised}: {e}".splitlines()[0]
-    report.write(plan.sweep_dir / "preflight" / f"{variant}.json")
+        result, log = _run_child(plan, variant, config, env, cores)
+    finally:
+        progress.phase(None)
+    if result is None or result.get("error"):
+        why = result["error"] if result else f"its process ended without a result ({log})"
+        progress.log(f"preflight {variant}: FAIL (task.preflight={plan.task.preflight} {why})".splitlines()[0])
+        raised = f"task.preflight raised {why.split(':')[0]}" if result else "task.preflight crashed"
+        return "fail", raised, f"{raised}: {why}".splitlines()[0]
+    report = HealthReport.read(plan.sweep_dir / "preflight" / f"{variant}.json")
     progress.log(f"preflight {variant}: {report.verdict.upper()} ({time.time() - t0:.1f}s)")
     for check in report.failures + report.warnings:
         progress.log(f"  {check.status.upper()} {check.name}: {check.message}")
     details = "; ".join(f"{c.name}: {c.message}".splitlines()[0] for c in report.failures)
-    return report.verdict, "; ".join(c.name for c in report.failures), details
+    outcome = (report.verdict, "; ".join(c.name for c in report.failures), details)
+    preflight_cache.store(plan.sweep_dir, variant, inputs, result["files"], outcome, result["wall_s"])
+    return outcome
+
+
+def _run_child(plan, variant: str, config: dict, env: dict, cores) -> tuple[dict | None, Path]:
+    """sweeper.execute.preflight_child for one variant: (its result, or None when it died without one; its log,
+    preflight/<variant>.log). Ctrl-C / SIGTERM here stops it (the KeyboardInterrupt goes on)."""
+    folder = plan.sweep_dir / "preflight"
+    folder.mkdir(parents=True, exist_ok=True)
+    request, result, log = (folder / f"{variant}.{n}" for n in ("request.json", "result.json", "log"))
+    result.unlink(missing_ok=True)
+    atomic_write_json(request, {"hook": plan.task.preflight, "cwd": plan.task.cwd, "config": config,
+                                "cores": list(cores), "report": str(folder / f"{variant}.json"), "result": str(result)})
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "sweeper.execute.preflight_child", str(request)],
+                                cwd=plan.task.cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    try:
+        return json.loads(result.read_text()), log
+    except (OSError, ValueError):
+        return None, log
+    finally:
+        request.unlink(missing_ok=True)
+        result.unlink(missing_ok=True)
 
 
 def baseline_first(plan) -> bool:
@@ -75,7 +139,7 @@ def baseline_refusal(plan, failed: str) -> str:
     )
 
 
-def health_preflight(plan, progress):
+def health_preflight(plan, progress, place: Place):
     """The task's preflight hook before any seed launches: (the plan left to launch, why the sweep must not start).
 
     The baseline goes first (sweeper.baseline_first, default true, whenever the task has a preflight hook):
@@ -84,10 +148,9 @@ def health_preflight(plan, progress):
     marked failed (they count against the variant in the report).
     """
     mode = plan.sweep.sweeper.preflight
-    hook = load_hook(plan.task, "preflight")
     variants = list(plan.sweep.variant_configs)
     if baseline_first(plan):
-        verdict, _, details = _check(plan, plan.experiment.baseline, hook, progress)
+        verdict, _, details = _check(plan, plan.experiment.baseline, place, progress)
         if verdict == "fail":
             return plan, baseline_refusal(plan, details)
         variants.remove(plan.experiment.baseline)
@@ -95,7 +158,7 @@ def health_preflight(plan, progress):
         return plan, None
     stopped = {}
     for variant in variants:
-        verdict, failed, _ = _check(plan, variant, hook, progress)
+        verdict, failed, _ = _check(plan, variant, place, progress)
         if verdict == "fail" and mode == "stop":
             stopped[variant] = failed
     for run in plan.runs:
@@ -112,12 +175,13 @@ def health_preflight(plan, progress):
     return dataclasses.replace(plan, runs=[r for r in plan.runs if r.variant not in stopped]), None
 
 
-def run_preflights(plan, progress):
-    """The optional checks before any seed launches: (the plan left to launch, why the sweep must not start)."""
+def run_preflights(plan, progress, place: Place):
+    """The optional checks before any seed launches: (the plan left to launch, why the sweep must not start).
+    place: where a health preflight runs (Backend.preflight_place for this sweep's launcher)."""
     if plan.sweep.sweeper.audit:
         refusal = sweep_audit(plan, log=progress.log)
         if refusal:
             return plan, refusal
     if plan.sweep.sweeper.preflight != "off" or baseline_first(plan):
-        return health_preflight(plan, progress)
+        return health_preflight(plan, progress, place)
     return plan, None

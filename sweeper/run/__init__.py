@@ -95,6 +95,7 @@ class Run(RankedRun):
         self.summary: dict | None = None               # what the run ended with (rank 0 records it)
         self.extra: dict[str, Any] = {}               # more summary fields (e.g. determinism flags)
         self._t0 = time.time()
+        self._wall_before = 0.0      # the wall time of earlier segments (a resumed run's checkpoint says)
         self._last_step: int | None = None
         self._health = None
         self._health_saved: dict | None = None
@@ -246,7 +247,8 @@ class Run(RankedRun):
         path = checkpoint_path(self.dir.ckpt_dir, int(step))
         if self.is_main:
             blob = {"step": int(step), "state": state, "rng": rng, "fingerprint": self._fingerprint,
-                    "config": self.config_dict, "health": self._health.state_dict() if self._health else None}
+                    "config": self.config_dict, "health": self._health.state_dict() if self._health else None,
+                    "wall_s": self._wall_s()}
             if everyone is not None and len(everyone) > 1:
                 blob.update(world_size=len(everyone), ranks=everyone)
             path = save_checkpoint(self.dir.ckpt_dir, int(step), blob, keep=self.keep_checkpoints)
@@ -280,6 +282,7 @@ class Run(RankedRun):
         restore_rng_states(mine["rng"])
         self.rank_state = mine.get("rank_state")
         self.start_step = self._last_step = int(blob["step"])
+        self._wall_before = float(blob.get("wall_s") or 0.0)     # older checkpoints: this segment only
         if self.is_main:
             self.dir.keep_metrics_until(self.start_step)
         self._health_saved = blob.get("health")
@@ -338,12 +341,17 @@ class Run(RankedRun):
             print(f"rank {self.rank} of {self.world_size} failed: {error}", file=sys.stderr, flush=True)
         self.close()
 
+    def _wall_s(self) -> float:
+        """The run's wall time so far: every earlier segment's up to the checkpoint it resumed from, and this one's
+        (work redone after a kill, and the time between segments, are not counted)."""
+        return self._wall_before + (time.time() - self._t0)
+
     def _end(self, status: Status, final: Mapping, steps: int | None, cost: Mapping | None = None,
              **fields) -> dict:
         if self._health is not None and status is not Status.DIVERGED:
             self._health.finish()
         steps = steps if steps is not None else self._last_step
-        wall = time.time() - self._t0
+        wall = self._wall_s()
         measured = {"wall_time_s": wall, "peak_rss_mb": _peak_rss_mb()}
         summary = Summary(status=status, final={k: _plain(v) for k, v in final.items()}, steps=steps,
                           wall_time_s=wall, run_id=self.run_id, experiment=self.experiment,

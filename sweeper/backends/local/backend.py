@@ -23,6 +23,7 @@ slots (sweeper.backends.local.ranks); a rank that dies ends the run, its status 
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from pathlib import Path
 
@@ -171,6 +172,14 @@ class LocalBackend(Backend):
 
     def launch(self, plan, conf: LocalLauncherConf, progress) -> dict[str, str]:
         return launch(plan, conf, progress)
+
+    def preflight_place(self, conf: LocalLauncherConf, plan) -> tuple[dict, tuple[int, ...]]:
+        """The full plan's first slot: its threads, cores, GPU and a run's environment (OMP_WAIT_POLICY=PASSIVE)."""
+        if plan.launch.threads_per_run is not None:
+            conf = dataclasses.replace(conf, threads_per_run=plan.launch.threads_per_run)
+        slot = make_slots(conf, len(plan.runs), ranks=[plan.ranks_of(r.variant) for r in plan.runs])[0]
+        return slot.child_env(os.environ, plan.launch.threads_per_run,
+                              python_path(plan.task, str(PROJECT_ROOT))), tuple(slot.cores)
 
 
 def _warm(task) -> tuple:
