@@ -362,17 +362,24 @@ def test_the_report_on_a_real_full_or_read_only_file_system(tmp_path, options):
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
-def test_a_read_only_working_directory_is_one_line_exit_1_before_anything_starts(tmp_path):
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["cwd", "sweeper.dir"])
+def test_a_read_only_sweep_dir_is_one_line_exit_2_before_anything_starts(tmp_path, where):
+    """A read-only place for the sweep dir (the working directory it defaults to, or sweeper.dir) is the user's
+    choice: exit 2, one line naming sweeper.dir, nothing started (issue 40)."""
     from sweeper.cli.sweep import main as sweep_main
 
     mnt = tmp_path / "ro"
     if not _mount(mnt, "size=64k,ro"):
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
-        result = run_in_process(sweep_main, ["+experiment=rope", "seeds=0"], cwd=mnt)
-        assert result.code == 1 and result.started == [], result.stderr
+        extra = [f"sweeper.dir={mnt / 'sweep'}"] if where == "sweeper.dir" else []
+        result = run_in_process(sweep_main, ["+experiment=rope", "seeds=0", *extra],
+                                cwd=mnt if where == "cwd" else tmp_path)
+        assert result.code == 2 and result.started == [], result.stderr
         lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1 and "Read-only file system (creating the sweep dir" in lines[0] and str(mnt) in lines[0]
+        assert len(lines) == 1 and "is on a read-only file system; choose a writable sweeper.dir" in lines[0]
+        assert lines[0].startswith("sweeper: error: sweeper.dir=") and str(mnt) in lines[0], lines
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 

@@ -31,9 +31,10 @@ from sweeper.backends.base import Backend
 from sweeper.backends.failures import CONFIG, Failure, attempt_outcome
 from sweeper.backends.local.pool import Job, run_pool
 from sweeper.backends.local.schema import LocalLauncherConf
-from sweeper.backends.local.slots import PROJECT_ROOT, make_slots
+from sweeper.backends.local.slots import PROJECT_ROOT, available_cores, make_slots
 from sweeper.backends.local.warm import WarmStarts, warm_target
 from sweeper.config.task import python_path
+from sweeper.errors import UsageError
 from sweeper.report.live import Progress
 from sweeper.run.files.manifest import Launch
 from sweeper.run.files.rundir import KEEP, LOST_SUMMARY, RunDir, Status, UnreadableFile
@@ -42,8 +43,18 @@ from sweeper.run.files.rundir import KEEP, LOST_SUMMARY, RunDir, Status, Unreada
 def launch_settings(cfg: LocalLauncherConf, n_runs: int, ranks=()) -> Launch:
     """What the plan fixes for every run of a sweep of n_runs runs (all of them, not the runs left): the thread
     count its slots would give with every run queued (launcher.threads_per_run, else the cores split evenly;
-    ranks: each run's ranks, a slot per rank). A run wider than the devices is refused here (UsageError)."""
-    return Launch(threads_per_run=make_slots(cfg, n_runs, ranks=ranks)[0].threads)
+    ranks: each run's ranks, a slot per rank). A run wider than the devices, or a thread count above the cores
+    this process may use, is refused here (UsageError)."""
+    cores = available_cores(cfg)
+    if cfg.threads_per_run is not None and cfg.threads_per_run > len(cores):
+        raise UsageError(f"launcher.threads_per_run={cfg.threads_per_run}: more threads than the {len(cores)} "
+                         f"core(s) this sweep may use ({_cores(cores)}): at most {len(cores)}, or null to split "
+                         f"the cores evenly across the runs")
+    return Launch(threads_per_run=make_slots(cfg, n_runs, cores=cores, ranks=ranks)[0].threads)
+
+
+def _cores(cores: list[int]) -> str:
+    return f"cores {cores[0]}-{cores[-1]}" if cores == list(range(cores[0], cores[-1] + 1)) else f"cores {cores}"
 
 
 def recorded_threads(rd: RunDir) -> int | None:
@@ -144,7 +155,10 @@ def launch(plan, launcher_cfg: LocalLauncherConf | dict, progress: Progress | No
         return results
     if plan.launch.threads_per_run is not None:     # slots sized for the plan's threads, not for the runs left
         cfg = dataclasses.replace(cfg, threads_per_run=plan.launch.threads_per_run)
-    slots = make_slots(cfg, len(todo), ranks=[plan.ranks_of(r.variant) for r in todo])
+    notes: list[str] = []
+    slots = make_slots(cfg, len(todo), ranks=[plan.ranks_of(r.variant) for r in todo], notes=notes)
+    for note in notes:                           # GPUs another process fills: named
+        progress.log(f"note: {note}")
     adapter = RunAdapter(plan, progress)
     one_rank = any(plan.ranks_of(r.variant) == 1 for r in todo)     # multi-rank runs start cold: no launcher
     warm = WarmStarts(*_warm(plan.task)) if one_rank else None
@@ -162,7 +176,7 @@ class LocalBackend(Backend):
     def config(self, block: dict | None, prefix: str = "launcher") -> LocalLauncherConf:
         return LocalLauncherConf.from_dict(block, prefix)
 
-    def probe(self, conf: LocalLauncherConf) -> None:
+    def check_machine(self, conf: LocalLauncherConf) -> None:
         make_slots(conf, 1)    # device and core selections against this machine (nvidia-smi when GPUs are asked)
 
     def launch_settings(self, conf: LocalLauncherConf, plan) -> Launch:
