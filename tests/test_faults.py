@@ -172,6 +172,30 @@ def test_the_watch_names_a_stopped_run_once_and_its_recovery_and_kills_only_when
         proc.wait()
 
 
+def test_a_stopped_script_under_a_waiting_wrapper_is_named_stopped_not_sleeping(tmp_path):
+    """The run's process group: a wrapper (as sweeper.run.command is) waits on the user's script; the script alone
+    is SIGSTOPped. The stall names the script's pid as stopped, not the sleeping wrapper (issue 40)."""
+    wrapper = ("import subprocess, sys\n"
+               "child = subprocess.Popen([sys.executable, '-c', 'while True: sum(range(10000))'])\n"
+               "print(child.pid, flush=True)\nchild.wait()\n")
+    proc = subprocess.Popen([sys.executable, "-c", wrapper], start_new_session=True, stdout=subprocess.PIPE)
+    try:
+        script = int(proc.stdout.readline())
+        os.kill(script, signal.SIGSTOP)
+        time.sleep(0.2)
+        child, said = Child(proc, Job(tmp_path)), Said()
+        watch = RunWatch(stall_s=5)
+        t0 = time.time()
+        for dt in (0, 3, 6):
+            watch.check(child, said, now=t0 + dt)
+        stalls = [s for s in said.lines if s.startswith("STALL")]
+        assert len(stalls) == 1, said.lines
+        assert f"process {script} is stopped (SIGSTOP or SIGTSTP): `kill -CONT {script}` resumes it" in stalls[0]
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 PAUSED = """import sweeper, time, pathlib
 run = sweeper.init()
 print("started", flush=True)
