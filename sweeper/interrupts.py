@@ -89,6 +89,43 @@ def quiet() -> None:
             signal.signal(sig, signal.SIG_IGN)
 
 
+class Pending:
+    """What held_interrupts() yields: check() raises KeyboardInterrupt at a safe point once a signal came."""
+
+    def __init__(self):
+        self.got: list[int] = []
+
+    def check(self) -> None:
+        if self.got:
+            self.got.clear()
+            raise KeyboardInterrupt
+
+
+@contextmanager
+def held_interrupts():
+    """Hold SIGINT/SIGTERM while the block runs, and answer them where the block says it is safe: a long loop of
+    small atomic steps (writing 10,000 run dirs) calls pending.check() between steps, so Ctrl-C is answered within
+    one step, never in the middle of one. One still pending when the block ends is raised then.
+
+        with held_interrupts() as pending:
+            for run in runs:
+                pending.check()
+                write(run)
+    """
+    pending = Pending()
+    if not _main_thread():
+        yield pending
+        return
+    previous = {sig: signal.signal(sig, lambda signum, frame: pending.got.append(signum)) for sig in SIGNALS}
+    try:
+        yield pending
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if pending.got and previous[signal.SIGINT] is not signal.SIG_IGN:
+        raise KeyboardInterrupt
+
+
 @contextmanager
 def deferred_interrupts():
     """Hold SIGINT/SIGTERM until the block ends, then raise KeyboardInterrupt (if one came)."""

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from sweeper.analysis.metric_check import MetricCheck
 from sweeper.backends.base import Backend
-from sweeper.backends.failures import CONFIG, Failure, attempt_outcome
+from sweeper.backends.failures import CONFIG, NO_RESULT, Failure, attempt_outcome
 from sweeper.backends.local.pool import Job, run_pool
 from sweeper.backends.local.schema import LocalLauncherConf
 from sweeper.backends.local.slots import PROJECT_ROOT, available_cores, make_slots
@@ -104,6 +104,10 @@ class RunAdapter:
         state, failure = attempt_outcome(rd, returncode)
         if failure is not None and job.rank_exit is not None:        # one rank's exit ended the run: name it
             failure = job.rank_exit.failure(failure, rd.log_path)
+        if failure is not None and failure.kind == NO_RESULT:        # name what is missing: the decision metric
+            metric = self.plan.experiment.metric
+            failure = dataclasses.replace(failure, message=f"{failure.message}: it never reported the decision "
+                                          f"metric {metric} (end it with run.finish({metric}=value))")
         if state is Status.FINISHED:                     # fail fast: the decision metric must be a number
             problem = self.metrics.settle(rd.path, run.label, self.progress.log if self.progress else None)
             if problem:
