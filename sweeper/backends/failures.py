@@ -10,10 +10,11 @@
 Transient (retried with backoff, the run resumes from its checkpoint): killed or stopped by a signal (OOM
 killer, a stray `kill`, preemption), CUDA out of memory, a lost node. Deterministic (never retried): exit
 status 2 (config error, refused resume), a failed health check, any other exception in user code, and a
-process that exits 0 without ending its run (no run.finish(): "no_result", it never reported its metrics). The same final failure (deterministic, or
-transient with its retries used up) across `crash_loop_after` runs of one variant stops that variant's queued
-runs. Pure Python: the local pool and the Slurm task judge an attempt the same way (attempt_outcome), and the
-Slurm backend classifies its job ends with the same classes (e.g. NODE_FAIL -> lost_node).
+process that exits 0 without ending its run (no run.finish(): "no_result", it never reported its metrics).
+The same final failure (deterministic, or transient with its retries used up) across `crash_loop_after` runs of one
+variant stops that variant's queued runs. Pure Python: the local pool and the Slurm task judge an attempt the same
+way (attempt_outcome), and the Slurm backend classifies its job ends with the same classes (e.g. NODE_FAIL ->
+lost_node).
 """
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ import time
 from sweeper.config.sweep import load_hook
 from sweeper.errors import UsageError
 from sweeper.execute.audit import AUDITED_ENTRY, sweep_audit
+from sweeper.interrupts import in_worker
 from sweeper.run.files.rundir import KEEP, Status
 
 
@@ -39,8 +40,9 @@ def _check(plan, variant: str, hook, progress) -> tuple[str, str, str]:
     report goes to SWEEP_DIR/preflight/<variant>.json. A hook that crashes or does not return a HealthReport fails."""
     t0 = time.time()
     cfg = plan.sweep.variant_configs[variant]
-    try:
-        report = hook({**cfg, "seed": plan.seeds_of(variant)[0] if plan.seeds_of(variant) else plan.seeds[0]})
+    seed = plan.seeds_of(variant)[0] if plan.seeds_of(variant) else plan.seeds[0]
+    try:      # in a worker thread: Ctrl-C lands in this thread's wait, never inside torch (sweeper.interrupts)
+        report = in_worker(hook, {**cfg, "seed": seed})
         if not all(hasattr(report, a) for a in ("verdict", "failures", "warnings", "write")):
             raise TypeError(f"returned {type(report).__name__}, not a sweeper.health.HealthReport")
     except Exception as e:  # noqa: BLE001 - the user's hook: its failure is this variant's preflight result
@@ -86,7 +88,7 @@ def health_preflight(plan, progress):
     marked failed (they count against the variant in the report).
     """
     mode = plan.sweep.sweeper.preflight
-    hook = load_hook(plan.task, "preflight")
+    hook = in_worker(load_hook, plan.task, "preflight")     # its import (torch) in a worker too
     variants = list(plan.sweep.variant_configs)
     if baseline_first(plan):
         verdict, _, details = _check(plan, plan.experiment.baseline, hook, progress)

@@ -38,8 +38,9 @@ from sweeper.config.task import BUILTIN, LEGACY_BUILTIN, TaskSpec
 from sweeper.errors import UsageError
 from sweeper.interrupts import held_interrupts
 from sweeper.run import RUN_DIR_ENV, TENSORBOARD_ENV
+from sweeper.run.files.atomic import one_sync
 from sweeper.run.files.manifest import Experiment, Launch, Manifest, RunEntry, read_manifest, write_manifest
-from sweeper.run.files.rundir import RunDir, Status, UnreadableFile, stable_hash
+from sweeper.run.files.rundir import RunDir, Status, StatusRecord, UnreadableFile, stable_hash
 
 
 @dataclass(frozen=True)
@@ -282,14 +283,15 @@ def write_plan(plan: Plan, argv: list[str]) -> None:
     with held_interrupts() as pending:
         old = recorded(plan.sweep_dir)
         plan.sweep_dir.mkdir(parents=True, exist_ok=True)
-        for run in plan.runs:
-            pending.check()
-            rd = run.rundir
-            rd.path.mkdir(parents=True, exist_ok=True)
-            _write_config(rd, run, planned=old is not None)
-            if not rd.status_path.exists():
-                rd.update_status(Status.PENDING, run_id=run.run_id, experiment=plan.experiment.name,
-                                 variant=run.variant, seed=run.seed)
+        with one_sync(plan.sweep_dir):           # one sync of the file system, not 4 fsyncs per run
+            for run in plan.runs:
+                pending.check()
+                rd = run.rundir
+                rd.path.mkdir(parents=True, exist_ok=True)
+                _write_config(rd, run, planned=old is not None)
+                if not rd.status_path.exists():
+                    rd.write_status(StatusRecord(Status.PENDING, run_id=run.run_id, experiment=plan.experiment.name,
+                                                 variant=run.variant, seed=run.seed))
         pending.check()
         write_manifest(plan.sweep_dir, plan.manifest(argv, created=old.created if old else None))
 
