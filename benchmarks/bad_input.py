@@ -7,7 +7,8 @@ hooks: subprocess.Popen, os.fork, os.posix_spawn, os.exec*, os.system). For each
 number of stderr lines, processes started, files written, the wall time and the CPU time (user + system of the
 command; the CPU time is what an idle machine's wall time comes close to, on a loaded one the wall time is not).
 Then the same for a few faults (a read-only working directory when a tmpfs can be mounted). Writes
-benchmarks/results/bad_input.{json,md}. Target: exit 2 (1 for a fault), one line, 0 processes, 0 files, < 1 s.
+benchmarks/results/bad_input.{json,md}. Target: exit 2 (a read-only sweep dir too), one line, 0 processes, 0
+files, < 1 s.
 """
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ from benchmarks._results import write_results  # noqa: E402
 WRAP = """import sys, os, runpy
 spawned = []
 def hook(event, args):
+    if "nvidia-smi" in str(args):      # the device listing (a fake one in the GPU cases): not the task's process
+        return
     if event.startswith(("subprocess.Popen", "os.fork", "os.posix_spawn", "os.spawn", "os.exec", "os.system")):
         spawned.append(event)
 sys.addaudithook(hook)
@@ -38,7 +41,14 @@ sys.argv = ["sweeper", *sys.argv[1:]]
 runpy.run_module("sweeper", run_name="__main__", alter_sys=True)
 """
 LONG = "x" * 300
+FAKE_SMI = ROOT / "tests" / "fixtures" / "nvidia_smi"
+TWO_GPUS = {"PATH": f"{FAKE_SMI}{os.pathsep}{os.environ.get('PATH', '')}",
+            "NVIDIA_SMI_FIXTURE": str(FAKE_SMI / "pcie_2gpu_2socket")}
+MANY = ("# @package _global_\ndefaults:\n  - override /task: custom\ntask:\n  command: [python, t.py]\nwidth: 0\n"
+        "experiment:\n  name: many\n  baseline: v0\n  metric: val_loss\n  lower_is_better: true\n  variants:\n"
+        + "".join(f"    v{i}: [width={i}]\n" for i in range(199)) + "    v199: [widht=199]\n")
 EXPERIMENTS = {
+    "many": MANY,
     "flow": "# @package _global_\nexperiment:\n  name: x\n  variants: {a: [x=1, }\n",
     "twice": "# @package _global_\nexperiment:\n  name: x\n  baseline: a\n  metric: m\n  lower_is_better: true\n"
              "  variants: {a: []}\n  name: y\n",
@@ -70,11 +80,22 @@ CASES = [
     ("experiment YAML flow error", ["--config-dir", "conf", "+experiment=flow"]),
     ("experiment YAML repeated key", ["--config-dir", "conf", "+experiment=twice"]),
     ("experiment without @package", ["--config-dir", "conf", "+experiment=nopackage"]),
+    # issue 40: still open from earlier sets, scale, the environment
+    ("launcher.cores empty", ["launcher.cores=[]"]),
+    ("threads above the cores", ["launcher.threads_per_run=1000"]),
+    ("config group given a number", ["model=42"]),
+    ("device not visible", ["launcher.devices=[9]"]),
+    ("typo in the 200th variant", ["--config-dir", "conf", "+experiment=many"]),
+    ("CUDA_VISIBLE_DEVICES=2,3, 2 GPUs", [], {**TWO_GPUS, "CUDA_VISIBLE_DEVICES": "2,3"}),
+    ("CUDA_VISIBLE_DEVICES='', 2 GPUs", [], {**TWO_GPUS, "CUDA_VISIBLE_DEVICES": ""}),
+    ("CUDA_VISIBLE_DEVICES=MIG-unknown", [], {**TWO_GPUS, "CUDA_VISIBLE_DEVICES": "MIG-0000-unknown"}),
+    ("CUDA_VISIBLE_DEVICES=GPU-unknown", [], {**TWO_GPUS, "CUDA_VISIBLE_DEVICES": "GPU-0000-unknown"}),
 ]
 
 
-def run_case(args: list[str], cwd: Path, with_rope: bool = True) -> dict:
-    """One command in cwd: exit, stderr lines, processes started, files written, wall and CPU seconds."""
+def run_case(args: list[str], cwd: Path, with_rope: bool = True, extra_env: dict | None = None) -> dict:
+    """One command in cwd: exit, stderr lines, processes started (nvidia-smi not counted: a device listing, the
+    fake one in the GPU cases), files written, wall and CPU seconds. extra_env: set for the command."""
     argv = (["+experiment=rope"] if with_rope and not any(a.startswith("+experiment=") for a in args) else []) + args
     r, w = os.pipe()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -82,7 +103,10 @@ def run_case(args: list[str], cwd: Path, with_rope: bool = True) -> dict:
         **os.environ,
         "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
         "SPAWN_FD": str(w),
+        **(extra_env or {}),
     }
+    if extra_env and "CUDA_VISIBLE_DEVICES" not in extra_env:
+        env.pop("CUDA_VISIBLE_DEVICES", None)
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-c", WRAP, *argv],
@@ -141,12 +165,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows = []
     print(f"{'case':<32} {'exit':>4} {'lines':>5} {'procs':>5} {'files':>5} {'wall s':>7} {'cpu s':>6}  first line")
-    for name, case in CASES:
+    for name, case, *extra in CASES:
         runs = []
         for _ in range(args.repeats):
             with tempfile.TemporaryDirectory() as tmp:
                 project(Path(tmp))
-                runs.append(run_case(case, Path(tmp)))
+                runs.append(run_case(case, Path(tmp), extra_env=extra[0] if extra else None))
         row = {
             **runs[-1],
             "case": name,

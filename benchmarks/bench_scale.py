@@ -13,7 +13,12 @@ Every run is a tiny user task (a script that calls sweeper.init and finishes at 
   size     the sweep dir's bytes and files for N runs, finished (status, summary, 20 metrics lines each)
   report   python -m sweeper.report SWEEP_DIR --no-plots on the N finished runs (a subprocess, as a user runs it)
   live     the live view (Progress, live=True) with R runs running: ms per redraw and per event, lines drawn
-Targets (issue 16): per-run overhead <= 50 ms at 1,000 runs; the report of 10,000 runs <= 10 s.
+  ctrl_c   (--ctrl-c N) `python -m sweeper` of N runs, SIGINT 0.5 s after it starts writing the sweep dir: seconds
+           to exit 130, and the CPU time (user + system) the command used before the first run starts (the
+           same command uninterrupted, stopped at its first `start` line)
+  typo     (--typo) 200 variants, a key typo in the last: seconds and CPU to the one-line refusal
+Targets (issue 16): per-run overhead <= 50 ms at 1,000 runs; the report of 10,000 runs <= 10 s. Issue 40: Ctrl-C
+answered within 1.5 s at any moment of a 10,000-run plan; a typo in the 200th variant named within 2 s (idle).
 """
 from __future__ import annotations
 
@@ -180,6 +185,69 @@ def launch(proj: Path, n: int, work: Path) -> dict:
             "overhead_ms_per_run": (sweeper_s - bare_s) * slots / n * 1000}
 
 
+def _sweeper_cmd(proj: Path, args: list[str]) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SWEEPER_PROGRESS": "plain"}
+    return subprocess.Popen([sys.executable, "-m", "sweeper", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env, cwd=proj)
+
+
+def _child_cpu(pid: int) -> float:
+    """User + system CPU seconds of a live process (its own, /proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def ctrl_c(proj: Path, n: int, work: Path) -> dict:
+    """SIGINT 0.5 s into writing the sweep dir of n runs: seconds to the exit; and the CPU the same command uses
+    before its first run starts."""
+    import signal
+    args = argv_for(proj, n, work / f"ctrl-c-{n}")
+    p = _sweeper_cmd(proj, args)
+    for line in p.stdout:
+        if "sweep dir " in line:
+            break
+    time.sleep(0.5)
+    t0 = time.perf_counter()
+    p.send_signal(signal.SIGINT)
+    out = p.communicate(timeout=600)[0]
+    answered = time.perf_counter() - t0
+    runs_dir = work / f"ctrl-c-{n}" / "runs"
+    written = sum(1 for _ in runs_dir.glob("*/seed_*")) if runs_dir.exists() else 0
+    q = _sweeper_cmd(proj, argv_for(proj, n, work / f"first-{n}") + ["launcher.max_parallel=1"])
+    t1 = time.perf_counter()
+    for line in q.stdout:
+        if "] start  " in line:
+            break
+    cpu, wall = _child_cpu(q.pid), time.perf_counter() - t1
+    q.send_signal(signal.SIGINT)
+    q.communicate(timeout=600)
+    return {"runs": n, "exit": p.returncode, "answered_s": answered, "run_dirs_written_before_exit": written,
+            "interrupted_line": next((x for x in out.splitlines() if "interrupted" in x), ""),
+            "cpu_to_first_start_s": cpu, "wall_to_first_start_s": wall}
+
+
+def typo(work: Path, n: int = 200) -> dict:
+    """n variants, a key typo in the last one: wall and CPU to the refusal."""
+    root = work / "typo"
+    (root / "conf" / "experiment").mkdir(parents=True, exist_ok=True)
+    lines = ["# @package _global_", "defaults:", "  - override /task: custom", "task:", "  command: [python, t.py]",
+             "width: 0", "experiment:", "  name: many", "  baseline: v0", "  metric: val_loss",
+             "  lower_is_better: true", "  variants:"]
+    lines += [f"    v{i}: [width={i}]" for i in range(n - 1)] + [f"    v{n - 1}: [widht={n - 1}]"]
+    (root / "conf" / "experiment" / "many.yaml").write_text("\n".join(lines) + "\n")
+    (root / "t.py").write_text("print('{\"val_loss\": 1}')\n")
+    before = os.times()
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "sweeper", "--config-dir", "conf", "+experiment=many", "seeds=0"],
+                       capture_output=True, text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    wall = time.perf_counter() - t0
+    after = os.times()
+    return {"variants": n, "exit": r.returncode, "wall_s": wall,
+            "cpu_s": (after.children_user - before.children_user) + (after.children_system - before.children_system),
+            "line": r.stderr.strip()}
+
+
 class _Run:
     def __init__(self, rd, i):
         self.run_dir, self.label, self.total_steps = rd.path, f"v/seed_{i}", 20
@@ -222,7 +290,11 @@ def main() -> int:
     ap.add_argument("--sizes", default=None, help="comma list of run counts (default 1000,10000)")
     ap.add_argument("--launch", type=int, default=None, help="runs actually launched (default 1000)")
     ap.add_argument("--no-write", action="store_true", help="do not write benchmarks/results")
+    ap.add_argument("--ctrl-c", type=int, default=None, help="runs of the Ctrl-C trial (default 10000; 0: none)")
+    ap.add_argument("--typo", action="store_true", help="only the Ctrl-C and 200-variant typo figures (issue 40)")
     args = ap.parse_args()
+    if args.typo:
+        return issue40(args)
     sizes = [int(s) for s in (args.sizes or ("100,1000" if args.quick else "1000,10000")).split(",")]
     n_launch = args.launch if args.launch is not None else (100 if args.quick else 1000)
     out = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
@@ -250,6 +322,40 @@ def main() -> int:
         (RESULTS / "bench_scale.json").write_text(json.dumps(out, indent=2) + "\n")
         (RESULTS / "bench_scale.md").write_text(markdown(out))
     print(markdown(out))
+    return 0
+
+
+def issue40(args) -> int:
+    """The Ctrl-C trial at 10,000 runs and the 200-variant typo; results/bench_scale_issue40.{json,md}."""
+    n = args.ctrl_c if args.ctrl_c is not None else 10000
+    out = {"machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg()}}
+    with tempfile.TemporaryDirectory(prefix="bench_scale_") as tmp:
+        work = Path(tmp)
+        out["typo"] = typo(work)
+        print(json.dumps(out["typo"]), flush=True)
+        if n:
+            out["ctrl_c"] = ctrl_c(project(work / "project"), n, work)
+            print(json.dumps(out["ctrl_c"]), flush=True)
+    out["machine"]["load_avg_end"] = os.getloadavg()
+    lines = ["# bench_scale (issue 40): Ctrl-C in a big plan, a typo in the 200th variant", "",
+             f"`python benchmarks/bench_scale.py --typo` on {out['machine']['cpus']} CPUs, load average "
+             f"{', '.join(f'{x:.1f}' for x in out['machine']['load_avg'])} at start, "
+             f"{', '.join(f'{x:.1f}' for x in out['machine']['load_avg_end'])} at the end (CPU seconds are what an "
+             f"idle machine's wall time comes close to).", "",
+             f"- 200 variants, typo in the last: exit {out['typo']['exit']}, {out['typo']['wall_s']:.2f} s wall, "
+             f"**{out['typo']['cpu_s']:.2f} s CPU** (target: within 2 s idle; before: one compose per variant, "
+             f"36 s idle): `{out['typo']['line']}`"]
+    if "ctrl_c" in out:
+        c = out["ctrl_c"]
+        lines += [f"- {c['runs']:,} runs, SIGINT 0.5 s into writing the sweep dir: exit {c['exit']} "
+                  f"**{c['answered_s']:.2f} s** after the signal, {c['run_dirs_written_before_exit']:,} run dirs "
+                  f"written by then (target 1.5 s; before: 35.8 s, every run dir written first)",
+                  f"- the same command to its first run's start: **{c['cpu_to_first_start_s']:.1f} s CPU**, "
+                  f"{c['wall_to_first_start_s']:.1f} s wall (before: about 28 s CPU)"]
+    if not args.no_write:
+        (RESULTS / "bench_scale_issue40.json").write_text(json.dumps(out, indent=2) + "\n")
+        (RESULTS / "bench_scale_issue40.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
     return 0
 
 

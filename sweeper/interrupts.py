@@ -1,8 +1,11 @@
 """Ctrl-C and SIGTERM in the sweeper's own process: one KeyboardInterrupt, at a moment that loses nothing.
 
     install()                        # SIGINT and SIGTERM raise KeyboardInterrupt once; later ones are ignored
-    with deferred_interrupts():      # a signal here is held until the block is done (e.g. writing the plan)
+    with deferred_interrupts():      # a signal here is held until the block is done (e.g. taking the lock)
         ...
+    with held_interrupts() as pending:   # answered between steps: pending.check() (writing 10,000 run dirs)
+        ...
+    report = in_worker(hook, config)     # native code (torch) in a worker: Ctrl-C answered at once, in Python
 
 `python -m sweeper` calls install() first thing, so Ctrl-C or SIGTERM at any moment (composing, writing the
 plan, taking the lock, preflight, launching, reporting) ends in one KeyboardInterrupt that sweeper.cli.sweep turns
@@ -87,6 +90,69 @@ def quiet() -> None:
     if _main_thread():
         for sig in SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
+
+
+def in_worker(fn, *args, **kwargs):
+    """fn(*args, **kwargs) in a worker thread while this (main) thread waits: Ctrl-C / SIGTERM raise their
+    KeyboardInterrupt here, in the wait (pure Python), at once, never inside fn. For work that runs native code:
+    importing torch, a user's preflight hook (a model's forward and backward, C++ thread pools, pybind11
+    callbacks): a KeyboardInterrupt raised from there can end the process by SIGABRT (exit -6) with a traceback.
+    After an interrupt the worker is left to the process's exit (a daemon thread; exit_with ends the process
+    with os._exit). fn's result is returned, its exception raised here. Off the main thread: a plain call."""
+    if not _main_thread():
+        return fn(*args, **kwargs)
+    done: dict = {}
+
+    def work():
+        try:
+            done["value"] = fn(*args, **kwargs)
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread, raised there
+            done["error"] = e
+
+    worker = threading.Thread(target=work, name=f"sweeper-{getattr(fn, '__name__', 'work')}", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.05)               # a signal's handler runs here: the KeyboardInterrupt is raised here
+    if "error" in done:
+        raise done["error"]
+    return done["value"]
+
+
+class Pending:
+    """What held_interrupts() yields: check() raises KeyboardInterrupt at a safe point once a signal came."""
+
+    def __init__(self):
+        self.got: list[int] = []
+
+    def check(self) -> None:
+        if self.got:
+            self.got.clear()
+            raise KeyboardInterrupt
+
+
+@contextmanager
+def held_interrupts():
+    """Hold SIGINT/SIGTERM while the block runs, and answer them where the block says it is safe: a long loop of
+    small atomic steps (writing 10,000 run dirs) calls pending.check() between steps, so Ctrl-C is answered within
+    one step, never in the middle of one. One still pending when the block ends is raised then.
+
+        with held_interrupts() as pending:
+            for run in runs:
+                pending.check()
+                write(run)
+    """
+    pending = Pending()
+    if not _main_thread():
+        yield pending
+        return
+    previous = {sig: signal.signal(sig, lambda signum, frame: pending.got.append(signum)) for sig in SIGNALS}
+    try:
+        yield pending
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if pending.got and previous[signal.SIGINT] is not signal.SIG_IGN:
+        raise KeyboardInterrupt
 
 
 @contextmanager

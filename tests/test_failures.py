@@ -182,19 +182,21 @@ def test_user_task_outcomes_exit_0_without_finish_fails_and_a_crash_names_its_ex
     proc = run(args, cwd=project)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "RETRY" not in proc.stdout                                          # none of these is transient
-    expected = {"quiet": (0, "exited 0 without calling run.finish()"),
-                "crash": (1, "ZeroDivisionError: division by zero"),
-                "early": (1, "KeyError: 'no_such_column'")}
-    for variant, (code, error) in expected.items():
+    never = ("exited 0 without calling run.finish(): it never reported the decision metric val_loss (end it with "
+             "run.finish(val_loss=value))")
+    expected = {"quiet": (0, never, "no_result"),                  # named as what it is: no result, no exception
+                "crash": (1, "ZeroDivisionError: division by zero", "exception"),
+                "early": (1, "KeyError: 'no_such_column'", "exception")}
+    for variant, (code, error, kind) in expected.items():
         st = status(d, variant)
         assert (st["status"], st["error"], st["exit_code"], st["failure_class"], st["attempts"]) == \
-            ("failed", error, code, "exception", 1), st
+            ("failed", error, code, kind, 1), st
         assert starts(run_dir(d, variant)) == 1
-        assert f"FAILED {variant}/seed_0 " in proc.stdout and f"exception: {error}" in proc.stdout
+        assert f"FAILED {variant}/seed_0 " in proc.stdout and f"{kind}: {error}" in proc.stdout
     assert status(d, "ok")["status"] == "finished"
     report = (d / "report.md").read_text().split("## Failed runs")[1].split("## Variants")[0]
-    for variant, (code, error) in expected.items():
-        assert f"| {variant}/seed_0 | exception | {code} | {error} |" in report, report
+    for variant, (code, error, kind) in expected.items():
+        assert f"| {variant}/seed_0 | {kind} | {code} | {error} |" in report, report
 
 
 @pytest.mark.slow

@@ -172,6 +172,30 @@ def test_the_watch_names_a_stopped_run_once_and_its_recovery_and_kills_only_when
         proc.wait()
 
 
+def test_a_stopped_script_under_a_waiting_wrapper_is_named_stopped_not_sleeping(tmp_path):
+    """The run's process group: a wrapper (as sweeper.run.command is) waits on the user's script; the script alone
+    is SIGSTOPped. The stall names the script's pid as stopped, not the sleeping wrapper (issue 40)."""
+    wrapper = ("import subprocess, sys\n"
+               "child = subprocess.Popen([sys.executable, '-c', 'while True: sum(range(10000))'])\n"
+               "print(child.pid, flush=True)\nchild.wait()\n")
+    proc = subprocess.Popen([sys.executable, "-c", wrapper], start_new_session=True, stdout=subprocess.PIPE)
+    try:
+        script = int(proc.stdout.readline())
+        os.kill(script, signal.SIGSTOP)
+        time.sleep(0.2)
+        child, said = Child(proc, Job(tmp_path)), Said()
+        watch = RunWatch(stall_s=5)
+        t0 = time.time()
+        for dt in (0, 3, 6):
+            watch.check(child, said, now=t0 + dt)
+        stalls = [s for s in said.lines if s.startswith("STALL")]
+        assert len(stalls) == 1, said.lines
+        assert f"process {script} is stopped (SIGSTOP or SIGTSTP): `kill -CONT {script}` resumes it" in stalls[0]
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 PAUSED = """import sweeper, time, pathlib
 run = sweeper.init()
 print("started", flush=True)
@@ -362,17 +386,24 @@ def test_the_report_on_a_real_full_or_read_only_file_system(tmp_path, options):
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
-def test_a_read_only_working_directory_is_one_line_exit_1_before_anything_starts(tmp_path):
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["cwd", "sweeper.dir"])
+def test_a_read_only_sweep_dir_is_one_line_exit_2_before_anything_starts(tmp_path, where):
+    """A read-only place for the sweep dir (the working directory it defaults to, or sweeper.dir) is the user's
+    choice: exit 2, one line naming sweeper.dir, nothing started (issue 40)."""
     from sweeper.cli.sweep import main as sweep_main
 
     mnt = tmp_path / "ro"
     if not _mount(mnt, "size=64k,ro"):
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
-        result = run_in_process(sweep_main, ["+experiment=rope", "seeds=0"], cwd=mnt)
-        assert result.code == 1 and result.started == [], result.stderr
+        extra = [f"sweeper.dir={mnt / 'sweep'}"] if where == "sweeper.dir" else []
+        result = run_in_process(sweep_main, ["+experiment=rope", "seeds=0", *extra],
+                                cwd=mnt if where == "cwd" else tmp_path)
+        assert result.code == 2 and result.started == [], result.stderr
         lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1 and "Read-only file system (creating the sweep dir" in lines[0] and str(mnt) in lines[0]
+        assert len(lines) == 1 and "is on a read-only file system; choose a writable sweeper.dir" in lines[0]
+        assert lines[0].startswith("sweeper: error: sweeper.dir=") and str(mnt) in lines[0], lines
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 

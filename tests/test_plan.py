@@ -264,8 +264,11 @@ def test_local_launch_settings_come_from_the_full_plan():
     )
     assert launch_settings(cfg, 12).threads_per_run == 1  # 2 slots of 1 core
     assert launch_settings(cfg, 1).threads_per_run == 2  # a 1-run plan: one slot of both cores
-    pinned = LocalLauncherConf.from_dict({"cpu_only": True, "threads_per_run": 3})
-    assert launch_settings(pinned, 1).threads_per_run == 3
+    pinned = LocalLauncherConf.from_dict({"cpu_only": True, "threads_per_run": 2})
+    assert launch_settings(pinned, 1).threads_per_run == 2
+    above = LocalLauncherConf.from_dict({"cpu_only": True, "cores": [0, 1], "threads_per_run": 3})
+    with pytest.raises(UsageError, match=r"launcher.threads_per_run=3: more threads than the 2 core\(s\)"):
+        launch_settings(above, 1)
 
 
 @pytest.mark.slow

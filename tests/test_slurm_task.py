@@ -254,13 +254,13 @@ def test_a_user_task_that_exits_0_without_finishing_fails_its_slurm_task(tmp_pat
     run = plan.runs[0]
     task = start_task(run_task(plan, run, 1.0), tmp_path, tmp_path / "unused.pkl")
     out, _ = task.communicate(timeout=120)
-    assert task.returncode != 0 and "RunFailed" in out and "exception: exited 0 without calling run.finish()" in out
+    assert task.returncode != 0 and "RunFailed" in out and "no_result: exited 0 without calling run.finish()" in out
     status = RunDir(run.run_dir).read_status()
     assert (status.status, status.error, status.exit_code, status.failure_class) == (
         "failed",
         "exited 0 without calling run.finish()",
         0,
-        "exception",
+        "no_result",
     )
     assert "=== sweeper: start in Slurm job" in RunDir(run.run_dir).log_path.read_text()
 

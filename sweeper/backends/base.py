@@ -2,6 +2,8 @@
 
     backend = backend_of(cfg["launcher"])()        # sweeper.config.launchers: the registered class for the name
     conf = backend.config(cfg["launcher"])         # typed and checked, no process started (UsageError)
+    backend.check_machine(conf)                    # against this machine (its devices, cores): before any
+    #                                                process of the user's task starts
     backend.probe(conf)                            # checks that start a process (sbatch --test-only), after
     #                                                every cheap check of the command line has passed
     statuses = backend.launch(plan, conf, progress)   # run_id -> final status; None when it does not wait
@@ -29,6 +31,10 @@ class Backend(ABC):
     def config(self, block: dict | None, prefix: str = "launcher") -> Any:
         """The launcher block typed and checked; starts no process."""
         return self.schema.from_dict(block, prefix)
+
+    def check_machine(self, conf: Any) -> None:
+        """The launcher config against this machine (its GPUs, cores); UsageError. Runs before the task's import
+        probe starts, so a device error is answered before any process of the user's code."""
 
     def probe(self, conf: Any) -> None:
         """Checks that need a process or the machine (a cluster's verdict on the job options); UsageError."""

@@ -10,10 +10,11 @@
 Transient (retried with backoff, the run resumes from its checkpoint): killed or stopped by a signal (OOM
 killer, a stray `kill`, preemption), CUDA out of memory, a lost node. Deterministic (never retried): exit
 status 2 (config error, refused resume), a failed health check, any other exception in user code, and a
-process that exits 0 without ending its run (no run.finish()). The same final failure (deterministic, or
-transient with its retries used up) across `crash_loop_after` runs of one variant stops that variant's queued
-runs. Pure Python: the local pool and the Slurm task judge an attempt the same way (attempt_outcome), and the
-Slurm backend classifies its job ends with the same classes (e.g. NODE_FAIL -> lost_node).
+process that exits 0 without ending its run (no run.finish(): "no_result", it never reported its metrics).
+The same final failure (deterministic, or transient with its retries used up) across `crash_loop_after` runs of one
+variant stops that variant's queued runs. Pure Python: the local pool and the Slurm task judge an attempt the same
+way (attempt_outcome), and the Slurm backend classifies its job ends with the same classes (e.g. NODE_FAIL ->
+lost_node).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from sweeper.run.files.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMIN
 
 SIGNAL, OOM, LOST_NODE = "signal", "out_of_memory", "lost_node"
 CONFIG, HEALTH, EXCEPTION = "config_error", "health_check", "exception"
+NO_RESULT = "no_result"          # exit 0, no exception, and the run never reported its result (no run.finish())
 TRANSIENT = frozenset({SIGNAL, OOM, LOST_NODE})
 UNFINISHED = "exited 0 without calling run.finish()"
 
@@ -103,7 +105,7 @@ def attempt_outcome(rd: RunDir, returncode: int) -> tuple[Status, Failure | None
     if state is Status.INTERRUPTED and returncode in (0, EXIT_INTERRUPTED):
         return Status.INTERRUPTED, classify(EXIT_INTERRUPTED, error)
     if returncode == 0 and state not in TERMINAL:
-        return Status.FAILED, Failure(EXCEPTION, UNFINISHED, f"{EXCEPTION}: {UNFINISHED}")
+        return Status.FAILED, Failure(NO_RESULT, UNFINISHED, f"{NO_RESULT}: {UNFINISHED}")
     return Status.FAILED, classify(returncode, error, read_tail(rd.log_path), health_verdict(rd))
 
 

@@ -106,6 +106,6 @@ def _main(argv: list[str], state: dict) -> int:
     plan, recorded_argv = load_plan(Path(argv[0]), argv[1:])
     backend = backend_of(plan.sweep.launcher)()
     conf = backend.config(plan.sweep.launcher)
-    backend.probe(conf)
-    plan = fix_launch(plan, backend, conf)      # the recorded launch settings, whatever the overrides say
+    plan = fix_launch(plan, backend, conf)      # the recorded launch settings, whatever the overrides say; the
+    backend.probe(conf)                         # machine's devices and cores checked before the cluster is asked
     return run_to_end(plan, backend, conf, recorded_argv, state)

@@ -62,10 +62,11 @@ def backend_of_sweep(sweep: Sweep):
 def prepare(argv: list[str]):
     """Everything that can be checked before launching: (plan or AdaptiveSweep, backend, launcher config).
 
-    Order of work: first every check that needs no process and none of the user's code (keys, types, ranges,
-    seeds, names, the plan against its sweep dir, the paths it will write), then the task's validate hook (the
-    user's code, imported here), then the processes: the task's import probe and, while it imports, the
-    backend's probes (nvidia-smi, sbatch --test-only). Bad input is answered before any process starts."""
+    Order of work: first every check that needs none of the user's code (keys, types, ranges, seeds, names, the
+    plan against its sweep dir, the paths it will write, the plan against this machine's GPUs and cores: only
+    nvidia-smi runs), then the task's validate hook (the user's code, imported here), then the processes: the
+    task's import probe and, while it imports, the backend's probes (sbatch --test-only). Bad input is answered
+    before any process of the user's code starts."""
     sweep = compose_sweep(overrides_of(argv), start_checks=False)
     check_preflight_options(sweep)
     backend, conf = backend_of_sweep(sweep)
@@ -73,6 +74,7 @@ def prepare(argv: list[str]):
         from sweeper.adaptive.driver import prepare_adaptive  # deferred: scipy (about 1 s), seeds=adaptive only
 
         adaptive = prepare_adaptive(sweep, backend, conf)
+        backend.check_machine(conf)
         check_task_started(sweep, alongside=lambda: backend.probe(conf))
         return adaptive, backend, conf
     n_seeds = count_seeds(sweep.cfg["seeds"])      # a huge range is refused before it is expanded
@@ -87,8 +89,9 @@ def prepare(argv: list[str]):
         if changed:
             print(f"sweeper: warning: {changed}", file=sys.stderr, flush=True)
     check_paths(plan, writable=not sweep.sweeper.dry_run)
+    plan = fix_launch(plan, backend, conf)         # the plan against this machine's devices and cores
     check_task_started(sweep, alongside=lambda: backend.probe(conf))
-    return fix_launch(plan, backend, conf), backend, conf
+    return plan, backend, conf
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,6 +34,7 @@ from sweeper.config.run_config import run_config
 from sweeper.config.schema import ExperimentConf, SweeperConf
 from sweeper.config.seeds import count_seeds, is_adaptive, parse_seeds
 from sweeper.config.task import TaskCheck, TaskSpec, check_command, parse_task
+from sweeper.config.variant_overrides import check_variant_overrides
 from sweeper.errors import UsageError
 from sweeper.run.entry import call_problem, load_entry
 from sweeper.run.files.manifest import Experiment
@@ -172,6 +173,7 @@ def _compose_variants(cfg: dict, overrides: list[str], experiment: Experiment, t
     """Every variant's run config and seeds, and the ablation check: nothing started, nothing written."""
     sweep = Sweep(overrides=list(overrides), cfg=cfg, experiment=experiment, task=task,
                   resources=read_resources(cfg["experiment"], experiment.variants, overrides))
+    check_variant_overrides(cfg, experiment, overrides)     # every variant's keys at once, before any compose
     for variant, variant_overrides in experiment.variants.items():
         try:
             vcfg = compose(list(overrides) + variant_overrides) if variant_overrides else cfg

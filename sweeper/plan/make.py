@@ -36,10 +36,11 @@ from sweeper.config.seeds import format_seeds
 from sweeper.config.sweep import Sweep
 from sweeper.config.task import BUILTIN, LEGACY_BUILTIN, TaskSpec
 from sweeper.errors import UsageError
-from sweeper.interrupts import deferred_interrupts
+from sweeper.interrupts import held_interrupts
 from sweeper.run import RUN_DIR_ENV, TENSORBOARD_ENV
+from sweeper.run.files.atomic import one_sync
 from sweeper.run.files.manifest import Experiment, Launch, Manifest, RunEntry, read_manifest, write_manifest
-from sweeper.run.files.rundir import RunDir, Status, UnreadableFile, stable_hash
+from sweeper.run.files.rundir import RunDir, Status, StatusRecord, UnreadableFile, stable_hash
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,7 @@ def reconcile(plan: Plan, extend: bool) -> Plan:
     old = recorded(plan.sweep_dir)
     if old is None:
         return plan
+    check_same_project(plan, old.task)
     if old.variants_hash != plan.variants_hash:
         if set(old.experiment.variants) != set(plan.experiment.variants):
             what = f"variants {sorted(old.experiment.variants)} -> {sorted(plan.experiment.variants)}"
@@ -230,6 +232,22 @@ def reconcile(plan: Plan, extend: bool) -> Plan:
     return make_plan(plan.sweep, seeds, own)
 
 
+def check_same_project(plan: Plan, recorded_task: dict) -> None:
+    """A sweep dir holds the runs of one task's code: a user's task run from another project folder (its code is
+    found there: task.cwd) is refused, not pooled with the recorded runs. The built-in trainer is sweeper's own
+    code, wherever it runs from; a project folder that no longer exists (moved) is not held against it."""
+    before = recorded_task.get("cwd")
+    if not before or plan.task.entry == BUILTIN["entry"] or Path(before) == Path(plan.task.cwd):
+        return
+    if not Path(before).is_dir():
+        plan.notes.append(f"{plan.sweep_dir.name} was started from {before}, which is gone; its runs continue from "
+                          f"{plan.task.cwd}")
+        return
+    raise UsageError(f"sweeper.dir={plan.sweep_dir} holds a sweep of the task in {before}; this command runs the task "
+                     f"in {plan.task.cwd} (another project folder: another script, its runs not comparable): use "
+                     f"another sweeper.dir, or run the command from {before} to resume it")
+
+
 def keep_recorded_launch(plan: Plan, computed: Launch) -> Plan:
     """Fix plan.launch: the settings recorded in its sweep dir when it has them (a note says when this command
     would have given others), else `computed` (from the launcher config and the full plan)."""
@@ -259,18 +277,22 @@ def repair_stale(plan: Plan) -> list[str]:
 
 def write_plan(plan: Plan, argv: list[str]) -> None:
     """Create the sweep dir: each run's frozen config and its pending status (existing runs are left as they
-    are), then the manifest. Idempotent: a write cut short is completed by the same call; SIGINT/SIGTERM wait
-    until it is done (then raise KeyboardInterrupt)."""
-    with deferred_interrupts():
+    are), then the manifest. Idempotent: a write cut short is completed by the same call, so SIGINT/SIGTERM are
+    answered between two runs' files (KeyboardInterrupt; never inside a file, and the manifest, written last, is
+    whole or absent): Ctrl-C during a plan of 10,000 runs stops it at once."""
+    with held_interrupts() as pending:
         old = recorded(plan.sweep_dir)
         plan.sweep_dir.mkdir(parents=True, exist_ok=True)
-        for run in plan.runs:
-            rd = run.rundir
-            rd.path.mkdir(parents=True, exist_ok=True)
-            _write_config(rd, run, planned=old is not None)
-            if not rd.status_path.exists():
-                rd.update_status(Status.PENDING, run_id=run.run_id, experiment=plan.experiment.name,
-                                 variant=run.variant, seed=run.seed)
+        with one_sync(plan.sweep_dir):           # one sync of the file system, not 4 fsyncs per run
+            for run in plan.runs:
+                pending.check()
+                rd = run.rundir
+                rd.path.mkdir(parents=True, exist_ok=True)
+                _write_config(rd, run, planned=old is not None)
+                if not rd.status_path.exists():
+                    rd.write_status(StatusRecord(Status.PENDING, run_id=run.run_id, experiment=plan.experiment.name,
+                                                 variant=run.variant, seed=run.seed))
+        pending.check()
         write_manifest(plan.sweep_dir, plan.manifest(argv, created=old.created if old else None))
 
 

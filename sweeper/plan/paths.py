@@ -76,19 +76,20 @@ def check_length(path: Path, key: str, reserve_last: int = 0, below: int = 0) ->
 
 
 def check_writable(path: Path, existing: Path, what: str) -> None:
-    """OSError naming `existing` (the folder `path` would be made in, or path itself) when it is not a writable
-    folder: permissions or a read-only file system. Checked up front, before anything starts."""
+    """UsageError (exit 2: the user's choice of sweeper.dir, answered before anything starts) naming `existing`
+    (the folder `path` would be made in, or path itself) when it is not a writable folder: permissions or a
+    read-only file system."""
     if not existing.is_dir():
         raise UsageError(f"{existing} is a file, not a folder: {what} cannot be {path}; choose another sweeper.dir")
-    if os.access(existing, os.W_OK | os.X_OK):
-        return
     try:
         read_only = bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
     except OSError:
         read_only = False
-    code = errno.EROFS if read_only else errno.EACCES
-    raise OSError(code, f"{os.strerror(code)} (creating {what} {path})" if existing != path
-                  else f"{os.strerror(code)} (writing {what})", str(existing))
+    if not read_only and os.access(existing, os.W_OK | os.X_OK):
+        return
+    why = "is on a read-only file system" if read_only else "is not writable by this user (permissions)"
+    where = f"{existing}, where {what} {path} would be created," if existing != path else f"{what} {path}"
+    raise UsageError(f"sweeper.dir={path}: {where} {why}; choose a writable sweeper.dir")
 
 
 def check_paths(plan, writable: bool = True) -> None:

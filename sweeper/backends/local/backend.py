@@ -28,14 +28,15 @@ import time
 from pathlib import Path
 
 from sweeper.backends.base import Backend
-from sweeper.backends.failures import CONFIG, Failure, attempt_outcome
+from sweeper.backends.failures import CONFIG, NO_RESULT, Failure, attempt_outcome
 from sweeper.backends.local.pool import Job, run_pool
 from sweeper.backends.local.schema import LocalLauncherConf
-from sweeper.backends.local.slots import PROJECT_ROOT, make_slots
+from sweeper.backends.local.slots import PROJECT_ROOT, available_cores, make_slots
 from sweeper.backends.local.warm import WarmStarts, warm_target
 from sweeper.backends.metric_check import MetricCheck
 from sweeper.backends.progress import Progress
 from sweeper.config.task import python_path
+from sweeper.errors import UsageError
 from sweeper.run.files.manifest import Launch
 from sweeper.run.files.rundir import KEEP, LOST_SUMMARY, RunDir, Status, UnreadableFile
 
@@ -43,8 +44,18 @@ from sweeper.run.files.rundir import KEEP, LOST_SUMMARY, RunDir, Status, Unreada
 def launch_settings(cfg: LocalLauncherConf, n_runs: int, ranks=()) -> Launch:
     """What the plan fixes for every run of a sweep of n_runs runs (all of them, not the runs left): the thread
     count its slots would give with every run queued (launcher.threads_per_run, else the cores split evenly;
-    ranks: each run's ranks, a slot per rank). A run wider than the devices is refused here (UsageError)."""
-    return Launch(threads_per_run=make_slots(cfg, n_runs, ranks=ranks)[0].threads)
+    ranks: each run's ranks, a slot per rank). A run wider than the devices, or a thread count above the cores
+    this process may use, is refused here (UsageError)."""
+    cores = available_cores(cfg)
+    if cfg.threads_per_run is not None and cfg.threads_per_run > len(cores):
+        raise UsageError(f"launcher.threads_per_run={cfg.threads_per_run}: more threads than the {len(cores)} "
+                         f"core(s) this sweep may use ({_cores(cores)}): at most {len(cores)}, or null to split "
+                         f"the cores evenly across the runs")
+    return Launch(threads_per_run=make_slots(cfg, n_runs, cores=cores, ranks=ranks)[0].threads)
+
+
+def _cores(cores: list[int]) -> str:
+    return f"cores {cores[0]}-{cores[-1]}" if cores == list(range(cores[0], cores[-1] + 1)) else f"cores {cores}"
 
 
 def recorded_threads(rd: RunDir) -> int | None:
@@ -94,6 +105,10 @@ class RunAdapter:
         state, failure = attempt_outcome(rd, returncode)
         if failure is not None and job.rank_exit is not None:        # one rank's exit ended the run: name it
             failure = job.rank_exit.failure(failure, rd.log_path)
+        if failure is not None and failure.kind == NO_RESULT:        # name what is missing: the decision metric
+            metric = self.plan.experiment.metric
+            failure = dataclasses.replace(failure, message=f"{failure.message}: it never reported the decision "
+                                          f"metric {metric} (end it with run.finish({metric}=value))")
         if state is Status.FINISHED:                     # fail fast: the decision metric must be a number
             problem = self.metrics.settle(rd.path, run.label, self.progress.log if self.progress else None)
             if problem:
@@ -146,7 +161,10 @@ def launch(plan, launcher_cfg: LocalLauncherConf | dict, progress: Progress | No
         return results
     if plan.launch.threads_per_run is not None:     # slots sized for the plan's threads, not for the runs left
         cfg = dataclasses.replace(cfg, threads_per_run=plan.launch.threads_per_run)
-    slots = make_slots(cfg, len(todo), ranks=[plan.ranks_of(r.variant) for r in todo])
+    notes: list[str] = []
+    slots = make_slots(cfg, len(todo), ranks=[plan.ranks_of(r.variant) for r in todo], notes=notes)
+    for note in notes:                           # GPUs another process fills: named
+        progress.log(f"note: {note}")
     adapter = RunAdapter(plan, progress)
     one_rank = any(plan.ranks_of(r.variant) == 1 for r in todo)     # multi-rank runs start cold: no launcher
     warm = WarmStarts(*_warm(plan.task)) if one_rank else None
@@ -164,7 +182,7 @@ class LocalBackend(Backend):
     def config(self, block: dict | None, prefix: str = "launcher") -> LocalLauncherConf:
         return LocalLauncherConf.from_dict(block, prefix)
 
-    def probe(self, conf: LocalLauncherConf) -> None:
+    def check_machine(self, conf: LocalLauncherConf) -> None:
         make_slots(conf, 1)    # device and core selections against this machine (nvidia-smi when GPUs are asked)
 
     def launch_settings(self, conf: LocalLauncherConf, plan) -> Launch:

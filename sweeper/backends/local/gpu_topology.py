@@ -10,7 +10,8 @@ whole). `nvidia-smi topo -m` gives each GPU's "CPU Affinity" column (e.g. "0-55,
 socket/NUMA node the GPU hangs off; a MIG instance inherits its GPU's. The same table's GPU-to-GPU cells say
 which pairs talk over NVLink ("NV12": 12 bonded links; "SYS", "NODE", "PHB", "PIX": PCIe), so a run of several
 ranks can be given GPUs that all reach each other over NVLink (sweeper.backends.local.placement); MIG instances
-get none. Missing nvidia-smi, a failing call or an unparsable table means no devices / no affinity / no links
+get none. `--query-gpu=...memory.used,memory.total` says how full each GPU is now (another process's work).
+Missing nvidia-smi, a failing call or an unparsable table means no devices / no affinity / no links
 (the pool then splits cores contiguously and places ranks by slot order).
 """
 from __future__ import annotations
@@ -128,6 +129,28 @@ def discover_devices() -> list[Device]:
         return []
     topo = _nvidia_smi("topo", "-m")
     return parse_list(listing, parse_topo_affinity(topo), parse_topo_links(topo))
+
+
+def parse_memory(text: str) -> dict[int, tuple[int, int]]:
+    """`nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv,noheader,nounits` -> {gpu index: (used
+    MiB, total MiB)}; rows that do not parse ("[N/A]" on a MIG-mode GPU) are left out."""
+    out = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) == 3 and all(c.isdigit() for c in cells):
+            out[int(cells[0])] = (int(cells[1]), int(cells[2]))
+    return out
+
+
+def discover_memory() -> dict[int, tuple[int, int]]:
+    """{gpu index: (used MiB, total MiB)} of this node's GPUs now ({} without nvidia-smi)."""
+    return parse_memory(_nvidia_smi("--query-gpu=index,memory.used,memory.total", "--format=csv,noheader,nounits"))
+
+
+def unknown_entries(value: str, known: list[Device]) -> list[str]:
+    """The CUDA_VISIBLE_DEVICES entries that name no device nvidia-smi lists (none when it lists
+    no device: there is nothing to check them against, and they are passed on as they are)."""
+    return [e for e in (e.strip() for e in value.split(",")) if e and not resolve_visible(e, known)]
 
 
 def resolve_visible(value: str, known: list[Device]) -> list[Device]:

@@ -25,8 +25,9 @@ class PoolConf:
     cpu_only: bool = False                  # ignore GPUs, run CPU slots
     max_parallel: Optional[int] = positive(None, null=True)     # cap on concurrent runs; null = one per slot
     threads_per_run: Optional[int] = positive(None, null=True)  # CPU threads per run; null = the cores split evenly across the slots
-    cores: Optional[List[int]] = rule(None, must="must be a list of CPU core ids, e.g. [0,1,2,3], or null",
-                                      ok=lambda v: all(c >= 0 for c in v))   # null = this process's affinity set
+    cores: Optional[List[int]] = rule(None, must="must be a non-empty list of distinct CPU core ids, e.g. "
+                                      "[0,1,2,3], or null (every core this process may use)",
+                                      ok=lambda v: len(v) > 0 and len(set(v)) == len(v) and all(c >= 0 for c in v))   # null = this process's affinity set
     max_retries: int = at_least_zero(2)     # retries after a transient failure (killed by a signal, CUDA out of memory, lost node)
     retry_backoff_s: float = seconds(5.0)  # delay before the first retry, doubled each time (a retry resumes from the checkpoint)
     crash_loop_after: int = at_least_zero(2)  # this many runs of a variant failing with the same error stop that variant (0 = off)

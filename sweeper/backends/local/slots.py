@@ -30,11 +30,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from sweeper.backends.local.gpu_topology import Device, discover_devices, parse_cpu_list, resolve_visible
+from sweeper.backends.local.gpu_topology import (
+    Device,
+    discover_devices,
+    discover_memory,
+    parse_cpu_list,
+    resolve_visible,
+    unknown_entries,
+)
 from sweeper.backends.local.schema import LocalLauncherConf
 from sweeper.errors import UsageError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]   # the folder that holds the sweeper package (children import it)
+BUSY_MIB, BUSY_FRACTION = 1024, 0.05    # memory another process may hold on a GPU still counted free
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
@@ -86,13 +94,37 @@ def available_cores(cfg: LocalLauncherConf) -> list[int]:
     return sorted(cfg.cores)
 
 
+def _env_refusal(value: str, known: list[Device]) -> str | None:
+    """Why a preset CUDA_VISIBLE_DEVICES leaves the pool no GPU that exists, or None when it names only listed
+    ones (or nvidia-smi lists none: nothing to check it against). Never a silent fall back to CPU cores."""
+    if not known:
+        return None
+    ids = [d.id for d in known]
+    listed = ", ".join(ids[:6]) + (f", ... ({len(ids)} in all)" if len(ids) > 6 else "")
+    fix = "unset it to use every GPU, or run on CPU cores with launcher.cpu_only=true"
+    unknown = [e for e in unknown_entries(value, known) if e.isdigit() or e.startswith(("GPU-", "MIG-"))]
+    if unknown:
+        return (f"CUDA_VISIBLE_DEVICES={value} (set in your environment) names GPU(s) {', '.join(unknown)} that "
+                f"nvidia-smi does not list on this node (it lists {listed}): set it to ids `nvidia-smi -L` shows, "
+                f"{fix}")
+    if not resolve_visible(value, known):
+        return (f"CUDA_VISIBLE_DEVICES={value!r} (set in your environment) hides every GPU of this node (nvidia-smi "
+                f"lists {listed}): {fix}")
+    return None
+
+
 def visible_devices(cfg: LocalLauncherConf, environ: dict | None = None) -> list[Device]:
-    """The GPU devices (whole GPUs or MIG instances) a child may be given, without initialising CUDA here."""
+    """The GPU devices (whole GPUs or MIG instances) a child may be given, without initialising CUDA here. A
+    preset CUDA_VISIBLE_DEVICES that names a device nvidia-smi does not list, or hides them all, is refused
+    (UsageError): the plan-time probe and the pool see the same devices, from this one function."""
     environ = os.environ if environ is None else environ
     if cfg.cpu_only:
         return []
     known = discover_devices()
     if "CUDA_VISIBLE_DEVICES" in environ:
+        refusal = _env_refusal(environ["CUDA_VISIBLE_DEVICES"], known)
+        if refusal:
+            raise UsageError(refusal)
         visible = resolve_visible(environ["CUDA_VISIBLE_DEVICES"], known)
     else:
         visible = known
@@ -106,6 +138,35 @@ def visible_devices(cfg: LocalLauncherConf, environ: dict | None = None) -> list
         raise UsageError(f"launcher.devices={[str(d) for d in cfg.devices]}: device(s) {missing} are not visible "
                          f"(visible: {[d.id for d in visible] or 'none'}; CUDA_VISIBLE_DEVICES is honoured)")
     return chosen
+
+
+def in_use(device: Device, memory: dict[int, tuple[int, int]]) -> str | None:
+    """How much of a whole GPU another process fills now ("31.2 of 80.0 GiB"), or None when it is free (at most
+    BUSY_MIB and BUSY_FRACTION of its memory used: a display server's share) or unknown (a MIG instance)."""
+    if device.gpu_index is None or (device.uuid or "").startswith("MIG-") or device.gpu_index not in memory:
+        return None
+    used, total = memory[device.gpu_index]
+    if used <= max(BUSY_MIB, BUSY_FRACTION * total):
+        return None
+    return f"{used / 1024:.1f} of {total / 1024:.1f} GiB"
+
+
+def avoid_busy(devices: list[Device], chosen: bool, notes: list[str], need: int = 1) -> list[Device]:
+    """The devices to use, leaving out GPUs another process fills while `need` others are free (named in notes);
+    chosen: launcher.devices named them (then they are used, and named)."""
+    memory = discover_memory() if devices else {}
+    busy = {d.id: use for d in devices if (use := in_use(d, memory))}
+    if not busy:
+        return devices
+    names = ", ".join(f"gpu{i} ({use} in use)" for i, use in busy.items())
+    free = [d for d in devices if d.id not in busy]
+    if len(free) >= need and not chosen:
+        notes.append(f"another process fills {names}: runs go to {', '.join('gpu' + d.id for d in free)} only "
+                     f"(launcher.devices=[...] to use it anyway)")
+        return free
+    notes.append(f"another process fills {names}: runs share it with that process and may run out of memory "
+                 f"(free it, or choose other GPUs with launcher.devices=[...])")
+    return devices
 
 
 def _split(cores: list[int], n: int) -> list[tuple[int, ...]]:
@@ -132,13 +193,15 @@ def _core_sets(owners: list[Device | None], cores: list[int]) -> list[tuple[int,
 
 
 def make_slots(cfg: LocalLauncherConf, n_runs: int, environ: dict | None = None,
-               cores: list[int] | None = None, ranks: Sequence[int] = ()) -> list[Slot]:
+               cores: list[int] | None = None, ranks: Sequence[int] = (), notes: list[str] | None = None) -> list[Slot]:
     """The pool's slots for n_runs runs (cores: the usable cores, default launcher.cores or this process's;
-    ranks: each run's ranks, default launcher.ranks_per_run each). A slot is one rank's place."""
-    devices = visible_devices(cfg, environ)
-    cores = available_cores(cfg) if cores is None else sorted(cores)
+    ranks: each run's ranks, default launcher.ranks_per_run each). A slot is one rank's place. GPUs another
+    process fills are left out while others are free (avoid_busy); notes gets a line naming them."""
     ranks = sorted(ranks or [cfg.ranks_per_run] * max(1, n_runs), reverse=True)
     widest = ranks[0]
+    devices = avoid_busy(visible_devices(cfg, environ), cfg.devices is not None, [] if notes is None else notes,
+                         need=widest)
+    cores = available_cores(cfg) if cores is None else sorted(cores)
     if devices:
         if widest > len(devices):
             raise UsageError(f"a run of {widest} ranks needs {widest} GPUs, one per rank (launcher.ranks_per_run / "

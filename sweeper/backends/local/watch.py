@@ -70,6 +70,29 @@ def process_state(pid: int) -> str | None:
         return None
 
 
+TELLING = "TtDZ"      # a member of the group in one of these states explains a stall better than a sleeping leader
+
+
+def group_state(pgid: int) -> tuple[int, str | None]:
+    """(pid, state) of the process that best explains why a run's process group does not move: one stopped
+    (SIGSTOP: a user's script under a wrapper, e.g. sweeper.run.command, stops while the leader sleeps in
+    wait()), traced, in uninterruptible wait or a zombie, else the leader itself."""
+    found: list[tuple[int, str]] = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0].decode() in TELLING:
+            found.append((int(name), fields[0].decode()))
+    if found:
+        return min(found, key=lambda f: (TELLING.index(f[1]), f[0] != pgid, f[0]))
+    return pgid, process_state(pgid)
+
+
 class RunWatch:
     def __init__(self, max_log_bytes: int | None = None, stall_s: float = 0.0, stall_kill: bool = False):
         self.max_log_bytes, self.stall_s, self.stall_kill = max_log_bytes, float(stall_s or 0.0), stall_kill
@@ -117,11 +140,11 @@ class RunWatch:
             return False
         if not seen.stalled:
             seen.stalled = True
-            state = process_state(child.proc.pid)
-            why = STATES.get(state or "", "gone").format(pid=child.proc.pid)
+            pid, state = group_state(child.proc.pid)
+            why = STATES.get(state or "", "gone").format(pid=pid)
             then = ("killing it (launcher.stall_kill=true): it is retried from its last checkpoint"
                     if self.stall_kill else "nothing is killed (launcher.stall_kill=true would kill it)")
-            progress.stalled(child.job, idle, f"process {child.proc.pid} is {why}; {then}")
+            progress.stalled(child.job, idle, f"process {pid} is {why}; {then}")
         return self.stall_kill
 
     def idle_s(self, child, now: float | None = None) -> float | None:

@@ -66,6 +66,8 @@ def explain_hydra_error(e: Exception, overrides: list[str], compose_raw: Callabl
         refused, typed = getattr(cause, "value", None), override_value(key, overrides)
         from_file = key in given and (type(refused) is not type(typed) or refused != typed)   # 1 == True
         return f"{line} (set in a config file)" if from_file or re.sub(r"\[\d+\]$", "", key) not in given else line
+    if msg.startswith("Config group override must be a string or a list"):
+        return _group_value(overrides) or msg.strip().splitlines()[0]
     m = re.search(r"Could not find '([^']+)/([^'/]+)'", msg)
     if m:
         group, option = m.groups()
@@ -97,6 +99,17 @@ def explain_hydra_error(e: Exception, overrides: list[str], compose_raw: Callabl
         m = re.search(r"full_key: (\S+)", msg)
         return missing_message(m.group(1) if m else "a required key")
     return msg.strip().splitlines()[0] if msg.strip() else name
+
+
+def _group_value(overrides: list[str]) -> str | None:
+    """`model=42`: a config group given a value that is no config name (a number, a bool, null, a mapping)."""
+    for override in overrides:
+        key, value = key_of(override), override_value(key_of(override), [override])
+        options = available(key, overrides) if "=" in override and not isinstance(value, (str, list)) else []
+        if options:
+            return (f"{override.split('=', 1)[0].lstrip('+~')}={override.split('=', 1)[1]}: {key} is a config group: "
+                    f"give one of its configs by name: {', '.join(options)} ({where_searched(overrides)})")
+    return None
 
 
 def _omegaconf_cause(e: BaseException):

@@ -8,9 +8,12 @@ Pure Python (no torch). The files of a run dir are read and written through swee
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import tempfile
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable
 
@@ -25,12 +28,47 @@ def atomic_write_bytes(path: str | Path, data: bytes, write: Callable[[BinaryIO,
         with os.fdopen(fd, "wb") as f:
             (write or (lambda file, blob: file.write(blob)))(f, data)
             f.flush()
-            os.fsync(f.fileno())
+            if not getattr(_batch, "on", False):
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    if not getattr(_batch, "on", False):
+        _fsync_dir(path.parent)
+
+
+_batch = threading.local()      # .on: inside one_sync() (this thread's writes only)
+
+
+@contextmanager
+def one_sync(root: str | Path):
+    """Many atomic writes made durable by one sync of their file system at the end, not an fsync per file and
+    folder (writing a plan of 10,000 runs: 40,000 fsyncs otherwise). Each write stays atomic (temp file, rename);
+    what the block wrote is on disk when it returns. A block cut short (Ctrl-C) syncs nothing: use it only for
+    writes that are redone when lost (a plan's run dirs: the same command completes them)."""
+    _batch.on = True
+    try:
+        yield
+    finally:
+        _batch.on = False
+    _sync_filesystem(Path(root))
+
+
+def _sync_filesystem(root: Path) -> None:
+    """syncfs(2) on root's file system (Linux), else sync(2)."""
+    try:
+        fd = os.open(root, os.O_RDONLY)
+    except OSError:
+        os.sync()
+        return
+    try:
+        if ctypes.CDLL(None, use_errno=True).syncfs(fd) != 0:
+            os.sync()
+    except (AttributeError, OSError):
+        os.sync()
+    finally:
+        os.close(fd)
 
 
 def _mode_for(path: Path) -> int:
