@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from sweeper.run import init
+from sweeper.run.files.logcap import MARK, LogMark, read_since
 from sweeper.run.files.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, RunDir, Status
 from sweeper.run.reported import read_reported
 
@@ -121,27 +122,24 @@ def run_program(words: list[str]) -> int:
         raise
 
 
-def _log_size() -> int | None:
-    """Where the run's output starts in its log (our stdout), None when stdout is not a file."""
+def _log_path() -> str | None:
+    """The file our stdout writes to (the run's log), None when stdout is not a file."""
     try:
-        st = os.fstat(1)
+        if not stat.S_ISREG(os.fstat(1).st_mode):
+            return None
+        return os.readlink("/proc/self/fd/1")
     except OSError:
         return None
 
-    return st.st_size if stat.S_ISREG(st.st_mode) else None
 
-
-def _read_from(offset: int | None) -> str:
-    if offset is None:
+def _read_from(log: str | None, mark: LogMark) -> str:
+    """Our output since `mark`, cuts of the log included (sweeper.run.files.logcap.read_since: no race with
+    the launcher cutting it, metric lines of a cut part kept)."""
+    if log is None:
         return ""
     sys.stdout.flush()
     sys.stderr.flush()
-    try:
-        with open("/proc/self/fd/1", "rb") as f:
-            f.seek(offset)
-            return f.read().decode(errors="replace")
-    except OSError:
-        return ""
+    return read_since(log, mark)
 
 
 def _last_line(text: str) -> str:
@@ -172,7 +170,8 @@ def run_command(argv: list[str]) -> int:
         return 0
     out_dir = rd.path / OUT
     out_dir.mkdir(parents=True, exist_ok=True)
-    offset = _log_size()
+    log = _log_path()
+    mark = LogMark.now(log) if log is not None else LogMark()
     t0 = time.time()
     rd.update_status(Status.RUNNING, started=t0, ended=None, error=None, exit_code=None, pid=os.getpid(),
                      glue="command")
@@ -188,7 +187,7 @@ def run_command(argv: list[str]) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     record = rd.read_status()
-    text = _read_from(offset)
+    text = _read_from(log, mark)
     if record.started != t0 or record.status is not Status.RUNNING:     # the script ran its own run (the run API)
         return _api_exit(rd, code, stopped, _last_line(text))
     if stopped:
@@ -227,6 +226,9 @@ def _finish(rd, text: str, sources: list[str], prefix: str | None, out_dir: Path
     for record in steps:
         run.log(record["step"], **{k: v for k, v in record.items() if k != "step"})
     run.extra["reported_by"] = "command output (zero glue)"
+    cut = MARK.search(text.encode(errors="replace"))
+    if cut:
+        run.extra["log_cut_bytes"] = int(cut.group(1))    # named by a "no decision metric" stop (metric_check)
     run.finish(final, steps=max((r["step"] for r in steps), default=None))
     return 0
 

@@ -37,6 +37,7 @@ from sweeper.backends.local.placement import choose, reserve
 from sweeper.backends.local.ranks import RankGroup, SlotGroup
 from sweeper.backends.local.slots import PROJECT_ROOT, Slot
 from sweeper.errors import UsageError
+from sweeper.run.files.atomic import open_log
 
 MARKER_ENV = "SWEEPER_JOB"       # every child's environment carries its job's marker (found again in /proc)
 
@@ -131,7 +132,7 @@ def start_child(job: Job, slot: Slot | list[Slot], warm=None):
     slots = slot if isinstance(slot, list) else [slot]
     where = slots[0].name if len(slots) == 1 else f"{SlotGroup(tuple(slots)).name} ({len(slots)} ranks)"
     header = f"\n=== sweeper: start on {where} at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n"
-    with open(job.log_path, "ab") as log:
+    with open_log(job.log_path) as log:            # never through a link planted in the run dir
         log.write(header.encode())
     if len(slots) > 1:
         return RankGroup.start(job.argv, job.cwd, lambda s: job_env(job, s), slots, job.log_path,
@@ -141,7 +142,7 @@ def start_child(job: Job, slot: Slot | list[Slot], warm=None):
     proc = warm.start(job, slot, env) if warm is not None else None
     if proc is not None:
         return proc
-    log = open(job.log_path, "ab")
+    log = open_log(job.log_path)
     try:
         return subprocess.Popen(job.argv, cwd=job.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True,

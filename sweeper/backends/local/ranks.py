@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweeper.backends.failures import Failure, classify, signal_name
-from sweeper.run.files.atomic import read_tail
+from sweeper.run.files.atomic import open_log, read_tail
 from sweeper.run.files.rundir import EXIT_INTERRUPTED, RunDir
 
 RANK_GRACE_S = 60.0          # a rank still running this long after another exited normally is stopped
@@ -131,9 +131,9 @@ class RankGroup:
             for r, slot in enumerate(slots):
                 path = rank_log(log_path, r)
                 if r and header:
-                    with open(path, "ab") as log:
+                    with open_log(path) as log:
                         log.write(header.encode())
-                with open(path, "ab") as log:
+                with open_log(path) as log:
                     procs.append(subprocess.Popen(
                         argv, cwd=cwd, env=rank_env(env_of(slot), r, len(slots), port.port, gpus, port.host),
                         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -202,7 +202,7 @@ class RankGroup:
 
     def _note(self, line: str) -> None:
         if self.log_path is not None:
-            with open(self.log_path, "ab") as log:
+            with open_log(self.log_path) as log:
                 log.write(f"=== sweeper: {line} ===\n".encode())
 
     def _release(self) -> None:

@@ -40,6 +40,7 @@ import sweeper.run
 from sweeper.backends.local.slots import THREAD_VARS
 from sweeper.run import command
 from sweeper.run.entry import load_entry, run_entry
+from sweeper.run.files.atomic import open_nofollow
 
 PR_SET_PDEATHSIG = 1
 MARKER_ENV = "SWEEPER_JOB"
@@ -111,7 +112,7 @@ def child(req: dict, entry: str, libc, parent: int) -> int:
     os.environ.update(req["env"])
     rewrite_identity(req["argv"], req["marker"])
     devnull = os.open(os.devnull, os.O_RDONLY)
-    log = os.open(req["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    log = open_nofollow(req["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)   # never through a link
     os.dup2(devnull, 0)
     os.dup2(log, 1)
     os.dup2(log, 2)

@@ -37,6 +37,7 @@ from sweeper.backends.local.pool import pin_and_watch
 from sweeper.backends.local.ranks import RankGroup
 from sweeper.backends.local.slots import PROJECT_ROOT, run_env
 from sweeper.backends.slurm.ranks import task_slots
+from sweeper.run.files.atomic import open_log
 from sweeper.run.files.logcap import cap_log, stopped_group
 from sweeper.run.files.rundir import RunDir, Status
 
@@ -158,7 +159,7 @@ class RunTask(Checkpointable):
         header = (f"\n=== sweeper: start in Slurm job {job} (restart {restart}, attempt {attempt}) at "
                   f"{time.strftime('%Y-%m-%d %H:%M:%S')}, CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES')}, "
                   f"{threads} ===\n")
-        with open(rd.log_path, "ab") as log:
+        with open_log(rd.log_path) as log:         # never through a link planted in the run dir
             log.write(header.encode())
             log.flush()
             if slots:
