@@ -54,6 +54,9 @@ def _mode_for(path: Path) -> int:
     return 0o666 & ~_umask()
 
 
+_NOT_REGULAR = "not a regular file; sweeper reads and writes a run's files only as regular files: remove it"
+
+
 class LinkRefused(OSError):
     """A run-dir file is a symbolic link (or not a regular file): sweeper neither reads nor writes through it."""
 
@@ -69,14 +72,15 @@ def open_nofollow(path: str | Path, flags: int, mode: int = 0o666) -> int:
                 target = os.readlink(path)
             except OSError:
                 target = "?"
-            raise LinkRefused(errno.ELOOP, f"{path} is a symbolic link (to {target}); sweeper never reads or "
-                              f"writes a run's files through a link: remove the link", str(path)) from None
+            raise LinkRefused(None, f"a symbolic link (to {target}) where sweeper keeps a file of its own; it never "
+                              f"reads or writes a run's files through a link: remove the link", str(path)) from None
+        if e.errno == errno.ENXIO:                 # a FIFO with no reader, opened for writing
+            raise LinkRefused(None, _NOT_REGULAR, str(path)) from None
         raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise LinkRefused(errno.EINVAL, f"{path} is not a regular file; sweeper reads and writes a run's "
-                              f"files only as regular files: remove it", str(path))
+            raise LinkRefused(None, _NOT_REGULAR, str(path))
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
