@@ -11,8 +11,10 @@ are retried after a backoff, deterministic ones repeated across a group (a varia
 Teardown: while the pool runs this process is a child subreaper, so grandchildren that leave their group
 (setsid daemons) are adopted and killed when their run ends. Ctrl-C / SIGTERM: SIGTERM to every group, SIGKILL
 after grace_s, or at once on a second Ctrl-C; then KeyboardInterrupt is raised. Leftover processes of a job
-from an earlier sweeper (found in /proc by the job's marker: a command-line argument, or SWEEPER_JOB=marker in
-their environment, which every child and its descendants inherit) are stopped before the job starts again.
+from an earlier sweeper are stopped before the job starts again; they are found by what a pool gave them, never
+by their command line (a user's `du RUN_DIR` or `tensorboard --logdir RUN_DIR` is not ours): SWEEPER_JOB=marker
+in their environment (set before exec, inherited by every descendant), or the run's recorded owner process
+(its status: pid and start time, so a reused pid is never taken for it).
 
 A job of N ranks (Job.ranks) takes N slots at once, placed by sweeper.backends.local.placement (one NVLink/NUMA
 island when there is one; the oldest waiting wide job reserves the slots it waits for, so narrow jobs cannot
@@ -38,6 +40,8 @@ from sweeper.backends.local.ranks import RankGroup, SlotGroup
 from sweeper.backends.local.slots import PROJECT_ROOT, Slot
 from sweeper.errors import UsageError
 from sweeper.run.files.atomic import open_log
+from sweeper.run.files.owner import alive
+from sweeper.run.files.rundir import RunDir, UnreadableFile
 
 MARKER_ENV = "SWEEPER_JOB"       # every child's environment carries its job's marker (found again in /proc)
 
@@ -187,28 +191,36 @@ def children_of(pid: int) -> set[int]:
     return {p for p in _all_pids() if (st := _proc_stat(p)) is not None and st[0] == pid}
 
 
-def processes_with_arg(arg: str) -> list[int]:
-    """Live processes (zombies excluded) of a job: one of their command-line arguments is exactly `arg`, or
-    their environment holds SWEEPER_JOB=arg (a task whose command line does not name its run dir)."""
-    want, tag, me, found = arg.encode(), f"{MARKER_ENV}={arg}".encode(), os.getpid(), []
+def job_processes(marker: str, run_dir: Path | None = None) -> list[int]:
+    """Live processes (zombies excluded) a pool started for a job and their descendants: SWEEPER_JOB=marker in
+    their environment, or the owner process the run recorded in `run_dir`'s status (alive: same pid, same start
+    time). Never matched by command line."""
+    tag, me, found = f"{MARKER_ENV}={marker}".encode(), os.getpid(), []
     for pid in _all_pids():
         if pid == me:
             continue
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if tag not in f.read().split(b"\0"):
+                    continue
         except OSError:
             continue
-        if want not in args:
-            try:
-                with open(f"/proc/{pid}/environ", "rb") as f:
-                    if tag not in f.read().split(b"\0"):
-                        continue
-            except OSError:
-                continue
         if _alive(pid):
             found.append(pid)
+    owner = _recorded_owner(run_dir) if run_dir is not None else None
+    if owner is not None and owner not in found and owner != me:
+        found.append(owner)
     return found
+
+
+def _recorded_owner(run_dir: Path) -> int | None:
+    """The pid of the process the run recorded as running it, when that very process (pid and start time)
+    still runs on this host."""
+    try:
+        owner = RunDir(run_dir).read_status().owner
+    except (UnreadableFile, OSError):
+        return None
+    return owner["pid"] if alive(owner) and _alive(owner["pid"]) else None
 
 
 def stop_processes(pids: list[int], grace_s: float) -> None:
@@ -358,7 +370,7 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                         busy = {s.index for c in running for s in c.slots}
                         reserved = {s.index for s in reserve(slots, busy, job.ranks) or []}
                     continue
-                leftovers = processes_with_arg(job.marker)
+                leftovers = job_processes(job.marker, job.run_dir)
                 if leftovers:
                     progress.log(f"stop   {job.label}: {len(leftovers)} process(es) left by an earlier sweeper "
                                  f"(pids {', '.join(map(str, leftovers))})")

@@ -14,8 +14,9 @@ Then it serves one request at a time from stdin (a JSON line: argv, env, cwd, lo
 fresh child per run:
 
     child: setsid (its own process group), affinity, PR_SET_PDEATHSIG, stdin /dev/null, stdout+stderr -> log,
-           the run's environment, its /proc cmdline and environ rewritten to the cold start's (so a later
-           sweeper finds it by run dir or SWEEPER_JOB marker), then run_entry(ENTRY, RUN_DIR) and _exit(code)
+           the run's environment, its /proc cmdline and environ rewritten to the cold start's (ps shows the
+           run's command; a later sweeper finds it by its SWEEPER_JOB marker, never by command line), then
+           run_entry(ENTRY, RUN_DIR) and _exit(code)
 
 Replies on fd FD, one JSON line each: {"ok": true} once imported, {"pid": N} per fork, {"exit": N, "code": C}
 (C as subprocess gives it: -SIG when killed), or {"cold": "why"} when a fork would be unsafe (a thread, an
