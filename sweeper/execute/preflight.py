@@ -37,7 +37,7 @@ def check_preflight_options(sweep) -> None:
 def _check(plan, variant: str, hook, progress) -> tuple[str, str, str]:
     """The task's preflight hook on one variant's first seed: (pass | warn | fail, failing checks, details). Its
     report goes to SWEEP_DIR/preflight/<variant>.json. A hook that crashes or does not return a HealthReport fails."""
-    t0 = time.time()
+    t0 = time.monotonic()
     cfg = plan.sweep.variant_configs[variant]
     try:
         report = hook({**cfg, "seed": plan.seeds_of(variant)[0] if plan.seeds_of(variant) else plan.seeds[0]})
@@ -50,7 +50,7 @@ def _check(plan, variant: str, hook, progress) -> tuple[str, str, str]:
         raised = f"task.preflight raised {type(e).__name__}"
         return "fail", raised, f"{raised}: {e}".splitlines()[0]
     report.write(plan.sweep_dir / "preflight" / f"{variant}.json")
-    progress.log(f"preflight {variant}: {report.verdict.upper()} ({time.time() - t0:.1f}s)")
+    progress.log(f"preflight {variant}: {report.verdict.upper()} ({time.monotonic() - t0:.1f}s)")
     for check in report.failures + report.warnings:
         progress.log(f"  {check.status.upper()} {check.name}: {check.message}")
     details = "; ".join(f"{c.name}: {c.message}".splitlines()[0] for c in report.failures)

@@ -234,8 +234,8 @@ def stop_processes(pids: list[int], grace_s: float) -> None:
                 os.kill(pid, sig)
             except (ProcessLookupError, PermissionError):
                 pass
-        deadline = time.time() + (grace_s if sig == signal.SIGTERM else 5.0)
-        while time.time() < deadline and any(_alive(p) for p in pids):
+        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 5.0)
+        while time.monotonic() < deadline and any(_alive(p) for p in pids):
             _reap(pids)
             time.sleep(0.05)
         _reap(pids)
@@ -350,7 +350,7 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
             reaper.mine |= warm.pids()
         halt = None                              # the adapter's stop (a run without the decision metric)
         while (queue or running) and not intr.count and not halt:
-            now = time.time()
+            now = time.monotonic()
             reserved: set[int] = set()           # slots kept for the oldest ready job that does not fit
             for job in list(queue):
                 if job.group in loops.stopped:
@@ -381,7 +381,7 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                     free.remove(s)
                 attempts[job.key] = attempts.get(job.key, 0) + 1
                 proc = start_child(job, picked if job.ranks > 1 else picked[0], warm)
-                child = Child(job, picked, proc, time.time(), attempts[job.key])
+                child = Child(job, picked, proc, time.monotonic(), attempts[job.key])
                 reaper.mine |= set(getattr(proc, "pids", [proc.pid]))
                 running.append(child)
                 progress.started(job, child.slot)
@@ -397,12 +397,12 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                 reaper.kill_adopted()
                 free.extend(child.slots)
                 free.sort(key=lambda s: s.index)
-                job, wall = child.job, time.time() - child.started
+                job, wall = child.job, time.monotonic() - child.started
                 job.rank_exit = getattr(child.proc, "cause", None)
                 status, failure = adapter.settle(job, child.proc.returncode, False, child.attempt)
                 if failure is not None and policy.should_retry(failure, child.attempt):
                     delay = policy.delay_s(child.attempt)
-                    ready_at[job.key] = time.time() + delay
+                    ready_at[job.key] = time.monotonic() + delay
                     waiting[job.key] = status
                     queue.insert(0, job)
                     progress.retrying(job, status, failure, child.attempt, policy.max_retries + 1, delay)
@@ -417,7 +417,7 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
             progress.tick([(c.job, c.slot) for c in running], queued=len(queue))
             if not (queue or running) or any(c.proc.poll() is not None for c in running):
                 continue                         # done (no last tick's wait), or another child has ended
-            due = [ready_at.get(j.key, 0.0) - time.time() for j in queue if free and j.group not in loops.stopped]
+            due = [ready_at.get(j.key, 0.0) - time.monotonic() for j in queue if free and j.group not in loops.stopped]
             wait_for_events([intr.fd, *(fd for c in running for fd in c.wait_fds())], min([tick_s, *due]))
         if intr.count or halt:
             progress.log(f"{'stopping the sweep' if halt else 'interrupted'}: stopping {len(running)} running "
@@ -429,7 +429,7 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                 child.job.rank_exit = getattr(child.proc, "cause", None)
                 status, _ = adapter.settle(child.job, child.proc.returncode, True, child.attempt)
                 outcomes[child.job.key] = status
-                progress.ended(child.job, status, time.time() - child.started)
+                progress.ended(child.job, status, time.monotonic() - child.started)
         for child in running:
             child.release()
         if warm is not None:
@@ -448,8 +448,8 @@ def _stop_all(running: list[Child], intr: Interrupts, grace_s: float) -> None:
     first = intr.count
     for child in running:
         signal_group(child.proc.pid, signal.SIGTERM)
-    deadline = time.time() + grace_s
-    while any(c.proc.poll() is None for c in running) and time.time() < deadline and intr.count == first:
+    deadline = time.monotonic() + grace_s
+    while any(c.proc.poll() is None for c in running) and time.monotonic() < deadline and intr.count == first:
         time.sleep(0.05)
     for child in running:
         signal_group(child.proc.pid, signal.SIGKILL)   # the rest of each group, e.g. DataLoader workers

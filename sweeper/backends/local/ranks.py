@@ -156,7 +156,7 @@ class RankGroup:
             return self.returncode
         codes = [p.poll() for p in self.procs]
         if self.first_exit is None and any(c is not None for c in codes):
-            self.first_exit = time.time()
+            self.first_exit = time.monotonic()
         failed = [r for r, c in enumerate(codes) if c is not None and c not in (0, EXIT_INTERRUPTED)]
         if failed and self.cause is None:
             # seen together: a rank killed by a signal is the cause, the others' errors (a collective whose
@@ -165,7 +165,7 @@ class RankGroup:
             self.cause = RankExit(r, len(self.procs), self.procs[r].pid, codes[r])
             self._kill_rest()
         if self.cause is None and self.first_exit is not None and None in codes \
-                and time.time() - self.first_exit > RANK_GRACE_S:
+                and time.monotonic() - self.first_exit > RANK_GRACE_S:
             r = codes.index(None)
             self.cause = RankExit(r, len(self.procs), self.procs[r].pid, -signal.SIGKILL)
             self._note(f"rank {r} still ran {RANK_GRACE_S:g}s after another rank exited: stopped")

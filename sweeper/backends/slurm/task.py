@@ -204,8 +204,8 @@ class RunTask(Checkpointable):
     def _await_end_of_job(self) -> None:
         """After a SIGTERM-stop: Slurm's USR2 (checkpoint + requeue) or SIGKILL ends this process first."""
         _log(f"run stopped; waiting up to {self.stop_grace_s:.0f}s for the job to be requeued or ended")
-        deadline = time.time() + self.stop_grace_s
-        while time.time() < deadline:
+        deadline = time.monotonic() + self.stop_grace_s
+        while time.monotonic() < deadline:
             time.sleep(0.2)
 
     def checkpoint(self, *args, **kwargs):
@@ -213,8 +213,8 @@ class RunTask(Checkpointable):
         child = self._child
         if child is not None:
             self._stop_child()
-            deadline = time.time() + self.stop_grace_s
-            while not _exited(child) and time.time() < deadline:
+            deadline = time.monotonic() + self.stop_grace_s
+            while not _exited(child) and time.monotonic() < deadline:
                 time.sleep(0.1)
             if not _exited(child):
                 _log(f"run did not stop within {self.stop_grace_s:.0f}s: SIGKILL (it resumes from its last "
