@@ -36,7 +36,8 @@ from sweeper.run.reported import read_reported
 OUT = "out"                      # RUN_DIR/out: the folder a zero-glue script writes to ({out_dir})
 PYTHONS = ("python", "python3")
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2)
-USAGE = "usage: python -m sweeper.run.command [--metrics SRC]... [--prefix P] RUN_DIR -- PROGRAM ARGS..."
+USAGE = ("usage: python -m sweeper.run.command [--metrics SRC]... [--prefix P] [--metric NAME] RUN_DIR -- "
+         "PROGRAM ARGS...")
 
 
 class Stopped(BaseException):
@@ -51,7 +52,9 @@ def in_process(words: list[str]) -> bool:
 
 
 def parse_args(argv: list[str]) -> tuple[list[str], str | None, str, list[str]]:
-    """(metrics sources, prefix, run dir, the program's words); ValueError for a malformed command line."""
+    """(metrics sources, prefix, run dir, the program's words); ValueError for a malformed command line.
+    --metric NAME (the decision metric, so that large out/ files are read only when they can hold it) is
+    read by decision_metric()."""
     if "--" not in argv:
         raise ValueError(USAGE)
     split = argv.index("--")
@@ -63,6 +66,8 @@ def parse_args(argv: list[str]) -> tuple[list[str], str | None, str, list[str]]:
             sources.append(next(it, ""))
         elif arg == "--prefix":
             prefix = next(it, "")
+        elif arg == "--metric":
+            next(it, "")
         else:
             rest.append(arg)
     if len(rest) != 1 or not words:
@@ -198,7 +203,7 @@ def run_command(argv: list[str]) -> int:
     if code != 0:
         rd.update_status(Status.FAILED, ended=time.time(), exit_code=code, error=failure_line(code, _last_line(text)))
         return code
-    return _finish(rd, text, sources, prefix, out_dir, t0)
+    return _finish(rd, text, sources, prefix, out_dir, t0, decision_metric(argv))
 
 
 def _api_exit(rd, code: int, stopped: str | None, last: str = "") -> int:
@@ -216,9 +221,16 @@ def _api_exit(rd, code: int, stopped: str | None, last: str = "") -> int:
     return code
 
 
-def _finish(rd, text: str, sources: list[str], prefix: str | None, out_dir: Path, t0: float) -> int:
+def decision_metric(argv: list[str]) -> str | None:
+    """The value of --metric before `--` (None without it)."""
+    head = argv[:argv.index("--")] if "--" in argv else argv
+    return head[head.index("--metric") + 1] if "--metric" in head[:-1] else None
+
+
+def _finish(rd, text: str, sources: list[str], prefix: str | None, out_dir: Path, t0: float,
+            metric: str | None = None) -> int:
     """Exit 0 without the run API: final metrics and curves from what the script reported; status finished."""
-    final, steps, notes = read_reported(text, sources, prefix, base=out_dir, out_dir=out_dir)
+    final, steps, notes = read_reported(text, sources, prefix, base=out_dir, out_dir=out_dir, metric=metric)
     for note in notes:
         print(f"sweeper: {note}", flush=True)
     run = init(rd.path, record_crashes=False)
