@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from sweeper.run import init
+from sweeper.run.envrefs import resolve_env_refs
 from sweeper.run.files.logcap import MARK, LogMark, read_since
 from sweeper.run.files.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, RunDir, Status
 from sweeper.run.reported import read_reported
@@ -180,6 +181,7 @@ def run_command(argv: list[str]) -> int:
     t0 = time.time()
     rd.update_status(Status.RUNNING, started=t0, ended=None, error=None, exit_code=None, pid=os.getpid(),
                      glue="command")
+    words = [resolve_env_refs(w) for w in words]     # ${oc.env:SECRET}: resolved here, never on disk
     previous = {sig: signal.signal(sig, _stop) for sig in STOP_SIGNALS}
     stopped = None
     try:

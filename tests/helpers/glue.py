@@ -16,7 +16,7 @@ EXPERIMENT = """# @package _global_
 defaults:
   - override /task: custom
 task:
-  command: [python, job.py, --out, "{{out_dir}}", "--seed={{seed}}"]
+  command: [python, job.py, --out, "{{out_dir}}", "--seed={{seed}}"{words}]
 {extra}
 experiment:
   name: glue
@@ -28,14 +28,16 @@ experiment:
 """
 
 
-def glue_project(tmp_path: Path, script: str, extra: str = "") -> Path:
-    """A project folder with job.py (`script`, after an argparse of --out and --seed) and +experiment=glue."""
+def glue_project(tmp_path: Path, script: str, extra: str = "", words: str = "") -> Path:
+    """A project folder with job.py (`script`, after an argparse of --out and --seed, and parse_known_args: any
+    other words are in `rest`) and +experiment=glue; `extra`: more YAML at the top level (run-config keys);
+    `words`: more words of the command (YAML, each after a comma)."""
     project = tmp_path / "proj"
     (project / "conf" / "experiment").mkdir(parents=True)
-    (project / "conf" / "experiment" / "glue.yaml").write_text(EXPERIMENT.format(extra=extra))
+    (project / "conf" / "experiment" / "glue.yaml").write_text(EXPERIMENT.format(extra=extra, words=words))
     (project / "job.py").write_text("import argparse, json, os, sys\np = argparse.ArgumentParser()\n"
                                     "p.add_argument('--out'); p.add_argument('--seed', type=int)\n"
-                                    "args = p.parse_args()\n" + script)
+                                    "args, rest = p.parse_known_args()\n" + script)
     return project
 
 
