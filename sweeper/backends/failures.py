@@ -29,6 +29,8 @@ SIGNAL, OOM, LOST_NODE = "signal", "out_of_memory", "lost_node"
 CONFIG, HEALTH, EXCEPTION = "config_error", "health_check", "exception"
 TRANSIENT = frozenset({SIGNAL, OOM, LOST_NODE})
 UNFINISHED = "exited 0 without calling run.finish()"
+GONE = ("exited 0, but its run status was deleted while it ran (the run dir holds sweeper's records: write "
+        "outputs elsewhere)")
 
 _OOM_PATTERNS = ("CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
                  "HIP out of memory")
@@ -103,7 +105,8 @@ def attempt_outcome(rd: RunDir, returncode: int) -> tuple[Status, Failure | None
     if state is Status.INTERRUPTED and returncode in (0, EXIT_INTERRUPTED):
         return Status.INTERRUPTED, classify(EXIT_INTERRUPTED, error)
     if returncode == 0 and state not in TERMINAL:
-        return Status.FAILED, Failure(EXCEPTION, UNFINISHED, f"{EXCEPTION}: {UNFINISHED}")
+        why = UNFINISHED if rd.status_path.exists() else GONE     # a script that deleted its run dir's records
+        return Status.FAILED, Failure(EXCEPTION, why, f"{EXCEPTION}: {why}")
     return Status.FAILED, classify(returncode, error, read_tail(rd.log_path), health_verdict(rd))
 
 

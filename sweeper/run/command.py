@@ -182,6 +182,7 @@ def run_command(argv: list[str]) -> int:
     rd.update_status(Status.RUNNING, started=t0, ended=None, error=None, exit_code=None, pid=os.getpid(),
                      glue="command")
     words = [resolve_env_refs(w) for w in words]     # ${oc.env:SECRET}: resolved here, never on disk
+    ours = _files(rd)                                # what the run dir holds: a script that deletes it is named
     previous = {sig: signal.signal(sig, _stop) for sig in STOP_SIGNALS}
     stopped = None
     try:
@@ -193,6 +194,9 @@ def run_command(argv: list[str]) -> int:
             signal.signal(sig, handler)
     sys.stdout.flush()
     sys.stderr.flush()
+    gone = sorted(ours - _files(rd))
+    if gone:
+        return _deleted(rd, gone, code, stopped)
     record = rd.read_status()
     text = _read_from(log, mark)
     if record.started != t0 or record.status is not Status.RUNNING:     # the script ran its own run (the run API)
@@ -206,6 +210,23 @@ def run_command(argv: list[str]) -> int:
         rd.update_status(Status.FAILED, ended=time.time(), exit_code=code, error=failure_line(code, _last_line(text)))
         return code
     return _finish(rd, text, sources, prefix, out_dir, t0, decision_metric(argv))
+
+
+def _files(rd: RunDir) -> set[str]:
+    """The records of the run dir that nothing of sweeper's deletes while a run runs (its config and status)."""
+    return {p.name for p in (rd.config_path, rd.status_path) if os.path.lexists(p)}
+
+
+def _deleted(rd: RunDir, gone: list[str], code: int, stopped: str | None) -> int:
+    """The script deleted files of its run dir (sweeper's records): the run fails, named for what happened."""
+    what = ", ".join(gone)
+    error = (f"the script deleted its run's files ({what}) while it ran (exit status {code}"
+             f"{f', stopped by {stopped}' if stopped else ''}); the run dir holds sweeper's records: write outputs "
+             f"into {{out_dir}} ({rd.path / OUT}) only; this run starts again from scratch")
+    print(f"sweeper: {error}", file=sys.stderr, flush=True)
+    rd.path.mkdir(parents=True, exist_ok=True)
+    rd.update_status(Status.FAILED, ended=time.time(), exit_code=1, error=error)
+    return 1
 
 
 def _api_exit(rd, code: int, stopped: str | None, last: str = "") -> int:
