@@ -56,3 +56,14 @@ def test_the_run_api_writes_the_reference_and_resolves_it_in_the_run(tmp_path, m
     run.close()
     again.close()
     assert oct(os.stat(tmp_path / "run" / "config.yaml").st_mode & 0o777) != "0o777"
+
+
+def test_the_hydra_plugin_writes_the_reference(monkeypatch):
+    from hydra_plugins.sweeper_pool._contract import config_hash, task_config
+
+    monkeypatch.setenv("WANDB_API_KEY", "sekrit-5")
+    cfg = OmegaConf.create({"hydra": {"x": 1}, "wandb": {"key": "${oc.env:WANDB_API_KEY}"}, "lr": 0.1})
+    written = task_config(cfg)
+    assert written == {"wandb": {"key": "${oc.env:WANDB_API_KEY}"}, "lr": 0.1}
+    monkeypatch.setenv("WANDB_API_KEY", "sekrit-6")
+    assert config_hash(task_config(cfg)) == config_hash(written)
