@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from sweeper.backends.local.pool import processes_with_arg
+from sweeper.backends.local.pool import job_processes
 from sweeper.backends.local.schema import LocalLauncherConf
 from sweeper.backends.local.slots import make_slots
 from sweeper.errors import UsageError
@@ -148,14 +148,14 @@ def test_a_user_task_starts_in_its_cwd_with_it_first_on_pythonpath(tmp_path):
     assert seen["pythonpath"][:2] == [str(project.resolve()), str(ROOT)] and "/inherited" in seen["pythonpath"]
 
 
-def test_leftovers_are_found_by_argument_or_by_the_job_marker_in_their_environment(tmp_path):
+def test_leftovers_are_found_by_the_job_marker_in_their_environment_never_by_their_arguments(tmp_path):
     marker = str(tmp_path / "runs" / "a" / "seed_0")
     sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
     by_env = subprocess.Popen(sleep, env={**os.environ, "SWEEPER_JOB": marker})
-    by_arg = subprocess.Popen(sleep + [marker])
+    by_arg = subprocess.Popen(sleep + [marker])                  # a user's own process naming the run dir
     other = subprocess.Popen(sleep, env={**os.environ, "SWEEPER_JOB": marker + "x"})
     try:
-        assert sorted(processes_with_arg(marker)) == sorted([by_env.pid, by_arg.pid])
+        assert job_processes(marker) == [by_env.pid]
     finally:
         for p in (by_env, by_arg, other):
             p.kill()

@@ -269,13 +269,13 @@ def test_a_user_task_that_exits_0_without_finishing_fails_its_slurm_task(tmp_pat
 def test_a_run_killed_by_sigkill_is_retried_in_its_task_by_the_pool_s_policy(tmp_path, tiny):
     """Slurm follows the local pool's retry policy: a transient failure (the run SIGKILLed, e.g. by the OOM
     killer) is retried in place, counted in the run's status, and ends bitwise equal to a run never killed."""
-    from sweeper.backends.local.pool import processes_with_arg
+    from sweeper.backends.local.pool import children_of
 
     (plan, run), (ref_plan, ref_run) = make_run(tmp_path, tiny, "killed"), make_run(tmp_path, tiny, "reference")
     ref = start_task(run_task(ref_plan, ref_run, 5), tmp_path, tmp_path / "unused.pkl")
     task = start_task(run_task(plan, run, 5, max_retries=1, retry_backoff_s=0.2), tmp_path, tmp_path / "u2.pkl")
     wait_for_step(run.run_dir, 10, task)
-    children = [pid for pid in processes_with_arg(str(run.run_dir)) if pid != task.pid]
+    children = sorted(children_of(task.pid))                       # the task's run
     assert children
     for pid in children:
         os.kill(pid, signal.SIGKILL)
@@ -293,12 +293,12 @@ def test_a_run_killed_by_sigkill_is_retried_in_its_task_by_the_pool_s_policy(tmp
 
 @pytest.mark.slow
 def test_a_killed_run_with_no_retries_left_fails_its_task_naming_why(tmp_path, tiny):
-    from sweeper.backends.local.pool import processes_with_arg
+    from sweeper.backends.local.pool import children_of
 
     plan, run = make_run(tmp_path, tiny, "killed_for_good")
     task = start_task(run_task(plan, run, 5, max_retries=0), tmp_path, tmp_path / "unused.pkl")
     wait_for_step(run.run_dir, 5, task)
-    for pid in [p for p in processes_with_arg(str(run.run_dir)) if p != task.pid]:
+    for pid in children_of(task.pid):
         os.kill(pid, signal.SIGKILL)
     out, _ = task.communicate(timeout=120)
     assert task.returncode != 0 and "RunFailed" in out

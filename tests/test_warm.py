@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sweeper.backends.local.pool import Job, processes_with_arg
+from sweeper.backends.local.pool import Job, job_processes
 from sweeper.backends.local.slots import Slot
 from sweeper.backends.local.warm import Server, WarmStarts
 from sweeper.run.files.rundir import RunDir
@@ -57,7 +57,7 @@ def test_a_warm_child_is_named_grouped_pinned_and_stopped_as_a_cold_one(tmp_path
         cmdline = [w.decode() for w in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if w]
         assert cmdline == argv                                   # what a cold start shows in ps and /proc
         assert f"SWEEPER_JOB={rd}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-        assert processes_with_arg(str(rd)) == [pid]              # a later sweeper finds it as a leftover
+        assert job_processes(str(rd)) == [pid]                   # a later sweeper finds it as a leftover
         assert os.getpgid(pid) == pid and os.getsid(pid) == pid  # its own session and process group
         assert os.sched_getaffinity(pid) == {core}
         server.proc.kill()                                       # the launcher dies (as when the sweeper does)

@@ -24,7 +24,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from sweeper.run.files.atomic import atomic_write_json
+from sweeper.run.files.atomic import atomic_write_json, open_log
 from sweeper.run.files.rundir import EXIT_INTERRUPTED, RunDir, Status
 from sweeper.run.streams import DROP_ENV, DROPPABLE
 from sweeper.train.config import RunConfig
@@ -135,7 +135,7 @@ def child_env(threads: int | None, drop_rng_state: str | None) -> dict:
 
 
 def _start(run_dir: Path, env: dict) -> subprocess.Popen:
-    with open(RunDir(run_dir).log_path, "ab") as log:
+    with open_log(RunDir(run_dir).log_path) as log:
         return subprocess.Popen([sys.executable, "-m", "sweeper.train", str(run_dir)], cwd=ROOT, env=env, stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 

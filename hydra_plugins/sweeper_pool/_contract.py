@@ -33,6 +33,7 @@ from omegaconf import OmegaConf
 
 from hydra_plugins.sweeper_pool._options import option_keys
 from sweeper.config.fields import unknown_key
+from sweeper.run.envrefs import keep_env_refs
 from sweeper.run.files.manifest import Experiment, Manifest, RunEntry, write_manifest
 from sweeper.run.files.rundir import KEEP, RunDir, Status, Summary, UnreadableFile, stable_hash
 
@@ -136,6 +137,7 @@ def _select(config: dict, dotted: str) -> Any:
 def task_config(sweep_config) -> dict:
     """The job's config without `hydra`, as plain YAML-able data (interpolations resolved when they can be)."""
     task = OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
+    keep_env_refs(task)          # ${oc.env:SECRET} stays a reference in config.yaml (sweeper.run.envrefs)
     try:
         return OmegaConf.to_container(task, resolve=True, enum_to_str=True)
     except Exception:       # e.g. ${hydra:runtime.output_dir}, only known inside the job

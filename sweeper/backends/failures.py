@@ -31,6 +31,8 @@ CONFIG, HEALTH, EXCEPTION = "config_error", "health_check", "exception"
 NO_RESULT = "no_result"          # exit 0, no exception, and the run never reported its result (no run.finish())
 TRANSIENT = frozenset({SIGNAL, OOM, LOST_NODE})
 UNFINISHED = "exited 0 without calling run.finish()"
+GONE = ("exited 0, but its run status was deleted while it ran (the run dir holds sweeper's records: write "
+        "outputs elsewhere)")
 
 _OOM_PATTERNS = ("CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
                  "HIP out of memory")
@@ -105,7 +107,8 @@ def attempt_outcome(rd: RunDir, returncode: int) -> tuple[Status, Failure | None
     if state is Status.INTERRUPTED and returncode in (0, EXIT_INTERRUPTED):
         return Status.INTERRUPTED, classify(EXIT_INTERRUPTED, error)
     if returncode == 0 and state not in TERMINAL:
-        return Status.FAILED, Failure(NO_RESULT, UNFINISHED, f"{NO_RESULT}: {UNFINISHED}")
+        why = UNFINISHED if rd.status_path.exists() else GONE     # a script that deleted its run dir's records
+        return Status.FAILED, Failure(NO_RESULT, why, f"{NO_RESULT}: {why}")
     return Status.FAILED, classify(returncode, error, read_tail(rd.log_path), health_verdict(rd))
 
 

@@ -98,7 +98,7 @@ class Progress:
         self.live = live
         self.counts = {**{s.value: 0 for s in (Status.FINISHED, Status.FAILED, Status.DIVERGED, Status.INTERRUPTED,
                                                 Status.PENDING)}, "skipped": 0}
-        self.t0 = time.time()
+        self.t0 = time.monotonic()
         self._last_tick = 0.0 if live else self.t0
         self._last_observe = 0.0
         self._health: dict[str, dict] = {}      # run label -> health file mtime and the checks already printed
@@ -252,7 +252,7 @@ class Progress:
     @_locked
     def stalled(self, run, idle_s: float, why: str) -> None:
         """A running run has shown no progress (output, metrics, CPU time) for idle_s seconds: named once."""
-        self._stalled[run.label] = time.time() - idle_s
+        self._stalled[run.label] = time.monotonic() - idle_s
         self.log(f"STALL  {run.label}: no new output, metrics or CPU time for {fmt_s(idle_s)}; {why}")
 
     @_locked
@@ -286,7 +286,7 @@ class Progress:
     def _tick(self, running: list, queued: int | None = None, force: bool = False) -> None:
         self._running, self._queued = list(running), queued
         self._slots = max(self._slots, len(running))
-        now = time.time()
+        now = time.monotonic()
         if now - self._last_observe >= 0.2:      # first (time, step) of each attempt: the base of its ETA
             self._last_observe = now
             for run, _ in self._running:
@@ -321,7 +321,7 @@ class Progress:
 
     def _rows(self) -> tuple[list[str], list]:
         """One line per running run (its last metrics line read from its file) and its ETA."""
-        now = time.time()
+        now = time.monotonic()
         rows, etas = [], []
         for run, slot in self._running:
             m = last_metrics(getattr(run, "run_dir", None))
@@ -341,7 +341,7 @@ class Progress:
         return rows, etas
 
     def _head(self, etas: list) -> str:
-        now = time.time()
+        now = time.monotonic()
         queued = self._queued if self._queued is not None else max(0, self.total - self.settled - len(self._running))
         failed = self.counts[Status.FAILED.value]
         done = self.done - failed

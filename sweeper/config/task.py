@@ -75,9 +75,10 @@ class TaskSpec:
     def name(self) -> str:
         return self.entry or " ".join(self.command or ())
 
-    def argv(self, run_dir: str | Path, config: dict | None = None) -> list[str]:
+    def argv(self, run_dir: str | Path, config: dict | None = None, metric: str | None = None) -> list[str]:
         """The command line of one run: an entry through `python -m sweeper.run`, a command through
-        `python -m sweeper.run.command` with the run config in its words (see the module docstring)."""
+        `python -m sweeper.run.command` with the run config in its words (see the module docstring); metric:
+        the decision metric (a command's large out/ files are read only when they can hold it)."""
         if self.entry:
             return [sys.executable, "-m", "sweeper.run", self.entry, str(run_dir)]
         values = {**flat_config(config or {}), "run_dir": str(run_dir), "out_dir": str(Path(run_dir) / "out")}
@@ -94,6 +95,8 @@ class TaskSpec:
             head += ["--prefix", self.metrics_prefix]
         if self.config_file:
             head += ["--config-file", values["config_file"]] + (["--config-seed"] if self.config_seed else [])
+        if metric:
+            head += ["--metric", metric]
         return [*head, str(run_dir), "--", *words]
 
     def run_config_file(self, run_dir: str | Path) -> Path:

@@ -63,7 +63,7 @@ def _check(plan, variant: str, place: Place, progress) -> tuple[str, str, str]:
         progress.log(f"preflight {variant}: {hit['verdict'].upper()} (kept from {when}: same config and code; "
                      f"not run again)")
         return hit["verdict"], hit["failed"], hit["details"]
-    t0 = time.time()
+    t0 = time.monotonic()
     threads = env.get("OMP_NUM_THREADS", "?")
     where = f"cores {','.join(map(str, cores))}, " if cores else ""
     progress.log(f"preflight {variant}: running ({where}{threads} thread(s), "
@@ -79,7 +79,7 @@ def _check(plan, variant: str, place: Place, progress) -> tuple[str, str, str]:
         raised = f"task.preflight raised {why.split(':')[0]}" if result else "task.preflight crashed"
         return "fail", raised, f"{raised}: {why}".splitlines()[0]
     report = HealthReport.read(plan.sweep_dir / "preflight" / f"{variant}.json")
-    progress.log(f"preflight {variant}: {report.verdict.upper()} ({time.time() - t0:.1f}s)")
+    progress.log(f"preflight {variant}: {report.verdict.upper()} ({time.monotonic() - t0:.1f}s)")
     for check in report.failures + report.warnings:
         progress.log(f"  {check.status.upper()} {check.name}: {check.message}")
     details = "; ".join(f"{c.name}: {c.message}".splitlines()[0] for c in report.failures)

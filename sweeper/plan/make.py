@@ -98,7 +98,7 @@ class Plan:
 
     def argv(self, run: RunSpec) -> list[str]:
         """The command line of one run (started in self.task.cwd)."""
-        return self.task.argv(run.run_dir, run.config)
+        return self.task.argv(run.run_dir, run.config, self.experiment.metric)
 
     def run_env(self, run: RunSpec) -> dict[str, str]:
         """Environment variables a run's process gets on top of the backend's own."""

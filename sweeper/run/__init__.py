@@ -44,6 +44,7 @@ from sweeper.run.checkpoint import (
     save_checkpoint,
 )
 from sweeper.run.envinfo import cuda_device_count, device_model, environment_record, thread_count, versions
+from sweeper.run.envrefs import keep_env_refs
 from sweeper.run.evaluation import EVAL_KEY, fingerprint_of
 from sweeper.run.files.owner import process_identity
 from sweeper.run.files.rundir import EXIT_INTERRUPTED, KEEP, RunDir, Status, Summary, UnreadableFile, stable_hash
@@ -427,6 +428,8 @@ def _container(config: Mapping) -> dict:
         from omegaconf import DictConfig, OmegaConf  # deferred: omegaconf (0.1 s), only when this runs
 
         if isinstance(config, DictConfig):
+            config = OmegaConf.create(OmegaConf.to_container(config, resolve=False))   # a copy: the caller's stays
+            keep_env_refs(config)                     # ${oc.env:SECRET} stays a reference in config.yaml
             return OmegaConf.to_container(config, resolve=True)
     except ImportError:  # pragma: no cover - omegaconf comes with hydra-core
         pass

@@ -28,7 +28,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweeper.run.files.atomic import atomic_write_bytes
+from sweeper.run.files.atomic import atomic_write_bytes, open_nofollow
+from sweeper.run.files.owner import TRUST_ENV, foreign_owner
 
 MAGIC, MAGIC_PICKLE = b"SWEEPCK1", b"SWEEPCKP"
 _NAME = re.compile(r"^step_(\d{8})\.pt$")
@@ -45,6 +46,10 @@ class CorruptCheckpoint(RuntimeError):
 
 class FingerprintMismatch(RuntimeError):
     """The checkpoint was written by a different setup; resuming would not be the same run."""
+
+
+class ForeignCheckpoint(FingerprintMismatch):
+    """The checkpoint (or its folder) belongs to another user: loading it (a pickle) would run their code."""
 
 
 @dataclass
@@ -116,7 +121,20 @@ def decode(blob: bytes, path: Path | str = "<bytes>") -> dict:
 
 
 def read_checkpoint(path: Path) -> dict:
-    return decode(Path(path).read_bytes(), path)
+    """The checkpoint's state. Never through a link; ForeignCheckpoint when another user owns the file or its
+    folder (a pickle runs code as it loads) unless SWEEPER_TRUST_OTHER_USERS_FILES=1."""
+    with os.fdopen(open_nofollow(path, os.O_RDONLY), "rb") as f:
+        other = foreign_owner(f.fileno(), path)
+        if other and os.environ.get(TRUST_ENV) != "1":
+            raise ForeignCheckpoint(
+                f"refusing to load the checkpoint {path}: {other}, not you (uid {os.geteuid()}); a checkpoint is a "
+                f"pickle, and loading it runs whatever code its writer put in it. Resume a sweep dir of your own, "
+                f"or, if you trust that user, set {TRUST_ENV}=1")
+        if other:
+            print(f"WARNING: loading {path}, which {other.split(' owns ')[0]} owns ({TRUST_ENV}=1)", file=sys.stderr,
+                  flush=True)
+        blob = f.read()
+    return decode(blob, path)
 
 
 def load_latest(ckpt_dir: Path) -> Loaded:
@@ -127,6 +145,8 @@ def load_latest(ckpt_dir: Path) -> Loaded:
         try:
             loaded.state, loaded.path = read_checkpoint(path), path
             return loaded
+        except ForeignCheckpoint:
+            raise                                    # never skipped to an older one: the whole folder is suspect
         except CorruptCheckpoint as e:
             aside = path.with_name(path.name + ".corrupt")
             try:

@@ -32,8 +32,10 @@ from pathlib import Path
 import yaml
 
 from sweeper.run import init
+from sweeper.run.envrefs import resolve_env_refs
 from sweeper.run.evaluation import EVAL_KEY
 from sweeper.run.files.atomic import atomic_write_text
+from sweeper.run.files.logcap import MARK, LogMark, read_since
 from sweeper.run.files.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, RunDir, Status
 from sweeper.run.folder_watch import FolderWatch
 from sweeper.run.provenance import script_of, set_script
@@ -42,8 +44,8 @@ from sweeper.run.reported import read_reported
 OUT = "out"                      # RUN_DIR/out: the folder a zero-glue script writes to ({out_dir})
 PYTHONS = ("python", "python3")
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2)
-USAGE = ("usage: python -m sweeper.run.command [--metrics SRC]... [--prefix P] [--config-file PATH [--config-seed]] "
-         "RUN_DIR -- PROGRAM ARGS...")
+USAGE = ("usage: python -m sweeper.run.command [--metrics SRC]... [--prefix P] [--metric NAME] "
+         "[--config-file PATH [--config-seed]] RUN_DIR -- PROGRAM ARGS...")
 
 
 class Stopped(BaseException):
@@ -59,7 +61,8 @@ def in_process(words: list[str]) -> bool:
 
 def parse_args(argv: list[str]) -> tuple[list[str], str | None, str, list[str], tuple[str, bool] | None]:
     """(metrics sources, prefix, run dir, the program's words, (config file, with seed) or None); ValueError for a
-    malformed command line."""
+    malformed command line. --metric NAME (the decision metric, so that large out/ files are read only when they
+    can hold it) is read by decision_metric()."""
     if "--" not in argv:
         raise ValueError(USAGE)
     split = argv.index("--")
@@ -75,6 +78,8 @@ def parse_args(argv: list[str]) -> tuple[list[str], str | None, str, list[str], 
             config_file = next(it, "")
         elif arg == "--config-seed":
             config_seed = True
+        elif arg == "--metric":
+            next(it, "")
         else:
             rest.append(arg)
     if len(rest) != 1 or not words or config_file == "":
@@ -144,27 +149,24 @@ def run_program(words: list[str]) -> int:
         raise
 
 
-def _log_size() -> int | None:
-    """Where the run's output starts in its log (our stdout), None when stdout is not a file."""
+def _log_path() -> str | None:
+    """The file our stdout writes to (the run's log), None when stdout is not a file."""
     try:
-        st = os.fstat(1)
+        if not stat.S_ISREG(os.fstat(1).st_mode):
+            return None
+        return os.readlink("/proc/self/fd/1")
     except OSError:
         return None
 
-    return st.st_size if stat.S_ISREG(st.st_mode) else None
 
-
-def _read_from(offset: int | None) -> str:
-    if offset is None:
+def _read_from(log: str | None, mark: LogMark) -> str:
+    """Our output since `mark`, cuts of the log included (sweeper.run.files.logcap.read_since: no race with
+    the launcher cutting it, metric lines of a cut part kept)."""
+    if log is None:
         return ""
     sys.stdout.flush()
     sys.stderr.flush()
-    try:
-        with open("/proc/self/fd/1", "rb") as f:
-            f.seek(offset)
-            return f.read().decode(errors="replace")
-    except OSError:
-        return ""
+    return read_since(log, mark)
 
 
 def _last_line(text: str) -> str:
@@ -197,12 +199,15 @@ def run_command(argv: list[str]) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     if task_config is not None:
         write_task_config(rd, *task_config)
-    offset = _log_size()
+    log = _log_path()
+    mark = LogMark.now(log) if log is not None else LogMark()
     t0 = time.time()
     rd.update_status(Status.RUNNING, started=t0, ended=None, error=None, exit_code=None, pid=os.getpid(),
                      glue="command")
+    words = [resolve_env_refs(w) for w in words]     # ${oc.env:SECRET}: resolved here, never on disk
     set_script(script_of(words))                 # the code it runs, for its summary (sweeper.run.provenance)
     watch = FolderWatch(rd.path)                  # what it changes outside its run dir (isolation.json)
+    ours = _files(rd)                                # what the run dir holds: a script that deletes it is named
     previous = {sig: signal.signal(sig, _stop) for sig in STOP_SIGNALS}
     stopped = None
     try:
@@ -215,8 +220,11 @@ def run_command(argv: list[str]) -> int:
         watch.done()
     sys.stdout.flush()
     sys.stderr.flush()
+    gone = sorted(ours - _files(rd))
+    if gone:
+        return _deleted(rd, gone, code, stopped)
     record = rd.read_status()
-    text = _read_from(offset)
+    text = _read_from(log, mark)
     if record.started != t0 or record.status is not Status.RUNNING:     # the script ran its own run (the run API)
         return _api_exit(rd, code, stopped, _last_line(text))
     if stopped:
@@ -227,7 +235,24 @@ def run_command(argv: list[str]) -> int:
     if code != 0:
         rd.update_status(Status.FAILED, ended=time.time(), exit_code=code, error=failure_line(code, _last_line(text)))
         return code
-    return _finish(rd, text, sources, prefix, out_dir, t0)
+    return _finish(rd, text, sources, prefix, out_dir, t0, decision_metric(argv))
+
+
+def _files(rd: RunDir) -> set[str]:
+    """The records of the run dir that nothing of sweeper's deletes while a run runs (its config and status)."""
+    return {p.name for p in (rd.config_path, rd.status_path) if os.path.lexists(p)}
+
+
+def _deleted(rd: RunDir, gone: list[str], code: int, stopped: str | None) -> int:
+    """The script deleted files of its run dir (sweeper's records): the run fails, named for what happened."""
+    what = ", ".join(gone)
+    error = (f"the script deleted its run's files ({what}) while it ran (exit status {code}"
+             f"{f', stopped by {stopped}' if stopped else ''}); the run dir holds sweeper's records: write outputs "
+             f"into {{out_dir}} ({rd.path / OUT}) only; this run starts again from scratch")
+    print(f"sweeper: {error}", file=sys.stderr, flush=True)
+    rd.path.mkdir(parents=True, exist_ok=True)
+    rd.update_status(Status.FAILED, ended=time.time(), exit_code=1, error=error)
+    return 1
 
 
 def _api_exit(rd, code: int, stopped: str | None, last: str = "") -> int:
@@ -245,9 +270,16 @@ def _api_exit(rd, code: int, stopped: str | None, last: str = "") -> int:
     return code
 
 
-def _finish(rd, text: str, sources: list[str], prefix: str | None, out_dir: Path, t0: float) -> int:
+def decision_metric(argv: list[str]) -> str | None:
+    """The value of --metric before `--` (None without it)."""
+    head = argv[:argv.index("--")] if "--" in argv else argv
+    return head[head.index("--metric") + 1] if "--metric" in head[:-1] else None
+
+
+def _finish(rd, text: str, sources: list[str], prefix: str | None, out_dir: Path, t0: float,
+            metric: str | None = None) -> int:
     """Exit 0 without the run API: final metrics and curves from what the script reported; status finished."""
-    got = read_reported(text, sources, prefix, base=out_dir, out_dir=out_dir)
+    got = read_reported(text, sources, prefix, base=out_dir, out_dir=out_dir, metric=metric)
     for note in got.notes:
         print(f"sweeper: {note}", flush=True)
     evaluated = got.final.pop(EVAL_KEY, None)        # the documented key: what it was evaluated on, not a metric
@@ -261,6 +293,9 @@ def _finish(rd, text: str, sources: list[str], prefix: str | None, out_dir: Path
             run.log(record["step"], **values)
     run.extra["reported_by"] = "command output (zero glue)"
     run.extra["metric_sources"] = got.sources        # the summary's record of where each final was read
+    cut = MARK.search(text.encode(errors="replace"))
+    if cut:
+        run.extra["log_cut_bytes"] = int(cut.group(1))    # named by a "no decision metric" stop (metric_check)
     run.finish(got.final, steps=max((r["step"] for r in got.steps), default=None))
     return 0
 

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from importlib import metadata
 
+from sweeper.run.envrefs import as_written
+
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY")
 
 
@@ -85,5 +87,5 @@ def environment_record(device: str | None = None) -> dict:
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
         "versions": versions(),
         "git": git_state(),
-        "argv": sys.argv,
+        "argv": as_written(sys.argv),            # ${oc.env:SECRET} words as written, never their values
     }

@@ -15,11 +15,19 @@ order, as torchrun gives them). Once a process group exists (init_group, or the 
 function below except Ranks.from_env is a collective: every rank must call it at the same point, in the same
 order, or the run waits (until SWEEPER_DIST_TIMEOUT_S, default 300 s; the local pool ends a run as soon as one
 of its ranks dies). Without a process group they act on this process alone.
+
+Loopback: a run whose ranks all sit on one node (LOCAL_WORLD_SIZE == WORLD_SIZE) listens on loopback only.
+torch's TCPStore binds every interface (`::`) whatever MASTER_ADDR says, so rank 0 binds the rendezvous socket
+itself on 127.0.0.1:MASTER_PORT and hands it to the store (master_listen_fd), every rank connects to
+127.0.0.1, and gloo/NCCL are told to use the loopback interface (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME=lo,
+unless already set). Under torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE) and across nodes, torch's
+env:// rendezvous is used as it is.
 """
 from __future__ import annotations
 
 import datetime
 import os
+import socket
 import sys
 from dataclasses import dataclass
 
@@ -101,9 +109,35 @@ def init_group(ranks: Ranks, backend: str | None = None, timeout_s: float | None
     if backend == "nccl":
         torch.cuda.set_device(ranks.local_rank)
         kwargs["device_id"] = torch.device("cuda", ranks.local_rank)
-    dist.init_process_group(backend, rank=ranks.rank, world_size=ranks.world_size,
-                            timeout=datetime.timedelta(seconds=timeout_s or timeout), **kwargs)
+    timeout = datetime.timedelta(seconds=timeout_s or timeout)
+    if ranks.local_world_size == ranks.world_size and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        kwargs["store"] = loopback_store(ranks, int(os.environ["MASTER_PORT"]), timeout)
+    dist.init_process_group(backend, rank=ranks.rank, world_size=ranks.world_size, timeout=timeout, **kwargs)
     return backend
+
+
+LOOPBACK = "127.0.0.1"
+
+
+def loopback_store(ranks: Ranks, port: int, timeout: datetime.timedelta):
+    """The rendezvous store of a one-node run, listening on 127.0.0.1:port only (rank 0's); every rank connects
+    there. gloo and NCCL are pointed at the loopback interface too (unless the user chose one)."""
+    import torch.distributed as dist  # torch: only a run with ranks gets here
+
+    if "lo" in {name for _, name in socket.if_nameindex()}:
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+        os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
+    if not ranks.main:
+        return dist.TCPStore(LOOPBACK, port, ranks.world_size, False, timeout=timeout)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)    # the launcher holds the port bound (HeldPort)
+    try:
+        sock.bind((LOOPBACK, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return dist.TCPStore(LOOPBACK, port, ranks.world_size, True, timeout=timeout, master_listen_fd=sock.detach())
 
 
 def _device():

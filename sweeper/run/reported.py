@@ -1,9 +1,10 @@
 """What a script reports without the run API: JSON lines on stdout and metrics files, as final metrics and curves.
 
-    got = read_reported(log_text, ["stdout", "out/metrics.json"], prefix=None, base=run_out_dir)
+    got = read_reported(log_text, ["stdout", "out/metrics.json"], prefix=None, base=run_out_dir, metric="val_loss")
     got.final      # {"val_loss": 0.41, "val_acc": 0.88}: the LAST value of each key, over every source in order
     got.steps      # [{"step": 100, "train_loss": 0.9}, ...]: the stdout lines (and JSONL/CSV rows) that have a step
     got.sources    # {"val_loss": "out/metrics.csv, column val_loss, row 7 (step 199): the last of 4 values"}
+    got.notes      # what could not be read, or was not read and why
 
 Sources, read in this order (a later value of a key wins):
   stdout           every line of the run's output that is one JSON object, e.g. `{"val_loss": 0.41}`; with a prefix
@@ -13,11 +14,17 @@ Sources, read in this order (a later value of a key wins):
   PATH.csv         a header and rows; each row is an object of its columns (numbers parsed)
 A relative PATH is relative to `base` (the run's out/ folder). A missing file is skipped (named in `notes`).
 With no file named, every .json/.jsonl/.csv file under the out/ folder (subfolders too: Lightning's CSVLogger
-writes out/lightning_logs/version_0/metrics.csv) is read, the least recently written first: when several carry a
-key, the file written last wins, and any file wins over stdout. An empty CSV cell is no value (Lightning leaves
-the cells of metrics not logged at a row empty): a key's final is its last non-empty cell.
+writes out/lightning_logs/version_0/metrics.csv; links are not followed) is read, the least recently written first:
+when several carry a key, the file written last wins, and any file wins over stdout. An empty CSV cell is no value
+(Lightning leaves the cells of metrics not logged at a row empty): a key's final is its last non-empty cell.
 `sources` names, per final key, where its value was read: file (relative to the run dir), column and row, or the
-stdout line, and how many values of that key came before it. Torch-free, stdlib only.
+stdout line, and how many values of that key came before it.
+
+Memory: files are read as streams (a CSV row, a JSONL line at a time) and folded into the final values as they
+come, so a 100 MB predictions.csv costs a row, not the file. With no file named (the run's out/ folder is
+looked through), a file over BIG_FILE bytes is read only when it can hold the decision metric (`metric`) and
+stdout did not already carry it: a CSV whose header names it; a .json over MAX_JSON bytes (it must be parsed
+whole) is never read. What was skipped is said in `notes`. Torch-free, stdlib only.
 """
 from __future__ import annotations
 
@@ -30,6 +37,8 @@ from pathlib import Path
 
 STDOUT = "stdout"
 FILE_KINDS = (".json", ".jsonl", ".csv")
+BIG_FILE = 2 ** 20           # an out/ file larger than this is read only when it can hold a missing metric
+MAX_JSON = 64 * 2 ** 20      # a .json file is parsed whole: larger ones are not metrics files
 
 
 def flatten(obj: dict, prefix: str = "") -> dict:
@@ -52,11 +61,15 @@ class Reported:
     sources: dict[str, str] = field(default_factory=dict)   # key -> where its final value was read
 
 
-def json_objects(text: str, prefix: str | None = None, numbered: bool = False) -> list:
-    """The JSON objects of a text, one per line (with a prefix: only the lines that start with it); numbered:
-    (line number from 1, the line, object) each."""
-    found = []
-    for number, raw in enumerate(text.splitlines(), 1):
+def json_objects(text, prefix: str | None = None) -> list[dict]:
+    """The JSON objects of a text (or an iterable of lines), one per line (with a prefix: only the lines that
+    start with it)."""
+    return [obj for _, _, obj in iter_json_objects(text.splitlines() if isinstance(text, str) else text, prefix)]
+
+
+def iter_json_objects(lines, prefix: str | None = None):
+    """(line number from 1, the line, its object) for each line of `lines` that holds one JSON object."""
+    for number, raw in enumerate(lines, 1):
         line = raw.strip()
         if prefix:
             at = line.find(prefix.strip())
@@ -70,8 +83,7 @@ def json_objects(text: str, prefix: str | None = None, numbered: bool = False) -
         except ValueError:
             continue
         if isinstance(obj, dict):
-            found.append((number, raw.strip(), flatten(obj)) if numbered else flatten(obj))
-    return found
+            yield number, raw.strip(), flatten(obj)
 
 
 def _number(text: str):
@@ -82,28 +94,51 @@ def _number(text: str):
     return int(value) if value.is_integer() and "." not in text and "e" not in text.lower() else value
 
 
-def csv_rows(text: str) -> list[dict]:
-    reader = csv.DictReader(io.StringIO(text))
-    return [{k.strip(): _number(v.strip()) for k, v in row.items() if k is not None and v is not None and v != ""}
-            for row in reader]
+def csv_rows(text) -> list[dict]:
+    return list(iter_csv_rows(io.StringIO(text) if isinstance(text, str) else text))
 
 
-def file_objects(path: Path) -> list[dict]:
-    """The objects of one metrics file (by its suffix); ValueError names what is wrong with it."""
-    text = path.read_text(errors="replace")
+def iter_csv_rows(lines):
+    for row in csv.DictReader(lines):
+        yield {k.strip(): _number(v.strip()) for k, v in row.items() if k is not None and v is not None and v != ""}
+
+
+def csv_header(path: Path) -> list[str]:
+    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+        return [k.strip() for k in next(csv.reader(f), [])]
+
+
+def file_objects(path: Path, name: str | None = None):
+    """(where, object) for each object of one metrics file (by its suffix), one at a time; `where` holds `{}` for
+    the key (`out/m.csv, column {}, row 3 after the header`). ValueError names what is wrong with the file."""
+    name = name or str(path)
     if path.suffix == ".json":
+        if path.stat().st_size > MAX_JSON:
+            raise ValueError(f"{path}: {path.stat().st_size} bytes, too large for a metrics .json (read whole)")
         try:
-            obj = json.loads(text)
+            obj = json.loads(path.read_text(errors="replace"))
         except ValueError as e:
             raise ValueError(f"{path}: not JSON ({e})") from None
         if not isinstance(obj, dict):
             raise ValueError(f"{path}: expected one JSON object, found {type(obj).__name__}")
-        return [flatten(obj)]
-    if path.suffix == ".jsonl":
-        return json_objects(text)
-    if path.suffix == ".csv":
-        return csv_rows(text)
-    raise ValueError(f"{path}: metrics files are {', '.join(FILE_KINDS)}")
+        yield f"{name}, key {{}}", flatten(obj)
+        return
+    if path.suffix not in (".jsonl", ".csv"):
+        raise ValueError(f"{path}: metrics files are {', '.join(FILE_KINDS)}")
+    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+        if path.suffix == ".jsonl":
+            for number, _, obj in iter_json_objects(f):
+                yield f"{name}, line {number}, key {{}}", obj
+        else:
+            for row, obj in enumerate(iter_csv_rows(f), 1):
+                yield f"{name}, column {{}}, row {row} after the header", obj
+
+
+def _can_hold(path: Path, metric: str | None) -> bool:
+    """Whether a large out/ file can hold `metric`: a CSV whose header names it, a JSONL file (its lines may)."""
+    if metric is None or path.suffix == ".json":
+        return path.suffix != ".json" or path.stat().st_size <= MAX_JSON
+    return path.suffix == ".jsonl" or metric in csv_header(path)
 
 
 def is_step(value) -> bool:
@@ -118,56 +153,53 @@ def _where(path: Path, base: Path) -> str:
         return str(path)
 
 
-def _origins(path: Path, base: Path, objects: list[dict]) -> list[str]:
-    """Where each object of a metrics file is, `{}` for the key: `out/m.csv, column {}, row 3`."""
-    name = _where(path, base)
-    if path.suffix == ".csv":
-        return [f"{name}, column {{}}, row {i} after the header" for i in range(1, len(objects) + 1)]
-    if path.suffix == ".jsonl":
-        return [f"{name}, line {i}, key {{}}" for i in range(1, len(objects) + 1)]
-    return [f"{name}, key {{}}"] * len(objects)
-
-
 def read_reported(log_text: str, sources: list[str], prefix: str | None, base: Path,
-                  out_dir: Path | None = None) -> Reported:
+                  out_dir: Path | None = None, metric: str | None = None) -> Reported:
     """Final metrics, step records, notes and each final's source (see the module docstring). With no file
-    source named, every .json/.jsonl/.csv file the run wrote under out_dir is read too (oldest first)."""
-    objects: list[tuple[str, dict]] = []          # (where, with {} for the key; the object)
-    notes: list[str] = []
+    source named, the .json/.jsonl/.csv files the run wrote in out_dir are read too (oldest first; large ones only
+    when they can hold `metric`, the decision metric, and stdout did not carry it)."""
+    got = Reported()
+    counts: dict[str, int] = {}
+
+    def fold(objects) -> None:
+        for where, obj in objects:
+            step = obj.get("step")
+            for key, value in obj.items():
+                if key == "step":
+                    continue
+                got.final[key] = value
+                counts[key] = counts.get(key, 0) + 1
+                got.sources[key] = where.replace("{}", key) + (f" (step {step})" if is_step(step) else "")
+            if is_step(step) and len(obj) > 1:
+                got.steps.append(obj)
+
     paths = []
     for source in sources:
         if source == STDOUT:
-            objects += [(f"stdout line {n} of the run's output `{_clip(line)}`, key {{}}", obj)
-                        for n, line, obj in json_objects(log_text, prefix, numbered=True)]
+            fold((f"stdout line {n} of the run's output `{_clip(line)}`, key {{}}", obj)
+                 for n, line, obj in iter_json_objects(log_text.splitlines(), prefix))
         else:
             paths.append(Path(source) if Path(source).is_absolute() else base / source)
-    if out_dir is not None and not paths and out_dir.is_dir():
-        paths = sorted((p for p in out_dir.rglob("*") if p.is_file() and p.suffix in FILE_KINDS),
+    looked = out_dir is not None and not paths and out_dir.is_dir()
+    if looked:
+        paths = sorted((p for p in out_dir.rglob("*") if p.is_file() and not p.is_symlink() and p.suffix in FILE_KINDS),
                        key=lambda p: (p.stat().st_mtime_ns, str(p)))
     for path in paths:
         if not path.is_file():
-            notes.append(f"metrics file {path} was not written")
+            got.notes.append(f"metrics file {path} was not written")
             continue
         try:
-            found = file_objects(path)
-        except (ValueError, OSError) as e:
-            notes.append(str(e))
-            continue
-        objects += list(zip(_origins(path, base, found), found))
-    got = Reported(notes=notes)
-    counts: dict[str, int] = {}
-    for where, obj in objects:
-        for key, value in obj.items():
-            if key == "step":
+            if looked and path.stat().st_size > BIG_FILE and (metric in got.final or not _can_hold(path, metric)):
+                why = f"{metric} came on stdout" if metric in got.final else f"it cannot hold {metric or 'a metric'}"
+                got.notes.append(f"{path.name} in out/ not read for metrics ({path.stat().st_size} bytes; {why}); "
+                                 f"task.metrics names the files to read")
                 continue
-            got.final[key] = value
-            counts[key] = counts.get(key, 0) + 1
-            step = obj.get("step")
-            got.sources[key] = where.replace("{}", key) + (f" (step {step})" if is_step(step) else "")
-        if is_step(obj.get("step")) and len(obj) > 1:
-            got.steps.append(obj)
+            fold(file_objects(path, _where(path, base)))
+        except (ValueError, OSError) as e:
+            got.notes.append(str(e))
     for key, n in counts.items():
-        got.sources[key] += ": the only value" if n == 1 else f": the last of {n} values"
+        if key in got.sources:
+            got.sources[key] += ": the only value" if n == 1 else f": the last of {n} values"
     return got
 
 

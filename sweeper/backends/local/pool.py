@@ -11,8 +11,10 @@ are retried after a backoff, deterministic ones repeated across a group (a varia
 Teardown: while the pool runs this process is a child subreaper, so grandchildren that leave their group
 (setsid daemons) are adopted and killed when their run ends. Ctrl-C / SIGTERM: SIGTERM to every group, SIGKILL
 after grace_s, or at once on a second Ctrl-C; then KeyboardInterrupt is raised. Leftover processes of a job
-from an earlier sweeper (found in /proc by the job's marker: a command-line argument, or SWEEPER_JOB=marker in
-their environment, which every child and its descendants inherit) are stopped before the job starts again.
+from an earlier sweeper are stopped before the job starts again; they are found by what a pool gave them, never
+by their command line (a user's `du RUN_DIR` or `tensorboard --logdir RUN_DIR` is not ours): SWEEPER_JOB=marker
+in their environment (set before exec, inherited by every descendant), or the run's recorded owner process
+(its status: pid and start time, so a reused pid is never taken for it).
 
 A job of N ranks (Job.ranks) takes N slots at once, placed by sweeper.backends.local.placement (one NVLink/NUMA
 island when there is one; the oldest waiting wide job reserves the slots it waits for, so narrow jobs cannot
@@ -37,6 +39,9 @@ from sweeper.backends.local.placement import choose, reserve
 from sweeper.backends.local.ranks import RankGroup, SlotGroup
 from sweeper.backends.local.slots import PROJECT_ROOT, Slot
 from sweeper.errors import UsageError
+from sweeper.run.files.atomic import open_log
+from sweeper.run.files.owner import alive
+from sweeper.run.files.rundir import RunDir, UnreadableFile
 
 MARKER_ENV = "SWEEPER_JOB"       # every child's environment carries its job's marker (found again in /proc)
 
@@ -131,7 +136,7 @@ def start_child(job: Job, slot: Slot | list[Slot], warm=None):
     slots = slot if isinstance(slot, list) else [slot]
     where = slots[0].name if len(slots) == 1 else f"{SlotGroup(tuple(slots)).name} ({len(slots)} ranks)"
     header = f"\n=== sweeper: start on {where} at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n"
-    with open(job.log_path, "ab") as log:
+    with open_log(job.log_path) as log:            # never through a link planted in the run dir
         log.write(header.encode())
     if len(slots) > 1:
         return RankGroup.start(job.argv, job.cwd, lambda s: job_env(job, s), slots, job.log_path,
@@ -141,7 +146,7 @@ def start_child(job: Job, slot: Slot | list[Slot], warm=None):
     proc = warm.start(job, slot, env) if warm is not None else None
     if proc is not None:
         return proc
-    log = open(job.log_path, "ab")
+    log = open_log(job.log_path)
     try:
         return subprocess.Popen(job.argv, cwd=job.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True,
@@ -186,28 +191,36 @@ def children_of(pid: int) -> set[int]:
     return {p for p in _all_pids() if (st := _proc_stat(p)) is not None and st[0] == pid}
 
 
-def processes_with_arg(arg: str) -> list[int]:
-    """Live processes (zombies excluded) of a job: one of their command-line arguments is exactly `arg`, or
-    their environment holds SWEEPER_JOB=arg (a task whose command line does not name its run dir)."""
-    want, tag, me, found = arg.encode(), f"{MARKER_ENV}={arg}".encode(), os.getpid(), []
+def job_processes(marker: str, run_dir: Path | None = None) -> list[int]:
+    """Live processes (zombies excluded) a pool started for a job and their descendants: SWEEPER_JOB=marker in
+    their environment, or the owner process the run recorded in `run_dir`'s status (alive: same pid, same start
+    time). Never matched by command line."""
+    tag, me, found = f"{MARKER_ENV}={marker}".encode(), os.getpid(), []
     for pid in _all_pids():
         if pid == me:
             continue
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if tag not in f.read().split(b"\0"):
+                    continue
         except OSError:
             continue
-        if want not in args:
-            try:
-                with open(f"/proc/{pid}/environ", "rb") as f:
-                    if tag not in f.read().split(b"\0"):
-                        continue
-            except OSError:
-                continue
         if _alive(pid):
             found.append(pid)
+    owner = _recorded_owner(run_dir) if run_dir is not None else None
+    if owner is not None and owner not in found and owner != me:
+        found.append(owner)
     return found
+
+
+def _recorded_owner(run_dir: Path) -> int | None:
+    """The pid of the process the run recorded as running it, when that very process (pid and start time)
+    still runs on this host."""
+    try:
+        owner = RunDir(run_dir).read_status().owner
+    except (UnreadableFile, OSError):
+        return None
+    return owner["pid"] if alive(owner) and _alive(owner["pid"]) else None
 
 
 def stop_processes(pids: list[int], grace_s: float) -> None:
@@ -221,8 +234,8 @@ def stop_processes(pids: list[int], grace_s: float) -> None:
                 os.kill(pid, sig)
             except (ProcessLookupError, PermissionError):
                 pass
-        deadline = time.time() + (grace_s if sig == signal.SIGTERM else 5.0)
-        while time.time() < deadline and any(_alive(p) for p in pids):
+        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 5.0)
+        while time.monotonic() < deadline and any(_alive(p) for p in pids):
             _reap(pids)
             time.sleep(0.05)
         _reap(pids)
@@ -337,7 +350,7 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
             reaper.mine |= warm.pids()
         halt = None                              # the adapter's stop (a run without the decision metric)
         while (queue or running) and not intr.count and not halt:
-            now = time.time()
+            now = time.monotonic()
             reserved: set[int] = set()           # slots kept for the oldest ready job that does not fit
             for job in list(queue):
                 if job.group in loops.stopped:
@@ -357,7 +370,7 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                         busy = {s.index for c in running for s in c.slots}
                         reserved = {s.index for s in reserve(slots, busy, job.ranks) or []}
                     continue
-                leftovers = processes_with_arg(job.marker)
+                leftovers = job_processes(job.marker, job.run_dir)
                 if leftovers:
                     progress.log(f"stop   {job.label}: {len(leftovers)} process(es) left by an earlier sweeper "
                                  f"(pids {', '.join(map(str, leftovers))})")
@@ -368,7 +381,7 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                     free.remove(s)
                 attempts[job.key] = attempts.get(job.key, 0) + 1
                 proc = start_child(job, picked if job.ranks > 1 else picked[0], warm)
-                child = Child(job, picked, proc, time.time(), attempts[job.key])
+                child = Child(job, picked, proc, time.monotonic(), attempts[job.key])
                 reaper.mine |= set(getattr(proc, "pids", [proc.pid]))
                 running.append(child)
                 progress.started(job, child.slot)
@@ -384,12 +397,12 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                 reaper.kill_adopted()
                 free.extend(child.slots)
                 free.sort(key=lambda s: s.index)
-                job, wall = child.job, time.time() - child.started
+                job, wall = child.job, time.monotonic() - child.started
                 job.rank_exit = getattr(child.proc, "cause", None)
                 status, failure = adapter.settle(job, child.proc.returncode, False, child.attempt)
                 if failure is not None and policy.should_retry(failure, child.attempt):
                     delay = policy.delay_s(child.attempt)
-                    ready_at[job.key] = time.time() + delay
+                    ready_at[job.key] = time.monotonic() + delay
                     waiting[job.key] = status
                     queue.insert(0, job)
                     progress.retrying(job, status, failure, child.attempt, policy.max_retries + 1, delay)
@@ -404,7 +417,7 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
             progress.tick([(c.job, c.slot) for c in running], queued=len(queue))
             if not (queue or running) or any(c.proc.poll() is not None for c in running):
                 continue                         # done (no last tick's wait), or another child has ended
-            due = [ready_at.get(j.key, 0.0) - time.time() for j in queue if free and j.group not in loops.stopped]
+            due = [ready_at.get(j.key, 0.0) - time.monotonic() for j in queue if free and j.group not in loops.stopped]
             wait_for_events([intr.fd, *(fd for c in running for fd in c.wait_fds())], min([tick_s, *due]))
         if intr.count or halt:
             progress.log(f"{'stopping the sweep' if halt else 'interrupted'}: stopping {len(running)} running "
@@ -416,7 +429,7 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                 child.job.rank_exit = getattr(child.proc, "cause", None)
                 status, _ = adapter.settle(child.job, child.proc.returncode, True, child.attempt)
                 outcomes[child.job.key] = status
-                progress.ended(child.job, status, time.time() - child.started)
+                progress.ended(child.job, status, time.monotonic() - child.started)
         for child in running:
             child.release()
         if warm is not None:
@@ -435,8 +448,8 @@ def _stop_all(running: list[Child], intr: Interrupts, grace_s: float) -> None:
     first = intr.count
     for child in running:
         signal_group(child.proc.pid, signal.SIGTERM)
-    deadline = time.time() + grace_s
-    while any(c.proc.poll() is None for c in running) and time.time() < deadline and intr.count == first:
+    deadline = time.monotonic() + grace_s
+    while any(c.proc.poll() is None for c in running) and time.monotonic() < deadline and intr.count == first:
         time.sleep(0.05)
     for child in running:
         signal_group(child.proc.pid, signal.SIGKILL)   # the rest of each group, e.g. DataLoader workers

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweeper.backends.failures import Failure, classify, signal_name
-from sweeper.run.files.atomic import read_tail
+from sweeper.run.files.atomic import open_log, read_tail
 from sweeper.run.files.rundir import EXIT_INTERRUPTED, RunDir
 
 RANK_GRACE_S = 60.0          # a rank still running this long after another exited normally is stopped
@@ -131,9 +131,9 @@ class RankGroup:
             for r, slot in enumerate(slots):
                 path = rank_log(log_path, r)
                 if r and header:
-                    with open(path, "ab") as log:
+                    with open_log(path) as log:
                         log.write(header.encode())
-                with open(path, "ab") as log:
+                with open_log(path) as log:
                     procs.append(subprocess.Popen(
                         argv, cwd=cwd, env=rank_env(env_of(slot), r, len(slots), port.port, gpus, port.host),
                         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -156,7 +156,7 @@ class RankGroup:
             return self.returncode
         codes = [p.poll() for p in self.procs]
         if self.first_exit is None and any(c is not None for c in codes):
-            self.first_exit = time.time()
+            self.first_exit = time.monotonic()
         failed = [r for r, c in enumerate(codes) if c is not None and c not in (0, EXIT_INTERRUPTED)]
         if failed and self.cause is None:
             # seen together: a rank killed by a signal is the cause, the others' errors (a collective whose
@@ -165,7 +165,7 @@ class RankGroup:
             self.cause = RankExit(r, len(self.procs), self.procs[r].pid, codes[r])
             self._kill_rest()
         if self.cause is None and self.first_exit is not None and None in codes \
-                and time.time() - self.first_exit > RANK_GRACE_S:
+                and time.monotonic() - self.first_exit > RANK_GRACE_S:
             r = codes.index(None)
             self.cause = RankExit(r, len(self.procs), self.procs[r].pid, -signal.SIGKILL)
             self._note(f"rank {r} still ran {RANK_GRACE_S:g}s after another rank exited: stopped")
@@ -202,7 +202,7 @@ class RankGroup:
 
     def _note(self, line: str) -> None:
         if self.log_path is not None:
-            with open(self.log_path, "ab") as log:
+            with open_log(self.log_path) as log:
                 log.write(f"=== sweeper: {line} ===\n".encode())
 
     def _release(self) -> None:

@@ -14,8 +14,9 @@ Then it serves one request at a time from stdin (a JSON line: argv, env, cwd, lo
 fresh child per run:
 
     child: setsid (its own process group), affinity, PR_SET_PDEATHSIG, stdin /dev/null, stdout+stderr -> log,
-           the run's environment, its /proc cmdline and environ rewritten to the cold start's (so a later
-           sweeper finds it by run dir or SWEEPER_JOB marker), then run_entry(ENTRY, RUN_DIR) and _exit(code)
+           the run's environment, its /proc cmdline and environ rewritten to the cold start's (ps shows the
+           run's command; a later sweeper finds it by its SWEEPER_JOB marker, never by command line), then
+           run_entry(ENTRY, RUN_DIR) and _exit(code)
 
 Replies on fd FD, one JSON line each: {"ok": true} once imported, {"pid": N} per fork, {"exit": N, "code": C}
 (C as subprocess gives it: -SIG when killed), or {"cold": "why"} when a fork would be unsafe (a thread, an
@@ -40,6 +41,7 @@ import sweeper.run
 from sweeper.backends.local.slots import THREAD_VARS
 from sweeper.run import command
 from sweeper.run.entry import load_entry, run_entry
+from sweeper.run.files.atomic import open_nofollow
 
 PR_SET_PDEATHSIG = 1
 MARKER_ENV = "SWEEPER_JOB"
@@ -111,7 +113,7 @@ def child(req: dict, entry: str, libc, parent: int) -> int:
     os.environ.update(req["env"])
     rewrite_identity(req["argv"], req["marker"])
     devnull = os.open(os.devnull, os.O_RDONLY)
-    log = os.open(req["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    log = open_nofollow(req["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)   # never through a link
     os.dup2(devnull, 0)
     os.dup2(log, 1)
     os.dup2(log, 2)

@@ -32,7 +32,7 @@ STATES = {"T": "stopped (SIGSTOP or SIGTSTP): `kill -CONT {pid}` resumes it", "t
 class _Seen:
     files: tuple = ()
     cpu: int | None = None
-    moved: float = field(default_factory=time.time)    # last time anything moved
+    moved: float = field(default_factory=time.monotonic)    # last time anything moved
     cpu_checked: float = 0.0
     stalled: bool = False
 
@@ -120,7 +120,7 @@ class RunWatch:
         self.cap(child, progress)
         if self.stall_s <= 0:
             return False
-        now = time.time() if now is None else now
+        now = time.monotonic() if now is None else now
         seen = self.seen.setdefault(child.proc.pid, _Seen(moved=now))
         files = self._files(child.job)
         moved = files != seen.files
@@ -152,7 +152,7 @@ class RunWatch:
         seen = self.seen.get(child.proc.pid)
         if seen is None or not seen.stalled:
             return None
-        return (time.time() if now is None else now) - seen.moved
+        return (time.monotonic() if now is None else now) - seen.moved
 
     def ended(self, child, progress) -> None:
         """The run's process has exited: the last cut of its log (no writer left), and forget it."""

@@ -300,7 +300,7 @@ def _wait(plan, pending: dict[str, str], cfg: SlurmLauncherConf, progress, metri
         for run_id, job_id in list(pending.items()):
             run, state = by_id[run_id], states[job_id]
             if state == "RUNNING" and run_id not in started:
-                started[run_id] = time.time()
+                started[run_id] = time.monotonic()
                 progress.started(run, _JobSlot(job_id, cfg.cpus_per_task))
             if state not in ENDED:
                 continue
@@ -309,7 +309,7 @@ def _wait(plan, pending: dict[str, str], cfg: SlurmLauncherConf, progress, metri
             if status["status"] == Status.FINISHED.value:
                 _check_metric(plan, run, metrics, progress)
             results[run_id] = status["status"]
-            progress.ended(run, status, time.time() - started.get(run_id, time.time()))
+            progress.ended(run, status, time.monotonic() - started.get(run_id, time.monotonic()))
         running = [(by_id[r], _JobSlot(j, cfg.cpus_per_task)) for r, j in pending.items() if r in started]
         progress.tick(running)
         if until_room and results and _room_now() > 0:

@@ -37,6 +37,7 @@ from sweeper.backends.local.pool import pin_and_watch
 from sweeper.backends.local.ranks import RankGroup
 from sweeper.backends.local.slots import PROJECT_ROOT, run_env
 from sweeper.backends.slurm.ranks import task_slots
+from sweeper.run.files.atomic import open_log
 from sweeper.run.files.logcap import cap_log, stopped_group
 from sweeper.run.files.rundir import RunDir, Status
 
@@ -158,7 +159,7 @@ class RunTask(Checkpointable):
         header = (f"\n=== sweeper: start in Slurm job {job} (restart {restart}, attempt {attempt}) at "
                   f"{time.strftime('%Y-%m-%d %H:%M:%S')}, CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES')}, "
                   f"{threads} ===\n")
-        with open(rd.log_path, "ab") as log:
+        with open_log(rd.log_path) as log:         # never through a link planted in the run dir
             log.write(header.encode())
             log.flush()
             if slots:
@@ -203,8 +204,8 @@ class RunTask(Checkpointable):
     def _await_end_of_job(self) -> None:
         """After a SIGTERM-stop: Slurm's USR2 (checkpoint + requeue) or SIGKILL ends this process first."""
         _log(f"run stopped; waiting up to {self.stop_grace_s:.0f}s for the job to be requeued or ended")
-        deadline = time.time() + self.stop_grace_s
-        while time.time() < deadline:
+        deadline = time.monotonic() + self.stop_grace_s
+        while time.monotonic() < deadline:
             time.sleep(0.2)
 
     def checkpoint(self, *args, **kwargs):
@@ -212,8 +213,8 @@ class RunTask(Checkpointable):
         child = self._child
         if child is not None:
             self._stop_child()
-            deadline = time.time() + self.stop_grace_s
-            while not _exited(child) and time.time() < deadline:
+            deadline = time.monotonic() + self.stop_grace_s
+            while not _exited(child) and time.monotonic() < deadline:
                 time.sleep(0.1)
             if not _exited(child):
                 _log(f"run did not stop within {self.stop_grace_s:.0f}s: SIGKILL (it resumes from its last "

@@ -1,6 +1,7 @@
 """Hydra composition: a command line's overrides -> the composed config as a plain dict, typed by the schemas.
 
     cfg = compose(["+experiment=rope", "train.steps=100"])      # interpolations resolved; `???` kept
+                                                                 # (${oc.env:...} of the run config kept: envrefs)
     print(to_yaml(cfg))                                          # what `python -m sweeper ... --cfg` prints
 
 The configs ship inside the package (sweeper.conf, the repo's conf/); `--config-dir DIR` adds a directory to
@@ -27,8 +28,10 @@ from sweeper.config.composition.hydra_errors import explain_hydra_error
 from sweeper.config.composition.search import CONF_DIR
 from sweeper.config.composition.task_base import with_task_base
 from sweeper.config.fields import show
+from sweeper.config.run_config import RESERVED
 from sweeper.config.schema import register
 from sweeper.errors import UsageError
+from sweeper.run.envrefs import keep_env_refs
 
 MISSING = "???"
 
@@ -59,6 +62,7 @@ def _compose(overrides: list[str]) -> dict:
             del cfg["hydra"]
         _strict_booleans(cfg, [o for o in overrides if key_of(o) not in groups])
         _finite_floats(cfg)
+        keep_env_refs(cfg, skip=RESERVED)        # ${oc.env:SECRET} of the run config stays a reference on disk
         return OmegaConf.to_container(cfg, resolve=True)
     finally:
         GlobalHydra.instance().clear()

@@ -3,14 +3,23 @@
     atomic_write_json(path, {"jobs": {...}})             # a reader sees the old file or the new one, never half
     append_jsonl(path, {"step": 10, "train_loss": 3.2})  # one fsynced line
     read_tail(path, 4096)                                # the last bytes of a log, as text
+    with open_log(run_dir / "stdout.log") as log: ...      # append, binary: never through a symbolic link
+
+Links: a run dir may sit in a shared folder where someone else can plant files. Every file here is opened
+with O_NOFOLLOW and must be a regular file: a symbolic link planted in its place (stdout.log -> ~/.bashrc)
+is refused with LinkRefused (an OSError naming the link and its target), never written or read through.
+An atomic write replaces a link by a file of ours (rename does not follow it). Folders above the file
+(a sweep dir on /scratch through a link) are the user's choice and are followed.
 
 Pure Python (no torch). The files of a run dir are read and written through sweeper.run.files.rundir, not here.
 """
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
+import stat
 import tempfile
 import threading
 from contextlib import contextmanager
@@ -72,11 +81,59 @@ def _sync_filesystem(root: Path) -> None:
 
 
 def _mode_for(path: Path) -> int:
-    """The mode open() would give a new file (0666 minus the umask), or the mode of the file being replaced."""
+    """The mode open() would give a new file (0666 minus the umask), or the mode of the file being replaced
+    (never a link's target's: lstat)."""
     try:
-        return path.stat().st_mode & 0o7777
+        st = path.lstat()
+        if stat.S_ISREG(st.st_mode):
+            return st.st_mode & 0o7777
     except OSError:
-        return 0o666 & ~_umask()
+        pass
+    return 0o666 & ~_umask()
+
+
+_NOT_REGULAR = "not a regular file; sweeper reads and writes a run's files only as regular files: remove it"
+
+
+class LinkRefused(OSError):
+    """A run-dir file is a symbolic link (or not a regular file): sweeper neither reads nor writes through it."""
+
+
+def open_nofollow(path: str | Path, flags: int, mode: int = 0o666) -> int:
+    """os.open that refuses a symbolic link at `path` (O_NOFOLLOW) and anything but a regular file (a FIFO
+    or a device: LinkRefused, never a hang). Returns the descriptor (blocking, close-on-exec)."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            try:
+                target = os.readlink(path)
+            except OSError:
+                target = "?"
+            raise LinkRefused(None, f"a symbolic link (to {target}) where sweeper keeps a file of its own; it never "
+                              f"reads or writes a run's files through a link: remove the link", str(path)) from None
+        if e.errno == errno.ENXIO:                 # a FIFO with no reader, opened for writing
+            raise LinkRefused(None, _NOT_REGULAR, str(path)) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise LinkRefused(None, _NOT_REGULAR, str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_log(path: str | Path):
+    """The file at `path` opened for appending bytes (created 0666 minus the umask); never through a link."""
+    return os.fdopen(open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab")
+
+
+def open_text(path: str | Path):
+    """The file at `path` opened for reading UTF-8 text (bad bytes replaced); never through a link."""
+    return os.fdopen(open_nofollow(path, os.O_RDONLY), "r", encoding="utf-8", errors="replace")
 
 
 def _umask() -> int:
@@ -102,7 +159,7 @@ def atomic_write_json(path: str | Path, obj: Any) -> None:
 
 def append_jsonl(path: str | Path, record: dict) -> None:
     """Append one JSON line and flush it to disk (a reader sees whole lines, or a truncated last one)."""
-    with open(path, "a", encoding="utf-8") as f:
+    with os.fdopen(open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a", encoding="utf-8") as f:
         f.write(json.dumps(record, sort_keys=True, default=str) + "\n")
         f.flush()
         os.fsync(f.fileno())
@@ -112,7 +169,7 @@ def read_jsonl(path: str | Path) -> list[dict]:
     """Every complete, parseable line; a truncated or corrupt line is skipped."""
     out = []
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:    # a damaged line is skipped, not fatal
+        with open_text(path) as f:                                   # a damaged line is skipped, not fatal
             for line in f:
                 try:
                     out.append(json.loads(line))
@@ -130,7 +187,7 @@ def rewrite_jsonl(path: str | Path, records: Iterable[dict]) -> None:
 def read_tail(path: str | Path, n: int = 4096) -> str:
     """The last n bytes of a file as text ("" when it is missing)."""
     try:
-        with open(path, "rb") as f:
+        with os.fdopen(open_nofollow(path, os.O_RDONLY), "rb") as f:
             f.seek(0, 2)
             f.seek(max(0, f.tell() - n))
             return f.read().decode("utf-8", "replace")

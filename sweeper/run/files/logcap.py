@@ -2,6 +2,7 @@
 
     cut = cap_log(run_dir / "stdout.log", limit=16 * 2**20)        # bytes cut now (0: under the limit)
     cap_log(path, limit, pause=stopped_group(pid))                 # a writer that must hold still for a rewrite
+    mark = LogMark.now(path); ...; text = read_since(path, mark)   # a run's own output since `mark`, cuts or not
 
 The run's process writes stdout.log itself (an inherited O_APPEND descriptor), so nothing sits between it and
 its output. The launcher calls cap_log while the run runs (each tick of the local pool, each poll of a Slurm
@@ -14,20 +15,38 @@ task) and once after it ends. When the file is longer than `limit` bytes, its mi
 How: FALLOC_FL_COLLAPSE_RANGE removes the middle in place (ext4, xfs: block-aligned, atomic against the
 writer's appends, so no byte is lost or reordered), and the marker overwrites the head's last bytes. Where the
 file system cannot collapse (tmpfs, NFS), the file is rewritten (head + marker + tail) while `pause` holds the
-writer still (SIGSTOP of its process group), or at once when no writer is left. Torch-free, stdlib only.
+writer still (SIGSTOP of its process group), or at once when no writer is left.
+
+Nothing a run reports is lost to a cut: the lines of the cut part that look like metrics (a `{...}` JSON
+object, with or without a prefix) are appended, in order, to stdout.kept.log beside the log (itself bounded: past
+the limit it keeps, per key, the line with the key's last value). read_since() gives a run its own output back
+as one text: the part still in the log, with the marker and the kept lines where the cut was. Reader and cutter
+never race: read_since holds a shared flock on the log while it reads, and cap_log cuts only under an exclusive
+one, taken without waiting (a busy log is cut at the next tick). Links are never followed (open_nofollow).
+Torch-free, stdlib only.
 """
 from __future__ import annotations
 
 import contextlib
 import ctypes
 import errno
+import fcntl
+import json
 import os
 import re
+import stat
 import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sweeper.run.files.atomic import LinkRefused, atomic_write_bytes, open_log, open_nofollow
 
 MiB = 2 ** 20
 FALLOC_FL_KEEP_SIZE, FALLOC_FL_COLLAPSE_RANGE = 0x01, 0x08
-MARK = re.compile(rb"=== sweeper: (\d+) bytes of output cut here")
+MARK = re.compile(rb"=== sweeper: (\d+) bytes of output cut here \(the log keeps its first (\d+) ")
+KEPT = "kept"                        # stdout.log -> stdout.kept.log: the metric lines of the cut parts
+_CHUNK = 4 * MiB                     # the cut part is scanned for metric lines this much at a time
+_LONGEST_LINE = MiB                  # a metric line straddling a cut is looked for this far
 _MARK_ROOM = 200                     # bytes of the head the marker line takes (padded)
 try:
     _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -63,19 +82,31 @@ def _collapse(fd: int, offset: int, length: int) -> bool:
     raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
 
 
+def kept_path(path) -> Path:
+    """Where the metric lines of a log's cut parts go: stdout.log -> stdout.kept.log."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}.{KEPT}{path.suffix}")
+
+
 def cap_log(path, limit: int | None, pause=None) -> int:
     """Cut the middle of the log at `path` when it is longer than `limit` bytes; the bytes cut (0: nothing to
-    do). pause: a context manager holding the writer still, for file systems that cannot collapse a range
-    (None: the writer has ended, or there is none). OSError propagates (the caller decides)."""
+    do, or a reader holds the log: the next call cuts). pause: a context manager holding the writer still, for
+    file systems that cannot collapse a range (None: the writer has ended, or there is none). A link at
+    `path` is never cut (0). OSError propagates (the caller decides)."""
     if not limit:
         return 0
     try:
-        if os.stat(path).st_size <= limit:     # the common case, every tick of a running run: one stat
+        st = os.lstat(path)
+        if st.st_size <= limit or not stat.S_ISREG(st.st_mode):   # every tick of a running run: one lstat
             return 0
-        fd = os.open(path, os.O_RDWR)
-    except FileNotFoundError:
+        fd = open_nofollow(path, os.O_RDWR)
+    except (FileNotFoundError, LinkRefused):
         return 0
     try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)          # a reader (read_since) holds it: next time
+        except BlockingIOError:
+            return 0
         size = os.fstat(fd).st_size
         if size <= limit:
             return 0
@@ -86,12 +117,12 @@ def cap_log(path, limit: int | None, pause=None) -> int:
         if end <= start:
             return 0
         before = _cut_before(fd, start)
+        _keep_metric_lines(fd, start if before else start - _MARK_ROOM, end, kept_path(path), limit)
         if _collapse(fd, start, end - start):
             cut = end - start
         else:
             with pause if pause is not None else contextlib.nullcontext():
                 size = os.fstat(fd).st_size                         # what the writer added until it held still
-                end = max(start, size - tail)
                 kept = os.pread(fd, size - end, end)
                 os.pwrite(fd, kept, start)
                 os.ftruncate(fd, start + len(kept))
@@ -100,6 +131,137 @@ def cap_log(path, limit: int | None, pause=None) -> int:
         return cut
     finally:
         os.close(fd)
+
+
+def is_metric_line(line: bytes) -> bool:
+    """A line a run may report a metric with: it holds a `{...}` JSON object at its end (after any prefix)."""
+    line = line.strip()
+    return line.endswith(b"}") and b"{" in line
+
+
+def _keep_metric_lines(fd: int, start: int, end: int, kept: Path, limit: int) -> None:
+    """Append the metric lines of bytes [start, end) of the log (with the lines straddling either edge: their
+    cut-off parts would be unreadable) to `kept`, bounded to `limit` bytes."""
+    back = os.pread(fd, min(start, _LONGEST_LINE), max(0, start - _LONGEST_LINE))
+    nl = back.rfind(b"\n")
+    pos = start - (len(back) - nl - 1) if nl >= 0 else max(0, start - len(back))
+    found, carry = [], b""
+    while pos < end:
+        chunk = os.pread(fd, min(_CHUNK, end - pos), pos)
+        if not chunk:
+            break
+        pos += len(chunk)
+        lines = (carry + chunk).split(b"\n")
+        carry = lines.pop()
+        found += [ln for ln in lines if is_metric_line(ln)]
+    if carry:                                              # the line straddling `end`: its rest stays in the log
+        rest = os.pread(fd, _LONGEST_LINE, end)
+        line = carry + rest[:rest.find(b"\n")] if b"\n" in rest else carry + rest
+        found += [line] if is_metric_line(line) else []
+    if found:
+        with open_log(kept) as f:
+            f.write(b"".join(ln.rstrip(b"\r") + b"\n" for ln in found))
+        if os.lstat(kept).st_size > limit:
+            _compact(kept)
+
+
+def _compact(kept: Path) -> None:
+    """Keep, for each key, the line holding its last value (curves thin out; final values stay)."""
+    with os.fdopen(open_nofollow(kept, os.O_RDONLY), "rb") as f:
+        lines = f.read().splitlines()
+    keys_of = []
+    for line in lines:
+        at = line.find(b"{")
+        try:
+            obj = json.loads(line[at:])
+        except ValueError:
+            obj = None
+        keys_of.append(set(obj) if isinstance(obj, dict) else set())
+    last, keep = {}, set()
+    for i, keys in enumerate(keys_of):
+        for k in keys - {"step"}:
+            last[k] = i
+    keep = set(last.values())
+    atomic_write_bytes(kept, b"".join(ln + b"\n" for i, ln in enumerate(lines) if i in keep))
+
+
+@dataclass(frozen=True)
+class LogMark:
+    """Where a run's output starts in its log: the log's size, the bytes cut before, the kept lines' size."""
+    size: int = 0
+    cut: int = 0
+    kept: int = 0
+
+    @classmethod
+    def now(cls, path) -> "LogMark":
+        try:
+            fd = open_nofollow(path, os.O_RDONLY)
+        except OSError:
+            return cls()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            size = os.fstat(fd).st_size
+            cut, _ = _mark(fd)
+        finally:
+            os.close(fd)
+        try:
+            kept = os.lstat(kept_path(path)).st_size
+        except OSError:
+            kept = 0
+        return cls(size, cut, kept)
+
+
+def cut_so_far(path) -> int:
+    """Bytes cut from the log at `path` so far (0: never cut, or no log)."""
+    try:
+        fd = open_nofollow(path, os.O_RDONLY)
+    except OSError:
+        return 0
+    try:
+        return _mark(fd)[0]
+    finally:
+        os.close(fd)
+
+
+def _mark(fd: int) -> tuple[int, int]:
+    """(bytes cut so far, where the kept tail starts) from the marker in the log's head; (0, 0) when none."""
+    m = MARK.search(os.pread(fd, MiB + 64 * 1024, 0))
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def read_since(path, mark: LogMark) -> str:
+    """The run's output since `mark` as text (bad bytes replaced): what the log still holds of it and, where a
+    cut took part of it, the marker line and the metric lines kept from the cut. "" when there is no log."""
+    try:
+        fd = open_nofollow(path, os.O_RDONLY)
+    except OSError:
+        return ""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)                    # no cut while this reads (cap_log waits a tick)
+        size = os.fstat(fd).st_size
+        cut, start = _mark(fd)
+        since = mark.size - (cut - mark.cut)              # where the run's output starts now
+        if cut == mark.cut or since >= start:             # none of it was cut
+            data = os.pread(fd, max(0, size - since), since) if since <= size else b""
+        else:
+            line = os.pread(fd, _MARK_ROOM, start - _MARK_ROOM)
+            kept = _read_from(kept_path(path), mark.kept)
+            before = os.pread(fd, max(0, start - _MARK_ROOM - mark.size), mark.size) if mark.size < start else b""
+            data = before + line.rstrip(b" \n") + b"\n" + kept + os.pread(fd, size - start, start)
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", "replace")
+
+
+def _read_from(path: Path, offset: int) -> bytes:
+    try:
+        with os.fdopen(open_nofollow(path, os.O_RDONLY), "rb") as f:
+            if f.seek(0, 2) < offset:                     # compacted since: all of it (the last values stand)
+                offset = 0
+            f.seek(offset)
+            return f.read()
+    except OSError:
+        return b""
 
 
 def _state(pid: int) -> bytes:

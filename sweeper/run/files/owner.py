@@ -3,16 +3,24 @@
     me = process_identity()                  # {"host": "n1", "pid": 4242, "start": 981234, "boot_id": "..."}
     alive(me)                                # True: this very process (a reused pid has another start time)
     alive({"host": "other-node", ...})       # None: another host, cannot be told from here
+    foreign_owner(fd, path)                  # "uid 1001 (alice)" when an open file or its folder is not ours
 
 A run records its process's identity in its status while it runs (RunDir.update_status(owner=...)); a reader
 tells a live `running` from one left by a killed sweeper (RunDir.liveness()). Pure Python, Linux /proc (elsewhere
 the start time is None and only the pid is checked).
+
+Who owns a file: a file that runs code when it is loaded (a checkpoint is a pickle) is loaded only when this
+user owns it and the folder it sits in (else someone else could have written or swapped it):
+foreign_owner() says who else does; TRUST_ENV=1 accepts such files (said once on stderr).
 """
 from __future__ import annotations
 
 import os
 import socket
 from functools import lru_cache
+from pathlib import Path
+
+TRUST_ENV = "SWEEPER_TRUST_OTHER_USERS_FILES"   # "1": load checkpoints another user owns (they can run code)
 
 
 @lru_cache(maxsize=1)
@@ -64,3 +72,29 @@ def alive(owner: dict | None) -> bool | None:
         return True
     recorded = owner.get("start")
     return recorded is None or recorded == now
+
+
+def _user(uid: int) -> str:
+    try:
+        import pwd  # deferred: POSIX only, and only when a file is someone else's
+
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def foreign_owner(fd: int, path: str | Path) -> str | None:
+    """Who else owns the open file `fd` (at `path`) or the folder it sits in, as "uid 1001 (alice) owns ...";
+    None when this user (or root, who can run anything anyway) owns both."""
+    trusted = (os.geteuid(), 0)
+    uid = os.fstat(fd).st_uid
+    if uid not in trusted:
+        return f"{_user(uid)} owns {path}"
+    folder = Path(path).parent
+    try:
+        duid = os.stat(folder).st_uid
+    except OSError:
+        return None
+    if duid not in trusted:
+        return f"{_user(duid)} owns its folder {folder}"
+    return None

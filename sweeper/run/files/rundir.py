@@ -14,9 +14,10 @@ Layout of a run dir (every backend, our trainer and any user's code write it thr
     metrics.jsonl one JSON object per logged step         summary.json  final metrics, steps, wall time, env
     health.json   health verdict (sweeper.health)         env.json      what the run saw (threads, devices)
     stdout.log    the run's output                        ckpt/         RNG-state checkpoints
-Every file another process reads is written atomically (temp file, fsync, rename). A file that exists but
-cannot be parsed raises UnreadableFile naming it and the fix; readers that must go on (the report) catch it
-and show the message, never silently skip the run.
+Every file another process reads is written atomically (temp file, fsync, rename). No file of a run dir is
+read or written through a symbolic link (sweeper.run.files.atomic.open_nofollow: a planted link is refused).
+A file that exists but cannot be parsed raises UnreadableFile naming it and the fix; readers that must go on
+(the report) catch it and show the message, never silently skip the run.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import enum
 import functools
 import hashlib
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +35,15 @@ from typing import Any
 import yaml
 
 from sweeper.errors import not_text
-from sweeper.run.files.atomic import append_jsonl, atomic_write_json, atomic_write_text, read_tail, rewrite_jsonl
+from sweeper.run.files.atomic import (
+    append_jsonl,
+    atomic_write_json,
+    atomic_write_text,
+    open_nofollow,
+    open_text,
+    read_tail,
+    rewrite_jsonl,
+)
 from sweeper.run.files.owner import alive
 
 STATUS, SUMMARY, METRICS = "status.json", "summary.json", "metrics.jsonl"
@@ -78,7 +88,7 @@ def stable_hash(obj: Any, n: int = 12) -> str:
 def load_json_file(path: Path, what: str, fix: str = "") -> Any:
     """The parsed file, None when it does not exist; UnreadableFile when it exists but is not JSON."""
     try:
-        with open(path, encoding="utf-8") as f:        # open(), not Path(): a report reads 10,000s of these
+        with os.fdopen(open_nofollow(path, os.O_RDONLY), encoding="utf-8") as f:   # never through a link
             text = f.read()
     except FileNotFoundError:
         return None
@@ -341,7 +351,7 @@ class RunDir:
 
     def metrics_text(self) -> str:
         try:
-            with open(self.metrics_path, encoding="utf-8", errors="replace") as f:
+            with open_text(self.metrics_path) as f:
                 return f.read()
         except FileNotFoundError:
             return ""
@@ -368,7 +378,8 @@ class RunDir:
     # config.yaml, env.json (health.json belongs to sweeper.health.result)
     def read_config(self) -> dict:
         try:
-            cfg = yaml.safe_load(self.config_path.read_text(encoding="utf-8"))
+            with os.fdopen(open_nofollow(self.config_path, os.O_RDONLY), encoding="utf-8") as f:
+                cfg = yaml.safe_load(f.read())
         except FileNotFoundError:
             raise UnreadableFile(self.config_path, "the run's config is missing",
                                  "this run dir was not planned by sweeper; pass config= to sweeper.run.init") from None
