@@ -46,8 +46,9 @@ def check_isolation(ev):
 def evidence(rows: list[dict], tmp_path, experiment: Experiment = EXP, changes: dict | None = None,
              curves: list[tuple] = ()) -> SweepEvidence:
     """Runs of finished status by default; fp_<key> and final_<metric> columns as load_runs makes them."""
-    runs = pd.DataFrame([{"status": "finished", "steps": 6, "run_id": f"{r['variant']}/{r['seed']}",
-                          "run_dir": f"runs/{r['variant']}/seed_{r['seed']}", **r} for r in rows])
+    runs = pd.DataFrame([{"status": "finished", "steps": 6, "final_val_loss": 1.0,
+                          "run_id": f"{r['variant']}/{r['seed']}", "run_dir": f"runs/{r['variant']}/seed_{r['seed']}",
+                          **r} for r in rows])
     curve = pd.DataFrame(list(curves), columns=["run_id", "variant", "seed", "step", "metric", "value"])
     return SweepEvidence(tmp_path, experiment, runs, curve, changes or {})
 

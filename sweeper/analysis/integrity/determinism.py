@@ -13,18 +13,15 @@ noise, and that a rerun of one seed will not reproduce its numbers).
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pandas as pd
 
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
-from sweeper.analysis.integrity.recorded import finished
+from sweeper.analysis.integrity.runs import COST, usable
 from sweeper.plan.probe import probe_dirs
 from sweeper.run.files.rundir import Status, UnreadableFile
-
-TIMING = re.compile(r"(time|per_s|_s$|sec|throughput|speed|elapsed|wall|rss|mem|util)", re.IGNORECASE)
 
 
 class _Curves:
@@ -35,7 +32,7 @@ class _Curves:
             self.by_run: dict[str, tuple] = {}
             return
         mine = curves[curves["run_id"].isin(run_ids)]
-        timing = [m for m in mine["metric"].unique() if TIMING.search(str(m))]
+        timing = [m for m in mine["metric"].unique() if COST.search(str(m))]
         mine = mine[~mine["metric"].isin(timing)] if timing else mine
         mine = mine.sort_values(["run_id", "metric", "step"], kind="stable")
         metric, step, value = (mine[c].to_numpy() for c in ("metric", "step", "value"))
@@ -50,7 +47,7 @@ class _Curves:
 def _curve_of_records(records: list[dict]) -> tuple:
     """A probe's metrics lines as _Curves gives a run's curve (sorted by metric, then step)."""
     points = sorted((key, int(rec["step"]), float(v)) for rec in records for key, v in rec.items()
-                    if key != "step" and not TIMING.search(key) and isinstance(v, (int, float))
+                    if key != "step" and not COST.search(key) and isinstance(v, (int, float))
                     and not isinstance(v, bool))
     return (np.array([p[0] for p in points], dtype=object), np.array([p[1] for p in points]),
             np.array([p[2] for p in points], dtype=float))
@@ -80,7 +77,7 @@ def _noise(deltas: list[float], spread_sd: float) -> str:
 
 def nondeterminism(ev: SweepEvidence) -> list[Finding]:
     exp = ev.experiment
-    rows = finished(ev.runs)
+    rows = ev.runs[usable(ev)]
     column = f"final_{exp.metric}"
     if not exp.baseline or column not in rows:
         return []

@@ -16,7 +16,7 @@ import re
 
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
-from sweeper.analysis.integrity.recorded import finished
+from sweeper.analysis.integrity.runs import usable
 from sweeper.config.config_diff import Change
 from sweeper.run.evaluation import EVAL_KEY
 
@@ -39,7 +39,7 @@ def evaluation_keys(changes: list[Change]) -> list[Change]:
 
 def _prints_by_arm(ev: SweepEvidence) -> dict[str, dict[int, str]]:
     """variant -> seed -> the run's evaluation fingerprint (finished runs that recorded one)."""
-    rows = finished(ev.runs)
+    rows = ev.runs[usable(ev)]
     column = f"fp_{EVAL_KEY}"
     out: dict[str, dict[int, str]] = {}
     if column not in rows:

@@ -12,9 +12,19 @@ import pandas as pd
 
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
-from sweeper.analysis.integrity.recorded import finished, runs_label
+from sweeper.analysis.integrity.runs import usable
+from sweeper.config.seeds import format_seeds
 
 KEYS = ("code_commit", "code_dirty", "code_diff", "script_sha256")
+
+
+def runs_label(rows: pd.DataFrame, limit: int = 4) -> str:
+    """'relu seeds 0-1, wide seed 3' for messages (variants in their order, at most `limit` of them)."""
+    parts = []
+    for variant, group in rows.groupby("variant", sort=False):
+        seeds = sorted(int(s) for s in group["seed"])
+        parts.append(f"{variant} seed{'s' if len(seeds) > 1 else ''} {format_seeds(seeds)}")
+    return ", ".join(parts[:limit]) + (f", +{len(parts) - limit} more" if len(parts) > limit else "")
 
 
 def describe(ident: tuple) -> str:
@@ -26,7 +36,7 @@ def describe(ident: tuple) -> str:
 
 def _codes(ev: SweepEvidence) -> tuple[pd.DataFrame, pd.Series, list[tuple]]:
     """(finished runs that recorded their code, their identities, the distinct identities in order)."""
-    rows = finished(ev.runs)
+    rows = ev.runs[usable(ev)]
     if not len(rows) or not any(f"fp_{k}" in rows for k in KEYS):
         return rows.iloc[0:0], pd.Series(dtype=object), []
     columns = [rows[f"fp_{k}"] if f"fp_{k}" in rows else [None] * len(rows) for k in KEYS]
