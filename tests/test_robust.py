@@ -168,3 +168,15 @@ def test_level_holds_under_cauchy_noise(paired):
     rejections = sum(robust.deciding_test(rng.standard_cauchy(n), rng.standard_cauchy(n), paired).pvalue < 0.05
                      for _ in range(reps))
     assert rejections / reps <= 0.05 + 2.6 * math.sqrt(0.05 * 0.95 / reps)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("paired,n", [(True, 14), (False, 10)])
+def test_monte_carlo_interval_excludes_zero_exactly_when_the_decision_rejects(paired, n):
+    rng = np.random.default_rng(31 + n)
+    for _ in range(4):
+        a, b = rng.standard_t(3, n) + rng.choice([0.0, 0.9, 2.0]), rng.standard_t(3, n)
+        r = robust.deciding_test(a, b, paired)
+        assert r.exact is False                                           # beyond the exact limits
+        est, low, high = robust.decision_interval(a, b, paired, 0.05)
+        assert (low > 0 or high < 0) == (r.pvalue < 0.05) and low <= est <= high

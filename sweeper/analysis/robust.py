@@ -49,6 +49,7 @@ INDEPENDENT_K = 1.5        # clip at the pooled median +- this many robust sd
 PAIRED_K = 2.0             # Huber's tuning constant of the paired one-step M-estimate
 MAX_EXACT_SPLITS = 20_000   # 8 vs 8 seeds (12,870 splits) is enumerated; from 9 vs 9 (48,620), Monte Carlo
 MAX_EXACT_PAIRS = 12        # 2^12 = 4,096 sign flips; from 13 pairs, Monte Carlo
+INTERVAL_RESAMPLES = 1_000  # Monte Carlo arrangements per point of the interval's search (the decision: all)
 _MAD = 0.6744897501960817   # MAD of the standard normal: MAD / _MAD estimates the sd
 _TOL = 1e-9                 # relative tolerance of "as extreme as observed" (rounding in the statistics)
 
@@ -212,6 +213,15 @@ def _signs(n: int) -> np.ndarray:
     return out
 
 
+@functools.lru_cache(maxsize=4)
+def _random_signs(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """The all-+ pattern and n_resamples random sign patterns (fixed seed).   # (B + 1, n)"""
+    signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(n_resamples + 1, n))
+    signs[0] = 1.0
+    signs.setflags(write=False)
+    return signs
+
+
 def _paired_stats(ds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """|t| and |one-step Huber t| of each row of signed differences.   ds: (B, n) -> (B,), (B,)"""
     n = ds.shape[1]
@@ -260,11 +270,7 @@ def paired_test(a, b, n_resamples: int = 10_000, seed: int = 0,
         p = 1.0 if scale == 0 else smallest_p("signflip", n)
         return TestResult("exact sign-flip test (zero spread)", float(d.mean()), float(p), min_p=floor, exact=True,
                           n_resamples=2**n, note="every paired difference is the same")
-    if exact:
-        signs = _signs(n)
-    else:
-        signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(n_resamples + 1, n))
-        signs[0] = 1.0
+    signs = _signs(n) if exact else _random_signs(n, n_resamples, seed)
     t, h = _paired_stats(signs * d)
     combined = np.minimum(_pvalues_within(t), _pvalues_within(h))
     hits = np.count_nonzero(combined <= combined[0] * (1 + _TOL))
@@ -302,9 +308,11 @@ def _pvalue_at(a, b, paired, family_size, alpha, n_resamples, seed, shift: float
 def decision_interval(a, b, paired: bool, level: float, family_size: int = 1, alpha: float = 0.05,
                       n_resamples: int = 10_000, seed: int = 0) -> tuple[float, float, float]:
     """(estimate, low, high): the shifts d for which the deciding test of (a - d, b) has p >= level, as an
-    interval. It excludes 0 exactly when the test at d = 0 has p < level: the endpoint on 0's side is searched
-    between 0 and the estimate when 0 is rejected, beyond 0 when it is not. The estimate is the shift with the
-    largest p among the mean difference and the median of pairwise (paired: the median) differences."""
+    interval. It excludes 0 exactly when the test at d = 0 (the decision, with all n_resamples) has p < level:
+    the endpoint on 0's side is searched between 0 and the estimate when 0 is rejected, beyond 0 when it is not.
+    Beyond exact enumeration the search uses INTERVAL_RESAMPLES of the same fixed-seed arrangements per point.
+    The estimate is the shift with the largest p among the mean difference and the median of pairwise (paired:
+    the median) differences."""
     a, b = _finite(a, "a"), _finite(b, "b")
     if not uses_permutation(paired, a.size, b.size, family_size, alpha):
         test = t_test(a, b, paired, 1 - level)
@@ -312,8 +320,8 @@ def decision_interval(a, b, paired: bool, level: float, family_size: int = 1, al
             est = float(np.mean(a - b)) if paired else float(a.mean() - b.mean())
             return est, test.ci[0], test.ci[1]
 
-    def p(shift):
-        return _pvalue_at(a, b, paired, family_size, alpha, n_resamples, seed, shift)
+    def p(shift):       # the endpoints' search: at most INTERVAL_RESAMPLES Monte Carlo arrangements (exact: all)
+        return _pvalue_at(a, b, paired, family_size, alpha, min(n_resamples, INTERVAL_RESAMPLES), seed, shift)
     if paired:
         d = a - b
         candidates = (float(d.mean()), float(np.median(d)))
@@ -321,13 +329,15 @@ def decision_interval(a, b, paired: bool, level: float, family_size: int = 1, al
     else:
         candidates = (float(a.mean() - b.mean()), float(np.median(a[:, None] - b[None, :])))
         spread = float(np.ptp(np.concatenate([a, b])))
+    p0 = _pvalue_at(a, b, paired, family_size, alpha, n_resamples, seed, 0.0)     # the decision's own p
     pc = [p(c) for c in candidates]
     est = candidates[int(np.argmax(pc))]
-    if max(pc) < level:                      # no shift accepted at this level near the estimates: a point
+    if max(pc) < level and p0 >= level:      # 0 is accepted where the estimates are not: the search starts at 0
+        est = 0.0
+    elif max(pc) < level:                    # no shift accepted at this level near the estimates: a point
         return est, est, est
     spread = spread if spread > 0 else max(abs(est), 1.0)
     tol = 1e-4 * spread
-    p0 = p(0.0)
 
     def crossing(inside: float, outside: float) -> float:
         """Bisect between an accepted and a rejected shift (the boundary of the accepted set)."""
