@@ -70,7 +70,7 @@ RANGE_CASES = [
     ("launcher.ranks_per_run", ["launcher=slurm", "launcher.ranks_per_run=65"], "must be an integer from 1 to 64"),
     ("launcher.max_parallel", ["launcher.max_parallel=0"], "must be a positive integer or null"),
     ("launcher.threads_per_run", ["launcher.threads_per_run=-2"], "must be a positive integer or null"),
-    ("launcher.cores", ["launcher.cores=[-1]"], "must be a list of CPU core ids"),
+    ("launcher.cores", ["launcher.cores=[-1]"], "must be a non-empty list of distinct CPU core ids"),
     ("launcher.max_retries", ["launcher.max_retries=-1"], "must be an integer >= 0"),
     ("launcher.retry_backoff_s", ["launcher.retry_backoff_s=-0.5"], "must be a number of seconds >= 0"),
     ("launcher.crash_loop_after", ["launcher.crash_loop_after=-1"], "must be an integer >= 0"),
@@ -278,7 +278,7 @@ def test_an_out_of_range_value_is_one_line_naming_the_key(key, args, says, tmp_p
         (["sweeper.dry_run=2"], "sweeper.dry_run=2: expected a boolean (true or false)"),
         (["train.steps=abc"], "train.steps='abc': expected an integer"),
         (["launcher.max_parallel=0"], "launcher.max_parallel=0: must be a positive integer or null"),
-        (["launcher.cores=[0,x]"], "launcher.cores=[0, 'x']: must be a list of CPU core ids, e.g. [0,1,2,3], or null"),
+        (["launcher.cores=[0,x]"], "launcher.cores=[0, 'x']: must be a non-empty list of distinct CPU core ids, e.g. [0,1,2,3], or null (every core this process may use)"),
         (["launcher=slurm", "launcher.wait=maybe"], "launcher.wait='maybe': expected a boolean (true or false)"),
         (
             ["sweeper.typo=1"],
@@ -329,7 +329,7 @@ def test_from_dict_validates_an_old_manifests_launcher_as_composition_does():
     for bad, says in [
         ({"max_parallel": 0}, "launcher.max_parallel=0: must be a positive integer or null"),
         ({"cpu_only": "maybe"}, "launcher.cpu_only='maybe': expected a boolean (true or false)"),
-        ({"cores": "x"}, "launcher.cores=['x']: must be a list of CPU core ids"),
+        ({"cores": "x"}, "launcher.cores=['x']: must be a non-empty list of distinct CPU core ids"),
     ]:
         with pytest.raises(UsageError) as e:
             LocalLauncherConf.from_dict(bad)
@@ -369,10 +369,10 @@ def test_the_command_line_takes_the_list_forms_from_dict_takes(args, key, value)
 @pytest.mark.parametrize(
     "args, line",
     [
-        (["launcher.cores=a,b"], "launcher.cores=['a', 'b']: must be a list of CPU core ids, e.g. [0,1,2,3], or null"),
+        (["launcher.cores=a,b"], "launcher.cores=['a', 'b']: must be a non-empty list of distinct CPU core ids, e.g. [0,1,2,3], or null (every core this process may use)"),
         (
             ["launcher.cores=[[0,1]]"],
-            "launcher.cores=[[0, 1]]: must be a list of CPU core ids, e.g. [0,1,2,3], or null",
+            "launcher.cores=[[0, 1]]: must be a non-empty list of distinct CPU core ids, e.g. [0,1,2,3], or null (every core this process may use)",
         ),
         (
             ["launcher.devices=[[3],{a: 1}]"],
