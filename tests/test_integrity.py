@@ -6,6 +6,7 @@ quiet on the healthy twin; the effects become verdicts with the numbers kept; si
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -63,7 +64,7 @@ def evidence(finals: dict, curves: dict | None = None, *, metric: str = "val_los
     runs = pd.DataFrame(rows)
     runs.attrs["cost"] = []
     cols = ["run_id", "variant", "seed", "step", "metric", "value"]
-    return SweepEvidence(__import__("pathlib").Path("/nonexistent"), exp, runs, pd.DataFrame(points, columns=cols),
+    return SweepEvidence(Path("/nonexistent"), exp, runs, pd.DataFrame(points, columns=cols),
                          changes or {}, declared or {})
 
 
