@@ -162,7 +162,8 @@ HYDRA_HINT = "Set the environment variable HYDRA_FULL_ERROR=1 for a complete sta
     ("runs_per_device=0", "hydra.launcher.runs_per_device=0: must be a positive integer"),
     ("max_parallel=0", "hydra.launcher.max_parallel=0: must be a positive integer or null"),
     ("max_parallel=abc", "hydra.launcher.max_parallel='abc': must be a positive integer or null"),
-    ("cores=[a]", "hydra.launcher.cores=['a']: must be a non-empty list of distinct CPU core ids, e.g. [0,1,2,3], or null (every core this process may use)"),
+    ("cores=[a]", "hydra.launcher.cores=['a']: must be a non-empty list of "
+                  "distinct CPU core ids, e.g. [0,1,2,3], or null (every core this process may use)"),
     ("cpu_only=maybe", "hydra.launcher.cpu_only='maybe': expected a boolean (true or false)"),
     ("cpu_only=1", "hydra.launcher.cpu_only=1: expected a boolean (true or false)"),     # strict, as the cli
     ("grace_s=-1", "hydra.launcher.grace_s=-1: must be a number of seconds >= 0 (not inf)"),

@@ -278,7 +278,8 @@ def test_an_out_of_range_value_is_one_line_naming_the_key(key, args, says, tmp_p
         (["sweeper.dry_run=2"], "sweeper.dry_run=2: expected a boolean (true or false)"),
         (["train.steps=abc"], "train.steps='abc': expected an integer"),
         (["launcher.max_parallel=0"], "launcher.max_parallel=0: must be a positive integer or null"),
-        (["launcher.cores=[0,x]"], "launcher.cores=[0, 'x']: must be a non-empty list of distinct CPU core ids, e.g. [0,1,2,3], or null (every core this process may use)"),
+        (["launcher.cores=[0,x]"], "launcher.cores=[0, 'x']: must be a non-empty list of "
+                                   "distinct CPU core ids, e.g. [0,1,2,3], or null (every core this process may use)"),
         (["launcher=slurm", "launcher.wait=maybe"], "launcher.wait='maybe': expected a boolean (true or false)"),
         (
             ["sweeper.typo=1"],
@@ -369,10 +370,12 @@ def test_the_command_line_takes_the_list_forms_from_dict_takes(args, key, value)
 @pytest.mark.parametrize(
     "args, line",
     [
-        (["launcher.cores=a,b"], "launcher.cores=['a', 'b']: must be a non-empty list of distinct CPU core ids, e.g. [0,1,2,3], or null (every core this process may use)"),
+        (["launcher.cores=a,b"], "launcher.cores=['a', 'b']: must be a non-empty list of "
+                                 "distinct CPU core ids, e.g. [0,1,2,3], or null (every core this process may use)"),
         (
             ["launcher.cores=[[0,1]]"],
-            "launcher.cores=[[0, 1]]: must be a non-empty list of distinct CPU core ids, e.g. [0,1,2,3], or null (every core this process may use)",
+            "launcher.cores=[[0, 1]]: must be a non-empty list of "
+            "distinct CPU core ids, e.g. [0,1,2,3], or null (every core this process may use)",
         ),
         (
             ["launcher.devices=[[3],{a: 1}]"],
