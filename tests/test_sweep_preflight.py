@@ -61,7 +61,7 @@ def test_the_preflight_runs_at_a_slots_settings_and_resume_or_extend_never_repea
     root = project(tmp_path)
     d = tmp_path / "sweep"
     args = ["--config-dir", "conf", "+experiment=mine", f"sweeper.dir={d}", "sweeper.report=false",
-            "launcher.max_parallel=2"]
+            "launcher.max_parallel=2", "launcher.threads_per_run=1"]
     first = run([*args, "seeds=0"], cwd=root)
     assert first.returncode == 0, first.stdout + first.stderr
     call, = calls(root)
