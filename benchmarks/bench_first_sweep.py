@@ -57,6 +57,27 @@ def sweep(args: list[str], cwd: Path) -> dict:
             "load_avg_1m": round(os.getloadavg()[0], 2), "tail": out[-1500:]}
 
 
+def report(args, result: dict) -> list[str]:
+    """Write results/bench_first_sweep.{json,md} with the legs measured so far; the md lines."""
+    md = ["# The first sweep, as is and loaded (`python benchmarks/bench_first_sweep.py"
+          + (f" --steps {args.steps}" if args.steps else "") + "`)", "",
+          f"README's first command, `python -m sweeper +experiment=rope seeds=0-3` ({result['steps']} steps per run, "
+          f"12 runs), output piped; {result['cores']} cores shared with other work; \"loaded\": one busy loop per "
+          "core beside it. The preflight runs in its own process at one slot's threads (OMP_WAIT_POLICY=PASSIVE).",
+          "", "| leg | wall | preflight | share of wall | first progress line | preflights run / kept "
+          "| load avg (end) |",
+          "|---|---|---|---|---|---|---|"]
+    for name, leg in result["legs"].items():
+        md.append(f"| {name} | {leg['wall_s']:.0f} s | {leg['preflight_s']:.1f} s "
+                  f"| {100 * leg['preflight_share']:.1f}% | {leg['first_line_s']:.1f} s "
+                  f"| {leg['preflights_run']} / {leg['preflights_kept']} | {leg['load_avg_1m']:.1f} |")
+    md.append("")
+    md.append("\"extend\": the finished \"as is\" sweep extended by one seed (`seeds=0-4 sweeper.extend=true`, "
+              "3 runs).")
+    write_results(args.results, "bench_first_sweep", result, md)
+    return md
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=None, help="train.steps (default: the shipped default, 100)")
@@ -64,10 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-first-sweep-"))
     extra = [f"train.steps={args.steps}"] if args.steps else []
-    legs = {}
+    result = {"cores": os.cpu_count(), "steps": args.steps or 100, "legs": {}}
+    legs = result["legs"]
     legs["as is"] = sweep(["seeds=0-3", *extra, f"sweeper.dir={work / 'as_is'}", "sweeper.journal=off"], work)
+    report(args, result)                                   # after every leg: a cut run keeps what it measured
     legs["extend"] = sweep(["seeds=0-4", *extra, f"sweeper.dir={work / 'as_is'}", "sweeper.journal=off",
                             "sweeper.extend=true"], work)
+    report(args, result)
     spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(os.cpu_count() or 1)]
     for s in spinners:
         s.start()
@@ -77,24 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         for s in spinners:
             s.terminate()
             s.join()
-    result = {"cores": os.cpu_count(), "steps": args.steps or 100, "legs": legs}
-    md = ["# The first sweep, as is and loaded (`python benchmarks/bench_first_sweep.py"
-          + (f" --steps {args.steps}" if args.steps else "") + "`)", "",
-          f"README's first command, `python -m sweeper +experiment=rope seeds=0-3` ({result['steps']} steps per run, "
-          f"12 runs), output piped; {result['cores']} cores shared with other work; \"loaded\": one busy loop per "
-          "core beside it. The preflight runs in its own process at one slot's threads (OMP_WAIT_POLICY=PASSIVE).",
-          "", "| leg | wall | preflight | share of wall | first progress line | preflights run / kept "
-          "| load avg (end) |",
-          "|---|---|---|---|---|---|---|"]
-    for name, leg in legs.items():
-        md.append(f"| {name} | {leg['wall_s']:.0f} s | {leg['preflight_s']:.1f} s "
-                  f"| {100 * leg['preflight_share']:.1f}% | {leg['first_line_s']:.1f} s "
-                  f"| {leg['preflights_run']} / {leg['preflights_kept']} | {leg['load_avg_1m']:.1f} |")
-    md.append("")
-    md.append("\"extend\": the finished \"as is\" sweep extended by one seed (`seeds=0-4 sweeper.extend=true`, "
-              "3 runs).")
-    write_results(args.results, "bench_first_sweep", result, md)
-    print("\n".join(md))
+    print("\n".join(report(args, result)))
     return 0 if all(leg["exit"] == 0 for leg in legs.values()) else 1
 
 

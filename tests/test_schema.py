@@ -315,8 +315,8 @@ def test_cfg_prints_every_key_of_every_schema_with_its_default():
                 validate="sweeper.train.checks:validate",
                 preflight="sweeper.train.preflight:preflight_config",
             )
-        if prefix == "sweeper":  # rope.yaml's own first look (seeds=adaptive)
-            defaults["adaptive"]["start"] = 3
+        if prefix == "sweeper":  # rope.yaml's own first look and spending (seeds=adaptive)
+            defaults["adaptive"].update(start=3, spending="pocock")
         if prefix == "train":  # rope.yaml's first-run length (bench_first_run.py)
             defaults["steps"] = 100
         assert cfg[prefix] == defaults, prefix

@@ -61,8 +61,7 @@ def test_the_preflight_runs_at_a_slots_settings_and_resume_or_extend_never_repea
     root = project(tmp_path)
     d = tmp_path / "sweep"
     args = ["--config-dir", "conf", "+experiment=mine", f"sweeper.dir={d}", "sweeper.report=false",
-            "launcher.max_parallel=2"]
-    t0 = time.time()
+            "launcher.max_parallel=2", "launcher.threads_per_run=1"]
     first = run([*args, "seeds=0"], cwd=root)
     assert first.returncode == 0, first.stdout + first.stderr
     call, = calls(root)
@@ -70,7 +69,7 @@ def test_the_preflight_runs_at_a_slots_settings_and_resume_or_extend_never_repea
     assert call["omp"] == "1" and call["wait"] == "PASSIVE" and len(call["cores"]) == 1     # a slot's settings
     running = next(line for line in first.stdout.splitlines() if "preflight base: running" in line)
     assert f"cores {call['cores'][0]}, 1 thread(s), OMP_WAIT_POLICY=PASSIVE" in running
-    assert "preflight base: PASS" in first.stdout and time.time() - t0 < 120
+    assert "preflight base: PASS" in first.stdout
     assert {p.name for p in (d / "preflight").iterdir()} == {"base.json", "base.cache.json", "base.log"}
 
     more = run([*args, "seeds=0-1", "sweeper.extend=true"], cwd=root)          # extend: same config, more seeds
