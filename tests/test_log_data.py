@@ -127,3 +127,23 @@ def test_the_runs_final_read_never_races_the_cut(tmp_path, where):
         reader.wait()
         log.unlink(missing_ok=True)
         kept_path(log).unlink(missing_ok=True)
+
+
+def test_a_metric_typo_is_still_told_the_names_the_run_reports(tmp_path):
+    """The cut note joins the fix; it never replaces the fix that names the reported metrics."""
+    from types import SimpleNamespace
+
+    from sweeper.analysis.metric_check import MetricCheck
+    from sweeper.run.files.rundir import RunDir, Status, Summary
+
+    rd = RunDir(tmp_path / "run")
+    rd.path.mkdir()
+    rd.write_summary(Summary(status=Status.FINISHED, final={"loss": 1.2}, extra={"reported_by": "command output"}))
+    exp = SimpleNamespace(metric="los", secondary_metrics=None)
+    problem, _ = MetricCheck(exp).run(rd.path, "a/seed_0")
+    assert "set experiment.metric to the name the run reports (loss)" in problem and "cut" not in problem
+    rd.log_path.write_bytes(junk(3 * MiB))
+    cap_log(rd.log_path, MiB)
+    problem, _ = MetricCheck(exp).run(rd.path, "a/seed_0")
+    assert "set experiment.metric to the name the run reports (loss)" in problem
+    assert "Its log was cut to launcher.max_log_mb" in problem

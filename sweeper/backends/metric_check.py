@@ -49,12 +49,12 @@ class MetricCheck:
             elif glue:
                 fix = (f"make the script print one JSON line such as {{\"{metric}\": 0.42}} (or write it to a "
                        f".json/.csv file in {{out_dir}}; task.metrics says where)")
+            else:
+                fix = f"end the run with run.finish({metric}=value) (or return {{'{metric}': value}} from the entry)"
             cut = max(summary.extra.get("log_cut_bytes") or 0, cut_so_far(RunDir(run_dir).log_path)) if glue else 0
             if cut:
                 fix += (f". Its log was cut to launcher.max_log_mb ({cut} bytes of output cut); the metric lines of "
                         f"the cut part were kept (stdout.kept.log) and none named {metric}")
-            else:
-                fix = f"end the run with run.finish({metric}=value) (or return {{'{metric}': value}} from the entry)"
             problem = (f"run {label} finished without the decision metric {metric} (experiment.metric); it "
                        f"reported: {reported}. Fix: {fix}")
         elif not is_number(final[metric]):           # NaN/inf are numbers: a diverged outcome, not a typo

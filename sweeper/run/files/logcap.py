@@ -47,6 +47,7 @@ MARK = re.compile(rb"=== sweeper: (\d+) bytes of output cut here \(the log keeps
 KEPT = "kept"                        # stdout.log -> stdout.kept.log: the metric lines of the cut parts
 _CHUNK = 4 * MiB                     # the cut part is scanned for metric lines this much at a time
 _LONGEST_LINE = MiB                  # a metric line straddling a cut is looked for this far
+_LINE_END = re.compile(rb"\}[ \t\r]*\n")       # where a metric line may end
 _MARK_ROOM = 200                     # bytes of the head the marker line takes (padded)
 try:
     _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -145,18 +146,22 @@ def _keep_metric_lines(fd: int, start: int, end: int, kept: Path, limit: int) ->
     back = os.pread(fd, min(start, _LONGEST_LINE), max(0, start - _LONGEST_LINE))
     nl = back.rfind(b"\n")
     pos = start - (len(back) - nl - 1) if nl >= 0 else max(0, start - len(back))
-    found, carry = [], b""
-    while pos < end:
-        chunk = os.pread(fd, min(_CHUNK, end - pos), pos)
-        if not chunk:
+    found, buf = [], bytearray(_CHUNK)                     # one buffer, read into again and again
+    while pos < end:                                       # pos: always a line's start
+        n = os.preadv(fd, [memoryview(buf)[:min(_CHUNK, end - pos)]], pos)
+        last = buf.rfind(b"\n", 0, n) + 1                  # buf[:last]: whole lines
+        if not n or not last:
             break
-        pos += len(chunk)
-        lines = (carry + chunk).split(b"\n")
-        carry = lines.pop()
-        found += [ln for ln in lines if is_metric_line(ln)]
-    if carry:                                              # the line straddling `end`: its rest stays in the log
-        rest = os.pread(fd, _LONGEST_LINE, end)
-        line = carry + rest[:rest.find(b"\n")] if b"\n" in rest else carry + rest
+        if buf.find(b"}", 0, last) >= 0:
+            for m in _LINE_END.finditer(buf, 0, last):     # only lines ending in `}` are looked at
+                line = bytes(buf[buf.rfind(b"\n", 0, m.start()) + 1:m.start() + 1])
+                if is_metric_line(line):
+                    found.append(line)
+        pos += last
+    if pos < end:                                          # the line straddling `end`: its rest stays in the log
+        rest = os.pread(fd, end - pos + _LONGEST_LINE, pos)
+        nl = rest.find(b"\n", end - pos)
+        line = rest[:nl] if nl >= 0 else rest
         found += [line] if is_metric_line(line) else []
     if found:
         with open_log(kept) as f:
