@@ -254,7 +254,7 @@ def _readme_silencers() -> dict[str, dict[str, str]]:
         cells = [c.strip() for c in line.split("|")]
         if len(cells) == 6 and cells[2].startswith("`") and re.search(r"`\w+=", cells[4]):
             check = cells[2].split("`")[1]
-            out[check] = dict(pair.split("=", 1) for pair in re.findall(r"`(\w+=[^`]+)`", cells[4]))
+            out.setdefault(check, {}).update(pair.split("=", 1) for pair in re.findall(r"`(\w+=[^`]+)`", cells[4]))
     return out
 
 
