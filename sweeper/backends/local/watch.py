@@ -45,17 +45,23 @@ def _stamp(path: Path) -> tuple:
         return ()
 
 
-def group_cpu_ticks(pgid: int) -> int | None:
-    """CPU time (clock ticks) used by the live processes of a process group, with their reaped children's."""
-    total, found = 0, False
+def _proc_stats():
+    """(pid, the fields of /proc/PID/stat after the command name) of every live process; fields[0] is the state,
+    fields[2] the process group."""
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
+                yield int(name), f.read().rsplit(b")", 1)[1].split()
         except (OSError, IndexError):
             continue
+
+
+def group_cpu_ticks(pgid: int) -> int | None:
+    """CPU time (clock ticks) used by the live processes of a process group, with their reaped children's."""
+    total, found = 0, False
+    for _, fields in _proc_stats():
         if len(fields) > 14 and int(fields[2]) == pgid:      # fields[2]: pgrp; [11..14]: utime stime cutime cstime
             total += sum(int(x) for x in fields[11:15])
             found = True
@@ -78,16 +84,9 @@ def group_state(pgid: int) -> tuple[int, str | None]:
     (SIGSTOP: a user's script under a wrapper, e.g. sweeper.run.command, stops while the leader sleeps in
     wait()), traced, in uninterruptible wait or a zombie, else the leader itself."""
     found: list[tuple[int, str]] = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
+    for pid, fields in _proc_stats():
         if len(fields) > 2 and int(fields[2]) == pgid and fields[0].decode() in TELLING:
-            found.append((int(name), fields[0].decode()))
+            found.append((pid, fields[0].decode()))
     if found:
         return min(found, key=lambda f: (TELLING.index(f[1]), f[0] != pgid, f[0]))
     return pgid, process_state(pgid)
