@@ -99,6 +99,7 @@ RANGE_CASES = [
     ("task.cwd", ["task.cwd=/no/such/dir"], "no such directory"),
     ("task.validate", ["task.validate=nocolon"], "expected an entry point"),
     ("task.preflight", ["task.preflight=no-colon"], "expected an entry point"),
+    ("task.audit", ["task.audit=no-colon"], "expected an entry point"),
     ("task.preload", ["task.preload=[train/loop]"], "must be a list of module names"),
     ("task.args", ["task=custom", "task.command=[prog]", "task.args=every"], "accepted values are none"),
     (
