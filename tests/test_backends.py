@@ -88,7 +88,7 @@ def test_a_toy_backend_registered_by_entry_point_runs_a_sweep(toy_backend, tmp_p
     manifest = read_manifest(sweep_dir)
     assert manifest.launcher == {"name": "serial", "nice": 2}
     assert len(manifest.runs) == 6
-    assert all(manifest.run_dir(sweep_dir, e).read_summary().final["score"] is not None for e in manifest.runs)
+    assert all(manifest.run_dir(sweep_dir, e).read_summary().final["loss"] is not None for e in manifest.runs)
     bad = run_sweeper(*args[:-3], "launcher=serial", "launcher.nice=0", env=toy_backend, cwd=FIXTURE)
     assert bad.returncode == 2 and bad.stderr.strip() == "sweeper: error: launcher.nice=0: must be a positive integer"
     unknown = run_sweeper(*args[:4], "launcher.name=mpi", env=toy_backend, cwd=FIXTURE)

@@ -106,8 +106,10 @@ def plan_written_partly(d):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_ctrl_c_while_the_plan_is_written_completes_it_then_exits_130(sweep_dir, tmp_path, sig):
-    # 3 x 300 runs: long enough a write to be caught in the middle.
+def test_ctrl_c_while_the_plan_is_written_stops_between_two_runs_and_exits_130(sweep_dir, tmp_path, sig):
+    """3 x 300 runs: long enough a write to be caught in the middle. The plan is written run by run and a signal is
+    answered between two of them (issue 40: not after the whole plan); the manifest is written last, so it is
+    whole or absent, and no process is left (tests/test_scale_plans.py: the same command completes the plan)."""
     args = sweep_args(sweep_dir, "sweeper.dry_run=false", seeds="0-299", variants="rope,nope,rope_frozen_qk")
     log = tmp_path / "sweep.log"
     proc = start(args, log)
@@ -116,9 +118,8 @@ def test_ctrl_c_while_the_plan_is_written_completes_it_then_exits_130(sweep_dir,
     assert proc.wait(timeout=120) == 130, log.read_text()
     out = log.read_text()
     assert "Traceback" not in out and out.strip().splitlines()[-1].startswith("sweeper: interrupted; ")
-    manifest = read_manifest(sweep_dir)                          # the whole plan was written
-    assert len(manifest.runs) == 900
-    assert all(manifest.run_dir(sweep_dir, e).config_path.exists() for e in manifest.runs)
+    manifest = read_manifest(sweep_dir)                          # whole or absent, never half a plan
+    assert manifest is None or len(manifest.runs) == 900
     assert processes_mentioning(str(sweep_dir)) == []
 
 

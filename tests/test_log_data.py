@@ -133,7 +133,7 @@ def test_a_metric_typo_is_still_told_the_names_the_run_reports(tmp_path):
     """The cut note joins the fix; it never replaces the fix that names the reported metrics."""
     from types import SimpleNamespace
 
-    from sweeper.analysis.metric_check import MetricCheck
+    from sweeper.backends.metric_check import MetricCheck
     from sweeper.run.files.rundir import RunDir, Status, Summary
 
     rd = RunDir(tmp_path / "run")

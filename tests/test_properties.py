@@ -297,7 +297,7 @@ def test_damaged_sweep_dir_files_are_named_never_a_traceback(finished_sweep, dat
         def reached(*a, **k):
             raise LaunchReached
 
-        mp.setattr("sweeper.cli.resume.execute_sweep", reached)
+        mp.setattr("sweeper.cli.resume.run_to_end", reached)
         try:
             result = run_in_process(main, args(root), cwd=Path(tmp))
         except LaunchReached:
@@ -355,7 +355,7 @@ def test_random_arguments_to_every_other_command_never_give_a_traceback(finished
         def reached(*a, **k):
             raise LaunchReached
 
-        mp.setattr("sweeper.cli.resume.execute_sweep", reached)
+        mp.setattr("sweeper.cli.resume.run_to_end", reached)
         try:
             result = run_in_process(main, [str(root) if a == "DIR" else a for a in argv], cwd=Path(tmp))
         except (LaunchReached, SystemExit):  # a launch, or argparse's --help (exit 0)

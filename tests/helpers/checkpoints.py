@@ -38,4 +38,6 @@ def state_digest(obj, h=None) -> str:
 def checkpoint_digest(path: Path) -> str:
     from sweeper.run.checkpoint import read_checkpoint
 
-    return state_digest(read_checkpoint(path))
+    blob = read_checkpoint(path)
+    blob.pop("wall_s", None)      # bookkeeping (the run's wall time so far), not state: it differs between runs
+    return state_digest(blob)
