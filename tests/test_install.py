@@ -191,7 +191,7 @@ run.seed_all()
 print("sweeper from", sweeper.__file__, flush=True)
 loss = 1.0 + run.config.offset
 for step in range(run.start_step, run.config.steps):
-    loss += 0.01 * random.random()
+    loss -= 0.01 * random.random()      # a loss that falls (a rising one is named by metric_direction)
     run.log(step, loss=loss)
 run.finish(loss=loss)
 """
