@@ -20,8 +20,11 @@ pytestmark = pytest.mark.slow      # every test launches Hydra multiruns (the in
 
 
 @pytest.fixture(autouse=True)
-def _plugin_importable(monkeypatch):
-    """The integration tests start `python task.py` in a temporary folder: it finds this checkout's plugin."""
+def _plugin_importable(monkeypatch, tmp_path):
+    """The integration tests start `python task.py` in a temporary folder: it finds this checkout's plugin. Each
+    test runs in its own folder: the suite's jobs write `<task>.log` into the working directory, and two xdist
+    workers sharing the repo root would create and delete each other's file."""
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     monkeypatch.setenv("SWEEPER_PROGRESS", "plain")
 
