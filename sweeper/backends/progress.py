@@ -112,7 +112,7 @@ class Progress:
         self._stalled: dict[str, float] = {}    # run label -> when it last moved (sweeper.backends.local.watch)
         self._phase: tuple[str, float] | None = None   # what the sweep waits on before its runs, since when
         self._lock = threading.RLock()
-        self._last_call = time.time()           # the sweep's own last tick (the ticker redraws only when it lags)
+        self._last_call = time.monotonic()           # the sweep's own last tick (the ticker redraws only when it lags)
 
     # -- the ticker -------------------------------------------------------------------------------------------
     @contextmanager
@@ -131,13 +131,13 @@ class Progress:
         period = 1.0 if self.live else self.interval_s
         while not stop.wait(min(0.5, period)):
             with self._lock:
-                if time.time() - self._last_call >= period:
+                if time.monotonic() - self._last_call >= period:
                     self._tick(self._running, self._queued)
 
     def phase(self, text: str | None) -> None:
         """What the sweep waits on before its runs start ("preflight rope"), shown with its age; None: over."""
         with self._lock:
-            self._phase = (text, time.time()) if text else None
+            self._phase = (text, time.monotonic()) if text else None
             self._last_call = 0.0 if text else self._last_call      # a new phase shows at the next beat
 
     # -- events ---------------------------------------------------------------------------------------------
@@ -280,7 +280,7 @@ class Progress:
     def tick(self, running: list, queued: int | None = None, force: bool = False) -> None:
         """running: [(run, slot)] now running; queued: runs waiting (default: what is neither done nor running)."""
         with self._lock:
-            self._last_call = time.time()
+            self._last_call = time.monotonic()
             self._tick(running, queued, force)
 
     def _tick(self, running: list, queued: int | None = None, force: bool = False) -> None:
