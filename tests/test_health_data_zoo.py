@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, TensorDataset
 import sweeper
 from sweeper.health import preflight
 from tests.helpers.health_data_models import CNN, MLP, clusters, images, loader, make_evaluate, sizes, standardize
-from tests.helpers.health_data_zoo import CASES
+from tests.helpers.health_data_zoo import CASES, unclean
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -30,12 +30,6 @@ def _quiet():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yield
-
-
-def unclean(report):
-    """Healthy means: no fail, no error; a warning only for BatchNorm's by-design train-mode coupling."""
-    return {c.name: (c.status, c.message) for c in report.checks
-            if c.status in ("fail", "error") or c.status == "warn" and c.details.get("cause") != "batchnorm_train_mode"}
 
 
 def _flagged(name: str, seed: int) -> None:

@@ -17,8 +17,8 @@ import torch.nn.functional as F
 
 from sweeper.health import preflight
 from sweeper.health.diagnosis import diagnose
+from tests.helpers.health_data_zoo import unclean
 from tests.helpers.health_run_zoo import CASES
-from tests.test_health_data_zoo import unclean
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
