@@ -39,6 +39,7 @@ from scipy import special
 from sweeper.analysis.stats import (
     TestResult,
     _finite,
+    _paired_differences,
     _t_pvalue,
     paired_t_test,
     smallest_p,
@@ -256,10 +257,7 @@ def paired_test(a, b, n_resamples: int = 10_000, seed: int = 0,
                 max_exact_pairs: int = MAX_EXACT_PAIRS) -> TestResult:
     """Two-sided sign-flip test of the differences d = a - b, statistic min(p_t, p_Huber) calibrated on the same
     flips (see the module docstring). statistic: mean(d). Zero spread: the exact sign-flip result."""
-    a, b = _finite(a, "a"), _finite(b, "b")
-    if a.shape != b.shape:
-        raise ValueError(f"paired arrays differ in length ({a.size} vs {b.size}): pass the matched seeds only")
-    d = a - b
+    d = _paired_differences(a, b)
     n = d.size
     if n < 2:
         return TestResult(PAIRED_NAME, math.nan, math.nan, note="needs at least 2 pairs")

@@ -61,6 +61,14 @@ def _finite(x, name: str) -> np.ndarray:
     return x
 
 
+def _paired_differences(a, b) -> np.ndarray:
+    """a - b of two finite arrays of matched seeds (ValueError naming what is wrong)."""
+    a, b = _finite(a, "a"), _finite(b, "b")
+    if a.shape != b.shape:
+        raise ValueError(f"paired arrays differ in length ({a.size} vs {b.size}): pass the matched seeds only")
+    return a - b
+
+
 def _check_alternative(alternative: str) -> None:
     if alternative not in ALTERNATIVES:
         raise ValueError(f"alternative={alternative!r}: accepted values are {', '.join(ALTERNATIVES)}")
@@ -176,10 +184,7 @@ def welch_test(a, b, alternative: str = "two-sided", confidence: float = 0.95) -
 def paired_t_test(a, b, alternative: str = "two-sided", confidence: float = 0.95) -> TestResult:
     """Paired t-test on d = a - b (scipy.stats.ttest_rel); only valid when seed i of both arms shares its randomness."""
     _check_alternative(alternative)
-    a, b = _finite(a, "a"), _finite(b, "b")
-    if a.shape != b.shape:
-        raise ValueError(f"paired arrays differ in length ({a.size} vs {b.size}): pass the matched seeds only")
-    d = a - b
+    d = _paired_differences(a, b)
     if d.size < 2:
         return TestResult("paired t-test", math.nan, math.nan, note="needs at least 2 pairs")
     se = d.std(ddof=1) / math.sqrt(d.size)
@@ -303,10 +308,7 @@ def sign_flip_test(a, b, alternative: str = "two-sided", n_resamples: int = 10_0
     Exact over all 2^n sign patterns for n <= max_exact_pairs, else Monte Carlo. Zero differences are kept.
     """
     _check_alternative(alternative)
-    a, b = _finite(a, "a"), _finite(b, "b")
-    if a.shape != b.shape:
-        raise ValueError(f"paired arrays differ in length ({a.size} vs {b.size}): pass the matched seeds only")
-    d = a - b
+    d = _paired_differences(a, b)
     n = d.size
     if n < 1:
         return TestResult("sign-flip test", math.nan, math.nan, note="needs at least 1 pair")
