@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 import pytest
 
@@ -33,6 +34,15 @@ def slurm_cluster() -> None:
 @pytest.fixture
 def tiny() -> list[str]:
     return list(TINY)
+
+
+@pytest.fixture
+def quiet():
+    """No warnings from the models a test builds on purpose (broken ones warn). Use with
+    `pytestmark = pytest.mark.usefixtures("quiet")`."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,6 @@ The evaluation checks and odd batches: tests/test_health_eval_checks.py.
 """
 from __future__ import annotations
 
-import warnings
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -19,19 +17,12 @@ from sweeper.health import Thresholds, preflight
 from sweeper.health.common.data_sources import is_batch, label_view, read_batches
 from tests.helpers.health_data_models import CNN, MLP, TinyLM, clusters, images, lm_loss, standardize, token_batch
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+pytestmark = pytest.mark.usefixtures("one_thread", "quiet")
 
 DATA = ("inputs", "labels", "target_share", "class_weights", "feature_leak", "label_probe", "class_mix",
         "data_coverage", "val_overlap", "eval_determinism", "batchnorm_stats")
 OTHERS = ["init_loss", "gradient_flow", "overfit_batch", "param_movement", "update_ratio", "stale_grad",
           "batch_independence", "causality", "target_shift", "kernel_agreement"]
-
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 def data_only(*args, **kwargs):

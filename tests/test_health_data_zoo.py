@@ -10,7 +10,6 @@ run.health(val_data=, evaluate=) checks the evaluation in a real run.
 from __future__ import annotations
 
 import json
-import warnings
 
 import pytest
 import torch
@@ -22,14 +21,7 @@ from sweeper.health import preflight
 from tests.helpers.health_data_models import CNN, MLP, clusters, images, loader, make_evaluate, sizes, standardize
 from tests.helpers.health_data_zoo import CASES, unclean
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread", "quiet")
 
 
 def _flagged(name: str, seed: int) -> None:

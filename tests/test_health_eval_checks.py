@@ -7,8 +7,6 @@ batches the data checks cannot read (never a raise), and a loss that refuses its
 """
 from __future__ import annotations
 
-import warnings
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -18,14 +16,7 @@ from sweeper.health import Thresholds, preflight
 from tests.helpers.health_data_models import CNN, MLP, clusters, images, standardize
 from tests.test_health_data_checks import DATA, data_only
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread", "quiet")
 
 
 # ---- val_overlap -------------------------------------------------------------------------------------------------

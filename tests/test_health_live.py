@@ -9,7 +9,6 @@ from __future__ import annotations
 import collections
 import json
 import math
-import warnings
 
 import pytest
 import torch
@@ -23,15 +22,8 @@ from sweeper.health.live.curves import Curve, train_trend, val_checks
 from sweeper.health.live.watch_optimizer import LrWatch
 from sweeper.health.result import CheckResult
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+pytestmark = pytest.mark.usefixtures("one_thread", "quiet")
 TH = Thresholds()
-
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 def mlp(features=6, width=16, classes=3, act=True):

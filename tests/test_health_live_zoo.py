@@ -7,13 +7,11 @@ no warning, no failure and the diagnosis "healthy". Two seeds each (sizes and da
 """
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
 from tests.helpers.health_live_zoo import CASES, train
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+pytestmark = pytest.mark.usefixtures("one_thread", "quiet")
 SEEDS = (0, 1)
 
 
@@ -22,13 +20,6 @@ def _params():
         marks = [pytest.mark.slow] if case.slow else []
         for seed in SEEDS:
             yield pytest.param(name, seed, marks=marks, id=f"{name}-{seed}")
-
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 @pytest.mark.slow

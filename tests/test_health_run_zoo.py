@@ -9,8 +9,6 @@ is shown real by an independent measurement; each healthy twin is quiet.
 """
 from __future__ import annotations
 
-import warnings
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -20,14 +18,7 @@ from sweeper.health.diagnosis import diagnose
 from tests.helpers.health_data_zoo import unclean
 from tests.helpers.health_run_zoo import CASES
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread", "quiet")
 
 
 @pytest.mark.slow

@@ -7,7 +7,6 @@ the right causes, the (model, batch, optimizer) order, hook-attached monitoring,
 from __future__ import annotations
 
 import math
-import warnings
 
 import pytest
 import torch
@@ -28,14 +27,7 @@ from tests.helpers.health_zoo2 import (
     lm_batch,
 )
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread", "quiet")
 
 
 def _unclean(report):
