@@ -21,6 +21,24 @@ if not _HAS_CUDA:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
+@pytest.fixture(autouse=True)
+def _hydra_globals_unchanged():
+    """Hydra's ConfigStore and version base are one per process: a primary config a test stores at the store's
+    root (an app run in-process stores its "config") would merge into every later composition of that name in the
+    pytest worker, and `hydra.main(version_base=None)` sets 1.1 for every later run. Each test starts with the
+    version base unset, as in a fresh process (an import-time decoration during collection would set it), and the
+    root-level configs it stored are dropped after it (groups stay: Hydra registers its own lazily, once)."""
+    from hydra.core.config_store import ConfigStore
+    from hydra.version import _UNSPECIFIED_, VersionBase
+
+    VersionBase.instance().version_base = _UNSPECIFIED_
+    repo = ConfigStore.instance().repo
+    roots = {name for name, node in repo.items() if not isinstance(node, dict)}
+    yield
+    for name in [name for name, node in repo.items() if not isinstance(node, dict) and name not in roots]:
+        del repo[name]
+
+
 @pytest.fixture
 def slurm_cluster() -> None:
     """Skip (with the reason) without a local Slurm cluster; with SWEEPER_REQUIRE_SLURM=1 (CI) fail instead."""

@@ -5,13 +5,16 @@ it runs (piped output and a real terminal), kept for resume and extend; the live
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
 import re
 import select
+import struct
 import subprocess
 import sys
+import termios
 import time
 
 import pytest
@@ -105,6 +108,10 @@ HEAD = re.compile(r"sweep: (?:preflight base (\d+)s \| )?\d+ queued \| \d+ runni
 def in_pty(argv: list[str], cwd, env: dict, timeout: float) -> tuple[int, str, list[tuple[float, str]]]:
     """Run argv with a pseudo-terminal as stdout/stderr: (exit status, everything it wrote, (time, chunk) reads)."""
     master, slave = pty.openpty()
+    # a terminal 160 columns wide: the view fits its lines to the width (an unsized pty reads as 80 columns,
+    # or as whatever COLUMNS the test process inherited), and the head line must fit whole here
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
+    env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")}
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
     os.close(slave)
     chunks, deadline = [], time.time() + timeout
@@ -137,7 +144,7 @@ def test_the_live_view_in_a_terminal_moves_its_clock_and_counters(tmp_path):
     heads = [(int(m.group(1)) if m.group(1) else None, int(m.group(2)), int(m.group(3))) for m in HEAD.finditer(out)]
     assert "\x1b[" in out and heads, out[-2000:]                              # the live view, not plain lines
     during = [h for h in heads if h[0] is not None]
-    assert len({age for age, _, _ in during}) >= 3, during                    # redrawn while the hook sleeps 4 s
+    assert len({age for age, _, _ in during}) >= 3, (during, out[-3000:])     # redrawn while the hook sleeps 4 s
     assert max(age for age, _, _ in during) >= 3
     elapsed = [e for _, _, e in heads]
     assert elapsed == sorted(elapsed) and elapsed[-1] >= 4, elapsed           # the clock only moves forward

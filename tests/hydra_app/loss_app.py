@@ -19,7 +19,12 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-ConfigStore.instance().store(name="config", node={"seed": 0, "lr": 0.01, "use_run": False, "die": False})
+
+
+def register_config() -> None:
+    """The app's primary config, stored when the app runs (not on import: tests import `loss` from here, and a
+    stored "config" would leak into every other composition in that test process)."""
+    ConfigStore.instance().store(name="config", node={"seed": 0, "lr": 0.01, "use_run": False, "die": False})
 
 
 def loss(lr: float, seed: int) -> float:
@@ -45,7 +50,11 @@ def train(cfg: DictConfig):
     return "not a number: the run's finish() metrics stand"
 
 
-main = hydra.main(config_path=None, config_name="config", version_base=None)(train)
+def main() -> None:
+    """`python loss_app.py ...`: hydra.main, decorated here and not on import (the decorator sets Hydra's
+    process-wide version base, which would change every later Hydra run in a test process importing `loss`)."""
+    register_config()
+    hydra.main(config_path=None, config_name="config", version_base=None)(train)()
 
 
 def multirun_returns(overrides: list[str]) -> list:
@@ -64,6 +73,7 @@ def multirun_returns(overrides: list[str]) -> list:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--returns"]:
+        register_config()
         returns = multirun_returns(sys.argv[2:])
         print("RETURNS " + json.dumps([[r.overrides, r.return_value] for r in returns]))
     else:
