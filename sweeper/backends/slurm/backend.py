@@ -40,7 +40,6 @@ from sweeper.backends.slurm.jobs import ENDED, SlurmUnavailable, cancel, job_sta
 from sweeper.backends.slurm.limits import cluster_limits, jobs_in_controller, room, share, split_arrays
 from sweeper.backends.slurm.ranks import for_ranks
 from sweeper.backends.slurm.schema import SlurmLauncherConf
-from sweeper.backends.slurm.task import RunTask
 from sweeper.config.task import python_path
 from sweeper.errors import UsageError
 from sweeper.plan.slurm_record import RECORD, read_record, write_record
@@ -192,6 +191,8 @@ def _submit_width(plan, todo: list, cfg: SlurmLauncherConf, ranks: int, progress
     sweep_dir = Path(plan.sweep_dir)
     folder = Path(cfg.submitit_folder) if cfg.submitit_folder else sweep_dir / ".submitit" / "%j"
     job_name = cfg.job_name or f"sweeper-{plan.experiment.name}"
+
+    from sweeper.backends.slurm.task import RunTask  # deferred: it subclasses submitit's, imported only to submit
 
     pythonpath = python_path(plan.task, str(PROJECT_ROOT))
     jobs, start, parts = {}, 0, []

@@ -21,7 +21,7 @@ import yaml
 from hydra.core.config_store import ConfigStore
 
 from sweeper.config.composition.argv import key_of
-from sweeper.config.composition.search import experiment_file
+from sweeper.config.composition.search import experiment_file, search_dirs
 from sweeper.errors import UsageError
 
 GROUP = "task_config"
@@ -33,6 +33,22 @@ def _selecting(overrides: list[str]) -> list[str]:
     """The overrides that decide the task block: the search path, the experiment, task.* and task=..."""
     return [o for o in overrides if key_of(o) in ("hydra.searchpath", "experiment") or key_of(o) == "task"
             or key_of(o).startswith("task.") or key_of(o).startswith("task/")]
+
+
+def _may_name_a_file(selecting: list[str]) -> bool:
+    """Whether anything could set task.config_file: an override, a YAML file of a config dir searched, or a
+    typed config of a `sweeper.schemas` entry point. When nothing can (most sweeps), no extra composition runs:
+    it costs about a third of a second, which a bad command line must not wait for."""
+    if any("config_file" in o for o in selecting):
+        return True
+    for folder in search_dirs(selecting):
+        for path in folder.rglob("*.yaml"):
+            try:
+                if b"config_file" in path.read_bytes():
+                    return True
+            except OSError:
+                return True                  # unreadable: compose, and let Hydra say what is wrong
+    return "config_file" in repr(ConfigStore.instance().repo.get("task", {}))
 
 
 def base_file(task: Any) -> Path | None:
@@ -70,6 +86,8 @@ def with_task_base(overrides: list[str], compose_raw: Callable[[list[str]], dict
     """The overrides with the base config of task.config_file added before the experiment (unchanged when the
     task names no file, or when the task block cannot be composed alone: the full composition says why)."""
     selecting = _selecting(overrides)
+    if not _may_name_a_file(selecting):
+        return overrides
     exp = experiment_file(selecting)
     try:
         key = (tuple(selecting), os.getcwd(), str(exp), exp.stat().st_mtime_ns if exp else None)
