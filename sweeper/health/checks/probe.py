@@ -215,23 +215,30 @@ def _classify(ctx, ex: Examples, n: int, th) -> CheckResult:
     skill, skill_upper = (acc - chance) / denom, (upper - chance) / denom
     details = {"examples": n, "accuracy": {k: v / n for k, v in correct.items()}, "majority_rate": chance,
                "skill": skill, "skill_upper": skill_upper}
+    return _verdict(th, skill, skill_upper, details, warn=(
+        f"labels do not match their inputs: a probe fitted on half of {n} examples (ridge, nearest neighbours) "
+        f"predicts the other half's labels at {acc:.1%}, no better than always guessing the majority class "
+        f"({chance:.1%}); even its upper confidence bound is {skill_upper:.2f} of the way to perfect. Inputs and "
+        f"labels were most likely shuffled separately (shuffle one index and apply it to both) or are misaligned "
+        f"(a sort or offset applied to one of them)"),
+        inconclusive=f"held-out probe accuracy {acc:.0%} vs {chance:.0%} majority rate on only {n} examples",
+        passed=f"a held-out {best} probe predicts {acc:.0%} of labels ({chance:.0%} by the majority class) on "
+               f"{n} examples")
+
+
+def _verdict(th, skill: float, skill_upper: float, details: dict, warn: str, inconclusive: str,
+             passed: str) -> CheckResult:
+    """The probe's ladder for labels and targets alike: warn when even the skill's upper bound is below the
+    threshold, skip when too few examples leave the bound wide, else pass."""
     expected = f"skill upper bound >= {th.probe_min_skill:g}"
     if th.probe_min_skill > 0 and skill_upper < th.probe_min_skill:
         return CheckResult("label_probe", "warn", skill, expected,
-                           f"labels do not match their inputs: a probe fitted on half of {n} examples (ridge, "
-                           f"nearest neighbours) predicts the other half's labels at {acc:.1%}, no better than "
-                           f"always guessing the majority class ({chance:.1%}); even its upper confidence bound is "
-                           f"{skill_upper:.2f} of the way to perfect. Inputs and labels were most likely shuffled "
-                           f"separately (shuffle one index and apply it to both) or are misaligned (a sort or offset "
-                           f"applied to one of them). If no simple probe can learn this task, silence it with "
+                           f"{warn}. If no simple probe can learn this task, silence it with "
                            f"+health.thresholds.probe_min_skill=0", details)
     if skill_upper - skill > 0.5 and skill < th.probe_min_skill * 2:
         return CheckResult("label_probe", "skip", skill, expected,
-                           f"inconclusive: held-out probe accuracy {acc:.0%} vs {chance:.0%} majority rate on only "
-                           f"{n} examples (pass loader=... for more batches)", details)
-    return CheckResult("label_probe", "pass", skill, expected,
-                       f"a held-out {best} probe predicts {acc:.0%} of labels ({chance:.0%} by the majority class) "
-                       f"on {n} examples", details)
+                           f"inconclusive: {inconclusive} (pass loader=... for more batches)", details)
+    return CheckResult("label_probe", "pass", skill, expected, passed, details)
 
 
 def _regress(ctx, ex: Examples, n: int, th) -> CheckResult:
@@ -253,17 +260,9 @@ def _regress(ctx, ex: Examples, n: int, th) -> CheckResult:
     upper = math.tanh(math.atanh(r) + th.probe_z / math.sqrt(max(n - 3, 1)))
     skill, skill_upper = max(r, 0.0) ** 2, max(upper, 0.0) ** 2
     details = {"examples": n, "correlation": corr, "skill": skill, "skill_upper": skill_upper}
-    expected = f"skill upper bound >= {th.probe_min_skill:g}"
-    if th.probe_min_skill > 0 and skill_upper < th.probe_min_skill:
-        return CheckResult("label_probe", "warn", skill, expected,
-                           f"targets do not match their inputs: a probe fitted on half of {n} examples predicts the "
-                           f"other half's targets with correlation {r:.2f} (upper bound {upper:.2f}): inputs and "
-                           f"targets were most likely shuffled separately or are misaligned. If no simple probe "
-                           f"can learn this task, silence it with +health.thresholds.probe_min_skill=0", details)
-    if skill_upper - skill > 0.5 and skill < th.probe_min_skill * 2:
-        return CheckResult("label_probe", "skip", skill, expected,
-                           f"inconclusive: held-out correlation {r:.2f} on only {n} examples (pass loader=... for "
-                           f"more batches)", details)
-    return CheckResult("label_probe", "pass", skill, expected,
-                       f"a held-out {best} probe predicts the targets with correlation {r:.2f} on {n} examples",
-                       details)
+    return _verdict(th, skill, skill_upper, details, warn=(
+        f"targets do not match their inputs: a probe fitted on half of {n} examples predicts the other half's "
+        f"targets with correlation {r:.2f} (upper bound {upper:.2f}): inputs and targets were most likely shuffled "
+        f"separately or are misaligned"),
+        inconclusive=f"held-out correlation {r:.2f} on only {n} examples",
+        passed=f"a held-out {best} probe predicts the targets with correlation {r:.2f} on {n} examples")
