@@ -17,7 +17,6 @@ DataLoader, or any iterable of batches: its first `Thresholds.data_batches` batc
 """
 from __future__ import annotations
 
-import copy
 import math
 import traceback
 from typing import Any, Callable, Iterable
@@ -43,8 +42,8 @@ from sweeper.health.common.context import (
     PreflightContext,
     TrainStep,
     default_optimizer_factory,
-    default_train_step,
     normalize_train_step,
+    stepped_copy,
 )
 from sweeper.health.result import CheckResult, HealthReport
 from sweeper.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
@@ -208,11 +207,8 @@ def _grads_after_one_step(ctx: PreflightContext) -> dict[str, torch.Tensor]:
     """Parameter gradients on a private copy after one textbook optimizer step on the batch ({} when that
     step cannot be taken, e.g. an optimizer that refuses sparse gradients): gradient_flow's second look."""
     try:
-        model = copy.deepcopy(ctx.model)
-        model.train()
-        optimizer = ctx.optimizer_factory(model.parameters())
-        torch.manual_seed(ctx.seed)
-        default_train_step(ctx.loss_fn)(model, (ctx.inputs, ctx.targets), optimizer)
+        model = stepped_copy(ctx)
+        model.train()                     # the gradients as training sees them (dropout on)
         named = ctx.params(model)
         torch.manual_seed(ctx.seed)
         loss = ctx.loss_of(call_model(model, ctx.inputs))

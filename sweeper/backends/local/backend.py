@@ -179,9 +179,6 @@ class LocalBackend(Backend):
     name = "local"
     schema = LocalLauncherConf
 
-    def config(self, block: dict | None, prefix: str = "launcher") -> LocalLauncherConf:
-        return LocalLauncherConf.from_dict(block, prefix)
-
     def check_machine(self, conf: LocalLauncherConf) -> None:
         make_slots(conf, 1)    # device and core selections against this machine (nvidia-smi when GPUs are asked)
 

@@ -342,9 +342,6 @@ class SlurmBackend(Backend):
     name = "slurm"
     schema = SlurmLauncherConf
 
-    def config(self, block: dict | None, prefix: str = "launcher") -> SlurmLauncherConf:
-        return SlurmLauncherConf.from_dict(block, prefix)
-
     def probe(self, conf: SlurmLauncherConf) -> None:
         probe_cluster(conf)
 

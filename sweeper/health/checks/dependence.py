@@ -15,7 +15,6 @@ a mask causal on no evidence.
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 from typing import Any
@@ -31,7 +30,7 @@ from sweeper.health.common.batching import (
     probed_forward,
     take_examples,
 )
-from sweeper.health.common.context import PreflightContext, default_train_step
+from sweeper.health.common.context import PreflightContext, stepped_copy
 from sweeper.health.result import CheckResult
 
 _NO_PROBE = ("no float input and no nn.Embedding indexed by an input with the batch on dim 0: nothing to take "
@@ -168,12 +167,7 @@ def _stepped(ctx: PreflightContext) -> PreflightContext | None:
     """The context on a private copy of the model after one textbook optimizer step on the batch (None when that
     step cannot be taken): a zero-initialised output layer has moved, so the inputs reach the output."""
     try:
-        model = copy.deepcopy(ctx.model)
-        model.train()
-        optimizer = ctx.optimizer_factory(model.parameters())
-        torch.manual_seed(ctx.seed)
-        default_train_step(ctx.loss_fn)(model, (ctx.inputs, ctx.targets), optimizer)
-        model.train(ctx.model.training)
+        model = stepped_copy(ctx)
         return dataclasses.replace(ctx, model=model, use_reference=None)
     except Exception:  # noqa: BLE001 - no second look: the step-0 verdict stands
         return None

@@ -2,6 +2,7 @@
 the data/evaluation checks read (the first loader batches, the validation batches, the evaluation function)."""
 from __future__ import annotations
 
+import copy
 import inspect
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -100,3 +101,16 @@ def default_train_step(loss_fn: Callable[[Any, Any], torch.Tensor]) -> TrainStep
         optimizer.step()
         return loss.detach()
     return step
+
+
+def stepped_copy(ctx: "PreflightContext") -> nn.Module:
+    """A private copy of ctx's model after one textbook optimizer step on ctx's batch (the RNG seeded with ctx.seed),
+    left in the model's own train/eval mode. Raises what the step raises (an optimizer that refuses sparse
+    gradients): the callers' second looks then keep the step-0 verdict."""
+    model = copy.deepcopy(ctx.model)
+    model.train()
+    optimizer = ctx.optimizer_factory(model.parameters())
+    torch.manual_seed(ctx.seed)
+    default_train_step(ctx.loss_fn)(model, (ctx.inputs, ctx.targets), optimizer)
+    model.train(ctx.model.training)
+    return model
