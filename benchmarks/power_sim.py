@@ -3,6 +3,7 @@ on the same simulated sweeps, and the published-data check on SAC vs TD3 (Colas,
 
     python benchmarks/power_sim.py --reps 400                         # every cell (the committed table)
     python benchmarks/power_sim.py --reps 20 --ns 3 5 --out /tmp/p    # a quick look
+    python benchmarks/power_sim.py --ns 10 --designs paired --out /tmp/p   # some cells, the same draws as the table
     python benchmarks/power_sim.py --rl-data /work/data/rl_stats      # + SAC vs TD3 draws (not in the repo)
 
 Cells: n = 3, 5, 10 seeds per arm x noise {normal, Student t 3 df (scale 1), outlier seeds (each seed, with
@@ -254,6 +255,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=400, help="simulated sweeps per cell (default 400)")
     ap.add_argument("--ns", type=int, nargs="+", default=[3, 5, 10])
+    ap.add_argument("--designs", nargs="+", choices=("independent", "paired"), default=["independent", "paired"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rl-data", default=None, help="folder holding ccolas/rl_stats' data/*_hc_final_perfs.txt")
     ap.add_argument("--rl-draws", type=int, default=1000)
@@ -264,13 +266,16 @@ def main(argv=None) -> int:
         return 2
     started = time.time()
     cells = []
+    grid_ns = [3, 5, 10] + [n for n in args.ns if n not in (3, 5, 10)]   # a cell's draws: its place in the full grid
     i = 0
     for design in ("independent", "paired"):
-        for n in args.ns:
+        for n in grid_ns:
             for kind in NOISES:
                 for effect in EFFECTS:
                     for m in (1, 3):
                         i += 1
+                        if design not in args.designs or n not in args.ns:
+                            continue
                         c = run_cell(design, n, kind, effect, m, args.reps, args.seed * 10_000 + i)
                         cells.append(c)
                         print(f"{design} n={n} {kind} d={effect} m={m}: sweeper power "

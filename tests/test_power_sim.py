@@ -44,6 +44,18 @@ def test_small_run_is_calibrated_and_reproducible(tmp_path):
     assert json.loads((again / "power_sim.json").read_text())["cells"] == cells
 
 
+@pytest.mark.slow
+def test_a_restricted_run_draws_the_same_sweeps_as_the_full_grid(tmp_path):
+    """--designs / --ns pick cells; each cell keeps the draws of its place in the full grid (before/after runs of
+    a few cells compare with the committed table)."""
+    _run("--reps", "6", "--ns", "3", "5", "--out", str(tmp_path / "both"))
+    _run("--reps", "6", "--ns", "5", "--designs", "paired", "--out", str(tmp_path / "some"))
+    some = json.loads((tmp_path / "some" / "power_sim.json").read_text())["cells"]
+    both = json.loads((tmp_path / "both" / "power_sim.json").read_text())["cells"]
+    assert len(some) == 18 and {(c["design"], c["n"]) for c in some} == {("paired", 5)}
+    assert some == [c for c in both if c["design"] == "paired" and c["n"] == 5]
+
+
 def test_committed_full_run_meets_the_targets():
     result = json.loads(RESULTS.read_text())
     assert result["reps"] >= 400 and result["ns"] == [3, 5, 10] and len(result["cells"]) == 108
