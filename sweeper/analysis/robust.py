@@ -7,10 +7,12 @@ where no permutation test can reach the level, and the decision interval by inve
     robust.paired_test(a, b).pvalue           # sign-flip test of max(|t|, |Huber t|), min-p over the same flips
     robust.decision_interval(a, b, paired, confidence=0.95)   # {shift d : the test at a - d vs b accepts}
 
-Why these (benchmarks/power_sim.py, docs/decisions.md): under normal noise they lose at most ~3 points of power
-against the t-test; with heavy tails or outlier seeds they match the best of Yuen / Mann-Whitney / Wilcoxon /
-Tukey-McLaughlin. Both are exact permutation tests (exchangeable arms, or differences symmetric about 0 when
-paired), so their level holds whatever the noise law:
+Why these (benchmarks/power_sim.py, docs/decisions.md): under normal noise they lose a few points of power
+against the t-test. Part of it is the price of exactness itself: at alpha / 3 with 5 vs 5 or 10 pairs even the
+most powerful exact test (the permutation of means, the sign-flip of the mean) trails the t-test by 2-3 points
+(benchmarks/exact_limit.py); the paired max-type adds up to ~3 more there. With heavy tails or outlier seeds they
+match the best of Yuen / Mann-Whitney / Wilcoxon / Tukey-McLaughlin. Both are exact permutation tests
+(exchangeable arms, or differences symmetric about 0 when paired), so their level holds whatever the noise law:
 - independent: every value is clipped to [M - K s, M + K s], M and s the median and MAD (scaled to the sd) of the
   POOLED values of both arms, K = INDEPENDENT_K. The clip is the same for every relabelling of the pooled values
   (it reads only the pooled sample), so the permutation test of Welch's t of the clipped values is exact; one
