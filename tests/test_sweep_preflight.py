@@ -41,12 +41,14 @@ def preflight(config):
                             "wait": os.environ.get("OMP_WAIT_POLICY"), "cores": sorted(os.sched_getaffinity(0)),
                             "seed": config["seed"]}) + "\\n")
     time.sleep(config["pause"])
-    return HealthReport([CheckResult("init_loss", "pass", value=4.6, expected="about 4.6", message="ok")])
+    verdict = config.get("verdict", "pass")
+    return HealthReport([CheckResult("init_loss", verdict, value=4.6, expected="about 4.6", message=verdict)])
 """
 
 
-def project(tmp_path, pause: float = 0.0):
-    root = user_project(tmp_path / "project", TASK, {"base": [], "high": ["lr=0.5"]}, f"lr: 0.1\npause: {pause}")
+def project(tmp_path, pause: float = 0.0, verdict: str = "pass"):
+    root = user_project(tmp_path / "project", TASK, {"base": [], "high": ["lr=0.5"]},
+                        f"lr: 0.1\npause: {pause}\nverdict: {verdict}")
     exp = root / "conf" / "experiment" / "mine.yaml"
     exp.write_text(exp.read_text().replace("  command: [python, task.py]\n",
                                            "  command: [python, task.py]\n  preflight: hooks:preflight\n"))
@@ -150,3 +152,42 @@ def test_the_live_view_in_a_terminal_moves_its_clock_and_counters(tmp_path):
     assert elapsed == sorted(elapsed) and elapsed[-1] >= 4, elapsed           # the clock only moves forward
     done = [n for _, n, _ in heads]
     assert done == sorted(done) and done[-1] == 4, done                       # 2 variants x 2 seeds, all counted
+
+
+def _order(out: str) -> tuple[int, list[tuple[int, str]]]:
+    """(the line index of the baseline's preflight verdict, [(line index, start line)])."""
+    lines = out.splitlines()
+    verdict = next(i for i, line in enumerate(lines) if "preflight base: PASS" in line or "preflight base: FAIL" in line)
+    return verdict, [(i, line) for i, line in enumerate(lines) if "] start  " in line]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores: one for the preflight, one for a seed")
+def test_the_baselines_seeds_start_beside_its_preflight_and_the_variants_wait_for_it(tmp_path):
+    """Seeds wait on the preflight only where they must: the baseline's first seed starts on the other slot while
+    the baseline's preflight runs; no variant's seed, and nothing on the preflight's own slot, before its PASS."""
+    root = project(tmp_path, pause=3.0)
+    proc = run(["--config-dir", "conf", "+experiment=mine", "seeds=0-1", f"sweeper.dir={tmp_path / 'sweep'}",
+                "sweeper.report=false", "launcher.max_parallel=2", "launcher.threads_per_run=1"], cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    verdict, starts = _order(proc.stdout)
+    before = [line for i, line in starts if i < verdict]
+    core = calls(root)[0]["cores"][0]
+    assert any("start  base/seed_0" in line for line in before), proc.stdout          # beside the preflight
+    assert not any("high/" in line or f"(cores {core}," in line for line in before), proc.stdout
+    assert sum("high/" in line for _, line in starts) == 2 and len(starts) == 4, proc.stdout
+
+
+@pytest.mark.slow
+def test_a_failing_baseline_preflight_still_starts_no_variant(tmp_path):
+    """The baseline fails its preflight while its own seed may run beside it: the sweep ends with the refusal
+    (exit 1), no seed of another variant started, theirs left pending for the next launch."""
+    root = project(tmp_path, pause=2.0, verdict="fail")
+    d = tmp_path / "sweep"
+    proc = run(["--config-dir", "conf", "+experiment=mine", "seeds=0-1", f"sweeper.dir={d}",
+                "sweeper.report=false", "launcher.max_parallel=2", "launcher.threads_per_run=1"], cwd=root)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "the baseline base failed its health preflight" in proc.stderr, proc.stderr
+    assert "start  high/" not in proc.stdout, proc.stdout
+    statuses = {p.parent.name: json.loads(p.read_text())["status"] for p in (d / "runs" / "high").glob("*/status.json")}
+    assert statuses == {"seed_0": "pending", "seed_1": "pending"}, statuses

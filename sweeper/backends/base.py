@@ -27,6 +27,8 @@ from sweeper.run.files.manifest import Launch
 class Backend(ABC):
     name: ClassVar[str]          # launcher=NAME
     schema: ClassVar[type]       # the launcher=NAME dataclass: keys, defaults, types, ranges
+    gates_preflight: ClassVar[bool] = False   # launch() takes gate= (sweeper.execute.preflight_gate): the
+    #                                           health preflight then runs beside the baseline's seeds
 
     def config(self, block: dict | None, prefix: str = "launcher") -> Any:
         """The launcher block typed and checked; starts no process."""

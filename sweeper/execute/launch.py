@@ -12,7 +12,9 @@ command's boundary prints `interrupted` (sweeper.cli.boundary).
 from __future__ import annotations
 
 from sweeper.backends.progress import Progress
-from sweeper.execute.preflight import run_preflights
+from sweeper.errors import UsageError
+from sweeper.execute.preflight import baseline_first, run_preflights
+from sweeper.execute.preflight_gate import PreflightGate
 from sweeper.execute.probe import run_probe
 from sweeper.plan.lock import sweep_lock
 from sweeper.plan.make import Plan, keep_recorded_launch, repair_stale, write_plan
@@ -38,11 +40,40 @@ def launch_plan(plan: Plan, backend, conf, argv: list[str], progress: Progress, 
     if stale:
         progress.log(f"repaired {len(stale)} run(s) left `running` by a killed sweeper (now interrupted, "
                      f"resumable): {', '.join(stale)}")
+    place = lambda: backend.preflight_place(conf, plan)      # noqa: E731 - where a health preflight runs
+    if preflight and _beside_the_baseline(plan, backend):
+        return _launch_gated(plan, backend, conf, progress, PreflightGate.start(plan, progress, place))
     if preflight:
-        plan, refusal = run_preflights(plan, progress, lambda: backend.preflight_place(conf, plan))
+        plan, refusal = run_preflights(plan, progress, place)
         if refusal:
             raise PreflightRefused(refusal)
     return backend.launch(plan, conf, progress)
+
+
+def _beside_the_baseline(plan: Plan, backend) -> bool:
+    """Whether the health preflight runs beside the baseline's seeds (sweeper.execute.preflight_gate): the
+    baseline gates the sweep (sweeper.baseline_first), no resume audit goes first, and the backend's launch
+    takes a gate (the local pool)."""
+    return backend.gates_preflight and not plan.sweep.sweeper.audit and baseline_first(plan)
+
+
+def _launch_gated(plan: Plan, backend, conf, progress: Progress, gate: PreflightGate) -> dict[str, str] | None:
+    """backend.launch with the preflight running beside it; PreflightRefused when the baseline failed it (the
+    pool then stopped: no variant started, the baseline's running seeds interrupted, resumable)."""
+    try:
+        statuses = backend.launch(plan, conf, progress, gate=gate)
+    except UsageError:
+        gate.close(stop=gate.refusal is None)      # the pool stopped for the preflight's refusal, or another reason
+        if gate.refusal:
+            raise PreflightRefused(gate.refusal) from None
+        raise
+    except BaseException:
+        gate.close(stop=True)
+        raise
+    gate.close()
+    if gate.refusal:
+        raise PreflightRefused(gate.refusal)
+    return statuses
 
 
 def execute_sweep(plan: Plan, backend, conf, argv: list[str], state: dict) -> dict[str, str] | None:

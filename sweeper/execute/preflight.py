@@ -18,6 +18,7 @@ shown as the sweep's phase in the live view and in piped output, and its verdict
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import subprocess
@@ -46,7 +47,7 @@ def check_preflight_options(sweep) -> None:
         check_auditable(sweep.task, "sweeper.audit=true")
 
 
-def _check(plan, variant: str, place: Place, progress) -> tuple[str, str, str]:
+def _check(plan, variant: str, place: Place, progress, started=None) -> tuple[str, str, str]:
     """The task's preflight hook on one variant's first seed: (pass | warn | fail, failing checks, details).
 
     A verdict stored for the same inputs and unchanged code is used as it is (sweeper.execute.preflight_cache);
@@ -70,9 +71,11 @@ def _check(plan, variant: str, place: Place, progress) -> tuple[str, str, str]:
                  f"OMP_WAIT_POLICY={env.get('OMP_WAIT_POLICY')}, its own process)")
     progress.phase(f"preflight {variant}")
     try:
-        result, log = _run_child(plan, variant, config, env, cores)
+        result, log = _run_child(plan, variant, config, env, cores, started)
     finally:
         progress.phase(None)
+    if result is None and getattr(started, "stopped", False):
+        return "fail", "stopped", "stopped with the sweep (Ctrl-C / SIGTERM)"   # not a verdict: nothing said
     if result is None or result.get("error"):
         why = result["error"] if result else f"its process ended without a result ({log})"
         progress.log(f"preflight {variant}: FAIL (task.preflight={plan.task.preflight} {why})".splitlines()[0])
@@ -88,7 +91,7 @@ def _check(plan, variant: str, place: Place, progress) -> tuple[str, str, str]:
     return outcome
 
 
-def _run_child(plan, variant: str, config: dict, env: dict, cores) -> tuple[dict | None, Path]:
+def _run_child(plan, variant: str, config: dict, env: dict, cores, started=None) -> tuple[dict | None, Path]:
     """sweeper.execute.preflight_child for one variant: (its result, or None when it died without one; its log,
     preflight/<variant>.log). Ctrl-C / SIGTERM here stops it (the KeyboardInterrupt goes on)."""
     folder = plan.sweep_dir / "preflight"
@@ -97,9 +100,11 @@ def _run_child(plan, variant: str, config: dict, env: dict, cores) -> tuple[dict
     result.unlink(missing_ok=True)
     atomic_write_json(request, {"hook": plan.task.preflight, "cwd": plan.task.cwd, "config": config,
                                 "cores": list(cores), "report": str(folder / f"{variant}.json"), "result": str(result)})
-    with open(log, "wb") as out:
+    with open(log, "wb") as out, started or contextlib.nullcontext():
         proc = subprocess.Popen([sys.executable, "-m", "sweeper.execute.preflight_child", str(request)],
                                 cwd=plan.task.cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        if started is not None:           # under its lock: the pool beside it never takes it for an orphan
+            started(proc)
     try:
         proc.wait()
     finally:
@@ -139,7 +144,7 @@ def baseline_refusal(plan, failed: str) -> str:
     )
 
 
-def health_preflight(plan, progress, place: Place):
+def health_preflight(plan, progress, place: Place, started=None):
     """The task's preflight hook before any seed launches: (the plan left to launch, why the sweep must not start).
 
     The baseline goes first (sweeper.baseline_first, default true, whenever the task has a preflight hook):
@@ -150,7 +155,7 @@ def health_preflight(plan, progress, place: Place):
     mode = plan.sweep.sweeper.preflight
     variants = list(plan.sweep.variant_configs)
     if baseline_first(plan):
-        verdict, _, details = _check(plan, plan.experiment.baseline, place, progress)
+        verdict, _, details = _check(plan, plan.experiment.baseline, place, progress, started)
         if verdict == "fail":
             return plan, baseline_refusal(plan, details)
         variants.remove(plan.experiment.baseline)
@@ -158,7 +163,7 @@ def health_preflight(plan, progress, place: Place):
         return plan, None
     stopped = {}
     for variant in variants:
-        verdict, failed, _ = _check(plan, variant, place, progress)
+        verdict, failed, _ = _check(plan, variant, place, progress, started)
         if verdict == "fail" and mode == "stop":
             stopped[variant] = failed
     for run in plan.runs:

@@ -29,29 +29,25 @@ code without it gets python and numpy RNG states and pickle checkpoints.
 from __future__ import annotations
 
 import os
-import random
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from sweeper.run.checkpoint import (
-    CorruptCheckpoint,
-    FingerprintMismatch,
-    check_fingerprint,
-    checkpoint_path,
-    save_checkpoint,
-)
-from sweeper.run.envinfo import cuda_device_count, device_model, environment_record, thread_count, versions
+from sweeper.run.checkpoint import CorruptCheckpoint, FingerprintMismatch
+from sweeper.run.checkpointing import RunCheckpoints
+from sweeper.run.ending import RunEnding, plain
+from sweeper.run.envinfo import environment_record
 from sweeper.run.envrefs import keep_env_refs
 from sweeper.run.evaluation import EVAL_KEY, fingerprint_of
 from sweeper.run.files.owner import process_identity
-from sweeper.run.files.rundir import EXIT_INTERRUPTED, KEEP, RunDir, Status, Summary, UnreadableFile, stable_hash
+from sweeper.run.files.rundir import KEEP, RunDir, Status, UnreadableFile, stable_hash
 from sweeper.run.provenance import code_record
-from sweeper.run.ranks import RankedRun, Ranks, any_rank, barrier, gather_to_main, grouped, leave_group
+from sweeper.run.ranks import RankedRun, Ranks
+from sweeper.run.seeding import RunSeeds
 from sweeper.run.stopping import StopRequest
-from sweeper.run.streams import STREAMS, SeedStreams, capture_rng_states, restore_rng_states
+from sweeper.run.streams import STREAMS, SeedStreams
 
 __all__ = ["init", "Run", "ConfigError", "FingerprintMismatch", "CorruptCheckpoint", "STREAMS", "RUN_DIR_ENV"]
 RUN_DIR_ENV = "SWEEPER_RUN_DIR"          # set by every sweeper backend for the run's process
@@ -62,7 +58,7 @@ class ConfigError(ValueError):
     """A bad config value: the run fails with exit status 2 and is never retried."""
 
 
-class Run(RankedRun):
+class Run(RankedRun, RunSeeds, RunCheckpoints, RunEnding):
     """One run of a sweep, seen from inside its process. Made by `init()`. Its ranks: sweeper.run.ranks.RankedRun."""
 
     def __init__(self, rundir: RunDir, config: dict, *, keep_checkpoints: int = 2, tensorboard: bool = False):
@@ -133,46 +129,11 @@ class Run(RankedRun):
             self.dir.update_status(summary.status)
         return True
 
-    # -- seeds ------------------------------------------------------------------------------------------------
-    def seed_for(self, stream: str) -> int:
-        """The seed of one named stream (recorded as used: the summary's fingerprint lists the streams drawn,
-        which is what the report's paired test needs to know)."""
-        value = self.streams.seed_for(stream)
-        self.streams_used.add(stream)
-        return value
-
-    def generator(self, stream: str):
-        """A torch.Generator seeded from one named stream."""
-        self.seed_for(stream)
-        return self.streams.generator(stream)
-
-    def numpy_rng(self, stream: str):
-        """A numpy.random.Generator seeded from one named stream."""
-        self.seed_for(stream)
-        return self.streams.numpy(stream)
-
-    def manual_seed(self, stream: str) -> None:
-        """Seed torch's global CPU (and CUDA) RNG from a stream: e.g. "init" before building the model."""
-        import torch  # deferred: torch (about 2 s to import), only when this runs
-
-        seed = self.seed_for(stream)
-        torch.manual_seed(seed)
-        if torch.cuda.is_initialized():
-            torch.cuda.manual_seed_all(seed)
-
-    def seed_all(self) -> None:
-        """python and numpy global RNGs from the "python" stream; torch's (if imported) from "init"."""
-        random.seed(self.seed_for("python"))
-        if "numpy" in sys.modules:
-            sys.modules["numpy"].random.seed(self.seed_for("python") % 2**32)
-        if "torch" in sys.modules:
-            self.manual_seed("init")
-
     # -- metrics, health, TensorBoard ------------------------------------------------------------------------
     def log(self, step: int, **metrics: Any) -> dict:
         """Append one metrics line {"step": step, **health metrics measured since the last line, **metrics}."""
         record = {"step": int(step), **(self._health.take_pending() if self._health else {}), **metrics}
-        record = {k: _plain(v) for k, v in record.items()}
+        record = {k: plain(v) for k, v in record.items()}
         if not self.is_main:                          # rank 0 logs the run's metrics
             return record
         self.dir.append_metrics(record)
@@ -224,181 +185,6 @@ class Run(RankedRun):
         value = str(fingerprint) if fingerprint is not None else fingerprint_of(data)
         self._recorded[EVAL_KEY] = value
         return value
-
-    # -- checkpoints ------------------------------------------------------------------------------------------
-    def fingerprint(self, extra: Mapping | None = None) -> dict:
-        """What must not change between a checkpoint and its resume: config, seed, versions, threads, devices."""
-        lib = versions()
-        base = {"config_hash": self.config_hash, "seed": self.seed, "python_version": lib["python"],
-                "torch_version": lib["torch"] if "torch" in sys.modules else None,
-                "num_threads": thread_count(), "cuda_device_count": cuda_device_count(),
-                "world_size": self.world_size, "device_model": device_model()}
-        return {**base, **dict(extra or {})}
-
-    def save_checkpoint(self, state: Any, step: int, fingerprint: Mapping | None = None,
-                        rank_state: Any = None) -> Path:
-        """Write ckpt/step_<step>.pt atomically: `state`, every RNG state, health state, the fingerprint.
-
-        Several ranks: every rank calls it (a collective); rank 0's `state` is saved (the state the ranks
-        share: model, optimizer), with every rank's RNG states and its own `rank_state` (what differs between
-        ranks), and it returns once the file is written."""
-        self._fingerprint = self.fingerprint(fingerprint)
-        rng = capture_rng_states()
-        everyone = gather_to_main({"rng": rng, "rank_state": rank_state}) if self._collective() else None
-        path = checkpoint_path(self.dir.ckpt_dir, int(step))
-        if self.is_main:
-            blob = {"step": int(step), "state": state, "rng": rng, "fingerprint": self._fingerprint,
-                    "config": self.config_dict, "health": self._health.state_dict() if self._health else None,
-                    "wall_s": self._wall_s()}
-            if everyone is not None and len(everyone) > 1:
-                blob.update(world_size=len(everyone), ranks=everyone)
-            path = save_checkpoint(self.dir.ckpt_dir, int(step), blob, keep=self.keep_checkpoints)
-        if everyone is not None or grouped():
-            barrier()
-        return path
-
-    def load_checkpoint(self, fingerprint: Mapping | None = None) -> Any:
-        """The newest valid checkpoint's state (RNG states restored, metrics after it dropped), or None.
-
-        Corrupt newer files are moved aside and named in stdout and the run's status; a checkpoint from another
-        setup (fingerprint: world size and device model too) raises FingerprintMismatch naming what differs.
-        Several ranks (a collective): rank 0 chooses the checkpoint, every rank reads it and gets its own RNG
-        states back, and its rank_state in run.rank_state."""
-        loaded = self._load_latest()
-        fallback = loaded.path.name if loaded.path else "no valid checkpoint left, restarting from step 0"
-        notes = [f"{p.name}: {why}" for p, why in loaded.skipped]
-        for line in notes:
-            print(f"WARNING: corrupt checkpoint skipped, falling back to an older one ({fallback}): {line}", flush=True)
-        if notes and self.is_main:
-            self.dir.update_status(warnings=[f"corrupt checkpoint skipped ({fallback}): {s}" for s in notes])
-            self.extra["skipped_checkpoints"] = notes
-        current = self._fingerprint = self.fingerprint(fingerprint)   # the summary names it even without a save
-        if loaded.state is None:
-            if self.is_main:
-                self.dir.keep_metrics_until(None)
-            return None
-        blob = loaded.state
-        check_fingerprint(blob["fingerprint"], current, self.dir.path, blob.get("config"), self.config_dict)
-        mine = (blob.get("ranks") or [{"rng": blob["rng"]}])[self.rank]
-        restore_rng_states(mine["rng"])
-        self.rank_state = mine.get("rank_state")
-        self.start_step = self._last_step = int(blob["step"])
-        self._wall_before = float(blob.get("wall_s") or 0.0)     # older checkpoints: this segment only
-        if self.is_main:
-            self.dir.keep_metrics_until(self.start_step)
-        self._health_saved = blob.get("health")
-        if self._health is not None and self._health_saved:
-            self._health.load_state_dict(self._health_saved)
-        self.extra["resumed_from"] = loaded.path.name
-        print(f"resumed from {loaded.path} at step {self.start_step}", flush=True)
-        return blob["state"]
-
-    # -- stopping and ending ------------------------------------------------------------------------------------
-    @property
-    def should_stop(self) -> bool:
-        """True once a stop signal arrived: save a checkpoint and `sys.exit(run.interrupt(step))`. Several
-        ranks: a collective, True on every rank once one rank got the signal (they stop at the same step)."""
-        local = self.stop.requested is not None
-        if not self._collective():
-            return local
-        agreed = any_rank(local)
-        if agreed and not local:
-            self.stop.requested = "a stop request of another rank"
-        return agreed
-
-    def request_stop(self, reason: str) -> None:
-        self.stop.requested = self.stop.requested or reason
-
-    def interrupt(self, step: int) -> int:
-        """Record the run as stopped at `step` with a checkpoint saved; returns the exit status to use (75)."""
-        why = f"stopped by {self.stop.requested or 'request'} at step {step}; checkpoint saved"
-        self._end(Status.INTERRUPTED, {}, step, error=why, exit_code=EXIT_INTERRUPTED)
-        return EXIT_INTERRUPTED
-
-    def finish(self, final: Mapping | None = None, *, steps: int | None = None, cost: Mapping | None = None,
-               **metrics: Any) -> dict:
-        """Record the run's final metrics in its summary and mark it finished. Returns the summary.
-
-        cost: figures of what the run cost that depend on the machine, not on the seed (e.g. tokens_per_s); they
-        go to the summary's `cost` beside the measured wall_time_s and peak_rss_mb (never into `final`, which
-        is the run's bitwise-reproducible result) and the report can use them as secondary metrics."""
-        return self._end(Status.FINISHED, {**dict(final or {}), **metrics}, steps, error=None, exit_code=0,
-                         cost=cost)
-
-    def diverged(self, step: int, reason: str, last_good_checkpoint: int | None = None, **final: Any) -> dict:
-        """Record a NaN/inf loss or gradient: status "diverged" (an outcome, kept and flagged, never rerun)."""
-        if self._health is not None:
-            self._health.finish(diverged_at=step, reason=reason, last_good_checkpoint=last_good_checkpoint)
-        return self._end(Status.DIVERGED, final, step, error=f"{reason} at step {step}", exit_code=0,
-                         diverged_at_step=step, last_good_checkpoint=last_good_checkpoint)
-
-    def fail(self, error: str, exit_code: int = 1) -> None:
-        """Record a failure (the entry runner and the crash hook call this). A rank > 0 says it on its own
-        output only: the launcher names the rank whose exit ended the run."""
-        self.outcome = Status.FAILED
-        if self.is_main:
-            self.dir.update_status(Status.FAILED, error=error, exit_code=exit_code, ended=time.time())
-        else:
-            print(f"rank {self.rank} of {self.world_size} failed: {error}", file=sys.stderr, flush=True)
-        self.close()
-
-    def _wall_s(self) -> float:
-        """The run's wall time so far: every earlier segment's up to the checkpoint it resumed from, and this one's
-        (work redone after a kill, and the time between segments, are not counted)."""
-        return self._wall_before + (time.time() - self._t0)
-
-    def _end(self, status: Status, final: Mapping, steps: int | None, cost: Mapping | None = None,
-             **fields) -> dict:
-        if self._health is not None and status is not Status.DIVERGED:
-            self._health.finish()
-        steps = steps if steps is not None else self._last_step
-        wall = self._wall_s()
-        measured = {"wall_time_s": wall, "peak_rss_mb": _peak_rss_mb()}
-        summary = Summary(status=status, final={k: _plain(v) for k, v in final.items()}, steps=steps,
-                          wall_time_s=wall, run_id=self.run_id, experiment=self.experiment,
-                          variant=self.variant, seed=self.seed, config_hash=self.config_hash,
-                          fingerprint={**(self._fingerprint or self.fingerprint()), **self._stream_record(),
-                                       **self._recorded},
-                          env=self.env,
-                          extra={**self.extra, "cost": {**measured, **{k: _plain(v) for k, v in (cost or {}).items()}}})
-        if self.is_main:
-            self.dir.write_summary(summary)
-            self.dir.update_status(status, ended=time.time(), **fields)
-        self.outcome, self.summary = status, summary.to_dict()
-        self.close()
-        return self.summary
-
-    def _stream_record(self) -> dict:
-        """The summary's record of the seed streams drawn ("data_order,init"): two runs of one seed that drew
-        data_order share their data order, so the report pairs them (not in checkpoints: a resume draws the
-        streams again after loading)."""
-        return {"seed_streams": ",".join(sorted(self.streams_used))} if self.streams_used else {}
-
-    def close(self) -> None:
-        """Restore the signal handlers, close TensorBoard, leave the process group (finish/interrupt/diverged/fail)."""
-        self.stop.__exit__(None, None, None)
-        leave_group()
-        if self._tb is not None:
-            self._tb.close()
-            self._tb = None
-
-
-def _peak_rss_mb() -> float | None:
-    """This process's peak resident memory in MiB (Linux reports KiB; macOS bytes); None where unknown."""
-    try:
-        import resource  # optional: the stdlib has it on Unix only
-    except ImportError:
-        return None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
-
-
-def _plain(value: Any) -> Any:
-    """Tensors and numpy scalars become Python numbers (metrics files hold JSON)."""
-    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 0) == 0:
-        return value.item()
-    return value
-
 
 def init(run_dir: str | Path | None = None, config: Mapping | None = None, *, keep_checkpoints: int = 2,
          tensorboard: bool | None = None, record_crashes: bool = True) -> Run:

@@ -136,8 +136,10 @@ def _resumes(rd: RunDir) -> str:
     return "resumes from its last checkpoint" if rd.has_checkpoint() else "restarts from scratch (no checkpoint)"
 
 
-def launch(plan, launcher_cfg: LocalLauncherConf | dict, progress: Progress | None = None) -> dict[str, str]:
-    """Run every run of the plan that is not finished or diverged; returns run_id -> final status."""
+def launch(plan, launcher_cfg: LocalLauncherConf | dict, progress: Progress | None = None,
+           gate=None) -> dict[str, str]:
+    """Run every run of the plan that is not finished or diverged; returns run_id -> final status. gate: a
+    preflight running beside the pool (sweeper.execute.preflight_gate.PreflightGate), None: none."""
     cfg = launcher_cfg if isinstance(launcher_cfg, LocalLauncherConf) else LocalLauncherConf.from_dict(launcher_cfg)
     metric = getattr(getattr(plan, "experiment", None), "metric", None)
     progress = progress or Progress(total=len(plan.runs), metric=metric)
@@ -169,7 +171,8 @@ def launch(plan, launcher_cfg: LocalLauncherConf | dict, progress: Progress | No
     one_rank = any(plan.ranks_of(r.variant) == 1 for r in todo)     # multi-rank runs start cold: no launcher
     warm = WarmStarts(*_warm(plan.task)) if one_rank else None
     outcomes = run_pool([adapter.job(r) for r in todo], slots, adapter, cfg.retry_policy(), progress,
-                        grace_s=float(cfg.grace_s), warm=warm, max_parallel=cfg.max_parallel, watch=cfg.watch())
+                        grace_s=float(cfg.grace_s), warm=warm, max_parallel=cfg.max_parallel, watch=cfg.watch(),
+                        gate=gate)
     results.update({key: str(status.get("status", Status.FAILED.value)) for key, status in outcomes.items()})
     return results
 
@@ -178,6 +181,7 @@ class LocalBackend(Backend):
     """launcher=local: the pool on this machine's GPU or CPU-core slots."""
     name = "local"
     schema = LocalLauncherConf
+    gates_preflight = True
 
     def check_machine(self, conf: LocalLauncherConf) -> None:
         make_slots(conf, 1)    # device and core selections against this machine (nvidia-smi when GPUs are asked)
@@ -185,8 +189,8 @@ class LocalBackend(Backend):
     def launch_settings(self, conf: LocalLauncherConf, plan) -> Launch:
         return launch_settings(conf, len(plan.runs), ranks=[plan.ranks_of(r.variant) for r in plan.runs])
 
-    def launch(self, plan, conf: LocalLauncherConf, progress) -> dict[str, str]:
-        return launch(plan, conf, progress)
+    def launch(self, plan, conf: LocalLauncherConf, progress, gate=None) -> dict[str, str]:
+        return launch(plan, conf, progress, gate)
 
     def preflight_place(self, conf: LocalLauncherConf, plan) -> tuple[dict, tuple[int, ...]]:
         """The full plan's first slot: its threads, cores, GPU and a run's environment (OMP_WAIT_POLICY=PASSIVE)."""

@@ -24,6 +24,7 @@ running jobs when the slots would allow more (slots are ranks' places).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import select
@@ -127,6 +128,11 @@ def pin_and_watch(cores: set[int], parent: int):
             if os.getppid() != parent:     # the sweeper died before prctl: stop now
                 os.kill(os.getpid(), signal.SIGTERM)
     return in_child
+
+
+class WarmInterrupted(Exception):
+    """A signal reached the pool while a warm launcher (sweeper.backends.local.warm) was still importing and
+    had not started the job: the job goes back to the queue, not started."""
 
 
 def start_child(job: Job, slot: Slot | list[Slot], warm=None):
@@ -334,24 +340,38 @@ def wait_for_events(fds: list[int], timeout: float) -> None:
 
 def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: RetryPolicy, progress,
              grace_s: float = 20.0, tick_s: float = 0.2, warm=None, max_parallel: int | None = None,
-             watch=None) -> dict[str, dict]:
+             watch=None, gate=None) -> dict[str, dict]:
     """Run every job; returns key -> final status dict. Raises KeyboardInterrupt after a clean stop.
 
     Waits are events (a child's pidfd or its warm launcher's pipe, the signal pipe); tick_s bounds a wait so
     that progress is shown. warm: a sweeper.backends.local.warm.WarmStarts (opened on these slots), None: cold
     starts only. max_parallel: the most jobs running at once (None: as many as the slots hold). watch: a
-    sweeper.backends.local.watch.RunWatch (logs cut to size, stalled runs named or killed), None: none."""
+    sweeper.backends.local.watch.RunWatch (logs cut to size, stalled runs named or killed), None: none.
+    gate: a sweeper.execute.preflight_gate.PreflightGate (a preflight running beside the pool: the groups it holds
+    wait, the slots it keeps stay free; its outcome drops groups or stops the pool), None: none."""
     queue, ready_at, attempts, waiting = list(jobs), {}, {}, {}    # waiting: key -> status of a failed try
     free, running, outcomes = sorted(slots, key=lambda s: s.index), [], {}
     loops = CrashLoops(policy.crash_loop_after)
     with Interrupts() as intr, Subreaper() as reaper:
         if warm is not None:
+            warm.wake = intr.fd                  # a signal ends a wait for a launcher still importing
             warm.open(slots, lambda slot: job_env(jobs[0], slot) if jobs else {})
             reaper.mine |= warm.pids()
         halt = None                              # the adapter's stop (a run without the decision metric)
         while (queue or running) and not intr.count and not halt:
             now = time.monotonic()
             reserved: set[int] = set()           # slots kept for the oldest ready job that does not fit
+            kept = set(gate.kept_slots()) if gate is not None else set()   # the running preflight's slot
+            if gate is not None:
+                with gate.spawning:
+                    reaper.mine |= gate.pids()
+                outcome = gate.outcome()
+                if outcome is not None:
+                    halt, dropped = outcome
+                    queue = [j for j in queue if j.group not in dropped]   # their status is written already
+                    gate = None
+                    if halt:
+                        break
             for job in list(queue):
                 if job.group in loops.stopped:
                     queue.remove(job)
@@ -362,9 +382,10 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                     progress.not_started(job, outcomes[job.key])
                     continue
                 if not free or ready_at.get(job.key, 0.0) > now or \
-                        (max_parallel is not None and len(running) >= max_parallel):
+                        (max_parallel is not None and len(running) >= max_parallel) or \
+                        (gate is not None and gate.holds(job.group)):
                     continue
-                picked = choose([s for s in free if s.index not in reserved], job.ranks)
+                picked = choose([s for s in free if s.index not in reserved | kept], job.ranks)
                 if picked is None:
                     if job.ranks > 1 and not reserved:
                         busy = {s.index for c in running for s in c.slots}
@@ -379,8 +400,13 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                 waiting.pop(job.key, None)
                 for s in picked:
                     free.remove(s)
+                try:
+                    proc = start_child(job, picked if job.ranks > 1 else picked[0], warm)
+                except WarmInterrupted:          # Ctrl-C / SIGTERM while its launcher imported: not started
+                    queue.insert(0, job)
+                    free = sorted(free + picked, key=lambda s: s.index)
+                    break
                 attempts[job.key] = attempts.get(job.key, 0) + 1
-                proc = start_child(job, picked if job.ranks > 1 else picked[0], warm)
                 child = Child(job, picked, proc, time.monotonic(), attempts[job.key])
                 reaper.mine |= set(getattr(proc, "pids", [proc.pid]))
                 running.append(child)
@@ -394,7 +420,9 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                 if watch is not None:
                     watch.ended(child, progress)
                 signal_group(child.proc.pid, signal.SIGKILL)    # what is left of its group (stuck workers)
-                reaper.kill_adopted()
+                with gate.spawning if gate is not None else contextlib.nullcontext():
+                    reaper.mine |= gate.pids() if gate is not None else set()     # the preflight's: not orphans
+                    reaper.kill_adopted()
                 free.extend(child.slots)
                 free.sort(key=lambda s: s.index)
                 job, wall = child.job, time.monotonic() - child.started
@@ -419,7 +447,7 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
                 continue                         # done (no last tick's wait), or another child has ended
             due = [ready_at.get(j.key, 0.0) - time.monotonic() for j in queue if free and j.group not in loops.stopped]
             wait_for_events([intr.fd, *(fd for c in running for fd in c.wait_fds())], min([tick_s, *due]))
-        if intr.count or halt:
+        if (intr.count or halt) and running:
             progress.log(f"{'stopping the sweep' if halt else 'interrupted'}: stopping {len(running)} running "
                          f"run(s) (SIGTERM; SIGKILL after {grace_s:g}s; Ctrl-C again to kill now)")
             _stop_all(running, intr, grace_s)
@@ -433,7 +461,7 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
         for child in running:
             child.release()
         if warm is not None:
-            warm.close()
+            warm.close(now=bool(intr.count or halt))
             if warm.summary():
                 progress.log(warm.summary())
     progress.close()

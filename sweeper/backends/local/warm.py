@@ -37,7 +37,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sweeper.backends.local.pool import MARKER_ENV, pin_and_watch
+from sweeper.backends.local.pool import MARKER_ENV, WarmInterrupted, pin_and_watch
 from sweeper.run.command import in_process
 
 COLD_ENV = "SWEEPER_COLD_START"
@@ -107,12 +107,15 @@ class Server:
         )
         os.close(w)
 
-    def read(self, block: bool) -> bool:
-        """Take in what the launcher said (waiting for something when block); False once it is gone."""
+    def read(self, block: bool, wake: int | None = None) -> bool:
+        """Take in what the launcher said (waiting for something when block); False once it is gone. wake: an
+        fd (the pool's signal pipe) that ends the wait with WarmInterrupted when it turns readable first."""
         if self.gone:
             return False
         if block:
-            select.select([self.replies], [], [])
+            ready, _, _ = select.select([self.replies, *([wake] if wake is not None else [])], [], [])
+            if self.replies not in ready:
+                raise WarmInterrupted("interrupted while the slot's launcher was still importing")
         try:
             data = os.read(self.replies, 65536)
         except BlockingIOError:
@@ -143,8 +146,10 @@ class Server:
             except ChildProcessError:
                 self.exits[child.pid] = -signal.SIGKILL
 
-    def request(self, req: dict) -> dict:
-        """Send a run; its answer: {"pid": N} or {"cold": why} (also when the launcher is gone)."""
+    def request(self, req: dict, wake: int | None = None) -> dict:
+        """Send a run; its answer: {"pid": N} or {"cold": why} (also when the launcher is gone). WarmInterrupted
+        when `wake` (the pool's signal pipe) turns readable first: the launcher is then closed, so the request it
+        has not read yet never becomes a run."""
         try:
             self.proc.stdin.write((json.dumps(req) + "\n").encode())
             self.proc.stdin.flush()
@@ -154,7 +159,13 @@ class Server:
             self.gone = True
             return {"cold": self.why_gone or "the warm launcher is gone"}
         while not self.answers:
-            if not self.read(block=True):
+            try:
+                alive = self.read(block=True, wake=wake)
+            except WarmInterrupted:
+                self.gone, self.why_gone = True, "interrupted"
+                self.proc.kill()          # still importing: it must not read the request and fork the run
+                raise
+            if not alive:
                 return {"cold": self.why_gone or "the warm launcher is gone"}
         return self.answers.pop(0)
 
@@ -165,8 +176,11 @@ class Server:
         except OSError:
             pass
 
-    def close(self) -> None:
+    def close(self, now: bool = False) -> None:
+        """Let the launcher exit (up to 5 s); now: kill it (the sweep is stopping: it serves nothing more)."""
         self.hang_up()
+        if now and self.proc.poll() is None:
+            self.proc.kill()
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -182,6 +196,7 @@ class WarmStarts:
         self.why_cold = f"{COLD_ENV}=1" if off else "warm starts need a task.entry or a python task.command"
         self.cwd, self.servers = cwd, {}
         self.forked, self.cold = 0, 0
+        self.wake: int | None = None       # the pool's signal pipe: a wait for a launcher ends on a signal
         self.unavailable: set[str] = set()  # why a launcher could not serve (its import failed), for the log
 
     def open(self, slots, env_of) -> None:
@@ -214,7 +229,8 @@ class WarmStarts:
             self.cold += 1
             return None
         answer = server.request(
-            {
+            wake=self.wake,
+            req={
                 "argv": argv,
                 "env": env,
                 "cwd": self.cwd,
@@ -245,15 +261,18 @@ class WarmStarts:
         """One line for the sweep's log: how many starts were warm."""
         if self.entry is None:
             return f"cold starts: {self.why_cold}" if self.cold else ""
+        if not self.forked + self.cold:
+            return ""                          # no run started (stopped before the first)
         line = f"warm starts: {self.forked} of {self.forked + self.cold} run starts forked by a slot's warm launcher"
         why = sorted(self.unavailable | {s.why_gone for s in self.servers.values() if s.why_gone})
         return line + (f" ({'; '.join(why)})" if why else "")
 
-    def close(self) -> None:
+    def close(self, now: bool = False) -> None:
+        """Every slot's launcher ends (now: killed at once, when the sweep is stopping)."""
         for server in self.servers.values():
             server.hang_up()  # all at once: they exit side by side
         for server in self.servers.values():
-            server.close()
+            server.close(now)
             if server.why_gone:
                 self.unavailable.add(server.why_gone)
         self.servers = {}

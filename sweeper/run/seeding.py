@@ -1,0 +1,58 @@
+"""The run's seed streams, as methods of sweeper.run.Run (a mixin): one named stream per source of randomness.
+
+    g = run.generator("data_order")       # torch.Generator of one stream; run.numpy_rng("python") for numpy
+    run.manual_seed("init")               # torch's global RNG from a stream, before building the model
+    run.seed_all()                        # python / numpy / torch global RNGs at once
+
+Every stream drawn is recorded (the summary's fingerprint lists them): two runs of one seed that drew data_order
+share their data order, so the report pairs them.
+"""
+from __future__ import annotations
+
+import random
+import sys
+
+
+class RunSeeds:
+    """Needs self.streams (sweeper.run.streams.SeedStreams) and self.streams_used (a set), set by Run.__init__."""
+
+    def seed_for(self, stream: str) -> int:
+        """The seed of one named stream (recorded as used: the summary's fingerprint lists the streams drawn,
+        which is what the report's paired test needs to know)."""
+        value = self.streams.seed_for(stream)
+        self.streams_used.add(stream)
+        return value
+
+    def generator(self, stream: str):
+        """A torch.Generator seeded from one named stream."""
+        self.seed_for(stream)
+        return self.streams.generator(stream)
+
+    def numpy_rng(self, stream: str):
+        """A numpy.random.Generator seeded from one named stream."""
+        self.seed_for(stream)
+        return self.streams.numpy(stream)
+
+    def manual_seed(self, stream: str) -> None:
+        """Seed torch's global CPU (and CUDA) RNG from a stream: e.g. "init" before building the model."""
+        import torch  # deferred: torch (about 2 s to import), only when this runs
+
+        seed = self.seed_for(stream)
+        torch.manual_seed(seed)
+        if torch.cuda.is_initialized():
+            torch.cuda.manual_seed_all(seed)
+
+    def seed_all(self) -> None:
+        """python and numpy global RNGs from the "python" stream; torch's (if imported) from "init"."""
+        random.seed(self.seed_for("python"))
+        if "numpy" in sys.modules:
+            sys.modules["numpy"].random.seed(self.seed_for("python") % 2**32)
+        if "torch" in sys.modules:
+            self.manual_seed("init")
+
+    def _stream_record(self) -> dict:
+        """The summary's record of the seed streams drawn ("data_order,init"): two runs of one seed that drew
+        data_order share their data order, so the report pairs them (not in checkpoints: a resume draws the
+        streams again after loading)."""
+        return {"seed_streams": ",".join(sorted(self.streams_used))} if self.streams_used else {}
+
