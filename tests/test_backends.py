@@ -27,7 +27,8 @@ TOY = textwrap.dedent('''
     from dataclasses import dataclass
 
     from sweeper.backends.base import Backend
-    from sweeper.config.fields import build, one_of, positive
+    from sweeper.config.fields import build
+    from sweeper.field_rules import one_of, positive
     from sweeper.run.files.rundir import KEEP
 
 

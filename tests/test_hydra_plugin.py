@@ -91,8 +91,8 @@ def job_records(sweep_dir) -> dict:
 
 def test_plugin_is_discovered_and_its_scan_imports_nothing_heavy():
     code = ("import sys\n"
-            "SCHEMA = ('sweeper', 'sweeper.errors', 'sweeper.config', 'sweeper.config.fields', 'sweeper.backends', "
-            "'sweeper.backends.local', 'sweeper.backends.local.schema')\n"
+            "SCHEMA = ('sweeper', 'sweeper.errors', 'sweeper.field_rules', 'sweeper.config', 'sweeper.config.fields', "
+            "'sweeper.backends', 'sweeper.backends.local', 'sweeper.backends.local.schema')\n"
             "from hydra.core.plugins import Plugins\n"
             "from hydra.plugins.launcher import Launcher\n"
             "names = [f'{p.__module__}.{p.__name__}' for p in Plugins.instance().discover(Launcher)]\n"

@@ -24,7 +24,7 @@ from sweeper.analysis.integrity.spread import no_spread
 from sweeper.config.config_diff import Change, Declared
 from sweeper.config.integrity import CHECK_NAMES, check_direction, implied_direction
 from sweeper.errors import UsageError
-from sweeper.run.files.manifest import Experiment
+from sweeper.run.files.experiment import Experiment
 
 
 def curve(final: float, seed: int, variant: str, points: int = 6, wiggle: float = 0.01) -> list[float]:
@@ -59,8 +59,8 @@ def evidence(finals: dict, curves: dict | None = None, *, metric: str = "val_los
                 step = round(last * (i + 1) / n) if n else 0
                 points.append(dict(run_id=run_id, variant=variant, seed=seed, step=step, metric=metric, value=y))
     variants = {v: [] for v in finals}
-    exp = Experiment("t", next(iter(finals)), metric, lower, variants, controls=list(controls),
-                     confirm_direction=confirm)
+    exp = Experiment(name="t", baseline=next(iter(finals)), metric=metric, lower_is_better=lower, variants=variants,
+                     controls=list(controls), confirm_direction=confirm)
     runs = pd.DataFrame(rows)
     runs.attrs["cost"] = []
     cols = ["run_id", "variant", "seed", "step", "metric", "value"]

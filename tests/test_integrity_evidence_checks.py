@@ -22,13 +22,14 @@ from sweeper.analysis.integrity.provenance import mixed_code
 from sweeper.config.config_diff import Change
 from sweeper.plan.probe import PROBE
 from sweeper.run.evaluation import fingerprint_of
+from sweeper.run.files.experiment import Experiment
 from sweeper.run.files.isolation import IsolationRecord, read_isolation, write_isolation
-from sweeper.run.files.manifest import Experiment
 from sweeper.run.files.rundir import RunDir, Status, Summary
 from sweeper.run.folder_watch import changed, snapshot
 from sweeper.run.provenance import file_sha256, script_of
 
-EXP = Experiment("e", "base", "val_loss", True, {"base": [], "wide": ["width=8"]})
+EXP = Experiment(name="e", baseline="base", metric="val_loss", lower_is_better=True,
+                 variants={"base": [], "wide": ["width=8"]})
 
 
 def check_evaluation(ev):
@@ -108,7 +109,8 @@ def test_the_fingerprint_hashes_values_dtypes_and_order():
 
 # -- determinism --------------------------------------------------------------------------------------------------
 
-AA = Experiment("e", "base", "val_loss", True, {"base": [], "again": []}, controls=["again"])
+AA = Experiment(name="e", baseline="base", metric="val_loss", lower_is_better=True,
+                variants={"base": [], "again": []}, controls=["again"])
 
 
 def test_an_a_a_control_bitwise_equal_to_the_baseline_is_quiet(tmp_path):
@@ -183,7 +185,8 @@ def test_seeds_on_two_commits_make_every_comparison_mixed_code(tmp_path):
 
 
 def test_a_variant_on_another_script_alone_is_mixed_code_for_its_comparison_only(tmp_path):
-    exp = Experiment("e", "base", "val_loss", True, {"base": [], "wide": [], "deep": []})
+    exp = Experiment(name="e", baseline="base", metric="val_loss", lower_is_better=True,
+                     variants={"base": [], "wide": [], "deep": []})
     rows = [{"variant": v, "seed": s, **code("a" * 40, script="s2" if v == "wide" else "s1")}
             for v in ("base", "wide", "deep") for s in (0, 1)]
     [f] = check_code(evidence(rows, tmp_path, exp))

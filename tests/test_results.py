@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sweeper.analysis.results import load_curves, load_experiment, load_runs
-from sweeper.run.files.manifest import Experiment
+from sweeper.run.files.experiment import Experiment
 from sweeper.run.files.rundir import UnreadableFile
 from tests.helpers.synthetic_sweep import write_sweep
 

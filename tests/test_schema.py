@@ -19,8 +19,9 @@ from sweeper.backends.local.schema import LocalLauncherConf, PoolConf
 from sweeper.backends.slurm.schema import SlurmLauncherConf
 from sweeper.cli.sweep import prepare
 from sweeper.config.fields import build
-from sweeper.config.schema import ExperimentConf, SweeperConf, TaskConf
+from sweeper.config.schema import SweeperConf, TaskConf
 from sweeper.errors import UsageError
+from sweeper.run.files.experiment import Experiment
 from sweeper.train.config import HealthConfig, ModelConfig, StdlibData, TextData, TrainConfig
 from tests.helpers.commands import ROOT, run_sweeper
 
@@ -28,7 +29,7 @@ BASE = ["+experiment=rope"]
 # (prefix, schema, overrides that select it): every field of each is in the tables below
 GROUPS = [("sweeper", SweeperConf, []), ("launcher", LocalLauncherConf, []),
           ("launcher", SlurmLauncherConf, ["launcher=slurm"]), ("task", TaskConf, ["task=custom"]),
-          ("experiment", ExperimentConf, []), ("model", ModelConfig, []), ("data", StdlibData, []),
+          ("experiment", Experiment, []), ("model", ModelConfig, []), ("data", StdlibData, []),
           ("data", TextData, ["data=text", f"data.path={ROOT / 'README.md'}"]), ("train", TrainConfig, []),
           ("health", HealthConfig, [])]
 EXISTING_EXPERIMENT_KEYS = {"name", "baseline", "metric", "lower_is_better", "variants", "min_effect"}   # in rope.yaml

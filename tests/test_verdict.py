@@ -13,7 +13,7 @@ from scipy import stats as sps
 
 from sweeper.analysis import stats, verdict
 from sweeper.analysis.results import load_runs
-from sweeper.run.files.manifest import Experiment
+from sweeper.run.files.experiment import Experiment
 from sweeper.run.files.rundir import RunDir
 from tests.helpers.synthetic_sweep import write_sweep
 
@@ -260,7 +260,8 @@ def test_secondary_metrics_have_their_own_direction_and_holm_family():
     base, v1, v2 = [3.0, 3.02, 2.99, 3.01], [2.9, 2.91, 2.88, 2.92], [3.0, 3.03, 2.98, 3.0]
     tps = {"b": [5000.0, 5010, 4990, 5005], "v1": [4000.0, 4020, 3990, 4010], "v2": [5001.0, 5012, 4991, 5003]}
     runs = frame({"b": base, "v1": v1, "v2": v2}, extra={"tokens_per_s": tps})
-    exp = Experiment("x", "b", "val_loss", True, {"b": [], "v1": [], "v2": []},
+    exp = Experiment(name="x", baseline="b", metric="val_loss", lower_is_better=True,
+                     variants={"b": [], "v1": [], "v2": []},
                      secondary_metrics={"tokens_per_s": "higher", "val_loss": "lower"})
     primary, secondary = verdict.analyze_all(runs, exp, **FAST)
     assert [c.verdict for c in primary.comparisons] == ["better", "inconclusive"]
@@ -271,12 +272,14 @@ def test_secondary_metrics_have_their_own_direction_and_holm_family():
     assert secondary["val_loss"].comparisons[0].p_adjusted == primary.comparisons[0].p_adjusted
     assert secondary["val_loss"] is not primary
     with pytest.raises(ValueError, match="accepted values are lower, higher"):
-        verdict.analyze_all(runs, Experiment("x", "b", secondary_metrics={"tokens_per_s": "up"}), **FAST)
+        verdict.analyze_all(runs, Experiment(name="x", baseline="b", metric="val_loss", lower_is_better=True,
+                                             variants={}, secondary_metrics={"tokens_per_s": "up"}), **FAST)
 
 
 def test_secondary_metric_that_no_run_records_is_insufficient_with_a_reason():
     runs = frame({"b": [3.0, 3.02, 2.99], "v1": [2.9, 2.91, 2.88]})
-    exp = Experiment("x", "b", secondary_metrics={"memory_mb": "lower"})
+    exp = Experiment(name="x", baseline="b", metric="val_loss", lower_is_better=True, variants={},
+                     secondary_metrics={"memory_mb": "lower"})
     _, secondary = verdict.analyze_all(runs, exp, **FAST)
     c = secondary["memory_mb"].comparisons[0]
     assert c.verdict == "insufficient" and c.reason == "no run recorded memory_mb (no final_memory_mb column)"

@@ -31,10 +31,11 @@ from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from hydra.errors import CompactHydraException
 from omegaconf import OmegaConf
 
-from hydra_plugins.sweeper_pool._options import option_keys
+from hydra_plugins.sweeper_pool._options import Options, option_keys
 from sweeper.config.fields import unknown_key
 from sweeper.run.envrefs import keep_env_refs
-from sweeper.run.files.manifest import Experiment, Manifest, RunEntry, write_manifest
+from sweeper.run.files.experiment import Experiment
+from sweeper.run.files.manifest import Manifest, RunEntry, write_manifest
 from sweeper.run.files.rundir import KEEP, RunDir, Status, Summary, UnreadableFile, stable_hash
 
 log = logging.getLogger(__name__)
@@ -43,14 +44,6 @@ DEFAULT_VARIANT = "default"
 
 class LaunchError(CompactHydraException):
     """A bad launcher option or sweep: Hydra prints this one line and exits 1; no job starts."""
-
-
-@dataclass(frozen=True)
-class Options:
-    baseline: str | None = None
-    metric: str = "objective"
-    lower_is_better: bool = True
-    seed_key: str = "seed"
 
 
 def plain_params(params: dict) -> dict:
@@ -195,7 +188,8 @@ def describe_job(idx: int, overrides: Sequence[str], sweep_config, job_dir: Path
 
 
 def _runs(earlier: Manifest | None, jobs: list[HydraJob]) -> list[RunEntry]:
-    mine = [RunEntry(j.run_id, j.variant, j.seed, j.run_dir, j.config_hash) for j in jobs]
+    mine = [RunEntry(run_id=j.run_id, variant=j.variant, seed=j.seed, run_dir=j.run_dir, config_hash=j.config_hash)
+            for j in jobs]
     dirs = {e.run_dir for e in mine}
     return [e for e in (earlier.runs if earlier else []) if e.run_dir not in dirs] + mine
 

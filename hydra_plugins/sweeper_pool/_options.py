@@ -1,10 +1,14 @@
 """The plugin's options (`hydra.launcher.KEY`): every key of sweeper's `launcher=local` schema plus its own.
 
     option_keys()        # every hydra.launcher.KEY the plugin accepts (the launch checks them against the schema)
+    Options()            # its own keys, with their defaults: the decision table's baseline, metric and direction
+
+Options is the one place of the plugin's own defaults (hydra.launcher.metric: "objective", the name under which
+a task function's return value is recorded); SweeperPoolLauncherConf, the node Hydra stores, takes them from it.
 """
 from __future__ import annotations
 
-from dataclasses import MISSING, field, fields, make_dataclass
+from dataclasses import MISSING, dataclass, field, fields, make_dataclass
 from typing import Any
 
 from sweeper.backends.local.schema import PoolConf
@@ -16,7 +20,16 @@ DEFAULTS = {"max_retries": 0,           # a retry restarts the job (a Hydra job 
             "crash_loop_after": 0}      # off
 
 
-OWN = {"n_jobs": None, "baseline": None, "metric": "objective", "lower_is_better": True, "seed_key": "seed"}
+@dataclass(frozen=True)
+class Options:
+    """hydra.launcher.* keys of the plugin's own: what the decision table compares (_contract.split_params)."""
+    baseline: str | None = None     # the variant the others are compared with (as Hydra writes its overrides)
+    metric: str = "objective"       # the decision metric: "objective" is the task function's return value
+    lower_is_better: bool = True    # the metric's direction
+    seed_key: str = "seed"          # the config key swept as the seed (seed=0,1,2); the rest name the variant
+
+
+N_JOBS = ("n_jobs", None)           # hydra-joblib-launcher's name for max_parallel (folded into it at launch)
 
 
 def _default(f) -> Any:
@@ -32,7 +45,7 @@ def _default(f) -> Any:
 SweeperPoolLauncherConf = make_dataclass(
     "SweeperPoolLauncherConf",
     [("_target_", str, field(default=TARGET))] + [(f.name, Any, _default(f)) for f in fields(PoolConf)]
-    + [(k, Any, field(default=v)) for k, v in OWN.items()])
+    + [(N_JOBS[0], Any, field(default=N_JOBS[1]))] + [(f.name, Any, field(default=f.default)) for f in fields(Options)])
 # importable by its name (make_dataclass leaves the module `types` on Python < 3.12): a copy of Hydra's ConfigStore
 # (hydra_restore_singletons, the pool's Singleton state) must find the very class, or the stored node comes back empty
 SweeperPoolLauncherConf.__module__ = __name__

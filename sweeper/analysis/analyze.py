@@ -26,7 +26,7 @@ from sweeper.analysis.results import (
 )
 from sweeper.errors import UsageError
 from sweeper.plan.slurm_record import has_record
-from sweeper.run.files.manifest import Experiment
+from sweeper.run.files.experiment import Experiment
 from sweeper.run.files.rundir import KEEP, STALE, Status, UnreadableFile, stale_hint
 
 
@@ -108,10 +108,8 @@ def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3
     recorded, _ = load_experiment(sweep_dir)          # readable: read_sweep has read it
     present = list(dict.fromkeys(runs["variant"]))
     family = [(v, exp.baseline) for v in present if v != exp.baseline] if exp.baseline else []
-    secondary_exp = Experiment(exp.name, exp.baseline, exp.metric, exp.lower_is_better, dict(exp.variants),
-                               exp.min_effect, {m: d for m, d in exp.secondary_metrics.items()
-                                                if f"final_{m}" in runs.columns and m != exp.metric},
-                               design=exp.design)
+    secondary_exp = dataclasses.replace(exp, secondary_metrics={m: d for m, d in exp.secondary_metrics.items()
+                                                                if f"final_{m}" in runs.columns and m != exp.metric})
     missing = sorted(m for m in exp.secondary_metrics if f"final_{m}" not in runs.columns)
     changes, unreadable = load_variant_changes(sweep_dir, exp.baseline)
     declared = declared_changes(sweep_dir) if exp.baseline == recorded.baseline else {}

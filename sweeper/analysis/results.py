@@ -1,7 +1,7 @@
 """Read a sweep directory (finished, partial or interrupted) into tidy pandas DataFrames. Reads files only.
 
     from sweeper.analysis.results import load_experiment, load_runs, load_curves
-    exp, notes = load_experiment("sweeps/rope-1a2b")  # an Experiment (run.files.manifest), why defaults
+    exp, notes = load_experiment("sweeps/rope-1a2b")  # an Experiment (run.files.experiment), why defaults
     runs = load_runs("sweeps/rope-1a2b")                # one row per planned run; runs.attrs["damaged"]
     curves = load_curves("sweeps/rope-1a2b", runs)      # long: run_id, variant, seed, step, metric, value
 
@@ -39,7 +39,8 @@ from sweeper.config.config_diff import Declared, diff_configs
 from sweeper.health.result import HealthReport
 from sweeper.run.envinfo import git_state
 from sweeper.run.files.atomic import read_tail
-from sweeper.run.files.manifest import MANIFEST, Experiment, Manifest, RunEntry, read_manifest
+from sweeper.run.files.experiment import Experiment
+from sweeper.run.files.manifest import MANIFEST, Manifest, RunEntry, read_manifest
 from sweeper.run.files.rundir import KEEP, STALE, RunDir, Status, UnreadableFile, stale_hint
 
 MISSING, UNKNOWN = "missing", "unknown"          # row states beyond a run's own status (see the docstring)
@@ -83,15 +84,23 @@ def load_manifest(sweep_dir: str | Path) -> Manifest | None:
     return manifest
 
 
+# A sweep dir without a manifest (its plan's write was killed, or runs were copied by hand) recorded no experiment:
+# the report assumes the built-in trainer's metric, lower is better, and no baseline, and says so in its notes
+# (--metric, --higher-is-better and --baseline say otherwise). A manifest that lacks a metric assumes none
+# (sweeper.run.files.manifest.NOT_RECORDED: the report asks for --metric).
+ASSUMED_WITHOUT_MANIFEST = "val_loss"
+
+
 def load_experiment(sweep_dir: str | Path) -> tuple[Experiment, list[str]]:
     """The manifest's experiment, and notes on what was assumed (without a manifest: no baseline, val_loss)."""
     manifest = load_manifest(sweep_dir)
     if manifest is not None:
         return manifest.experiment, []
     variants = list(dict.fromkeys(e.variant for e in _planned_runs(Path(sweep_dir), None)))
-    return (Experiment(Path(sweep_dir).name, "", "val_loss", True, {v: [] for v in variants}),
-            [f"{sweep_dir} has no manifest: runs found under runs/<variant>/seed_<k>/; decision metric val_loss, "
-             f"lower is better (--metric and --higher-is-better say otherwise)"])
+    return (Experiment(name=Path(sweep_dir).name, baseline="", metric=ASSUMED_WITHOUT_MANIFEST, lower_is_better=True,
+                       variants={v: [] for v in variants}),
+            [f"{sweep_dir} has no manifest: runs found under runs/<variant>/seed_<k>/; decision metric "
+             f"{ASSUMED_WITHOUT_MANIFEST}, lower is better (--metric and --higher-is-better say otherwise)"])
 
 
 _SEED_DIR = re.compile(r"seed_(-?\d+)$")

@@ -1,12 +1,12 @@
-"""Typed config fields: a dataclass field with its accepted range, and one-line errors for any config value.
+"""Typed config values: a schema dataclass built from a mapping and checked, and one-line errors for any config value.
 
-    port: int = positive(8080)                                 # in a schema dataclass: what is accepted, once
     cfg = build(SweeperConf, {"dry_run": True}, "sweeper")     # typed and checked; UsageError naming the key
     explain_validation(e, "train")                             # OmegaConf's error as `train.steps='abc': expected an
     integer`
 
-A field made with `rule(...)` carries its accepted range: the same words for a wrong type and an out-of-range
-value. Every schema (sweeper.config.schema, the backends' launcher schemas, sweeper.train.config) builds on these.
+A schema's fields are declared with sweeper.field_rules (`rule(...)`, `positive`, `one_of`): each carries its
+accepted range, so a wrong type and an out-of-range value get the same words. Every schema (sweeper.config.schema,
+sweeper.run.files.experiment, the backends' launcher schemas) is built and checked here.
 """
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ import math
 import re
 import sys
 import typing
-from dataclasses import MISSING as NO_DEFAULT
-from dataclasses import field, fields, is_dataclass
+from dataclasses import fields, is_dataclass
 from typing import Any, Callable, Dict, List, Optional
 
 from omegaconf import OmegaConf
@@ -26,39 +25,7 @@ from sweeper.errors import UsageError
 MISSING = "???"                                   # OmegaConf's mandatory value
 
 
-# -- fields with their accepted range -------------------------------------------------------------------------
-
-def rule(default: Any = NO_DEFAULT, *, must: str, ok: Callable[[Any], bool], factory: Any = NO_DEFAULT):
-    """A field whose value must pass ok(value) (None passes when the type is Optional); `must` says what is
-    accepted and ends every error about the key: `launcher.max_parallel=0: must be a positive integer or null`."""
-    return field(default=default, default_factory=factory, metadata={"must": must, "ok": ok})
-
-
-def finite(value: Any) -> bool:
-    """Not inf or nan (an int always is): a config number that means "never" or nothing is refused."""
-    return not isinstance(value, float) or math.isfinite(value)
-
-
-def positive(default: Any, null: bool = False, what: str = "integer"):
-    return rule(default, must=f"must be a positive {what}{' or null' if null else ''}",
-                ok=lambda v: v > 0 and finite(v))
-
-
-def at_least_zero(default: Any, null: bool = False, what: str = "an integer >= 0"):
-    return rule(default, must=f"must be {what}{' or null' if null else ''}", ok=lambda v: v >= 0 and finite(v))
-
-
-MAX_RANKS = 64       # ranks per run: one node's processes (a run spans one node)
-
-
-def ranks_rule(default: Any):
-    return rule(default, must=f"must be an integer from 1 to {MAX_RANKS} (processes per run, one GPU each)",
-                ok=lambda v: 1 <= v <= MAX_RANKS)
-
-
-def one_of(default: str, accepted: tuple[str, ...]):
-    return rule(default, must=f"accepted values are {', '.join(accepted)}", ok=lambda v: v in accepted)
-
+# -- checking a built dataclass against its fields' rules (declared with sweeper.field_rules) --------------
 
 def check_fields(obj: Any, prefix: str, given: dict | None = None) -> None:
     """Every rule(...) field of a built dataclass (the error shows the value as given, when known), and every
@@ -226,12 +193,3 @@ def _plural(hint: Any) -> str:
     if typing.get_origin(hint) in (list, List):
         return "lists"
     return "values" if hint is Any else describe(hint).removeprefix("a ").removeprefix("an ") + "s"
-
-
-
-
-def seconds(default: float, strict: bool = False):
-    """A duration in seconds: finite, > 0 when strict, else >= 0 (inf would mean never)."""
-    if strict:
-        return rule(default, must="must be a positive number of seconds (not inf)", ok=lambda v: 0 < v and finite(v))
-    return rule(default, must="must be a number of seconds >= 0 (not inf)", ok=lambda v: 0 <= v and finite(v))

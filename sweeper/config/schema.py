@@ -6,9 +6,11 @@
 
 Structured configs (Hydra's ConfigStore) are the schema: `sweeper_schema` (package sweeper) and `task_schema`
 (package task) are extended by conf/sweep.yaml; launcher/NAME is each registered backend's own schema
-(sweeper.config.launchers); experiment.* is applied by compose.read_experiment. Your own groups get typed the same
-way: a `sweeper.schemas` entry point (pyproject.toml) names a function called with the ConfigStore before every
-composition (sweeper.train.config:register_schemas is the built-in trainer's). Field helpers: sweeper.config.fields.
+(sweeper.config.launchers); experiment.* is typed by sweeper.run.files.experiment.Experiment (the record the
+manifest stores; sweeper.config.sweep.read_experiment builds it) and experiment.resources.* by ResourcesConf below.
+Your own groups get typed the same way: a `sweeper.schemas` entry point (pyproject.toml) names a function called
+with the ConfigStore before every composition (sweeper.train.config:register_schemas is the built-in trainer's).
+Field helpers: sweeper.field_rules (declaring), sweeper.config.fields (building, checking).
 """
 from __future__ import annotations
 
@@ -16,22 +18,21 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 from hydra.core.config_store import ConfigStore
 
-from sweeper.config.fields import MAX_RANKS, MISSING, one_of, positive, rule, show
-from sweeper.config.integrity import CHECK_NAMES
+from sweeper.config.fields import show
 from sweeper.config.launchers import registered
 from sweeper.errors import UsageError
+from sweeper.field_rules import MAX_RANKS, one_of, positive, rule
 from sweeper.run.entry import ENTRY
 
 ENTRY_POINTS = "sweeper.schemas"
 PREFLIGHT_MODES = ("off", "warn", "stop")
-DIRECTIONS = ("lower", "higher")
 
 
-# -- sweeper.*, task.*, experiment.* ----------------------------------------------------------------------------
+# -- sweeper.*, task.*, experiment.resources.* ------------------------------------------------------------------
 
 @dataclass
 class AdaptiveConf:
@@ -153,37 +154,6 @@ class ResourcesConf:
     """experiment.resources.VARIANT: what the launcher gives each run of that variant, instead of its default."""
     ranks_per_run: Optional[int] = rule(None, must=f"must be an integer from 1 to {MAX_RANKS} (processes per "
                                          f"run, one GPU each) or null", ok=lambda v: 1 <= v <= MAX_RANKS)
-
-
-@dataclass
-class ExperimentConf:
-    """experiment.* (conf/experiment/NAME.yaml, added with +experiment=NAME): what a sweep decides."""
-    name: str = rule(MISSING, must="must be a name of letters, digits, '_', '-' and '.'",
-                     ok=lambda v: bool(re.fullmatch(r"[A-Za-z0-9_.-]+", v)))   # names the sweep dir: sweeps/<name>-<hash>
-    baseline: str = MISSING                  # the variant every other variant is compared with
-    metric: str = rule(MISSING, must="must be a metric name", ok=bool)   # the decision metric: a key of each run's final metrics
-    lower_is_better: bool = MISSING          # the metric's direction
-    variants: Dict[str, Optional[List[str]]] = MISSING   # variant name -> overrides (command-line syntax); null = []
-    min_effect: Optional[float] = positive(None, null=True, what="number (the smallest effect that matters, in "
-                                                                "metric units)")
-    secondary_metrics: Dict[str, str] = rule(factory=dict, must="must map metric names to lower or higher (which "
-                                             "direction is better)", ok=lambda d: all(v in DIRECTIONS
-                                                                                      for v in d.values()))
-    hypothesis: Optional[str] = None         # what the sweep tests, in a sentence (the journal's headline)
-    notes: Dict[str, str] = field(default_factory=dict)   # variant -> one line: what it tests
-    controls: List[str] = field(default_factory=list)     # variants meant to equal another (deliberate A/A controls)
-    bundles: List[str] = field(default_factory=list)      # variants that change several things on purpose
-    resources: Dict[str, ResourcesConf] = field(default_factory=dict)   # variant -> its own resources, e.g.
-    #                                         {wide: {ranks_per_run: 2}} (the others: launcher.ranks_per_run)
-    design: str = one_of("auto", ("auto", "paired", "independent"))   # paired test by seed or Welch: auto decides
-    #   from what the runs recorded (the same data order per seed: the built-in trainer's hashes, or run.generator
-    #   ("data_order") of the run API); paired: the experiment declares that a seed fixes the shared randomness
-    confirm_direction: bool = False          # true: lower_is_better is right although the metric's name reads the
-    #   other way (a loss declared higher-is-better is refused at plan time without it; docs/sweep-integrity.md)
-    silence: Dict[str, str] = rule(factory=dict, must="must map names of checks across runs (" + ", ".join(CHECK_NAMES)
-                                   + ") to the reason the report prints", ok=lambda d: all(
-                                       k in CHECK_NAMES and isinstance(v, str) and v.strip() for k, v in d.items()))
-    #   check name -> why it does not apply to this experiment (the report shows the finding, marked silenced)
 
 
 # -- registration -------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import functools
 import inspect
 import os
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from sweeper.config.ablation import check_ablation
@@ -25,19 +25,19 @@ from sweeper.config.composition.argv import key_of
 from sweeper.config.composition.compose import compose, missing_keys
 from sweeper.config.composition.hydra_errors import missing_message, package_hint
 from sweeper.config.composition.search import available, experiment_file, where_searched
-from sweeper.config.fields import build
-from sweeper.config.integrity import check_direction
+from sweeper.config.fields import build, keys_of, show, unknown_key
+from sweeper.config.integrity import CHECK_NAMES, check_direction
 from sweeper.config.launchers import launcher_conf
 from sweeper.config.names import check_name
 from sweeper.config.resources import effective_resources, read_resources
 from sweeper.config.run_config import run_config
-from sweeper.config.schema import ExperimentConf, SweeperConf
+from sweeper.config.schema import SweeperConf
 from sweeper.config.seeds import count_seeds, is_adaptive, parse_seeds
 from sweeper.config.task import TaskCheck, TaskSpec, check_command, parse_task
 from sweeper.config.variant_overrides import check_variant_overrides
 from sweeper.errors import UsageError
 from sweeper.run.entry import call_problem, load_entry
-from sweeper.run.files.manifest import Experiment
+from sweeper.run.files.experiment import Experiment
 
 
 @dataclass
@@ -68,7 +68,8 @@ def _experiment_file(overrides: list[str]) -> str:
 
 
 def read_experiment(cfg: dict, overrides: list[str] = ()) -> Experiment:
-    """The composed experiment.* typed by its schema (sweeper.config.schema.ExperimentConf); errors name the file."""
+    """The composed experiment.* typed by its schema (sweeper.run.files.experiment.Experiment, the record the
+    manifest stores); errors name the file. experiment.resources is checked apart (read_resources)."""
     exp = cfg.get("experiment")
     if not exp:
         raise UsageError("no experiment given: add +experiment=NAME (available: "
@@ -92,7 +93,14 @@ def read_experiment(cfg: dict, overrides: list[str] = ()) -> Experiment:
             raise UsageError(f"experiment.variants.{vname} must be a list of 'key=value' overrides")
     try:
         read_resources(exp, variants, overrides)        # its own one-line errors (unknown variant, range)
-        conf = build(ExperimentConf, exp, "experiment")
+        keys = [*keys_of(Experiment), "resources"]      # experiment.resources: typed apart, just above
+        unknown = sorted(set(exp) - set(keys))
+        if unknown:
+            raise UsageError(unknown_key(f"experiment.{unknown[0]}", keys))
+        conf = build(Experiment, {k: v for k, v in exp.items() if k != "resources"}, "experiment")
+        if any(k not in CHECK_NAMES for k in conf.silence):
+            raise UsageError(f"experiment.silence={show(exp.get('silence'))}: must map names of checks across runs "
+                             f"({', '.join(CHECK_NAMES)}) to the reason the report prints")
     except UsageError as e:
         raise UsageError(f"{e} (in {where})") from None
     if conf.baseline not in conf.variants:
@@ -105,15 +113,11 @@ def read_experiment(cfg: dict, overrides: list[str] = ()) -> Experiment:
                         f"experiment.secondary_metrics.{metric}={direction} (in {where})")
     dropped = {key_of(o).removeprefix("experiment.variants.") for o in overrides
                if o.startswith("~experiment.variants.")}       # a dropped variant takes its notes along
-    return Experiment(name=conf.name, baseline=conf.baseline, metric=conf.metric,
-                      lower_is_better=conf.lower_is_better,
-                      variants={str(k): list(v or []) for k, v in conf.variants.items()},
-                      min_effect=conf.min_effect, secondary_metrics=dict(conf.secondary_metrics),
-                      hypothesis=conf.hypothesis,
-                      notes={str(k): str(v) for k, v in conf.notes.items() if k not in dropped},
-                      controls=[str(v) for v in conf.controls if v not in dropped],
-                      bundles=[str(v) for v in conf.bundles if v not in dropped], design=conf.design,
-                      confirm_direction=conf.confirm_direction, silence=dict(conf.silence))
+    return replace(
+        conf, variants={str(k): list(v or []) for k, v in conf.variants.items()},
+        notes={str(k): str(v) for k, v in conf.notes.items() if k not in dropped},
+        controls=[str(v) for v in conf.controls if v not in dropped],
+        bundles=[str(v) for v in conf.bundles if v not in dropped])
 
 
 def check_schemas(cfg: dict) -> None:

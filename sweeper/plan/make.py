@@ -39,7 +39,8 @@ from sweeper.errors import UsageError
 from sweeper.interrupts import held_interrupts
 from sweeper.run import RUN_DIR_ENV, TENSORBOARD_ENV
 from sweeper.run.files.atomic import one_sync
-from sweeper.run.files.manifest import Experiment, Launch, Manifest, RunEntry, read_manifest, write_manifest
+from sweeper.run.files.experiment import Experiment
+from sweeper.run.files.manifest import Launch, Manifest, RunEntry, read_manifest, write_manifest
 from sweeper.run.files.rundir import RunDir, Status, StatusRecord, UnreadableFile, stable_hash
 
 

@@ -21,7 +21,8 @@ import numpy as np
 
 from sweeper.health.result import CheckResult, HealthReport
 from sweeper.run.files.atomic import rewrite_jsonl
-from sweeper.run.files.manifest import Experiment, Manifest, RunEntry, write_manifest
+from sweeper.run.files.experiment import Experiment
+from sweeper.run.files.manifest import Manifest, RunEntry, write_manifest
 from sweeper.run.files.rundir import RunDir, Status, StatusRecord, Summary
 
 FP = {"corpus_hash": "c0ffee", "torch_version": "2.13.0", "python_version": "3.11.9", "device": "cpu",
@@ -64,8 +65,9 @@ def write_sweep(root, finals: dict, *, baseline: str | None = None, metric: str 
                        fingerprint.get((variant, seed), {}), paired, curve_points, eval_every,
                        health.get((variant, seed)), errors.get((variant, seed)), logs.get((variant, seed)), extra)
     if write_manifest_file:
-        experiment = Experiment(name, variants[0] if baseline is None else baseline, metric, lower_is_better,
-                                {v: [] for v in variants}, min_effect, dict(secondary_metrics or {}))
+        experiment = Experiment(name=name, baseline=variants[0] if baseline is None else baseline, metric=metric,
+                                lower_is_better=lower_is_better, variants={v: [] for v in variants},
+                                min_effect=min_effect, secondary_metrics=dict(secondary_metrics or {}))
         write_manifest(root, Manifest(experiment=experiment, runs=entries, seeds=seeds, created=0.0,
                                       argv=["synthetic"]))
     return root

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from sweeper.config.config_diff import Change, Declared
-from sweeper.run.files.manifest import Experiment
+from sweeper.run.files.experiment import Experiment
 
 
 @dataclass(frozen=True)

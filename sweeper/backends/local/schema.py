@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, List, Optional
 
-from sweeper.config.fields import at_least_zero, build, one_of, positive, ranks_rule, rule, seconds
+from sweeper.config.fields import build
+from sweeper.field_rules import at_least_zero, one_of, positive, ranks_rule, rule, seconds
 
 
 @dataclass

@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
-from sweeper.config.fields import at_least_zero, build, one_of, positive, ranks_rule, rule, seconds
+from sweeper.config.fields import build
 from sweeper.errors import UsageError
+from sweeper.field_rules import at_least_zero, one_of, positive, ranks_rule, rule, seconds
 
 
 @dataclass

@@ -4,6 +4,10 @@ launch settings, each variant's changes and resources). Torch-free.
     manifest = read_manifest(sweep_dir)          # sweep.json -> Manifest; None when absent; UnreadableFile if damaged
     manifest.run_dir(sweep_dir, manifest.runs[0])   # the RunDir of a planned run
     write_manifest(sweep_dir, manifest)          # atomic; keys keep their order (the report's order of variants)
+
+manifest.experiment is the one experiment type (sweeper.run.files.experiment.Experiment), the value the config
+layer builds from experiment.*: written by experiment_to_dict, read back by _experiment_from, which maps what
+older manifests lack explicitly (NOT_RECORDED).
 """
 from __future__ import annotations
 
@@ -15,42 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.run.files.atomic import atomic_write_text
+from sweeper.run.files.experiment import DESIGNS, DIRECTIONS, Experiment
 from sweeper.run.files.rundir import RunDir, UnreadableFile, json_object, load_json_file
 
 MANIFEST = "sweep.json"
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """What a sweep decides: its variants (name -> config overrides), the baseline, the metric and direction."""
-    name: str
-    baseline: str
-    metric: str = "val_loss"
-    lower_is_better: bool = True
-    variants: dict[str, list[str]] = field(default_factory=dict)
-    min_effect: float | None = None             # the smallest difference that matters, metric units (> 0)
-    secondary_metrics: dict[str, str] = field(default_factory=dict)   # metric -> "lower" | "higher" is better
-    hypothesis: str | None = None               # what the sweep tests (the journal's headline)
-    notes: dict[str, str] = field(default_factory=dict)     # variant -> one line: what it tests
-    controls: list[str] = field(default_factory=list)       # deliberate A/A controls (may equal another variant)
-    bundles: list[str] = field(default_factory=list)        # variants that change several things on purpose
-    design: str = "auto"                        # auto (from what the runs recorded) | paired | independent
-    confirm_direction: bool = False             # the direction is right although the metric's name reads otherwise
-    silence: dict[str, str] = field(default_factory=dict)   # check across runs -> why the experiment silences it
-
-    def to_dict(self) -> dict:
-        out = {"name": self.name, "baseline": self.baseline, "metric": self.metric,
-               "lower_is_better": self.lower_is_better, "variants": {k: list(v) for k, v in self.variants.items()},
-               "min_effect": self.min_effect, "secondary_metrics": dict(self.secondary_metrics),
-               "hypothesis": self.hypothesis, "notes": dict(self.notes), "controls": list(self.controls),
-               "bundles": list(self.bundles)}
-        if self.design != "auto":
-            out["design"] = self.design
-        if self.confirm_direction:
-            out["confirm_direction"] = True
-        if self.silence:
-            out["silence"] = dict(self.silence)
-        return out
 
 
 @dataclass(frozen=True)
@@ -114,7 +86,7 @@ class Manifest:
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra",)}
-        out["experiment"] = self.experiment.to_dict()
+        out["experiment"] = experiment_to_dict(self.experiment)
         out["launch"] = self.launch.to_dict()
         out["variant_seeds"] = {k: list(v) for k, v in self.variant_seeds.items()}
         out["runs"] = [dataclasses.asdict(r) for r in self.runs]
@@ -129,7 +101,31 @@ class Manifest:
         return list(self.variant_seeds.get(variant, self.seeds))
 
 
-def _manifest_from(d: dict, path: Path) -> Manifest:
+def experiment_to_dict(exp: Experiment) -> dict:
+    """sweep.json's `experiment`: every key in the schema's order; design, confirm_direction and silence only
+    when they differ from the schema's default (a manifest without them reads them back as those defaults)."""
+    out = dataclasses.asdict(exp)
+    out["variants"] = {k: list(v or []) for k, v in exp.variants.items()}
+    defaults = {f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()
+                for f in dataclasses.fields(Experiment) if f.name in OMITTED_WHEN_DEFAULT}
+    return {k: v for k, v in out.items() if k not in defaults or v != defaults[k]}
+
+
+OMITTED_WHEN_DEFAULT = ("design", "confirm_direction", "silence")   # keys written only when set
+# What the reader takes for a key a manifest lacks (absent or null). The experiment type has no default for
+# baseline, metric and direction, but a manifest may leave them unrecorded (older manifests, a Hydra multirun
+# without hydra.launcher.baseline): "" means not recorded, and the report asks for --baseline / --metric; an
+# unrecorded direction is read as lower-is-better, as every version has read it. Keys written only when set
+# (OMITTED_WHEN_DEFAULT) and those older manifests lack (min_effect, secondary_metrics, hypothesis, notes,
+# controls, bundles; `{}`, `[]` and null alike) take the schema's default (sweeper.run.files.experiment), and so
+# does a design the schema does not accept. Variants as a list of names are an older manifest's: their overrides
+# are the top-level `variant_overrides`.
+NOT_RECORDED = {"baseline": "", "metric": "", "lower_is_better": True}
+
+
+def _experiment_from(d: dict, path: Path) -> Experiment:
+    """sweep.json's `experiment` (and, in older manifests, the top-level `variant_overrides`) as the one
+    Experiment, built by keyword; UnreadableFile naming the key when it is damaged."""
     fix = "restore it from a backup, or start the sweep again in a new directory"
     exp = d.get("experiment")
     if not isinstance(exp, dict):
@@ -140,45 +136,61 @@ def _manifest_from(d: dict, path: Path) -> Manifest:
         variants = {str(v): list(overrides.get(v) or []) for v in variants}
     if not isinstance(variants, dict) or not variants:
         raise UnreadableFile(path, "experiment.variants is missing or empty", fix)
-    defaults = {"baseline": "", "metric": "", "lower_is_better": True}   # "": not recorded (the report asks)
-    exp = {**exp, **{k: v for k, v in defaults.items() if exp.get(k) is None}}
+    exp = {**exp, **{k: v for k, v in NOT_RECORDED.items() if exp.get(k) is None}}
     for key, kind in (("name", str), ("baseline", str), ("metric", str), ("lower_is_better", bool)):
         if not isinstance(exp.get(key), kind):
             raise UnreadableFile(path, f"experiment.{key}={exp.get(key)!r} is missing or not a {kind.__name__}", fix)
     if exp["baseline"] and exp["baseline"] not in variants:
         raise UnreadableFile(path, f"experiment.baseline={exp['baseline']!r} is not one of the variants "
                                    f"{', '.join(variants)}", fix)
+    given = {}                                        # the optional keys present; the rest: the schema's defaults
     min_effect = exp.get("min_effect")
     if min_effect is not None and (isinstance(min_effect, bool) or not isinstance(min_effect, (int, float))
                                    or not min_effect > 0):
         raise UnreadableFile(path, f"experiment.min_effect={min_effect!r} is not a positive number", fix)
-    secondary = exp.get("secondary_metrics") or {}
-    if not isinstance(secondary, dict) or any(v not in ("lower", "higher") for v in secondary.values()):
-        raise UnreadableFile(path, f"experiment.secondary_metrics={secondary!r} is not a mapping of metric -> "
-                                   f"'lower' | 'higher'", fix)
-    hypothesis, notes = exp.get("hypothesis"), exp.get("notes") or {}
-    if hypothesis is not None and not isinstance(hypothesis, str):
-        raise UnreadableFile(path, f"experiment.hypothesis={hypothesis!r} is not text", fix)
-    if not isinstance(notes, dict) or any(not isinstance(v, str) for v in notes.values()):
-        raise UnreadableFile(path, f"experiment.notes={notes!r} is not a mapping of variant -> text", fix)
-    named = {}
+    if min_effect is not None:
+        given["min_effect"] = float(min_effect)
+    secondary = exp.get("secondary_metrics") or None      # {} or null: none
+    if secondary is not None:
+        if not isinstance(secondary, dict) or any(v not in DIRECTIONS for v in secondary.values()):
+            raise UnreadableFile(path, f"experiment.secondary_metrics={secondary!r} is not a mapping of metric -> "
+                                       f"'lower' | 'higher'", fix)
+        given["secondary_metrics"] = {str(k): str(v) for k, v in secondary.items()}
+    hypothesis, notes = exp.get("hypothesis"), exp.get("notes") or None
+    if hypothesis is not None:
+        if not isinstance(hypothesis, str):
+            raise UnreadableFile(path, f"experiment.hypothesis={hypothesis!r} is not text", fix)
+        given["hypothesis"] = hypothesis
+    if notes is not None:
+        if not isinstance(notes, dict) or any(not isinstance(v, str) for v in notes.values()):
+            raise UnreadableFile(path, f"experiment.notes={notes!r} is not a mapping of variant -> text", fix)
+        given["notes"] = {str(k): v for k, v in notes.items()}
     for key in ("controls", "bundles"):
-        named[key] = exp.get(key) or []
-        if not isinstance(named[key], list) or any(v not in variants for v in named[key]):
-            raise UnreadableFile(path, f"experiment.{key}={named[key]!r} is not a list of variants", fix)
-    confirm, silence = exp.get("confirm_direction", False), exp.get("silence") or {}
-    if not isinstance(confirm, bool):
-        raise UnreadableFile(path, f"experiment.confirm_direction={confirm!r} is not true or false", fix)
-    if not isinstance(silence, dict) or any(not isinstance(v, str) for v in silence.values()):
-        raise UnreadableFile(path, f"experiment.silence={silence!r} is not a mapping of check -> reason", fix)
-    experiment = Experiment(exp["name"], exp["baseline"], exp["metric"], exp["lower_is_better"],
-                            {str(k): list(v or []) for k, v in variants.items()},
-                            float(min_effect) if min_effect is not None else None,
-                            {str(k): str(v) for k, v in secondary.items()}, hypothesis,
-                            {str(k): v for k, v in notes.items()}, [str(v) for v in named["controls"]],
-                            [str(v) for v in named["bundles"]],
-                            exp.get("design") if exp.get("design") in ("paired", "independent") else "auto",
-                            confirm, {str(k): v for k, v in silence.items()})
+        named = exp.get(key) or None
+        if named is not None:
+            if not isinstance(named, list) or any(v not in variants for v in named):
+                raise UnreadableFile(path, f"experiment.{key}={named!r} is not a list of variants", fix)
+            given[key] = [str(v) for v in named]
+    if exp.get("design") in DESIGNS:
+        given["design"] = exp["design"]
+    confirm, silence = exp.get("confirm_direction"), exp.get("silence") or None
+    if confirm is not None:
+        if not isinstance(confirm, bool):
+            raise UnreadableFile(path, f"experiment.confirm_direction={confirm!r} is not true or false", fix)
+        given["confirm_direction"] = confirm
+    if silence is not None:
+        if not isinstance(silence, dict) or any(not isinstance(v, str) for v in silence.values()):
+            raise UnreadableFile(path, f"experiment.silence={silence!r} is not a mapping of check -> reason", fix)
+        given["silence"] = {str(k): v for k, v in silence.items()}
+    return Experiment(name=exp["name"], baseline=exp["baseline"], metric=exp["metric"],
+                      lower_is_better=exp["lower_is_better"],
+                      variants={str(k): list(v or []) for k, v in variants.items()}, **given)
+
+
+def _manifest_from(d: dict, path: Path) -> Manifest:
+    fix = "restore it from a backup, or start the sweep again in a new directory"
+    experiment = _experiment_from(d, path)
+    variants = experiment.variants
     runs = d.get("runs")
     if not isinstance(runs, list):
         raise UnreadableFile(path, "no 'runs' list", fix)
