@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 
+from sweeper.config.decision import DecisionOptions
 from sweeper.config.fields import MAX_RANKS, MISSING, one_of, positive, rule, show
 from sweeper.config.integrity import CHECK_NAMES
 from sweeper.config.launchers import registered
@@ -60,6 +61,7 @@ class SweeperConf:
     one_change: str = one_of("warn", ("warn", "error", "off"))  # a variant with several declared changes: warn | error | off
     baseline_first: bool = True    # the baseline's health preflight (task.preflight) passes before any variant launches
     adaptive: AdaptiveConf = field(default_factory=AdaptiveConf)   # seeds=adaptive: looks, batch, max seeds
+    decision: DecisionOptions = field(default_factory=DecisionOptions)   # alpha, min_seeds, n_resamples, seed: the report's and the adaptive looks' decision rule (sweeper.config.decision)
     determinism_probe: bool = False   # after the baseline ran, run one baseline seed again (SWEEP_DIR/probe/): the report compares it bitwise
     journal: Optional[str] = None  # experiment journal (DIR/journal.md + .jsonl); default beside the sweeps; 'off': none
 
