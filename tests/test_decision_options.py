@@ -156,3 +156,21 @@ def test_a_bad_report_flag_is_one_line_naming_it(tmp_path, flag, value, accepted
     assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
     assert proc.stderr == f"sweeper.report: error: {flag} {value}: {accepted}" + proc.stderr.split(accepted, 1)[1]
     assert len(proc.stderr.strip().splitlines()) == 1 and not (root / "report.md").exists()
+
+
+@pytest.mark.slow
+def test_a_sweeps_own_decision_options_are_recorded_and_resume_keeps_them(tmp_path):
+    from sweeper.cli.resume import load_plan
+    from sweeper.config.sweep import compose_sweep
+    from sweeper.plan.make import make_plan, write_plan
+
+    own = make_plan(compose_sweep(["+experiment=rope", f"sweeper.dir={tmp_path / 'own'}",
+                                   "sweeper.decision.alpha=0.01", "sweeper.decision.min_seeds=4"]), [0, 1])
+    write_plan(own, ["+experiment=rope"])
+    assert manifest_mod.read_manifest(tmp_path / "own").extra["decision"]["alpha"] == 0.01
+    loaded, _ = load_plan(tmp_path / "own", [])
+    assert loaded.sweep.sweeper.decision == DecisionOptions(alpha=0.01, min_seeds=4)
+    plain = make_plan(compose_sweep(["+experiment=rope", f"sweeper.dir={tmp_path / 'plain'}"]), [0, 1])
+    write_plan(plain, ["+experiment=rope"])
+    assert "decision" not in manifest_mod.read_manifest(tmp_path / "plain").extra   # defaults: manifest as before
+    assert load_plan(tmp_path / "plain", [])[0].sweep.sweeper.decision == DecisionOptions()
