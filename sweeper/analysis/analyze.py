@@ -1,9 +1,10 @@
 """Read and decide a sweep dir: the experiment, its runs and curves, and every verdict (files only, no torch).
 
-    inp = analyze_sweep(sweep_dir, DecisionOptions())   # ReportInput: runs, curves, verdicts, notes, the checks
-    #                                     across runs findings (their effects already in the verdicts); what a report
-    #                                     is made of; the manifest is read here, once, and passed down (inp.manifest)
-    exp, notes, runs, curves = read_sweep(sweep_dir, load_manifest(sweep_dir), baseline="rope", metric="val_loss")
+    inp = analyze_sweep(sweep_dir, DecisionOptions())   # ReportInput: what a report is made of: runs, curves,
+    #                                                     verdicts, notes, the findings of the checks across runs
+    #                                                     (their effects already in the verdicts), inp.manifest
+    #                                                     (read here, once, and passed to every loader)
+    exp, notes, runs, curves = read_sweep(sweep_dir, read_manifest_once(sweep_dir), baseline="rope")
 """
 from __future__ import annotations
 
