@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sweeper.analysis.analyze import analyze_sweep  # noqa: E402
+from sweeper.config.decision import DecisionOptions  # noqa: E402
 from sweeper.plan.looks import read_looks  # noqa: E402
 
 SWEEPS = {"fixed": ["seeds=0-3"], "adaptive": ["seeds=adaptive"]}
@@ -47,7 +48,7 @@ def run_sweep(name: str, out: Path) -> tuple[Path, float]:
 
 def verdicts(sweep_dir: Path) -> tuple[dict[str, str], int]:
     """Per comparison its verdict, and the runs the sweep planned (sweeper.analysis.results' rows, via the report)."""
-    inp = analyze_sweep(sweep_dir)
+    inp = analyze_sweep(sweep_dir, DecisionOptions())
     return {f"{c.variant} vs {c.baseline}": c.verdict for c in inp.analysis.comparisons}, len(inp.runs)
 
 

@@ -41,12 +41,14 @@ def sweep(extra: list[str], sweep_dir: Path) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"sweep failed ({proc.returncode}): {' '.join(argv)}\n"
                          f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
-    from sweeper.analysis.results import load_experiment, load_runs
+    from sweeper.analysis.results import load_experiment, load_manifest, load_runs
     from sweeper.analysis.verdict import analyze_all
+    from sweeper.config.decision import DecisionOptions
 
-    runs = load_runs(sweep_dir)
-    exp, _ = load_experiment(sweep_dir)
-    primary, _ = analyze_all(runs, exp, n_resamples=2000)
+    manifest = load_manifest(sweep_dir)
+    runs = load_runs(sweep_dir, manifest)
+    exp, _ = load_experiment(sweep_dir, manifest)
+    primary, _ = analyze_all(runs, exp, DecisionOptions(n_resamples=2000))
     decisions = {}
     for c in primary.comparisons:
         ci = c.decision_ci

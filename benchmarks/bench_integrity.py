@@ -27,6 +27,7 @@ import sweeper.analysis.integrity as integrity  # noqa: E402
 from benchmarks._results import write_results  # noqa: E402
 from sweeper.analysis.analyze import analyze_sweep  # noqa: E402
 from sweeper.analysis.results import load_variant_changes  # noqa: E402
+from sweeper.config.decision import DecisionOptions  # noqa: E402
 from sweeper.report.write import write_report  # noqa: E402
 from tests.helpers.synthetic_sweep import write_sweep  # noqa: E402
 
@@ -37,7 +38,7 @@ def report(root: Path, resamples: int, checks: list) -> tuple[float, int]:
     integrity.CHECKS[:] = checks
     try:
         t = time.perf_counter()
-        inp = analyze_sweep(root, n_resamples=resamples)
+        inp = analyze_sweep(root, DecisionOptions(n_resamples=resamples))
         write_report(inp, root, plots=False)
         return time.perf_counter() - t, len(inp.findings)
     finally:
@@ -68,8 +69,8 @@ def main() -> None:
             s, found = report(root, args.resamples, list(integrity.CHECKS))
             with_s.append(s)
             without_s.append(report(root, args.resamples, [])[0])
-        inp = analyze_sweep(root, n_resamples=200)
-        changes, _ = load_variant_changes(root, inp.experiment.baseline)
+        inp = analyze_sweep(root, DecisionOptions(n_resamples=200))
+        changes, _ = load_variant_changes(root, inp.manifest, inp.experiment.baseline)
         ev = integrity.SweepEvidence(root, inp.experiment, inp.runs, inp.curves, changes)
         stage = []
         for _ in range(args.repeats):

@@ -27,7 +27,13 @@ from sweeper.analysis.integrity.determinism import nondeterminism  # noqa: E402
 from sweeper.analysis.integrity.evaluation import evaluation_identity, evaluation_varies_with_seed  # noqa: E402
 from sweeper.analysis.integrity.isolation import shared_checkpoint, writes_outside_run_dir  # noqa: E402
 from sweeper.analysis.integrity.provenance import mixed_code  # noqa: E402
-from sweeper.analysis.results import load_curves, load_experiment, load_runs, load_variant_changes  # noqa: E402
+from sweeper.analysis.results import (  # noqa: E402
+    load_curves,
+    load_experiment,
+    load_manifest,
+    load_runs,
+    load_variant_changes,
+)
 from sweeper.run.files.isolation import IsolationRecord, write_isolation  # noqa: E402
 from tests.helpers.synthetic_sweep import write_sweep  # noqa: E402
 
@@ -51,11 +57,12 @@ def main() -> None:
         for v in variants:
             for s in range(args.seeds):
                 write_isolation(root / "runs" / v / f"seed_{s}", IsolationRecord(tmp, s, s + 0.5))
-        exp, _ = load_experiment(root)
+        manifest = load_manifest(root)
+        exp, _ = load_experiment(root, manifest)
         exp = dataclasses.replace(exp, controls=["v1"])
-        runs = load_runs(root)
+        runs = load_runs(root, manifest)
         curves = load_curves(root, runs)
-        changes, _ = load_variant_changes(root, exp.baseline)
+        changes, _ = load_variant_changes(root, manifest, exp.baseline)
         changes["v1"] = []                                  # v1 is the baseline's A/A control
         times: dict[str, list[float]] = {c.__name__: [] for c in CHECKS}
         for _ in range(args.repeats):

@@ -23,7 +23,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from sweeper.analysis import stats  # noqa: E402
 from sweeper.analysis.analyze import analyze_sweep
-from sweeper.analysis.results import load_curves, load_runs  # noqa: E402
+from sweeper.analysis.results import load_curves, load_manifest, load_runs  # noqa: E402
+from sweeper.config.decision import DecisionOptions  # noqa: E402
 from sweeper.report.write import write_report  # noqa: E402
 from tests.helpers.synthetic_sweep import write_sweep  # noqa: E402
 
@@ -60,12 +61,12 @@ def main() -> None:
         n_runs = args.variants * args.seeds
         print(f"synthetic sweep: {n_runs} runs x {args.points} curve points written in {t_write:.1f} s")
 
-        runs, t_runs = _timed(load_runs, root)
+        runs, t_runs = _timed(lambda: load_runs(root, load_manifest(root)))
         curves, t_curves = _timed(load_curves, root, runs)
         print(f"  load_runs    {t_runs:6.2f} s   ({len(runs)} rows)")
         print(f"  load_curves  {t_curves:6.2f} s   ({len(curves):,} rows)")
 
-        inp, t_all = _timed(analyze_sweep, root, n_resamples=args.resamples)
+        inp, t_all = _timed(analyze_sweep, root, DecisionOptions(n_resamples=args.resamples))
         t_stats = t_all - t_runs - t_curves
         print(f"  statistics   {t_stats:6.2f} s   ({len(inp.analysis.comparisons)} comparisons, "
               f"{args.resamples} resamples; load + stats {t_all:.2f} s)")

@@ -39,6 +39,7 @@ from sweeper.analysis import (
     stats,  # noqa: E402
     verdict,
 )
+from sweeper.config.decision import DecisionOptions  # noqa: E402
 
 ALPHA = 0.05
 NS = (3, 4, 5, 10)
@@ -117,7 +118,8 @@ def run_cell(sc: Scenario, n: int, reps: int, rng: np.random.Generator, n_resamp
     false_families = correct = effect_total = covered = shown = pb_covered = pb_shown = 0
     true_pb = float(special.ndtr(sc.effect / math.sqrt(2.0)))      # P(v1 < v0) for independent normal arms
     for _ in range(reps):
-        an = verdict.analyze(simulate(sc, n, rng), "val_loss", True, family, ALPHA, 3, n_resamples, 0)
+        an = verdict.analyze(simulate(sc, n, rng), "val_loss", True, family,
+                             DecisionOptions(alpha=ALPHA, min_seeds=3, n_resamples=n_resamples, seed=0))
         any_false = False
         for i, c in enumerate(an.comparisons, start=1):
             has_truth = i == 1 and (sc.effect > 0 or sc.lose == "variant-most")

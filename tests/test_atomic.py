@@ -39,13 +39,14 @@ def test_the_umask_is_honoured_and_a_replaced_file_keeps_its_mode(tmp_path):
 
 
 def test_the_report_files_of_a_sweep_are_world_readable(tmp_path):
+    from sweeper.config.decision import DecisionOptions
     from sweeper.report.write import report_sweep
     from tests.helpers.synthetic_sweep import write_sweep
 
     old = os.umask(0o022)
     try:
         sweep = write_sweep(tmp_path / "sweep", {"base": [1.0, 1.1, 0.9], "new": [0.8, 0.85, 0.9]}, baseline="base")
-        report_sweep(sweep, plots=False)
+        report_sweep(sweep, DecisionOptions(), plots=False)
     finally:
         os.umask(old)
     for name in ("report.md", "summary.csv"):

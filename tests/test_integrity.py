@@ -22,6 +22,7 @@ from sweeper.analysis.integrity.direction import metric_direction
 from sweeper.analysis.integrity.selection import selected_final
 from sweeper.analysis.integrity.spread import no_spread
 from sweeper.config.config_diff import Change, Declared
+from sweeper.config.decision import DecisionOptions
 from sweeper.config.integrity import CHECK_NAMES, check_direction, implied_direction
 from sweeper.errors import UsageError
 from sweeper.run.files.experiment import Experiment
@@ -201,14 +202,14 @@ def test_effects_keep_the_numbers_and_skip_tests_on_copies():
     findings = check_sweep(ev)
     family = [("wide", "base")]
     skip = effects.untested(findings, family)
-    an = verdict.analyze(ev.runs, "val_loss", True, family, n_resamples=200, untested=skip)
+    an = verdict.analyze(ev.runs, "val_loss", True, family, DecisionOptions(n_resamples=200), untested=skip)
     c = an.comparisons[0]
     assert c.primary is None and c.decision_ci is None          # no -inf to -inf interval
     effects.apply(findings, an)
     assert c.verdict == "no baseline" and c.integrity_checks == ["broken_baseline"] and c.numbers_say == ""
     assert c.reason.startswith("broken_baseline: the baseline base has no usable seed")
     # without the skip the numbers say better (the worst-rank test); the finding keeps that beside its verdict
-    an = verdict.analyze(ev.runs, "val_loss", True, family, n_resamples=200)
+    an = verdict.analyze(ev.runs, "val_loss", True, family, DecisionOptions(n_resamples=200))
     assert an.comparisons[0].verdict == "better"
     effects.apply(findings, an)
     assert an.comparisons[0].verdict == "no baseline" and an.comparisons[0].numbers_say == "better"
@@ -220,7 +221,7 @@ def test_a_silenced_check_is_kept_and_changes_nothing():
                   changes={"wide": [Change("train.steps", 100, 300)]})
     [f] = check_sweep(ev, {"budget_confound": "a compute-scaling study"})
     assert f.silenced == "a compute-scaling study" and not f.active
-    an = verdict.analyze(ev.runs, "val_loss", True, [("wide", "base")], n_resamples=200)
+    an = verdict.analyze(ev.runs, "val_loss", True, [("wide", "base")], DecisionOptions(n_resamples=200))
     before = an.comparisons[0].verdict
     effects.apply([f], an)
     assert an.comparisons[0].verdict == before and an.comparisons[0].integrity_checks == []

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from sweeper.analysis.analyze import analyze_sweep
+from sweeper.config.decision import DecisionOptions
 from sweeper.report.plots import paired_differences, write_plots
 from tests.helpers.synthetic_sweep import write_sweep
 
@@ -14,7 +15,7 @@ from tests.helpers.synthetic_sweep import write_sweep
 def test_paired_differences_are_per_seed_variant_minus_baseline_on_common_seeds(tmp_path):
     finals = {"base": [3.0, 3.1, 3.2, 3.05], "new": [2.5, None, 2.62, 2.58]}
     root = write_sweep(tmp_path / "s", finals, baseline="base", status={("new", 1): "failed"})
-    inp = analyze_sweep(root, n_resamples=200)
+    inp = analyze_sweep(root, DecisionOptions(n_resamples=200))
     seeds, d = paired_differences(inp.analysis)["new"]
     assert list(seeds) == [0, 2, 3]
     np.testing.assert_allclose(d, [2.5 - 3.0, 2.62 - 3.2, 2.58 - 3.05])
@@ -71,7 +72,7 @@ def test_no_text_overlaps_on_any_plot_with_long_variant_names(tmp_path, monkeypa
     from sweeper.report.plot_text import overlapping_text
 
     root = write_sweep(tmp_path / "s", LONG, baseline="rope")
-    inp = analyze_sweep(root, n_resamples=200)
+    inp = analyze_sweep(root, DecisionOptions(n_resamples=200))
     layers = [f"blocks.{i}.attn.{p}_proj" for i in range(6) for p in "qkvo"]
     grads = pd.DataFrame([dict(run_id=f"{v}-{s}", variant=v, seed=s, step=step, metric=metric, value=value)
                           for v in LONG for s in (0, 1) for step in (10, 20, 30)

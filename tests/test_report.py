@@ -12,6 +12,7 @@ import pytest
 from scipy import stats as sps
 
 from sweeper.analysis.analyze import analyze_sweep
+from sweeper.config.decision import DecisionOptions
 from sweeper.errors import UsageError
 from sweeper.report.markdown import SECTIONS
 from sweeper.report.tables import headline
@@ -20,7 +21,7 @@ from tests.helpers.commands import run_sweeper
 from tests.helpers.synthetic_sweep import write_sweep
 
 ROPE = {"rope": [3.00, 3.02, 2.99, 3.01], "nope": [3.45, 3.48, 3.44, 3.47], "frozen": [3.40, 3.43, 3.39, 3.44]}
-FAST = dict(n_resamples=2000)
+FAST = dict(options=DecisionOptions(n_resamples=2000))
 
 
 def _by_variant(analysis):
@@ -339,8 +340,8 @@ def test_a_health_failed_variant_is_invalid_not_worse_and_the_headline_does_not_
     finals = {"base": [3.0, 3.1, 3.2, 3.05], "frozen": [3.9, 4.05, 4.02, 3.98], "better": [2.5, 2.65, 2.62, 2.58]}
     health = {("frozen", s): "fail" for s in range(4)}
     root = write_sweep(tmp_path / "s", finals, baseline="base", health=health)
-    text = report_sweep(root, plots=False, n_resamples=200)
-    inp = analyze_sweep(root, n_resamples=200)
+    text = report_sweep(root, plots=False, options=DecisionOptions(n_resamples=200))
+    inp = analyze_sweep(root, options=DecisionOptions(n_resamples=200))
     frozen = next(c for c in inp.analysis.comparisons if c.variant == "frozen")
     assert frozen.verdict == "invalid" and frozen.invalid_checks == ["qk_grad_nonzero"]
     assert frozen.numbers_say == "worse" and frozen.delta.estimate > 0.8     # the numbers stay visible
@@ -360,8 +361,8 @@ def test_secondary_metrics_have_their_own_family_in_report_csv_and_html(tmp_path
              "peak_mem_mb": {"base": [100.0, 101.0, 99.0, 100.5], "new": [100.2, 100.9, 99.1, 100.4]}}
     root = write_sweep(tmp_path / "s", finals, baseline="base", extra_finals=speed,
                        secondary_metrics={"tokens_per_s": "higher", "peak_mem_mb": "lower"})
-    text = report_sweep(root, plots=False, n_resamples=200)
-    inp = analyze_sweep(root, n_resamples=200)
+    text = report_sweep(root, plots=False, options=DecisionOptions(n_resamples=200))
+    inp = analyze_sweep(root, options=DecisionOptions(n_resamples=200))
     assert [c.verdict for c in inp.analysis.comparisons] == ["better"]            # primary decision unchanged
     tps = inp.secondary["tokens_per_s"]
     assert not tps.lower_is_better and tps.comparisons[0].verdict == "worse"      # slower: worse in its direction
@@ -401,9 +402,9 @@ def test_an_unreadable_summary_is_named_and_neither_usable_nor_lost(tmp_path):
                        baseline="base")
     summary = Path(root) / "runs" / "new" / "seed_1" / "summary.json"
     summary.write_text("{garbage")
-    text = report_sweep(root, plots=False, n_resamples=200)
+    text = report_sweep(root, plots=False, options=DecisionOptions(n_resamples=200))
     assert f"WARNING: {summary}: the run summary is not valid JSON" in text
-    arm = analyze_sweep(root, n_resamples=200).analysis.arms["new"]
+    arm = analyze_sweep(root, options=DecisionOptions(n_resamples=200)).analysis.arms["new"]
     assert (arm.usable, arm.lost, arm.incomplete) == (3, 0, 1)       # not counted against the variant
 
 
@@ -429,13 +430,13 @@ def test_stale_running_runs_are_shown_as_stale_and_interrupted_ones_by_their_res
     for step in (30, 36):
         (interrupted.ckpt_dir / f"step_{step:08d}.pt").write_bytes(b"x")
     assert interrupted.checkpoint_step() == 36
-    text = report_sweep(root, plots=False, n_resamples=200)
+    text = report_sweep(root, plots=False, options=DecisionOptions(n_resamples=200))
     assert f"note: 1 run(s) stale (the sweeper was killed; nothing runs it); resume with `python -m sweeper.resume " \
            f"{root}`" in text
     md = (Path(root) / "report.md").read_text()
     assert "| 2 | 3.2 | stale @ step 100 (the sweeper was killed; nothing runs it) |" in md
     assert "| 3 | 3.05 | interrupted, resumes from step 36 |" in md            # its checkpoint, not its last log
-    runs = analyze_sweep(root, n_resamples=200).runs.set_index(["variant", "seed"])
+    runs = analyze_sweep(root, options=DecisionOptions(n_resamples=200)).runs.set_index(["variant", "seed"])
     assert runs.loc[("new", 2), "status"] == "stale" and runs.loc[("new", 3), "resume_step"] == 36
     assert stale.liveness() == "stale" and live.liveness() == "live"
     assert runs.loc[("base", 0), "status"] == "finished"          # its summary says so, whatever the status

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from sweeper.config.decision import DecisionOptions
 from sweeper.report.html import render
 from sweeper.report.write import report_sweep
 from tests.helpers.synthetic_sweep import write_sweep
@@ -53,7 +54,7 @@ FINALS = {"base": [1.00, 1.10, 0.95, 1.05], "better": [0.70, 0.80, 0.66, 0.74], 
 @pytest.mark.slow
 def test_report_html_opens_in_a_browser_with_its_tables_and_plots(tmp_path, browser_page):
     sweep = write_sweep(tmp_path / "sweep", FINALS, baseline="base", name="html check")
-    report_sweep(sweep, plots=True)
+    report_sweep(sweep, DecisionOptions(), plots=True)
     page_file = Path(sweep) / "report.html"
     assert page_file.is_file()
     requests = []
@@ -106,7 +107,7 @@ def test_plots_with_long_variant_names_are_readable_on_the_page(tmp_path, browse
     from PIL import Image
 
     sweep = write_sweep(tmp_path / "sweep", LONG, baseline="rope", name="long names")
-    report_sweep(sweep, plots=True)
+    report_sweep(sweep, DecisionOptions(), plots=True)
     browser_page.set_viewport_size({"width": 1280, "height": 900})
     browser_page.goto((Path(sweep) / "report.html").resolve().as_uri())
     browser_page.wait_for_load_state("load")

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from sweeper.analysis.results import load_curves, load_experiment, load_runs
+from sweeper.analysis.results import load_curves, load_experiment, load_manifest, load_runs
 from sweeper.run.files.experiment import Experiment
 from sweeper.run.files.rundir import UnreadableFile
 from tests.helpers.synthetic_sweep import write_sweep
@@ -22,7 +22,7 @@ def sweep(tmp_path):
 
 
 def test_one_row_per_planned_run_with_status_metrics_health_and_fingerprint(sweep):
-    runs = load_runs(sweep)
+    runs = load_runs(sweep, load_manifest(sweep))
     assert len(runs) == 9
     assert list(runs["variant"].unique()) == ["rope", "nope", "frozen"]         # manifest order
     by = runs.set_index(["variant", "seed"])
@@ -41,14 +41,14 @@ def test_one_row_per_planned_run_with_status_metrics_health_and_fingerprint(swee
 
 
 def test_experiment_from_manifest(sweep):
-    exp, notes = load_experiment(sweep)
+    exp, notes = load_experiment(sweep, load_manifest(sweep))
     assert isinstance(exp, Experiment)
     assert (exp.name, exp.baseline, exp.metric, exp.lower_is_better) == ("synthetic", "rope", "val_loss", True)
     assert list(exp.variants) == ["rope", "nope", "frozen"] and notes == []
 
 
 def test_curves_long_table_matches_the_written_lines(sweep):
-    curves = load_curves(sweep)
+    curves = load_curves(sweep, load_runs(sweep, load_manifest(sweep)))
     assert list(curves.columns) == ["run_id", "variant", "seed", "step", "metric", "value"]
     written = [json.loads(line) for line in (sweep / "runs/rope/seed_0/metrics.jsonl").read_text().splitlines()]
     mine = curves[curves["run_id"] == "rope-s0"]
@@ -68,7 +68,7 @@ def test_truncated_last_line_and_corrupt_files_are_named_never_skipped_silently(
     (rope1 / "summary.json").write_text('{"run_id": "rope-s1", "final": {"val_l')
     (nope0 / "status.json").write_text("not json at all")
     (nope0 / "health.json").write_bytes(b"\x00\xff")
-    runs = load_runs(sweep)
+    runs = load_runs(sweep, load_manifest(sweep))
     curves = load_curves(sweep, runs)
     assert curves[curves["run_id"] == "rope-s0"]["step"].max() == 100           # the 10 good lines survive
     assert curves.attrs["damaged"] == [f"{rope0 / 'metrics.jsonl'}: 1 truncated or corrupt line(s) skipped"]
@@ -91,16 +91,15 @@ def test_a_status_that_is_not_a_status_word_is_damage(sweep):
     rd = sweep / "runs/rope/seed_0"
     (rd / "status.json").write_text(json.dumps({"status": "done"}))
     (rd / "summary.json").unlink()
-    runs = load_runs(sweep).set_index(["variant", "seed"])
+    runs = load_runs(sweep, load_manifest(sweep)).set_index(["variant", "seed"])
     assert runs.loc[("rope", 0), "status"] == "unknown"
     assert "status 'done' is not one of pending, running, finished" in runs.loc[("rope", 0), "problems"]
 
 
 def test_a_damaged_manifest_raises_naming_it(sweep):
     (sweep / "sweep.json").write_text('{"experiment": {"name": "x"')
-    for load in (load_runs, load_experiment):
-        with pytest.raises(UnreadableFile, match="sweep.json: the sweep manifest is not valid JSON"):
-            load(sweep)
+    with pytest.raises(UnreadableFile, match="sweep.json: the sweep manifest is not valid JSON"):
+        load_manifest(sweep)
 
 
 def test_failed_run_with_an_unhelpful_error_gets_its_log_tail(tmp_path):
@@ -108,7 +107,7 @@ def test_failed_run_with_an_unhelpful_error_gets_its_log_tail(tmp_path):
     root = write_sweep(tmp_path / "s", {"a": [1.0, 2.0, 3.0]}, status={("a", 1): "failed", ("a", 2): "failed"},
                        errors={("a", 1): "exit status 1", ("a", 2): "ValueError: bad lr"},
                        logs={("a", 1): log, ("a", 2): log})
-    by = load_runs(root).set_index("seed")
+    by = load_runs(root, load_manifest(root)).set_index("seed")
     assert by.loc[1, "error"] == "exit status 1"
     assert by.loc[1, "log_tail"].splitlines()[-1] == "ZeroDivisionError: division by zero"
     assert by.loc[2, "log_tail"] == "" and by.loc[0, "log_tail"] == ""           # a telling error, a finished run
@@ -116,17 +115,17 @@ def test_failed_run_with_an_unhelpful_error_gets_its_log_tail(tmp_path):
 
 def test_without_manifest_runs_are_discovered_and_no_baseline_is_recorded(tmp_path):
     root = write_sweep(tmp_path / "s", {"a": [1.0, 2.0], "b": [1.5, 2.5]}, write_manifest_file=False)
-    runs = load_runs(root)
+    runs = load_runs(root, load_manifest(root))
     assert sorted(zip(runs["variant"], runs["seed"])) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
     assert set(runs["status"]) == {"finished"}
-    exp, notes = load_experiment(root)
+    exp, notes = load_experiment(root, load_manifest(root))
     assert exp.metric == "val_loss" and exp.lower_is_better and exp.baseline == ""
     assert notes and "has no manifest" in notes[0]
 
 
 def test_partial_sweep_with_pending_and_running_runs(tmp_path):
     root = write_sweep(tmp_path / "s", {"a": [1.0, 2.0, 3.0]}, status={("a", 1): "running", ("a", 2): "pending"})
-    runs = load_runs(root)
+    runs = load_runs(root, load_manifest(root))
     assert list(runs["status"]) == ["finished", "running", "pending"]
     curves = load_curves(root, runs)
     assert curves[curves["seed"] == 1]["step"].max() == 100                      # half the curve so far
@@ -134,31 +133,22 @@ def test_partial_sweep_with_pending_and_running_runs(tmp_path):
 
 def test_missing_sweep_dir_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        load_runs(tmp_path / "nope")
+        load_manifest(tmp_path / "nope")
 
 
-def test_the_manifest_is_parsed_once_and_again_whenever_its_file_changes(tmp_path):
-    """load_manifest keeps the parse of an unchanged manifest (a report asks for it several times), and never
-    serves it once the file was replaced, rewritten in place or damaged."""
+def test_load_manifest_reads_the_file_as_it_is_now(tmp_path):
+    """No cache: a replaced manifest is read as replaced, a damaged one is UnreadableFile, a missing one None
+    (a report reads it once and passes it down: tests/test_decision_options.py counts the reads)."""
     import dataclasses
-    import os
 
-    from sweeper.analysis.results import load_manifest
     from sweeper.run.files.manifest import MANIFEST, write_manifest
 
     root = write_sweep(tmp_path / "s", {"a": [1.0, 1.1, 1.2], "b": [2.0, 2.1, 2.2]}, baseline="a")
     first = load_manifest(root)
-    assert load_manifest(root) is first                                        # the same parse
     renamed = dataclasses.replace(first, experiment=dataclasses.replace(first.experiment, name="renamed"))
-    write_manifest(root, renamed)                                              # atomic replace: a new inode
+    write_manifest(root, renamed)
     assert load_manifest(root).experiment.name == "renamed"
     path = root / MANIFEST
-    text = path.read_text().replace('"renamed"', '"again!!"')                 # in place, same size
-    st = os.stat(path)
-    with open(path, "r+") as f:
-        f.write(text)
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))           # as a later write's mtime
-    assert load_manifest(root).experiment.name == "again!!"
     path.write_text("{ not json")
     with pytest.raises(UnreadableFile):
         load_manifest(root)

@@ -283,9 +283,12 @@ def test_an_out_of_range_value_is_one_line_naming_the_key(key, args, says, tmp_p
         (["launcher.cores=[0,x]"], "launcher.cores=[0, 'x']: must be a non-empty list of "
                                    "distinct CPU core ids, e.g. [0,1,2,3], or null (every core this process may use)"),
         (["launcher=slurm", "launcher.wait=maybe"], "launcher.wait='maybe': expected a boolean (true or false)"),
+        (["sweeper.decision.alpha=1.5"], "sweeper.decision.alpha=1.5: accepted values are between 0 and 1, e.g. 0.05"),
+        (["sweeper.decision.min_seeds=1"], "sweeper.decision.min_seeds=1: must be an integer >= 2 (a t-test needs at "
+                                           "least 2 seeds per arm)"),
         (
             ["sweeper.typo=1"],
-            "unknown config key 'sweeper.typo'; keys of sweeper are: adaptive, audit, baseline_first, "
+            "unknown config key 'sweeper.typo'; keys of sweeper are: adaptive, audit, baseline_first, decision, "
             "determinism_probe, dir, dry_run, extend, journal, max_runs, one_change, "
             "preflight, report, tensorboard",
         ),

@@ -157,7 +157,7 @@ def test_the_live_view_in_a_terminal_moves_its_clock_and_counters(tmp_path):
 def _order(out: str) -> tuple[int, list[tuple[int, str]]]:
     """(the line index of the baseline's preflight verdict, [(line index, start line)])."""
     lines = out.splitlines()
-    verdict = next(i for i, line in enumerate(lines) if "preflight base: PASS" in line or "preflight base: FAIL" in line)
+    verdict = next(i for i, line in enumerate(lines) if "preflight base: PASS" in line or "base: FAIL" in line)
     return verdict, [(i, line) for i, line in enumerate(lines) if "] start  " in line]
 
 

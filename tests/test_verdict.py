@@ -12,12 +12,13 @@ import pytest
 from scipy import stats as sps
 
 from sweeper.analysis import stats, verdict
-from sweeper.analysis.results import load_runs
+from sweeper.analysis.results import load_experiment, load_manifest, load_runs
+from sweeper.config.decision import DecisionOptions
 from sweeper.run.files.experiment import Experiment
 from sweeper.run.files.rundir import RunDir
 from tests.helpers.synthetic_sweep import write_sweep
 
-FAST = dict(n_resamples=500)
+FAST = dict(options=DecisionOptions(n_resamples=500))
 
 
 def frame(values: dict, status: dict | None = None, paired: bool = True, health_failed: dict | None = None,
@@ -85,7 +86,7 @@ def test_a_variant_that_loses_most_seeds_is_worse_on_real_files(tmp_path):
     base = [3.00, 3.02, 2.99, 3.01, 3.03, 2.98, 3.00, 3.04]
     var = [2.995, None, None, None, None, None, float("nan"), 3.005]        # 6 of 8 lost; survivors look as good
     root = write_sweep(tmp_path / "s", {"base": base, "var": var}, baseline="base")
-    an = verdict.analyze(load_runs(root), "val_loss", True, [("var", "base")], **FAST)
+    an = verdict.analyze(load_runs(root, load_manifest(root)), "val_loss", True, [("var", "base")], **FAST)
     c = an.comparisons[0]
     assert an.arms["var"].lost == 6 and c.primary.name == "worst-rank test"
     assert c.verdict == "worse" and c.decision_ci.low > 0
@@ -228,7 +229,8 @@ def test_health_invalid_on_real_files(tmp_path):
     health = {("frozen", s): "fail" for s in range(4)}
     root = write_sweep(tmp_path / "s", {"rope": [3.00, 3.02, 2.99, 3.01], "frozen": [3.40, 3.43, 3.39, 3.44]},
                        baseline="rope", health=health)
-    c = verdict.analyze(load_runs(root), "val_loss", True, [("frozen", "rope")], **FAST).comparisons[0]
+    runs = load_runs(root, load_manifest(root))
+    c = verdict.analyze(runs, "val_loss", True, [("frozen", "rope")], **FAST).comparisons[0]
     assert c.verdict == "invalid" and "qk_grad_nonzero" in c.reason
 
 
@@ -246,7 +248,7 @@ def test_a_variant_diagnosed_with_a_bug_is_invalid_though_no_check_failed(tmp_pa
                          diagnosis={"name": name, "kind": kind, "invalidates": kind == "bug",
                                     "check": "val_at_chance" if kind == "bug" else "overfitting",
                                     "message": "m", "fix": "f"}).write(rd.health_path)
-    runs = load_runs(root)
+    runs = load_runs(root, load_manifest(root))
     assert set(runs.loc[runs.variant == "shuffled", "health_failed"]) == {"labels_do_not_match_inputs"}
     assert set(runs.loc[runs.variant == "over", "diagnosis"]) == {"overfitting"}
     an = verdict.analyze(runs, "val_loss", True, [("shuffled", "base"), ("over", "base")], **FAST)
@@ -308,12 +310,11 @@ def test_mde_uses_the_ratio_form_for_unequal_arms():
 
 
 def test_analyze_all_on_real_files_reads_min_effect_and_secondary_metrics_from_the_manifest(tmp_path):
-    from sweeper.analysis.results import load_experiment
     root = write_sweep(tmp_path / "s", {"b": [3.0, 3.02, 2.99, 3.01], "v": [2.9, 2.91, 2.88, 2.92]},
                        extra_finals={"tokens_per_s": {"b": [5000, 5010, 4990, 5005], "v": [4000, 4020, 3990, 4010]}},
                        min_effect=0.02, secondary_metrics={"tokens_per_s": "higher"})
-    exp, _ = load_experiment(root)
-    primary, secondary = verdict.analyze_all(load_runs(root), exp, **FAST)
+    exp, _ = load_experiment(root, load_manifest(root))
+    primary, secondary = verdict.analyze_all(load_runs(root, load_manifest(root)), exp, **FAST)
     assert primary.comparisons[0].verdict == "better" and primary.min_effect == 0.02
     assert "min_effect = 0.02" in primary.comparisons[0].seeds_needed_basis
     assert list(secondary) == ["tokens_per_s"] and secondary["tokens_per_s"].comparisons[0].verdict == "worse"

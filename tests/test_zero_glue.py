@@ -246,16 +246,17 @@ def test_the_few_lines_level_gets_curves_and_the_paired_test(tmp_path):
     assert len(lines) == 20 and "train_loss" in lines[-1]
     plots = sorted(p.name for p in (project / "sw" / "plots").iterdir())
     assert "grad_norm.png" not in plots and "grad_flow.png" not in plots           # no monitor ran: no placeholder
-    from sweeper.analysis.results import load_experiment, load_runs
+    from sweeper.analysis.results import load_experiment, load_manifest, load_runs
     from sweeper.analysis.verdict import analyze_all
+    from sweeper.config.decision import DecisionOptions
 
-    runs = load_runs(project / "sw")
-    exp, _ = load_experiment(project / "sw")
-    primary, _ = analyze_all(runs, exp, n_resamples=500)
+    runs = load_runs(project / "sw", load_manifest(project / "sw"))
+    exp, _ = load_experiment(project / "sw", load_manifest(project / "sw"))
+    primary, _ = analyze_all(runs, exp, DecisionOptions(n_resamples=500))
     assert {c.design for c in primary.comparisons} == {"paired"}
     import dataclasses
 
-    declared, _ = analyze_all(runs, dataclasses.replace(exp, design="independent"), n_resamples=500)
+    declared, _ = analyze_all(runs, dataclasses.replace(exp, design="independent"), DecisionOptions(n_resamples=500))
     assert {c.design for c in declared.comparisons} == {"independent"}
     assert "declared by experiment.design=independent" in declared.comparisons[0].notes[0]
 

@@ -55,6 +55,7 @@ from scipy import stats as sps
 
 import sweeper.analysis.robust as robust
 import sweeper.analysis.stats as stats
+from sweeper.config.decision import DecisionOptions
 
 SPENDING = ("obf", "pocock", "hsd")
 HSD_GAMMA = -6.0          # Hwang-Shih-DeCani spending parameter of spending="hsd"
@@ -74,7 +75,7 @@ _GRID = 241               # points per look of the numerical integration
 
 @dataclass(frozen=True)
 class Design:
-    alpha: float = 0.05
+    alpha: float = DecisionOptions.alpha     # the schema's default (sweeper.config.decision); a sweep passes its own
     start: int = 3
     batch: int = 2
     max_seeds: int = 9

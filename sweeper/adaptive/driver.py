@@ -14,6 +14,7 @@ required (futility needs the smallest effect that matters); launcher=slurm needs
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 from sweeper.adaptive import design as adaptive
@@ -27,10 +28,13 @@ from sweeper.plan.paths import check_paths
 from sweeper.report.end import finish
 from sweeper.run.files.rundir import UnreadableFile
 
+LOOK_MIN_SEEDS = 2     # a look's analysis: arms with 2 seeds are read (sweeper.adaptive.start may be 2); the look
+LOOK_RESAMPLES = 200   # decides by its own t-based levels, so its arms need few resamples (the report uses the rest)
+
 
 def design_of(sweep) -> adaptive.Design:
     """The Design from sweeper.adaptive.* and the experiment; UsageError (one line) for what it refuses."""
-    conf = sweep.sweeper.adaptive
+    conf, decision = sweep.sweeper.adaptive, sweep.sweeper.decision
     exp = sweep.experiment
     if exp.min_effect is None:
         raise UsageError("seeds=adaptive needs experiment.min_effect (the smallest difference that matters, in "
@@ -42,7 +46,7 @@ def design_of(sweep) -> adaptive.Design:
     if own:
         raise UsageError(f"seeds=adaptive: variant {own[0]} sets its own seeds=; adaptive looks choose the seeds "
                          f"of every variant (remove its seeds= override)")
-    return adaptive.Design(alpha=0.05, start=conf.start, batch=conf.batch, max_seeds=conf.max_seeds,
+    return adaptive.Design(alpha=decision.alpha, start=conf.start, batch=conf.batch, max_seeds=conf.max_seeds,
                            min_effect=float(exp.min_effect), spending=conf.spending,
                            lower_is_better=bool(exp.lower_is_better))
 
@@ -145,16 +149,17 @@ class AdaptiveSweep:
     def look(self, sweep_dir, states, seeds) -> None:
         """Analyse this look's runs and decide every open comparison (states updated in place)."""
         import sweeper.analysis.verdict as verdict  # deferred: pandas and scipy (about 1 s), at the first look
-        from sweeper.analysis.results import load_runs  # deferred: pandas, as above
+        from sweeper.analysis.results import load_manifest, load_runs  # deferred: pandas, as above
         exp = self.sweep.experiment
         live = adaptive.still_open(states)
         try:
-            runs = load_runs(sweep_dir)
+            runs = load_runs(sweep_dir, load_manifest(sweep_dir))
         except UnreadableFile as e:
             raise UsageError(str(e)) from None
         runs = runs[runs["variant"].isin(live + [exp.baseline]) & (runs["seed"] < seeds[exp.baseline])]
-        an = verdict.analyze(runs, exp.metric, exp.lower_is_better, [(v, exp.baseline) for v in live],
-                             min_seeds=2, n_resamples=200)
+        options = dataclasses.replace(self.sweep.sweeper.decision, min_seeds=LOOK_MIN_SEEDS,
+                                      n_resamples=LOOK_RESAMPLES)
+        an = verdict.analyze(runs, exp.metric, exp.lower_is_better, [(v, exp.baseline) for v in live], options)
         looks, invalid = {}, {}
         base = an.arms[exp.baseline]
         for c in an.comparisons:

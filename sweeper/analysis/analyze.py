@@ -1,8 +1,10 @@
 """Read and decide a sweep dir: the experiment, its runs and curves, and every verdict (files only, no torch).
 
-    inp = analyze_sweep(sweep_dir)          # ReportInput: runs, curves, verdicts, notes, the checks across runs
-    #                                         findings (their effects already in the verdicts); what a report is made of
-    exp, notes, runs, curves = read_sweep(sweep_dir, baseline="rope", metric="val_loss")
+    inp = analyze_sweep(sweep_dir, DecisionOptions())   # ReportInput: what a report is made of: runs, curves,
+    #                                                     verdicts, notes, the findings of the checks across runs
+    #                                                     (their effects already in the verdicts), inp.manifest
+    #                                                     (read here, once, and passed to every loader)
+    exp, notes, runs, curves = read_sweep(sweep_dir, read_manifest_once(sweep_dir), baseline="rope")
 """
 from __future__ import annotations
 
@@ -21,12 +23,15 @@ from sweeper.analysis.results import (
     load_code_state,
     load_curves,
     load_experiment,
+    load_manifest,
     load_runs,
     load_variant_changes,
 )
+from sweeper.config.decision import DecisionOptions
 from sweeper.errors import UsageError
 from sweeper.plan.slurm_record import has_record
 from sweeper.run.files.experiment import Experiment
+from sweeper.run.files.manifest import Manifest
 from sweeper.run.files.rundir import KEEP, STALE, Status, UnreadableFile, stale_hint
 
 
@@ -48,6 +53,7 @@ class ReportInput:
     code: dict = field(default_factory=dict)                 # {commit, dirty} the runs ran (sweeper.journal)
     findings: list[Finding] | None = None    # checks across runs (sweeper.analysis.integrity); None: not run
     #                                          (a comparison of two sweeps: each sweep's own report runs them)
+    manifest: Manifest | None = None         # the sweep's manifest as read once (None: it has none, or two sweeps)
 
 
 def resolve_experiment(exp: Experiment, sweep_dir: Path, runs: pd.DataFrame, baseline: str | None = None,
@@ -77,17 +83,26 @@ def resolve_experiment(exp: Experiment, sweep_dir: Path, runs: pd.DataFrame, bas
                                variants=dict(exp.variants), secondary_metrics=dict(exp.secondary_metrics))
 
 
-def read_sweep(sweep_dir: Path, baseline: str | None = None, metric: str | None = None,
-               lower_is_better: bool | None = None, need_baseline: bool = True
-               ) -> tuple[Experiment, list[str], pd.DataFrame, pd.DataFrame]:
-    """(experiment with the overrides, notes, runs, curves) of a sweep dir; UsageError naming a damaged
-    manifest or a sweep that plans no runs. need_baseline=False: any variant will do (`--against` pairs
-    equal variants of two sweeps)."""
+def read_manifest_once(sweep_dir: Path) -> Manifest | None:
+    """The manifest of a report's sweep (load_manifest), read at the report's entry; UsageError naming a damaged
+    one or a missing sweep dir."""
+    if not sweep_dir.is_dir():
+        raise UsageError(f"sweep dir {sweep_dir} does not exist: pass the folder holding the sweep's manifest "
+                         f"and runs/")
     try:
-        exp, notes = load_experiment(sweep_dir)
-        runs = load_runs(sweep_dir)
+        return load_manifest(sweep_dir)
     except UnreadableFile as e:
         raise UsageError(str(e)) from None
+
+
+def read_sweep(sweep_dir: Path, manifest: Manifest | None, baseline: str | None = None, metric: str | None = None,
+               lower_is_better: bool | None = None, need_baseline: bool = True
+               ) -> tuple[Experiment, list[str], pd.DataFrame, pd.DataFrame]:
+    """(experiment with the overrides, notes, runs, curves) of a sweep dir and its manifest (read_manifest_once);
+    UsageError naming a sweep that plans no runs. need_baseline=False: any variant will do (`--against` pairs
+    equal variants of two sweeps)."""
+    exp, notes = load_experiment(sweep_dir, manifest)
+    runs = load_runs(sweep_dir, manifest)
     if runs.empty:
         raise UsageError(f"sweep dir {sweep_dir} plans no runs (none in its manifest, no runs/<variant>/seed_<k>/)")
     if not need_baseline and baseline is None:
@@ -96,32 +111,30 @@ def read_sweep(sweep_dir: Path, baseline: str | None = None, metric: str | None 
     return exp, notes, runs, load_curves(sweep_dir, runs)
 
 
-def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3, n_resamples: int = 10_000,
-                  seed: int = 0, baseline: str | None = None, metric: str | None = None,
-                  lower_is_better: bool | None = None) -> ReportInput:
-    """Read the sweep and decide. baseline / metric / lower_is_better override the manifest's experiment."""
+def analyze_sweep(sweep_dir: str | Path, options: DecisionOptions, baseline: str | None = None,
+                  metric: str | None = None, lower_is_better: bool | None = None) -> ReportInput:
+    """Read the sweep (its manifest once) and decide by `options`. baseline / metric / lower_is_better override
+    the manifest's experiment."""
     sweep_dir = Path(sweep_dir)
-    if not sweep_dir.is_dir():
-        raise UsageError(f"sweep dir {sweep_dir} does not exist: pass the folder holding the sweep's manifest "
-                         f"and runs/")
-    exp, notes, runs, curves = read_sweep(sweep_dir, baseline, metric, lower_is_better)
-    recorded, _ = load_experiment(sweep_dir)          # readable: read_sweep has read it
+    manifest = read_manifest_once(sweep_dir)
+    exp, notes, runs, curves = read_sweep(sweep_dir, manifest, baseline, metric, lower_is_better)
+    recorded, _ = load_experiment(sweep_dir, manifest)
     present = list(dict.fromkeys(runs["variant"]))
     family = [(v, exp.baseline) for v in present if v != exp.baseline] if exp.baseline else []
     secondary_exp = dataclasses.replace(exp, secondary_metrics={m: d for m, d in exp.secondary_metrics.items()
                                                                 if f"final_{m}" in runs.columns and m != exp.metric})
     missing = sorted(m for m in exp.secondary_metrics if f"final_{m}" not in runs.columns)
-    changes, unreadable = load_variant_changes(sweep_dir, exp.baseline)
-    declared = declared_changes(sweep_dir) if exp.baseline == recorded.baseline else {}
-    findings = check_sweep(SweepEvidence(sweep_dir, exp, runs, curves, changes, declared), exp.silence)
-    an, secondary = verdict.analyze_all(runs, secondary_exp, family, alpha=alpha, min_seeds=min_seeds,
-                                        n_resamples=n_resamples, seed=seed,
+    changes, unreadable = load_variant_changes(sweep_dir, manifest, exp.baseline)
+    declared = declared_changes(manifest) if exp.baseline == recorded.baseline else {}
+    task = (manifest.task or {}) if manifest is not None else {}
+    findings = check_sweep(SweepEvidence(sweep_dir, exp, runs, curves, changes, declared, task), exp.silence)
+    an, secondary = verdict.analyze_all(runs, secondary_exp, options, family,
                                         untested=integrity_effects.untested(findings, family))
     for analysis in (an, *secondary.values()):
         integrity_effects.apply(findings, analysis)
     counts = runs["status"].value_counts()
     header = [f"sweep: {sweep_dir}", f"metric: final {exp.metric} ({'lower' if exp.lower_is_better else 'higher'} "
-              f"is better); baseline: {exp.baseline or 'none (one variant)'}; alpha {alpha}, Holm over "
+              f"is better); baseline: {exp.baseline or 'none (one variant)'}; alpha {options.alpha}, Holm over "
               f"{len(family)} comparison(s)",
               "runs: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + f" (of {len(runs)} planned)",
               f"written {time.strftime('%Y-%m-%d %H:%M:%S')}"]
@@ -131,12 +144,13 @@ def analyze_sweep(sweep_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3
     stale = int((runs["status"] == STALE).sum())
     terminal = [f"note: {stale} run(s) {stale_hint(sweep_dir)}"] if stale else []
     terminal += unfinished_notes(sweep_dir, runs)
-    code = load_code_state(sweep_dir)
+    code = load_code_state(sweep_dir, manifest)
     unreadable += code.pop("unreadable")
     if exp.hypothesis:
         header.insert(1, f"hypothesis: {exp.hypothesis}")
     return ReportInput(f"Sweep report: {exp.name}", header, runs, curves, an, problems + unreadable, damaged,
-                       terminal + slurm_notes(sweep_dir, runs), secondary, changes, declared, exp, code, findings)
+                       terminal + slurm_notes(sweep_dir, runs), secondary, changes, declared, exp, code, findings,
+                       manifest)
 
 
 def unfinished_notes(sweep_dir: Path, runs: pd.DataFrame) -> list[str]:

@@ -1,7 +1,7 @@
 """Compare two sweeps of the same experiment (e.g. a new commit against an old one), variant by variant.
 
     python -m sweeper.report NEW_SWEEP --against OLD_SWEEP
-    text = compare_sweeps(new_dir, old_dir, plots=True)  # writes NEW_SWEEP/compare_vs_<OLD name>/report.md ...
+    text = compare_sweeps(new_dir, old_dir, DecisionOptions())  # writes NEW_SWEEP/compare_vs_<OLD name>/report.md ...
 
 Every variant present in both sweeps becomes one comparison "<variant>@new vs <variant>@old", with the same
 machinery and decision rule as a single sweep (sweeper.analysis.verdict): Holm over all of them, paired by seed when
@@ -18,15 +18,16 @@ from pathlib import Path
 import pandas as pd
 
 import sweeper.analysis.verdict as verdict
-from sweeper.analysis.analyze import ReportInput, read_sweep
-from sweeper.analysis.results import load_manifest
+from sweeper.analysis.analyze import ReportInput, read_manifest_once, read_sweep
+from sweeper.config.decision import DecisionOptions
 from sweeper.errors import UsageError
-from sweeper.run.files.rundir import UnreadableFile
+from sweeper.run.files.manifest import Manifest
 
 
-def _labelled(sweep_dir: Path, label: str, metric: str | None, lower_is_better: bool | None):
+def _labelled(sweep_dir: Path, manifest: Manifest | None, label: str, metric: str | None,
+              lower_is_better: bool | None):
     """(experiment, runs, curves) of one sweep, its variants and run ids tagged with the label."""
-    exp, notes, runs, curves = read_sweep(sweep_dir, None, metric, lower_is_better, need_baseline=False)
+    exp, notes, runs, curves = read_sweep(sweep_dir, manifest, None, metric, lower_is_better, need_baseline=False)
     problems = [f"{label}: {n}" for n in notes]
     problems += [f"{label}: {r.run_dir}: {r.problems}" for r in runs.itertuples() if r.problems]
     damaged = [f"{label}: {d}" for d in runs.attrs.get("damaged", []) + curves.attrs.get("damaged", [])]
@@ -38,17 +39,13 @@ def _labelled(sweep_dir: Path, label: str, metric: str | None, lower_is_better: 
     return exp, runs, curves
 
 
-def same_experiment(new_dir: Path, old_dir: Path, any_experiment: bool) -> list[str]:
+def same_experiment(new_dir: Path, old_dir: Path, manifests: dict[str, Manifest | None],
+                    any_experiment: bool) -> list[str]:
     """Refuse (UsageError) two sweeps whose manifests record different experiments, unless any_experiment: a
     comparison across experiments compares different things under the same variant names. The notes to show
-    (a sweep without a manifest cannot be checked; a comparison allowed by the flag is said to be one)."""
-    names = {}
-    for label, d in (("new", new_dir), ("old", old_dir)):
-        try:
-            manifest = load_manifest(d)
-        except UnreadableFile as e:
-            raise UsageError(str(e)) from None
-        names[label] = manifest.experiment.name if manifest is not None else None
+    (a sweep without a manifest cannot be checked; a comparison allowed by the flag is said to be one).
+    manifests: "new" and "old" -> that sweep's manifest (read_manifest_once)."""
+    names = {label: m.experiment.name if m is not None else None for label, m in manifests.items()}
     if None in names.values():
         missing = [str(d) for (label, d) in (("new", new_dir), ("old", old_dir)) if names[label] is None]
         return [f"not checked that both sweeps are of the same experiment ({', '.join(missing)}: no manifest)"]
@@ -61,16 +58,17 @@ def same_experiment(new_dir: Path, old_dir: Path, any_experiment: bool) -> list[
     return [f"experiments differ ({names['new']!r} vs {names['old']!r}): compared anyway (--any-experiment)"]
 
 
-def analyze_pair(new_dir: str | Path, old_dir: str | Path, alpha: float = 0.05, min_seeds: int = 3,
-                 n_resamples: int = 10_000, seed: int = 0, metric: str | None = None,
+def analyze_pair(new_dir: str | Path, old_dir: str | Path, options: DecisionOptions, metric: str | None = None,
                  lower_is_better: bool | None = None, any_experiment: bool = False) -> ReportInput:
+    """Read both sweeps (each manifest once) and decide every common variant, new vs old, by `options`."""
     new_dir, old_dir = Path(new_dir), Path(old_dir)
     for d in (new_dir, old_dir):
         if not d.is_dir():
             raise UsageError(f"sweep dir {d} does not exist: pass two folders holding a sweep's manifest and runs/")
-    checked = same_experiment(new_dir, old_dir, any_experiment)
-    new_exp, new_runs, new_curves = _labelled(new_dir, "new", metric, lower_is_better)
-    old_exp, old_runs, old_curves = _labelled(old_dir, "old", metric, lower_is_better)
+    manifests = {"new": read_manifest_once(new_dir), "old": read_manifest_once(old_dir)}
+    checked = same_experiment(new_dir, old_dir, manifests, any_experiment)
+    new_exp, new_runs, new_curves = _labelled(new_dir, manifests["new"], "new", metric, lower_is_better)
+    old_exp, old_runs, old_curves = _labelled(old_dir, manifests["old"], "old", metric, lower_is_better)
     if (new_exp.metric, new_exp.lower_is_better) != (old_exp.metric, old_exp.lower_is_better):
         raise UsageError(f"the sweeps decide on different metrics: {new_dir} uses {new_exp.metric} "
                          f"(lower_is_better={new_exp.lower_is_better}), {old_dir} uses {old_exp.metric} "
@@ -90,7 +88,7 @@ def analyze_pair(new_dir: str | Path, old_dir: str | Path, alpha: float = 0.05, 
     curves = pd.concat([c for c in (old_curves, new_curves) if len(c)], ignore_index=True) \
         if len(old_curves) or len(new_curves) else new_curves
     family = [(f"{v}@new", f"{v}@old") for v in common]
-    an = verdict.analyze(runs, new_exp.metric, new_exp.lower_is_better, family, alpha, min_seeds, n_resamples, seed)
+    an = verdict.analyze(runs, new_exp.metric, new_exp.lower_is_better, family, options)
     problems = checked + new_runs.attrs["problems"] + old_runs.attrs["problems"]
     damaged = new_runs.attrs["damaged"] + old_runs.attrs["damaged"]
     only = sorted(set(new_variants) ^ old_variants)
@@ -98,7 +96,8 @@ def analyze_pair(new_dir: str | Path, old_dir: str | Path, alpha: float = 0.05, 
         problems.append(f"variants in only one sweep (not compared): {', '.join(only)}")
     header = [f"new sweep: {new_dir}", f"old sweep: {old_dir}",
               f"metric: final {new_exp.metric} ({'lower' if new_exp.lower_is_better else 'higher'} is better); "
-              f"alpha {alpha}, Holm over {len(family)} comparison(s)", f"written {time.strftime('%Y-%m-%d %H:%M:%S')}"]
+              f"alpha {options.alpha}, Holm over {len(family)} comparison(s)",
+              f"written {time.strftime('%Y-%m-%d %H:%M:%S')}"]
     return ReportInput(f"Sweep comparison: {new_exp.name} (new) vs {old_exp.name} (old)", header, runs, curves, an,
                        problems, damaged)
 

@@ -1,9 +1,10 @@
 """Read a sweep directory (finished, partial or interrupted) into tidy pandas DataFrames. Reads files only.
 
-    from sweeper.analysis.results import load_experiment, load_runs, load_curves
-    exp, notes = load_experiment("sweeps/rope-1a2b")  # an Experiment (run.files.experiment), why defaults
-    runs = load_runs("sweeps/rope-1a2b")                # one row per planned run; runs.attrs["damaged"]
-    curves = load_curves("sweeps/rope-1a2b", runs)      # long: run_id, variant, seed, step, metric, value
+    from sweeper.analysis.results import load_experiment, load_manifest, load_runs, load_curves
+    manifest = load_manifest("sweeps/rope-1a2b")                  # read once; None without one
+    exp, notes = load_experiment("sweeps/rope-1a2b", manifest)    # an Experiment (run.files.experiment), why defaults
+    runs = load_runs("sweeps/rope-1a2b", manifest)                # one row per planned run; runs.attrs["damaged"]
+    curves = load_curves("sweeps/rope-1a2b", runs)                # long: run_id, variant, seed, step, metric, value
 
 `load_runs` columns: variant, seed, run_id, run_dir, status, error, failure_class, exit_code, steps, resume_step,
 wall_time_s, health, health_failed (names of failing checks), config_hash, log_tail (the end of the log of a
@@ -28,7 +29,6 @@ discovered from runs/<variant>/seed_<k>/ and the experiment records no baseline.
 from __future__ import annotations
 
 import math
-import os
 import re
 from pathlib import Path
 
@@ -40,7 +40,7 @@ from sweeper.health.result import HealthReport
 from sweeper.run.envinfo import git_state
 from sweeper.run.files.atomic import read_tail
 from sweeper.run.files.experiment import Experiment
-from sweeper.run.files.manifest import MANIFEST, Manifest, RunEntry, read_manifest
+from sweeper.run.files.manifest import Manifest, RunEntry, read_manifest
 from sweeper.run.files.rundir import KEEP, STALE, RunDir, Status, UnreadableFile, stale_hint
 
 MISSING, UNKNOWN = "missing", "unknown"          # row states beyond a run's own status (see the docstring)
@@ -53,35 +53,14 @@ _UNHELPFUL = re.compile(r"^(exit status -?\d+|killed by [\w ]+|exited 0 without 
                         r"|.*\(exit status -?\d+\)|Slurm job \S+ ended \S+ before the run did.*)$")
 
 
-_MANIFESTS: dict[str, tuple[tuple, Manifest]] = {}     # manifest path -> (its stat stamp, the parsed manifest)
-
-
 def load_manifest(sweep_dir: str | Path) -> Manifest | None:
-    """The sweep's manifest (None when there is none); UnreadableFile when it is damaged. Read-only: a report
-    asks for it several times, and a 10,000-run manifest is parsed again only when its file changed (same
-    inode, size and mtime: the same parse)."""
+    """The sweep's manifest (None when there is none); UnreadableFile when it is damaged. A report reads it once,
+    at its entry (analyze_sweep, analyze_pair), and passes it to every loader below."""
     sweep_dir = Path(sweep_dir)
     if not sweep_dir.is_dir():
         raise FileNotFoundError(f"sweep dir {sweep_dir} does not exist: pass the folder holding the sweep's "
                                 f"manifest and runs/")
-    path = os.path.abspath(sweep_dir / MANIFEST)
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return read_manifest(sweep_dir)                  # it names what is wrong
-    stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-    cached = _MANIFESTS.get(path)
-    if cached is not None and cached[0] == stamp:
-        return cached[1]
-    manifest = read_manifest(sweep_dir)
-    if manifest is not None:
-        _MANIFESTS.pop(path, None)
-        _MANIFESTS[path] = (stamp, manifest)
-        while len(_MANIFESTS) > 4:                       # a report reads one sweep (two with --against)
-            _MANIFESTS.pop(next(iter(_MANIFESTS)))
-    return manifest
+    return read_manifest(sweep_dir)
 
 
 # A sweep dir without a manifest (its plan's write was killed, or runs were copied by hand) recorded no experiment:
@@ -91,9 +70,8 @@ def load_manifest(sweep_dir: str | Path) -> Manifest | None:
 ASSUMED_WITHOUT_MANIFEST = "val_loss"
 
 
-def load_experiment(sweep_dir: str | Path) -> tuple[Experiment, list[str]]:
+def load_experiment(sweep_dir: str | Path, manifest: Manifest | None) -> tuple[Experiment, list[str]]:
     """The manifest's experiment, and notes on what was assumed (without a manifest: no baseline, val_loss)."""
-    manifest = load_manifest(sweep_dir)
     if manifest is not None:
         return manifest.experiment, []
     variants = list(dict.fromkeys(e.variant for e in _planned_runs(Path(sweep_dir), None)))
@@ -219,11 +197,11 @@ def invalidating(health: HealthReport) -> list[str]:
     return names
 
 
-def load_runs(sweep_dir: str | Path) -> pd.DataFrame:
-    """One row per planned run (see the module docstring for the columns), ordered by variant then seed.
-    attrs["damaged"]: one message per damaged file (named, with the fix)."""
+def load_runs(sweep_dir: str | Path, manifest: Manifest | None) -> pd.DataFrame:
+    """One row per planned run (see the module docstring for the columns), ordered by variant then seed; the
+    runs `manifest` plans (load_manifest), or those on disk without one. attrs["damaged"]: one message per
+    damaged file (named, with the fix)."""
     sweep_dir = Path(sweep_dir)
-    manifest = load_manifest(sweep_dir)
     rows, damaged, cost = [], [], {}
     for entry in _planned_runs(sweep_dir, manifest):
         row, bad = _run_row(sweep_dir, entry)
@@ -245,14 +223,13 @@ def load_runs(sweep_dir: str | Path) -> pd.DataFrame:
     return df
 
 
-def load_curves(sweep_dir: str | Path, runs: pd.DataFrame | None = None) -> pd.DataFrame:
+def load_curves(sweep_dir: str | Path, runs: pd.DataFrame) -> pd.DataFrame:
     """Long table of every logged metric: run_id, variant, seed, step, metric, value (absent or null: no row).
 
-    `runs` (from load_runs) avoids reading the manifest twice; a run whose metrics have truncated or corrupt
-    lines gets them named in its `problems` there. attrs["problems"] and attrs["damaged"]: those messages.
+    `runs` is load_runs'; a run whose metrics have truncated or corrupt lines gets them named in its
+    `problems` there. attrs["problems"] and attrs["damaged"]: those messages.
     """
     sweep_dir = Path(sweep_dir)
-    runs = load_runs(sweep_dir) if runs is None else runs
     records: list = []
     owners: list[np.ndarray] = []
     problems: list[str] = []
@@ -298,12 +275,12 @@ def load_curves(sweep_dir: str | Path, runs: pd.DataFrame | None = None) -> pd.D
     return out
 
 
-def load_variant_changes(sweep_dir: str | Path, baseline: str) -> tuple[dict[str, list], list[str]]:
+def load_variant_changes(sweep_dir: str | Path, manifest: Manifest | None,
+                         baseline: str) -> tuple[dict[str, list], list[str]]:
     """Per variant, its config_diff.Change list against `baseline`, from the runs' frozen config.yaml (each
     variant's first readable one), and problems (an unreadable config is named, its variant left out). The
     manifest's declared changes group the keys (sweeper.config.ablation recorded them at plan time)."""
     sweep_dir = Path(sweep_dir)
-    manifest = load_manifest(sweep_dir)
     configs, problems = {}, []
     for entry in _planned_runs(sweep_dir, manifest):
         if entry.variant in configs:
@@ -317,17 +294,15 @@ def load_variant_changes(sweep_dir: str | Path, baseline: str) -> tuple[dict[str
     return {v: diff_configs(configs[baseline], c) for v, c in configs.items() if v != baseline}, problems
 
 
-def declared_changes(sweep_dir: str | Path) -> dict[str, list]:
+def declared_changes(manifest: Manifest | None) -> dict[str, list]:
     """The manifest's declared changes per variant ([config_diff.Declared]); {} without a manifest."""
-    manifest = load_manifest(sweep_dir)
     return {v: [Declared.from_dict(c) for c in cs] for v, cs in manifest.changes.items()} if manifest else {}
 
 
-def load_code_state(sweep_dir: str | Path) -> dict:
+def load_code_state(sweep_dir: str | Path, manifest: Manifest | None) -> dict:
     """The code the runs ran: {commit, dirty} from their env records (a mix lists every commit); without any,
     the git state of the task's folder now (source: 'now'); `unreadable` names damaged env records."""
     sweep_dir = Path(sweep_dir)
-    manifest = load_manifest(sweep_dir)
     commits, dirty, unreadable = [], False, []
     for entry in _planned_runs(sweep_dir, manifest):
         try:

@@ -47,6 +47,9 @@ from sweeper.analysis.stats import (
     smallest_p,
     welch_test,
 )
+from sweeper.config.decision import DecisionOptions
+
+DEFAULT = DecisionOptions   # the decision rule's defaults (resamples, seed, confidence, alpha), stated there once
 
 INDEPENDENT_K = 1.5        # clip at the pooled median +- this many robust sd
 PAIRED_K = 2.0             # Huber's tuning constant of the paired one-step M-estimate
@@ -87,12 +90,12 @@ def spread(a, b, paired: bool, permutation: bool) -> float:
     return float(math.sqrt(ss / (a.size + b.size - 2)))
 
 
-def uses_permutation(paired: bool, n_a: int, n_b: int, family_size: int = 1, alpha: float = 0.05) -> bool:
+def uses_permutation(paired: bool, n_a: int, n_b: int, family_size: int = 1, alpha: float = DEFAULT.alpha) -> bool:
     """True when the robust permutation test decides: its exact floor reaches Holm's strictest level alpha / m."""
     return min(n_a, n_b) >= 2 and floor(paired, n_a, n_b) <= alpha / max(1, family_size)
 
 
-def student_test(a, b, confidence: float = 0.95) -> TestResult:
+def student_test(a, b, confidence: float = DEFAULT.confidence) -> TestResult:
     """Student's pooled-variance t-test (scipy.stats.ttest_ind(a, b), equal_var=True), with its mean-difference CI."""
     a, b = _finite(a, "a"), _finite(b, "b")
     if a.size < 2 or b.size < 2:
@@ -109,7 +112,7 @@ def student_test(a, b, confidence: float = 0.95) -> TestResult:
                       (float(diff - half), float(diff + half)))
 
 
-def t_test(a, b, paired: bool, confidence: float = 0.95) -> TestResult:
+def t_test(a, b, paired: bool, confidence: float = DEFAULT.confidence) -> TestResult:
     """The small-n deciding test: paired t, else Student's t with equal arms, Welch's t with unequal arms."""
     if paired:
         return paired_t_test(a, b, confidence=confidence)
@@ -161,7 +164,7 @@ def _welch_of_sums(sa, qa, total, total_sq, na, nb) -> np.ndarray:
     return np.where(flat, np.where(np.abs(diff) <= 1e-12 * scale, 0.0, np.copysign(np.inf, diff)), t)
 
 
-def independent_test(a, b, n_resamples: int = 10_000, seed: int = 0,
+def independent_test(a, b, n_resamples: int = DEFAULT.n_resamples, seed: int = DEFAULT.seed,
                      max_exact: int = MAX_EXACT_SPLITS) -> TestResult:
     """Two-sided permutation test of Welch's t on the Huber-clipped values (see the module docstring).
     statistic: Welch's t of the clipped values (observed split)."""
@@ -186,7 +189,7 @@ def independent_test(a, b, n_resamples: int = 10_000, seed: int = 0,
                       note=f"values clipped to the pooled median +- {INDEPENDENT_K} robust sd")
 
 
-def splits(n: int, na: int, n_resamples: int = 10_000, seed: int = 0,
+def splits(n: int, na: int, n_resamples: int = DEFAULT.n_resamples, seed: int = DEFAULT.seed,
            max_exact: int = MAX_EXACT_SPLITS) -> tuple[np.ndarray, bool]:
     """(membership, exact): every split of n pooled values into arm a (1.0) and b when there are at most
     max_exact, else the observed split and n_resamples random ones (fixed seed); row 0 is the observed split."""
@@ -255,7 +258,7 @@ def _pvalues_within(stat: np.ndarray) -> np.ndarray:
     return (stat.size - np.searchsorted(srt, stat * (1 - _TOL), side="left")) / stat.size
 
 
-def paired_test(a, b, n_resamples: int = 10_000, seed: int = 0,
+def paired_test(a, b, n_resamples: int = DEFAULT.n_resamples, seed: int = DEFAULT.seed,
                 max_exact_pairs: int = MAX_EXACT_PAIRS) -> TestResult:
     """Two-sided sign-flip test of the differences d = a - b, statistic min(p_t, p_Huber) calibrated on the same
     flips (see the module docstring). statistic: mean(d). Zero spread: the exact sign-flip result."""
@@ -281,8 +284,9 @@ def paired_test(a, b, n_resamples: int = 10_000, seed: int = 0,
 
 
 # ----------------------------------------------------------------------------- the deciding test and its interval
-def deciding_test(a, b, paired: bool, family_size: int = 1, alpha: float = 0.05, n_resamples: int = 10_000,
-                  seed: int = 0, confidence: float = 0.95) -> TestResult:
+def deciding_test(a, b, paired: bool, family_size: int = 1, alpha: float = DEFAULT.alpha,
+                  n_resamples: int = DEFAULT.n_resamples, seed: int = DEFAULT.seed,
+                  confidence: float = DEFAULT.confidence) -> TestResult:
     """The test that decides a comparison without lost seeds: the robust permutation test when its floor reaches
     alpha / family_size, else the t-test (t_test); zero spread always gets the exact sign-flip/permutation result."""
     a, b = _finite(a, "a"), _finite(b, "b")
@@ -305,8 +309,8 @@ def _pvalue_at(a, b, paired, family_size, alpha, n_resamples, seed, shift: float
     return deciding_test(a - shift, b, paired, family_size, alpha, n_resamples, seed).pvalue
 
 
-def decision_interval(a, b, paired: bool, level: float, family_size: int = 1, alpha: float = 0.05,
-                      n_resamples: int = 10_000, seed: int = 0) -> tuple[float, float, float]:
+def decision_interval(a, b, paired: bool, level: float, family_size: int = 1, alpha: float = DEFAULT.alpha,
+                      n_resamples: int = DEFAULT.n_resamples, seed: int = DEFAULT.seed) -> tuple[float, float, float]:
     """(estimate, low, high): the shifts d for which the deciding test of (a - d, b) has p >= level, as an
     interval. It excludes 0 exactly when the test at d = 0 (the decision, with all n_resamples) has p < level:
     the endpoint on 0's side is searched between 0 and the estimate when 0 is rejected, beyond 0 when it is not.

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special  # scipy.stats / scipy.optimize cost ~0.5 s to import: the report needs neither
 
+from sweeper.config.decision import DecisionOptions
+
+DEFAULT = DecisionOptions   # the decision rule's defaults (resamples, seed, confidence, alpha), stated there once
 ALTERNATIVES = ("two-sided", "greater", "less")
 _ROUNDING = 1e-12   # a spread below this fraction of the values is float rounding: treated as zero variance
 
@@ -163,7 +166,7 @@ def _t_pvalue(t: float, df: float, alternative: str) -> float:
     return float(special.stdtr(df, -t) if alternative == "greater" else special.stdtr(df, t))
 
 
-def welch_test(a, b, alternative: str = "two-sided", confidence: float = 0.95) -> TestResult:
+def welch_test(a, b, alternative: str = "two-sided", confidence: float = DEFAULT.confidence) -> TestResult:
     """Welch's unequal-variance t-test (scipy's ttest_ind default is Student's: equal_var=False is this one)."""
     _check_alternative(alternative)
     a, b = _finite(a, "a"), _finite(b, "b")
@@ -181,7 +184,7 @@ def welch_test(a, b, alternative: str = "two-sided", confidence: float = 0.95) -
                       (float(diff - half), float(diff + half)))
 
 
-def paired_t_test(a, b, alternative: str = "two-sided", confidence: float = 0.95) -> TestResult:
+def paired_t_test(a, b, alternative: str = "two-sided", confidence: float = DEFAULT.confidence) -> TestResult:
     """Paired t-test on d = a - b (scipy.stats.ttest_rel); only valid when seed i of both arms shares its randomness."""
     _check_alternative(alternative)
     d = _paired_differences(a, b)
@@ -243,8 +246,8 @@ def _splits(n: int, na: int) -> np.ndarray:
     return np.concatenate([first, rest], axis=1)
 
 
-def permutation_test(a, b, alternative: str = "two-sided", n_resamples: int = 10_000, seed: int = 0,
-                     max_exact: int = 100_000) -> TestResult:
+def permutation_test(a, b, alternative: str = "two-sided", n_resamples: int = DEFAULT.n_resamples,
+                     seed: int = DEFAULT.seed, max_exact: int = 100_000) -> TestResult:
     """Permutation test of the difference of means; agrees exactly with
     scipy.stats.permutation_test((a, b), statistic, n_resamples=np.inf) where statistic is
     |mean a - mean b| with alternative="greater" (our two-sided) or mean a - mean b ("greater", "less").
@@ -299,8 +302,8 @@ def _random_splits(x: np.ndarray, na: int, n_resamples: int, rng: np.random.Gene
     return float(diff(x[:na].sum())), null
 
 
-def sign_flip_test(a, b, alternative: str = "two-sided", n_resamples: int = 10_000, seed: int = 0,
-                   max_exact_pairs: int = 16) -> TestResult:
+def sign_flip_test(a, b, alternative: str = "two-sided", n_resamples: int = DEFAULT.n_resamples,
+                   seed: int = DEFAULT.seed, max_exact_pairs: int = 16) -> TestResult:
     """Paired permutation test: flip the sign of each difference d = a - b; statistic mean(d) (two-sided |mean d|).
 
     Agrees exactly with scipy.stats.permutation_test((a, b), statistic, permutation_type="samples",
@@ -363,7 +366,8 @@ def bca_interval(boot: np.ndarray, observed: float, influences: list[np.ndarray]
     return float(low), float(high), f"percentile (BCa undefined: {why})"
 
 
-def bootstrap_mean(x, confidence: float = 0.95, n_resamples: int = 10_000, seed: int = 0) -> Interval:
+def bootstrap_mean(x, confidence: float = DEFAULT.confidence, n_resamples: int = DEFAULT.n_resamples,
+                   seed: int = DEFAULT.seed) -> Interval:
     """CI of one arm's mean (BCa, percentile fallback)."""
     x = _finite(x, "values")
     if x.size < 2:
@@ -382,8 +386,8 @@ class BootstrapDelta:
     p_better: Interval       # P(a beats b) = U / (n_a n_b), percentile interval
 
 
-def bootstrap_delta(a, b, paired: bool = False, lower_is_better: bool = False, confidence: float = 0.95,
-                    n_resamples: int = 10_000, seed: int = 0) -> BootstrapDelta:
+def bootstrap_delta(a, b, paired: bool = False, lower_is_better: bool = False, confidence: float = DEFAULT.confidence,
+                    n_resamples: int = DEFAULT.n_resamples, seed: int = DEFAULT.seed) -> BootstrapDelta:
     """Bootstrap the difference of means (BCa) and P(a better) (percentile) from the same resamples.
 
     Independent arms are resampled separately (stratified); paired arms resample whole pairs.
@@ -418,7 +422,7 @@ def bootstrap_delta(a, b, paired: bool = False, lower_is_better: bool = False, c
                           Interval(pb, float(pb_low), float(pb_high), "percentile", confidence, n_resamples, seed))
 
 
-def prob_better_interval(estimate: float, n_a: int, n_b: int, confidence: float = 0.95) -> Interval:
+def prob_better_interval(estimate: float, n_a: int, n_b: int, confidence: float = DEFAULT.confidence) -> Interval:
     """CI of P(a beats b) = U / (n_a n_b): Newcombe's Wilson-type score interval (Newcombe 2006, Stat Med 25,
     "Confidence intervals for an effect size measure based on the Mann-Whitney statistic", method 5), with a
     continuity correction of half a step of U.
@@ -567,7 +571,7 @@ def holm(pvalues) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- power
-def t_power(d: float, n: int, alpha: float = 0.05, paired: bool = False, n_b: int | None = None) -> float:
+def t_power(d: float, n: int, alpha: float = DEFAULT.alpha, paired: bool = False, n_b: int | None = None) -> float:
     """Power of the two-sided t-test at standardized effect d with n seeds in the first arm and n_b (default n)
     in the second; n pairs when paired.
 
@@ -589,7 +593,7 @@ def t_power(d: float, n: int, alpha: float = 0.05, paired: bool = False, n_b: in
     return float(min(1.0, max(0.0, upper if math.isfinite(upper) else 1.0) + lower))
 
 
-def seeds_needed(d: float, alpha: float = 0.05, power: float = 0.8, paired: bool = False,
+def seeds_needed(d: float, alpha: float = DEFAULT.alpha, power: float = 0.8, paired: bool = False,
                  max_n: int = 10_000_000) -> int | None:
     """Smallest n per arm (pairs when paired) reaching `power`; integer search, so huge effects work too.
     None when d is 0 or NaN or more than max_n would be needed."""
@@ -609,7 +613,7 @@ def seeds_needed(d: float, alpha: float = 0.05, power: float = 0.8, paired: bool
     return hi
 
 
-def min_detectable_effect(n: int, alpha: float = 0.05, power: float = 0.8, paired: bool = False,
+def min_detectable_effect(n: int, alpha: float = DEFAULT.alpha, power: float = 0.8, paired: bool = False,
                           n_b: int | None = None) -> float:
     """Smallest standardized effect (d, or d_z when paired) the two-sided t-test detects with `power` with
     n and n_b (default n) seeds per arm: the ratio form, as statsmodels' TTestIndPower(ratio=n_b / n)."""

@@ -2,9 +2,9 @@
 
     from sweeper.analysis.verdict import analyze, analyze_all
     a = analyze(runs, metric="val_loss", lower_is_better=True,
-                comparisons=[("nope", "rope"), ("rope_frozen_qk", "rope")])
+                comparisons=[("nope", "rope"), ("rope_frozen_qk", "rope")], options=DecisionOptions())
     for c in a.comparisons: print(c.variant, c.verdict, c.decision_ci, c.reason)
-    primary, secondary = analyze_all(runs, experiment)   # secondary: metric -> Analysis, each its own family
+    primary, secondary = analyze_all(runs, experiment, options)   # secondary: metric -> Analysis, each its own family
 
 Decision rule, fixed before looking at the data (report.md repeats it):
 1. Outcome of each planned run: usable = finished with a finite metric; failed; diverged (status diverged, or
@@ -71,6 +71,7 @@ import pandas as pd
 import sweeper.analysis.robust as robust
 import sweeper.analysis.stats as stats
 from sweeper.analysis.results import MISSING, UNKNOWN
+from sweeper.config.decision import DecisionOptions
 from sweeper.run.files.rundir import STALE, Status
 
 FINISHED, FAILED, DIVERGED = Status.FINISHED.value, Status.FAILED.value, Status.DIVERGED.value
@@ -141,16 +142,32 @@ class Comparison:
 class Analysis:
     metric: str
     lower_is_better: bool
-    alpha: float
-    min_seeds: int
-    n_resamples: int
-    seed: int
-    confidence: float
+    options: DecisionOptions         # alpha, min_seeds, n_resamples, seed, confidence (sweeper.config.decision)
     arms: dict[str, Arm]
     comparisons: list[Comparison]
     min_effect: float | None = None
     role: str = "primary"            # or "secondary": its own Holm family, outside the decision
     design: str = "auto"             # experiment.design: auto | paired | independent
+
+    @property
+    def alpha(self) -> float:
+        return self.options.alpha
+
+    @property
+    def min_seeds(self) -> int:
+        return self.options.min_seeds
+
+    @property
+    def n_resamples(self) -> int:
+        return self.options.n_resamples
+
+    @property
+    def seed(self) -> int:
+        return self.options.seed
+
+    @property
+    def confidence(self) -> float:
+        return self.options.confidence
 
 
 def _arm(variant: str, rows: pd.DataFrame, column: str, n_resamples: int, seed: int, confidence: float) -> Arm:
@@ -490,22 +507,17 @@ def _workers(tasks: int) -> ThreadPoolExecutor:
 
 
 def analyze(runs: pd.DataFrame, metric: str, lower_is_better: bool, comparisons: list[tuple[str, str]],
-            alpha: float = 0.05, min_seeds: int = 3, n_resamples: int = 10_000, seed: int = 0,
-            confidence: float = 0.95, min_effect: float | None = None, role: str = "primary",
+            options: DecisionOptions, min_effect: float | None = None, role: str = "primary",
             design: str = "auto", untested: dict[tuple[str, str], str] | None = None) -> Analysis:
-    """Arms for every variant in `runs`, and one Comparison per (variant, baseline) pair, Holm over the family.
+    """Arms for every variant in `runs`, and one Comparison per (variant, baseline) pair, Holm over the family,
+    decided by `options` (alpha, min_seeds, n_resamples, seed, confidence: checked where they entered).
     `metric` is read from the final_<metric> column (or a column of that name, e.g. wall_time_s).
     `untested`: (variant, baseline) -> why no test is run on it (a check across runs found copies of one run, or
     no usable baseline); it enters Holm with p = 1, as an insufficient comparison does."""
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha={alpha}: accepted values are between 0 and 1, e.g. 0.05")
-    if min_seeds < 2:
-        raise ValueError(f"min_seeds={min_seeds}: a t-test needs at least 2 seeds per arm")
     if min_effect is not None and not min_effect > 0:
         raise ValueError(f"min_effect={min_effect}: accepted values are positive differences in metric units")
     column = _column(runs, metric)
-    an = Analysis(metric, lower_is_better, alpha, min_seeds, n_resamples, seed, confidence, {}, [], min_effect, role,
-                  design)
+    an = Analysis(metric, lower_is_better, options, {}, [], min_effect, role, design)
     groups = {v: g for v, g in runs.groupby("variant", sort=False)} if len(runs) else {}
     for variant, baseline in comparisons:
         for name in (variant, baseline):
@@ -513,8 +525,8 @@ def analyze(runs: pd.DataFrame, metric: str, lower_is_better: bool, comparisons:
                 raise ValueError(f"comparison {variant} vs {baseline}: no runs of variant {name!r} "
                                  f"(variants present: {', '.join(groups) or 'none'})")
     with _workers(len(groups)) as pool:              # resampling at 1,000s of seeds: one core per arm/comparison
-        arms = pool.map(lambda item: _arm(item[0], item[1], column or f"final_{metric}", n_resamples, seed,
-                                          confidence), groups.items())
+        arms = pool.map(lambda item: _arm(item[0], item[1], column or f"final_{metric}", an.n_resamples,
+                                          an.seed, an.confidence), groups.items())
         an.arms.update((arm.variant, arm) for arm in arms)
         an.comparisons = [Comparison(variant, baseline) for variant, baseline in comparisons]
 
@@ -534,11 +546,11 @@ def analyze(runs: pd.DataFrame, metric: str, lower_is_better: bool, comparisons:
            for c in an.comparisons]
     m = len(raw)
     for c, work, p_adj, (level, step) in zip(an.comparisons, works, stats.holm(raw) if raw else [],
-                                             _holm_levels(raw, alpha)):
+                                             _holm_levels(raw, an.alpha)):
         c.p_adjusted = float(p_adj) if c.primary is not None else math.nan
         c.decision_level, c.holm_step = level, step
         if c.primary is not None and work.kind:
-            c.decision_ci = _decision_ci(c, work, level, step, m, alpha, n_resamples, seed)
+            c.decision_ci = _decision_ci(c, work, level, step, m, an.alpha, an.n_resamples, an.seed)
         env_notes, corpus_differs = _environment_notes(pd.concat([groups[c.variant], groups[c.baseline]]))
         c.notes.extend(env_notes)
         if c.decision_ci is not None:
@@ -547,23 +559,24 @@ def analyze(runs: pd.DataFrame, metric: str, lower_is_better: bool, comparisons:
     return an
 
 
-def analyze_all(runs: pd.DataFrame, experiment, comparisons: list[tuple[str, str]] | None = None,
-                **options) -> tuple[Analysis, dict[str, Analysis]]:
+def analyze_all(runs: pd.DataFrame, experiment, options: DecisionOptions,
+                comparisons: list[tuple[str, str]] | None = None,
+                untested: dict[tuple[str, str], str] | None = None) -> tuple[Analysis, dict[str, Analysis]]:
     """The primary Analysis (experiment.metric, its Holm family) and one Analysis per
     experiment.secondary_metrics entry (metric -> "lower" | "higher"), each its own Holm family: secondary
     metrics show the cost of a change and never enter the primary decision. `comparisons` defaults to every
-    variant present against experiment.baseline; options go to analyze (alpha, min_seeds, n_resamples, ...)."""
+    variant present against experiment.baseline; options and untested go to analyze."""
     if comparisons is None:
         present = list(dict.fromkeys(runs["variant"])) if len(runs) else []
         comparisons = [(v, experiment.baseline) for v in present if v != experiment.baseline] \
             if experiment.baseline else []
     design = getattr(experiment, "design", "auto")
-    primary = analyze(runs, experiment.metric, experiment.lower_is_better, comparisons,
-                      min_effect=experiment.min_effect, design=design, **options)
+    primary = analyze(runs, experiment.metric, experiment.lower_is_better, comparisons, options,
+                      min_effect=experiment.min_effect, design=design, untested=untested)
     secondary = {}
     for metric, direction in dict(experiment.secondary_metrics or {}).items():
         if direction not in ("lower", "higher"):
             raise ValueError(f"secondary_metrics.{metric}={direction!r}: accepted values are lower, higher")
-        secondary[metric] = analyze(runs, metric, direction == "lower", comparisons, role="secondary", design=design,
-                                    **options)
+        secondary[metric] = analyze(runs, metric, direction == "lower", comparisons, options, role="secondary",
+                                    design=design, untested=untested)
     return primary, secondary

@@ -2,7 +2,7 @@
 
     python -m sweeper.report SWEEP_DIR                      # finished, partial or interrupted sweep
     python -m sweeper.report NEW_SWEEP --against OLD_SWEEP  # same variants, new vs old (sweeper.analysis.compare)
-    python -m sweeper.report SWEEP_DIR --no-plots --alpha 0.05 --min-seeds 3 --resamples 10000 --seed 0
+    python -m sweeper.report SWEEP_DIR --no-plots --alpha 0.01 --min-seeds 4 --resamples 2000 --seed 1
     python -m sweeper.report MULTIRUN_DIR --baseline 'lr=0.001' --metric acc --higher-is-better
 
 Every variant is compared with the experiment's baseline, metric and direction as the manifest records them;
@@ -14,8 +14,11 @@ from __future__ import annotations
 import sys
 
 from sweeper.cli.boundary import ArgumentParser, run_command
+from sweeper.config.decision import DecisionOptions, from_flags
 from sweeper.errors import UsageError
 from sweeper.report.write import compare_sweeps, report_sweep
+
+FLAGS = {"alpha": "--alpha", "min_seeds": "--min-seeds", "n_resamples": "--resamples", "seed": "--seed"}
 
 
 def _parser() -> ArgumentParser:
@@ -25,10 +28,12 @@ def _parser() -> ArgumentParser:
     p.add_argument("--any-experiment", action="store_true", help="with --against: compare even when the two sweeps "
                    "record different experiments (refused otherwise)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots (faster)")
-    p.add_argument("--alpha", type=float, default=0.05, help="family-wise error rate (default 0.05)")
-    p.add_argument("--min-seeds", type=int, default=3, help="usable seeds per arm below which: insufficient")
-    p.add_argument("--resamples", type=int, default=10_000, help="bootstrap / Monte Carlo resamples (default 10000)")
-    p.add_argument("--seed", type=int, default=0, help="RNG seed of every resampling step (default 0)")
+    default = DecisionOptions()           # the flags' defaults are the schema's (sweeper.config.decision), shown
+    p.add_argument("--alpha", type=float, help=f"family-wise error rate (default {default.alpha})")
+    p.add_argument("--min-seeds", type=int, help=f"usable seeds per arm below which: insufficient (default "
+                   f"{default.min_seeds})")
+    p.add_argument("--resamples", type=int, help=f"bootstrap / Monte Carlo resamples (default {default.n_resamples})")
+    p.add_argument("--seed", type=int, help=f"RNG seed of every resampling step (default {default.seed})")
     p.add_argument("--baseline", metavar="VARIANT", help="the variant every other is compared with "
                    "(default: the manifest's experiment.baseline)")
     p.add_argument("--metric", metavar="NAME", help="the final metric to decide on (default: the manifest's)")
@@ -48,25 +53,20 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str], state: dict) -> int:
     args = _parser().parse_args(argv)
-    if not 0 < args.alpha < 1:
-        raise UsageError(f"--alpha {args.alpha}: accepted values are between 0 and 1, e.g. 0.05")
-    if args.min_seeds < 2:
-        raise UsageError(f"--min-seeds {args.min_seeds}: a t-test needs at least 2 seeds per arm")
-    if args.resamples < 100:
-        raise UsageError(f"--resamples {args.resamples}: use at least 100 (10000 is the default)")
+    decision = from_flags({"alpha": args.alpha, "min_seeds": args.min_seeds, "n_resamples": args.resamples,
+                           "seed": args.seed}, FLAGS)            # unset flags: the schema's defaults
     unwritten: list[str] = []
-    options = dict(alpha=args.alpha, min_seeds=args.min_seeds, n_resamples=args.resamples, seed=args.seed,
-                   metric=args.metric, lower_is_better=args.lower_is_better, unwritten=unwritten)
+    options = dict(metric=args.metric, lower_is_better=args.lower_is_better, unwritten=unwritten)
     if args.any_experiment and not args.against:
         raise UsageError("--any-experiment applies with --against OLD_SWEEP only")
     if args.against:
         if args.baseline is not None:
             raise UsageError("--baseline does not apply with --against (each variant is compared with the "
                              "same variant of the other sweep)")
-        text = compare_sweeps(args.sweep_dir, args.against, plots=not args.no_plots,
+        text = compare_sweeps(args.sweep_dir, args.against, decision, plots=not args.no_plots,
                               any_experiment=args.any_experiment, **options)
     else:
-        text = report_sweep(args.sweep_dir, plots=not args.no_plots, baseline=args.baseline,
+        text = report_sweep(args.sweep_dir, decision, plots=not args.no_plots, baseline=args.baseline,
                             journal=args.journal, **options)
     print(text)
     if unwritten:                  # the decision table is above; what could not be written is a fault (exit 1)

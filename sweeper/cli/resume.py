@@ -58,7 +58,8 @@ def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
     task = TaskSpec.from_dict(manifest.task)
     launcher = dict(manifest.launcher or {"name": "local"})
     sweeper_cfg = {"dir": str(sweep_dir), "report": True, "extend": False, "dry_run": False,
-                   "tensorboard": bool(manifest.extra.get("tensorboard"))}
+                   "tensorboard": bool(manifest.extra.get("tensorboard")),
+                   "decision": manifest.extra.get("decision") or {}}    # the sweep's sweeper.decision, if not default
     for item in overrides:
         key, eq, raw = item.partition("=")
         if not eq or not (key.startswith("launcher.") or key == "sweeper.report") or key == "launcher.name":

@@ -22,6 +22,7 @@ from typing import Any, List, Optional
 
 from hydra.core.config_store import ConfigStore
 
+from sweeper.config.decision import DecisionOptions
 from sweeper.config.fields import show
 from sweeper.config.launchers import registered
 from sweeper.errors import UsageError
@@ -61,6 +62,7 @@ class SweeperConf:
     one_change: str = one_of("warn", ("warn", "error", "off"))  # a variant with several declared changes: warn | error | off
     baseline_first: bool = True    # the baseline's health preflight (task.preflight) passes before any variant launches
     adaptive: AdaptiveConf = field(default_factory=AdaptiveConf)   # seeds=adaptive: looks, batch, max seeds
+    decision: DecisionOptions = field(default_factory=DecisionOptions)   # alpha, min_seeds, n_resamples, seed: the report's and the adaptive looks' decision rule (sweeper.config.decision)
     determinism_probe: bool = False   # after the baseline ran, run one baseline seed again (SWEEP_DIR/probe/): the report compares it bitwise
     journal: Optional[str] = None  # experiment journal (DIR/journal.md + .jsonl); default beside the sweeps; 'off': none
 

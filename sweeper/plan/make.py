@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from sweeper.config.config_diff import describe, diff_configs
+from sweeper.config.decision import DecisionOptions
 from sweeper.config.resources import effective_resources, ranks_of
 from sweeper.config.seeds import format_seeds
 from sweeper.config.sweep import Sweep
@@ -113,6 +114,9 @@ class Plan:
         journal = self.sweep.sweeper.journal
         if journal:                   # the journal this sweep's reports go to (sweeper.report, resume)
             extra["journal"] = journal if journal.lower() == "off" else str(Path(os.path.expanduser(journal)).resolve())
+        decision = self.sweep.sweeper.decision
+        if decision != DecisionOptions():   # what its reports decide by (sweeper.resume reads it); default: unrecorded
+            extra["decision"] = asdict(decision)
         manifest = Manifest(
             experiment=self.experiment, seeds=list(self.seeds), variants_hash=self.variants_hash,
             overrides=list(self.sweep.overrides), launcher=dict(self.sweep.launcher), task=self.task.to_dict(),

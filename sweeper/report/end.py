@@ -36,6 +36,6 @@ def finish(sweep_dir: Path, sweeper: SweeperConf, statuses: dict[str, str]) -> i
     and the exit status: 1 when a run failed or was left unfinished, else 0."""
     if sweeper.report:
         from sweeper.report.write import report_sweep  # deferred: pandas and scipy (about 1 s), after the runs
-        print(report_sweep(sweep_dir, plots=True, journal=sweeper.journal))
+        print(report_sweep(sweep_dir, sweeper.decision, plots=True, journal=sweeper.journal))
     print(f"sweep dir: {sweep_dir}")
     return 1 if any(s not in KEEP for s in statuses.values()) else 0

@@ -1,7 +1,9 @@
 """Writing a sweep's report into its dir: report.md, report.html, summary.csv, plots/*.png, the journal entry.
 
-    text = report_sweep(sweep_dir, plots=True)     # what every sweep ends with; the terminal text is returned
-    text = compare_sweeps(new_dir, old_dir)        # `python -m sweeper.report NEW --against OLD`
+    text = report_sweep(sweep_dir, options)            # what every sweep ends with; the terminal text is returned
+    text = compare_sweeps(new_dir, old_dir, options)   # `python -m sweeper.report NEW --against OLD`
+
+`options` is the sweep's sweeper.decision (a sweeper.config.decision.DecisionOptions) or the report's flags.
 
 Every variant is compared with the experiment's baseline, metric and direction as the manifest records them;
 baseline / metric / lower_is_better override them (a Hydra multirun's manifest may record none). The statistics
@@ -17,7 +19,7 @@ from pathlib import Path
 import sweeper.report.journal as journal_mod
 from sweeper.analysis.analyze import ReportInput, analyze_sweep
 from sweeper.analysis.compare import analyze_pair
-from sweeper.analysis.results import load_manifest
+from sweeper.config.decision import DecisionOptions
 from sweeper.errors import os_error_line
 from sweeper.report.html import write_html
 from sweeper.report.looks import add_looks
@@ -73,11 +75,8 @@ def _with_unwritten(text: str, failed: list[str]) -> str:
 
 def report_sweep(
     sweep_dir: str | Path,
+    options: DecisionOptions,
     plots: bool = True,
-    alpha: float = 0.05,
-    min_seeds: int = 3,
-    n_resamples: int = 10_000,
-    seed: int = 0,
     baseline: str | None = None,
     metric: str | None = None,
     lower_is_better: bool | None = None,
@@ -88,7 +87,7 @@ def report_sweep(
     (sweeper.journal: `journal` is a folder, `off`, or None for the folder holding the sweep dir); return the
     terminal text (decision table, failed runs, one WARNING line per damaged file and per file not written:
     those are also appended to `unwritten`)."""
-    inp = analyze_sweep(sweep_dir, alpha, min_seeds, n_resamples, seed, baseline, metric, lower_is_better)
+    inp = analyze_sweep(sweep_dir, options, baseline, metric, lower_is_better)   # reads the manifest, once
     failed: list[str] = []
     text = write_report(inp, sweep_dir, plots, failed)
     looks = _written(failed, Path(sweep_dir) / "report.md", lambda: add_looks(sweep_dir, text))  # seeds=adaptive
@@ -96,8 +95,7 @@ def report_sweep(
     if unwritten is not None:
         unwritten.extend(failed)
     if journal is None:  # the journal the sweep was started with, if it named one
-        manifest = load_manifest(sweep_dir)
-        journal = manifest.extra.get("journal") if manifest is not None else None
+        journal = inp.manifest.extra.get("journal") if inp.manifest is not None else None
     folder = journal_mod.journal_dir(sweep_dir, journal)
     if folder is None:
         return text
@@ -113,20 +111,15 @@ def report_sweep(
 def compare_sweeps(
     new_dir: str | Path,
     old_dir: str | Path,
+    options: DecisionOptions,
     plots: bool = True,
-    alpha: float = 0.05,
-    min_seeds: int = 3,
-    n_resamples: int = 10_000,
-    seed: int = 0,
     metric: str | None = None,
     lower_is_better: bool | None = None,
     any_experiment: bool = False,
     unwritten: list | None = None,
 ) -> str:
     """Write report.md, summary.csv and plots into NEW/compare_vs_<old name>/; return the decision table text."""
-    inp = analyze_pair(
-        new_dir, old_dir, alpha, min_seeds, n_resamples, seed, metric, lower_is_better, any_experiment=any_experiment
-    )
+    inp = analyze_pair(new_dir, old_dir, options, metric, lower_is_better, any_experiment=any_experiment)
     out_dir = Path(new_dir) / f"compare_vs_{Path(old_dir).resolve().name}"
     failed: list[str] = []
     if _written(failed, out_dir, lambda: out_dir.mkdir(parents=True, exist_ok=True)) is None:

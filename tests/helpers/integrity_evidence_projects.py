@@ -121,9 +121,10 @@ def sweep(project: Path, *args: str, timeout: float = 300) -> tuple[subprocess.C
 def findings_of(sweep_dir: Path) -> list:
     """Every check's findings on the sweep dir, as a report reads them (sweeper.analysis.integrity)."""
     from sweeper.analysis.integrity import SweepEvidence, check_sweep
-    from sweeper.analysis.results import load_curves, load_experiment, load_runs, load_variant_changes
+    from sweeper.analysis.results import load_curves, load_experiment, load_manifest, load_runs, load_variant_changes
 
-    experiment, _ = load_experiment(sweep_dir)
-    runs = load_runs(sweep_dir)
-    changes, _ = load_variant_changes(sweep_dir, experiment.baseline)
+    manifest = load_manifest(sweep_dir)
+    experiment, _ = load_experiment(sweep_dir, manifest)
+    runs = load_runs(sweep_dir, manifest)
+    changes, _ = load_variant_changes(sweep_dir, manifest, experiment.baseline)
     return check_sweep(SweepEvidence(sweep_dir, experiment, runs, load_curves(sweep_dir, runs), changes))

@@ -18,6 +18,7 @@ from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.runs import metric_column, shown, usable, what_changes
 from sweeper.config.config_diff import Change
+from sweeper.config.decision import DecisionOptions
 
 BUDGET = re.compile(r"^(max_|num_|n_|total_|train_|training_)*(steps|iters|iterations|epochs|epoch|tokens|timesteps|"
                     r"updates|time_limit|time|budget|samples|minutes|hours|steps_per_epoch)(_s|_min|_h)?$")
@@ -61,8 +62,8 @@ def common_budget(ev: SweepEvidence, variant: str) -> str:
     at = c[c["step"] == step].set_index("run_id")["value"]
     rows = ev.runs[ok].copy()
     rows[metric_column(ev)] = rows["run_id"].map(at).to_numpy(dtype=float)
-    an = verdict.analyze(rows, metric, ev.experiment.lower_is_better, [(variant, baseline)], n_resamples=RESAMPLES,
-                         design=ev.experiment.design)
+    an = verdict.analyze(rows, metric, ev.experiment.lower_is_better, [(variant, baseline)],
+                         DecisionOptions(n_resamples=RESAMPLES), design=ev.experiment.design)
     cmp = an.comparisons[0]
     arms = "; ".join(f"{a.variant} {shown(a.summary['mean'])}" for a in (an.arms[variant], an.arms[baseline]))
     if cmp.decision_ci is None or cmp.delta is None:

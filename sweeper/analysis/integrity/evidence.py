@@ -24,6 +24,8 @@ class SweepEvidence:
     curves: pd.DataFrame              # load_curves: run_id, variant, seed, step, metric, value
     changes: dict[str, list[Change]] = field(default_factory=dict)   # variant -> its config changes vs the baseline
     declared: dict[str, list[Declared]] = field(default_factory=dict)  # variant -> the overrides that made them
+    task: dict | None = None          # the manifest's task block ({} without a manifest); None: not given, a check
+    #                                   that needs it reads the manifest
 
     @functools.cached_property
     def metric_curves(self) -> pd.DataFrame:

@@ -110,8 +110,11 @@ def writes_outside_run_dir(ev: SweepEvidence) -> list[Finding]:
         return []
     folder = records[0][3].folder
     listed = [f"{p} ({_kinds(w)} during {_who(w)})" for p, w in written.items()]
-    manifest = load_manifest(ev.sweep_dir)
-    task = (manifest.task or {}) if manifest is not None else {}
+    if ev.task is None:                  # evidence built without it (the report passes the manifest's)
+        manifest = load_manifest(ev.sweep_dir)
+        task = (manifest.task or {}) if manifest is not None else {}
+    else:
+        task = ev.task
     words = " ".join(task.get("command") or [])
     no_path = bool(task.get("command")) and not any(p in words for p in PER_RUN)
     fix = ("the command passes no per-run path: add `--out {out_dir}` (or {run_dir}) to task.command and write "
