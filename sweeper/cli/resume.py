@@ -22,6 +22,7 @@ import yaml
 from sweeper.cli.boundary import run_command
 from sweeper.config.config_diff import Declared
 from sweeper.config.launchers import backend_of
+from sweeper.config.seeds import Seeds
 from sweeper.config.sweep import Sweep
 from sweeper.config.task import TaskSpec
 from sweeper.errors import UsageError
@@ -82,9 +83,11 @@ def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
         variant_configs.setdefault(entry.variant, {**config, "seed": 0})
         runs.append(RunSpec(run_id=entry.run_id, variant=entry.variant, seed=entry.seed, run_dir=rd.path,
                             config=config, config_hash=entry.config_hash))
-    sweep = Sweep(overrides=list(manifest.overrides),
-                  cfg={"seeds": list(manifest.seeds), "sweeper": sweeper_cfg, "launcher": launcher},
-                  experiment=manifest.experiment, task=task, variant_configs=variant_configs,
+    sweep = Sweep(overrides=list(manifest.overrides), cfg={"sweeper": sweeper_cfg, "launcher": launcher},
+                  experiment=manifest.experiment, task=task, seeds=Seeds.of(manifest.seeds),
+                  variant_configs=variant_configs,
+                  variant_seeds={v: Seeds.of(manifest.variant_seeds[v]) if v in manifest.variant_seeds else None
+                                 for v in variant_configs},
                   changes={v: [Declared.from_dict(c) for c in cs] for v, cs in manifest.changes.items()})
     plan = Plan(sweep_dir=sweep_dir, experiment=manifest.experiment, seeds=list(manifest.seeds), runs=runs,
                 variants_hash=manifest.variants_hash, sweep=sweep, task=task,
