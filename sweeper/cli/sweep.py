@@ -34,9 +34,8 @@ from sweeper.config.sweep import Sweep, check_task_started, compose_sweep
 from sweeper.errors import UsageError
 from sweeper.execute.launch import fix_launch
 from sweeper.execute.preflight import check_preflight_options
-from sweeper.plan.code_change import code_change
-from sweeper.plan.make import Plan, format_plan, make_plan, reconcile
-from sweeper.plan.paths import check_paths
+from sweeper.plan.make import Plan, format_plan
+from sweeper.plan.pipeline import plan_sweep
 from sweeper.report.end import run_to_end
 
 USAGE = "\n\n".join(__doc__.split("\n\n")[:3])
@@ -76,14 +75,7 @@ def prepare(argv: list[str]):
         backend.check_machine(conf)
         check_task_started(sweep, alongside=lambda: backend.probe(conf))
         return adaptive, backend, conf
-    plan = make_plan(sweep)                        # sweep.seeds: a huge range is refused before it is built
-    check_paths(plan, writable=not sweep.sweeper.dry_run)     # before its dir is read: a file there, a name too long
-    plan = reconcile(plan, extend=sweep.sweeper.extend)
-    if sweep.sweeper.extend:                       # onto changed code: one line, before anything starts
-        changed = code_change(plan)
-        if changed:
-            print(f"sweeper: warning: {changed}", file=sys.stderr, flush=True)
-    check_paths(plan, writable=not sweep.sweeper.dry_run)
+    plan = plan_sweep(sweep)                       # sweeper.plan.pipeline: nothing written yet
     plan = fix_launch(plan, backend, conf)         # the plan against this machine's devices and cores
     check_task_started(sweep, alongside=lambda: backend.probe(conf))
     return plan, backend, conf

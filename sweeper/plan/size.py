@@ -1,4 +1,4 @@
-"""The one bound on a sweep's size: sweeper.max_runs (default 1000, sweeper.config.schema.SweeperConf).
+"""The one bound on a sweep's size: sweeper.max_runs (its default: sweeper.config.schema.SweeperConf).
 
     check_size(sweep, {"rope": 4, "nope": 4})    # UsageError when 8 > sweep.sweeper.max_runs
 

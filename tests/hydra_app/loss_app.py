@@ -20,7 +20,6 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 
-
 def register_config() -> None:
     """The app's primary config, stored when the app runs (not on import: tests import `loss` from here, and a
     stored "config" would leak into every other composition in that test process)."""
