@@ -6,8 +6,10 @@ import pytest
 
 from sweeper.config.composition.argv import split_config_dirs, with_config_dirs
 from sweeper.config.composition.search import CONF_DIR, search_dirs
+from sweeper.config.seeds import Seeds
 from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
+from sweeper.plan.make import make_plan
 from tests.helpers.commands import ROOT, run_sweeper
 
 EXPERIMENTS = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
@@ -42,7 +44,8 @@ def test_rope_experiment_variants():
 def test_variant_seeds_is_a_variants_own_seeds_override_parsed_or_none():
     sweep = compose_sweep(["+experiment=rope", "seeds=0-3",
                            "experiment.variants.nope=['model.pos_encoding=none','seeds=[5,7]']"])
-    assert sweep.variant_seeds == {"rope": None, "nope": [5, 7], "rope_frozen_qk": None}
+    assert sweep.seeds == Seeds.of([0, 1, 2, 3]) and sweep.seeds.count == 4     # parsed once, typed
+    assert sweep.variant_seeds == {"rope": None, "nope": Seeds.of([5, 7]), "rope_frozen_qk": None}
     assert "seeds" not in sweep.variant_configs["nope"]
     with pytest.raises(UsageError, match=r"^experiment rope, variant nope: seeds=\[\] is empty"):
         compose_sweep(["+experiment=rope", "experiment.variants.nope=['seeds=[]']"])
@@ -215,12 +218,17 @@ def test_a_variant_s_huge_seed_range_is_counted_not_expanded_and_refused(tmp_pat
           baseline: a
           metric: val_loss
           lower_is_better: true
+          controls: [b]
           variants:
             a: []
             b: [seeds=0-1000000000000]
         """))
     t0 = time.time()
-    with pytest.raises(UsageError, match=r"variant b: seeds=0-1000000000000 plans 1000000000001 runs, more than "
-                                         r"sweeper.max_runs=1000"):
-        compose_sweep(["hydra.searchpath=[file://" + str(tmp_path / "conf") + "]", "+experiment=huge", "seeds=0"])
+    sweep = compose_sweep(["hydra.searchpath=[file://" + str(tmp_path / "conf") + "]", "+experiment=huge", "seeds=0",
+                           f"sweeper.dir={tmp_path / 's'}"])
+    assert sweep.variant_seeds["b"].count == 1000000000001
+    with pytest.raises(UsageError, match=r"^the plan has 1000000000002 runs \(a: 1 \+ b: 1000000000001\), more than "
+                                         r"sweeper.max_runs=1000; ask for fewer seeds"):
+        make_plan(sweep)
     assert time.time() - t0 < 30                    # a trillion seeds were never built
+    assert not (tmp_path / "s").exists()

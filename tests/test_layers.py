@@ -14,6 +14,7 @@ spells the names of its files.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -201,6 +202,42 @@ def test_only_the_run_contract_names_its_files(folder):
            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
            for name in CONTRACT_FILES if name in line]
     assert not bad, "only the run contract (sweeper/run/) may name its files:\n" + "\n".join(bad)
+
+
+CONFIG_NAMES = re.compile(r"(cfg|conf|config)$", re.IGNORECASE)   # cfg, vcfg, sweep.cfg, run_config, self.conf
+
+
+def raw_seeds_reads(path: Path) -> list[str]:
+    """`cfg["seeds"]` and `cfg.get("seeds")` off a config (a name or attribute ending in cfg/conf/config) in a
+    file. Records of other formats with a "seeds" key (a journal row, an adaptive look) are not the config."""
+    out, text = [], path.read_text(encoding="utf-8")
+    for node in ast.walk(ast.parse(text, filename=str(path))) if "seeds" in text else ():
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value == "seeds":
+            target = node.value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+              and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "seeds"):
+            target = node.func.value
+        else:
+            continue
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if CONFIG_NAMES.search(name):
+            out.append(f"{rel(path)}:{node.lineno}: {ast.unparse(node)}")
+    return out
+
+
+def test_seeds_is_read_raw_only_in_the_config_layer():
+    """Issue 41: `seeds=` is one typed value (sweeper.config.seeds.Seeds), parsed once by compose_sweep;
+    everything downstream reads sweep.seeds / sweep.variant_seeds, never the raw config key."""
+    config = ROOT / "sweeper" / "config"
+    bad = [hit for p in MODULES.values() if not p.is_relative_to(config) for hit in raw_seeds_reads(p)]
+    assert not bad, "raw reads of the seeds key outside sweeper/config (use sweep.seeds):\n" + "\n".join(bad)
+
+
+def test_a_raw_seeds_read_is_caught(tmp_path):
+    probe = tmp_path / "seeds_probe.py"
+    probe.write_text('def f(sweep, rec, row, vcfg):\n    a = rec["looks"][-1]["seeds"], row.get("seeds")\n'
+                     '    return sweep.cfg["seeds"], vcfg.get("seeds")\n')
+    assert raw_seeds_reads(probe) == ["seeds_probe.py:3: sweep.cfg['seeds']", "seeds_probe.py:3: vcfg.get('seeds')"]
 
 
 def _with_probe(monkeypatch, tmp_path, name: str, source: str) -> Path:

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from sweeper.cli.resume import load_plan
+from sweeper.config.seeds import Seeds
 from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
 from sweeper.plan.make import make_plan, reconcile, write_plan
@@ -180,6 +181,8 @@ def test_a_variants_own_seeds_are_its_runs_and_are_recorded(tmp_path):
     assert manifest.seeds_of("nope") == [5, 7] and manifest.seeds_of("rope_frozen_qk") == [0, 1]
     loaded, _ = load_plan(tmp_path, [])
     assert loaded.variant_seeds == {"nope": [5, 7]} and [r.run_id for r in loaded.runs] == [r.run_id for r in plan.runs]
+    assert loaded.sweep.seeds == Seeds.of([0, 1])                    # the recorded seeds as the typed value
+    assert loaded.sweep.variant_seeds == {"rope": None, "nope": Seeds.of([5, 7]), "rope_frozen_qk": None}
     # The same command again is the same plan; more seeds for the variant need sweeper.extend=true.
     assert reconcile(plan_for(f"sweeper.dir={tmp_path}", NOPE_OWN_SEEDS, seeds=[0, 1]), extend=False).runs == plan.runs
     more = "experiment.variants.nope=['model.pos_encoding=none','seeds=[5,7,9]']"

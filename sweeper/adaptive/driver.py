@@ -23,8 +23,9 @@ from sweeper.errors import UsageError
 from sweeper.execute.launch import PreflightRefused, fix_launch, launch_plan
 from sweeper.plan.lock import sweep_lock
 from sweeper.plan.looks import looks_path, read_looks, write_looks
-from sweeper.plan.make import check_size, make_plan, reconcile
+from sweeper.plan.make import make_plan, reconcile
 from sweeper.plan.paths import check_paths
+from sweeper.plan.size import check_size
 from sweeper.report.end import finish
 from sweeper.run.files.rundir import UnreadableFile
 

@@ -29,7 +29,6 @@ import tempfile
 
 from sweeper.cli.boundary import ArgumentParser, run_command
 from sweeper.config.composition.argv import split_config_dirs, with_config_dirs
-from sweeper.config.seeds import parse_seeds
 from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
 from sweeper.execute.audit import AuditFailed, audit_run_config, check_auditable
@@ -54,7 +53,7 @@ def _select(sweep, variant: str | None, seed: int | None) -> dict:
         raise UsageError(f"--variant {variant}: experiment {sweep.experiment.name} has variants "
                          f"{', '.join(sweep.variant_configs)}")
     if seed is None:
-        seed = parse_seeds(sweep.cfg["seeds"])[0]
+        seed = sweep.seeds.first             # seeds=adaptive: a UsageError (no fixed first seed)
     if seed < 0:
         raise UsageError(f"--seed {seed}: a seed is a non-negative integer")
     return {**sweep.variant_configs[variant], "seed": seed}

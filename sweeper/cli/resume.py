@@ -20,16 +20,13 @@ from pathlib import Path
 import yaml
 
 from sweeper.cli.boundary import run_command
-from sweeper.config.config_diff import Declared
 from sweeper.config.launchers import backend_of
-from sweeper.config.sweep import Sweep
-from sweeper.config.task import TaskSpec
 from sweeper.errors import UsageError
 from sweeper.execute.launch import fix_launch
-from sweeper.plan.make import Plan, RunSpec, recorded
+from sweeper.plan.from_manifest import plan_from_manifest
+from sweeper.plan.make import Plan, recorded
 from sweeper.report.end import run_to_end
 from sweeper.run.files.manifest import MANIFEST
-from sweeper.run.files.rundir import UnreadableFile, stable_hash
 
 USAGE = "usage: python -m sweeper.resume SWEEP_DIR [launcher.KEY=VALUE ...] [sweeper.report=true|false]"
 
@@ -55,7 +52,6 @@ def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
     if not manifest.task:
         raise UsageError(f"{sweep_dir / MANIFEST} records no task (a sweep from an older sweeper); re-run the "
                          f"recorded command `python -m sweeper {' '.join(manifest.argv)}` to finish it")
-    task = TaskSpec.from_dict(manifest.task)
     launcher = dict(manifest.launcher or {"name": "local"})
     sweeper_cfg = {"dir": str(sweep_dir), "report": True, "extend": False, "dry_run": False,
                    "tensorboard": bool(manifest.extra.get("tensorboard")),
@@ -69,29 +65,7 @@ def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
         if key == "sweeper.report" and raw.strip().lower() not in ("true", "false"):
             raise UsageError(f"sweeper.report={raw!r}: expected a boolean (true or false)")
         (sweeper_cfg if key == "sweeper.report" else launcher)[key.split(".", 1)[1]] = value
-    runs, variant_configs = [], {}
-    for entry in manifest.runs:
-        rd = manifest.run_dir(sweep_dir, entry)
-        try:
-            config = rd.read_config()
-        except UnreadableFile as e:
-            raise UsageError(f"{e}; this sweep dir is incomplete") from None
-        if stable_hash(config) != entry.config_hash:
-            raise UsageError(f"{rd.config_path} differs from the plan recorded in {MANIFEST} (config hash "
-                             f"{stable_hash(config)} != {entry.config_hash}); restore it, or start a new sweep "
-                             f"in another sweeper.dir")
-        variant_configs.setdefault(entry.variant, {**config, "seed": 0})
-        runs.append(RunSpec(run_id=entry.run_id, variant=entry.variant, seed=entry.seed, run_dir=rd.path,
-                            config=config, config_hash=entry.config_hash))
-    sweep = Sweep(overrides=list(manifest.overrides),
-                  cfg={"seeds": list(manifest.seeds), "sweeper": sweeper_cfg, "launcher": launcher},
-                  experiment=manifest.experiment, task=task, variant_configs=variant_configs,
-                  changes={v: [Declared.from_dict(c) for c in cs] for v, cs in manifest.changes.items()})
-    plan = Plan(sweep_dir=sweep_dir, experiment=manifest.experiment, seeds=list(manifest.seeds), runs=runs,
-                variants_hash=manifest.variants_hash, sweep=sweep, task=task,
-                tensorboard=sweeper_cfg["tensorboard"], variant_seeds=dict(manifest.variant_seeds),
-                launch=manifest.launch, resources=dict(manifest.resources))    # ranks per run: the plan's
-    return plan, list(manifest.argv)
+    return plan_from_manifest(sweep_dir, manifest, sweeper_cfg, launcher), list(manifest.argv)
 
 
 def main(argv: list[str] | None = None) -> int:

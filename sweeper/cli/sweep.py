@@ -30,14 +30,12 @@ from sweeper.cli.boundary import run_command
 from sweeper.config.composition.argv import split_config_dirs, with_config_dirs
 from sweeper.config.composition.compose import compose, to_yaml
 from sweeper.config.launchers import backend_of
-from sweeper.config.seeds import count_seeds, is_adaptive, parse_seeds
 from sweeper.config.sweep import Sweep, check_task_started, compose_sweep
 from sweeper.errors import UsageError
 from sweeper.execute.launch import fix_launch
 from sweeper.execute.preflight import check_preflight_options
-from sweeper.plan.code_change import code_change
-from sweeper.plan.make import Plan, check_size, format_plan, make_plan, reconcile
-from sweeper.plan.paths import check_paths
+from sweeper.plan.make import Plan, format_plan
+from sweeper.plan.pipeline import plan_sweep
 from sweeper.report.end import run_to_end
 
 USAGE = "\n\n".join(__doc__.split("\n\n")[:3])
@@ -70,25 +68,14 @@ def prepare(argv: list[str]):
     sweep = compose_sweep(overrides_of(argv), start_checks=False)
     check_preflight_options(sweep)
     backend, conf = backend_of_sweep(sweep)
-    if is_adaptive(sweep.cfg["seeds"]):            # seeds=adaptive: sweeper.adaptive.driver plans look by look
+    if sweep.seeds.adaptive:                       # seeds=adaptive: sweeper.adaptive.driver plans look by look
         from sweeper.adaptive.driver import prepare_adaptive  # deferred: scipy (about 1 s), seeds=adaptive only
 
         adaptive = prepare_adaptive(sweep, backend, conf)
         backend.check_machine(conf)
         check_task_started(sweep, alongside=lambda: backend.probe(conf))
         return adaptive, backend, conf
-    n_seeds = count_seeds(sweep.cfg["seeds"])      # a huge range is refused before it is expanded
-    check_size(sweep, {v: len(own) if own is not None else n_seeds for v, own in sweep.variant_seeds.items()}
-               or {v: n_seeds for v in sweep.variant_configs})
-    seeds = parse_seeds(sweep.cfg["seeds"])
-    plan = make_plan(sweep, seeds)
-    check_paths(plan, writable=not sweep.sweeper.dry_run)     # before its dir is read: a file there, a name too long
-    plan = reconcile(plan, extend=sweep.sweeper.extend)
-    if sweep.sweeper.extend:                       # onto changed code: one line, before anything starts
-        changed = code_change(plan)
-        if changed:
-            print(f"sweeper: warning: {changed}", file=sys.stderr, flush=True)
-    check_paths(plan, writable=not sweep.sweeper.dry_run)
+    plan = plan_sweep(sweep)                       # sweeper.plan.pipeline: nothing written yet
     plan = fix_launch(plan, backend, conf)         # the plan against this machine's devices and cores
     check_task_started(sweep, alongside=lambda: backend.probe(conf))
     return plan, backend, conf

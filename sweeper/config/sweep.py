@@ -4,7 +4,8 @@
     sweep.experiment.variants      # {"rope": [], "nope": ["model.pos_encoding=none"], ...}
     sweep.task                     # TaskSpec: what every run starts (conf/task/*.yaml or the experiment's task:)
     sweep.variant_configs["nope"]  # the run config (seed 0; the plan sets each run's seed)
-    sweep.variant_seeds["nope"]    # that variant's own `seeds=` override parsed, or None (the sweep's seeds)
+    sweep.seeds                    # Seeds: the sweep's `seeds=`, parsed once here (sweeper.config.seeds)
+    sweep.variant_seeds["nope"]    # that variant's own `seeds=` override as Seeds, or None (the sweep's seeds)
     sweep.sweeper                  # the typed sweeper: block (SweeperConf)
 
 A run's config is every top-level key of the composed config except the sweeper's own (run_config.RESERVED),
@@ -32,7 +33,7 @@ from sweeper.config.names import check_name
 from sweeper.config.resources import effective_resources, read_resources
 from sweeper.config.run_config import run_config
 from sweeper.config.schema import SweeperConf
-from sweeper.config.seeds import count_seeds, is_adaptive, parse_seeds
+from sweeper.config.seeds import Seeds
 from sweeper.config.task import TaskCheck, TaskSpec, check_command, parse_task
 from sweeper.config.variant_overrides import check_variant_overrides
 from sweeper.errors import UsageError
@@ -46,8 +47,9 @@ class Sweep:
     cfg: dict                               # the composed config (command-line overrides, no variant)
     experiment: Experiment
     task: TaskSpec
+    seeds: Seeds                            # the sweep's seeds= (fixed, counted before built, or adaptive)
     variant_configs: dict[str, dict] = field(default_factory=dict)   # variant -> run config (seed 0)
-    variant_seeds: dict[str, list[int] | None] = field(default_factory=dict)  # variant -> its own seeds= or None
+    variant_seeds: dict[str, Seeds | None] = field(default_factory=dict)  # variant -> its own seeds= or None
     changes: dict[str, list] = field(default_factory=dict)    # variant -> [config_diff.Declared] vs the baseline
     resources: dict[str, dict] = field(default_factory=dict)  # experiment.resources, checked (config/resources.py)
     warnings: list[str] = field(default_factory=list)         # what the user should hear before launch
@@ -142,9 +144,8 @@ def compose_sweep(overrides: list[str], start_checks: bool = True) -> Sweep:
     check_schemas(cfg)
     experiment = read_experiment(cfg, overrides)
     task = read_task(cfg)
-    if not is_adaptive(cfg.get("seeds")):             # the sweep's seeds= before composing each variant
-        count_seeds(cfg.get("seeds"))
-    sweep = _compose_variants(cfg, overrides, experiment, task)
+    seeds = Seeds.parse(cfg.get("seeds"))             # the sweep's seeds=, once, before composing each variant
+    sweep = _compose_variants(cfg, overrides, experiment, task, seeds)
     _check_missing(sweep)
     if start_checks:
         check_task_started(sweep)
@@ -173,9 +174,10 @@ def check_task_started(sweep: Sweep, alongside=None) -> None:
         raise refused
 
 
-def _compose_variants(cfg: dict, overrides: list[str], experiment: Experiment, task: TaskSpec) -> Sweep:
+def _compose_variants(cfg: dict, overrides: list[str], experiment: Experiment, task: TaskSpec,
+                      seeds: Seeds) -> Sweep:
     """Every variant's run config and seeds, and the ablation check: nothing started, nothing written."""
-    sweep = Sweep(overrides=list(overrides), cfg=cfg, experiment=experiment, task=task,
+    sweep = Sweep(overrides=list(overrides), cfg=cfg, experiment=experiment, task=task, seeds=seeds,
                   resources=read_resources(cfg["experiment"], experiment.variants, overrides))
     check_variant_overrides(cfg, experiment, overrides)     # every variant's keys at once, before any compose
     for variant, variant_overrides in experiment.variants.items():
@@ -192,19 +194,13 @@ def _compose_variants(cfg: dict, overrides: list[str], experiment: Experiment, t
     return sweep
 
 
-def _variant_seeds(name: str, variant: str, overrides: list[str], vcfg: dict) -> list[int] | None:
-    """A variant's own `seeds=` override, parsed (None when it has none: it runs the sweep's seeds)."""
+def _variant_seeds(name: str, variant: str, overrides: list[str], vcfg: dict) -> Seeds | None:
+    """A variant's own `seeds=` override, parsed, never built (None when it has none: it runs the sweep's
+    seeds). Its size is checked with the plan's (sweeper.plan.size.check_size)."""
     if not any(key_of(o) == "seeds" for o in overrides):
         return None
     try:
-        n = count_seeds(vcfg.get("seeds"))
-        limit = build(SweeperConf, dict(vcfg.get("sweeper") or {}), "sweeper").max_runs
-        if isinstance(limit, int) and n > limit:  # counted, never expanded (seeds=0-10**12 stays cheap)
-            raise UsageError(
-                f"seeds={vcfg.get('seeds')} plans {n} runs, more than sweeper.max_runs={limit}; ask "
-                f"for fewer seeds, or raise the limit with sweeper.max_runs={n}"
-            )
-        return parse_seeds(vcfg.get("seeds"))
+        return Seeds.parse(vcfg.get("seeds"), adaptive=False)
     except UsageError as e:
         raise UsageError(f"experiment {name}, variant {variant}: {e}") from None
 

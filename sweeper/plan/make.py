@@ -1,6 +1,7 @@
 """The plan of a sweep: variants x seeds -> runs with stable identities, written into the sweep directory.
 
-    plan = make_plan(compose_sweep(argv), seeds=[0, 1, 2, 3])   # a variant's own seeds= override is honoured
+    plan = make_plan(compose_sweep(argv))      # the sweep's Seeds (seeds=), a variant's own seeds= override honoured
+    plan = make_plan(sweep, seeds=[0, 1, 2, 3])  # other seeds (a list is taken as Seeds: tests, adaptive looks)
     keep_recorded_launch(plan, Launch(threads_per_run=1))        # launch settings fixed by the FIRST plan
     write_plan(plan, argv)     # runs/<variant>/seed_<k>/config.yaml (frozen, resolved), pending; then the manifest
     plan.argv(run)             # what a backend starts for one run (in plan.task.cwd) ...
@@ -14,7 +15,8 @@ plan is refused; more seeds extend a sweep only with sweeper.extend=true.
 Launch settings that change a run's numbers (Launch: the thread count of every run) are computed once from the
 launcher config and the full plan, recorded in the manifest and kept by every later launch of the sweep (a
 resume with fewer runs left, another launcher.max_parallel): a run's result never depends on how it was
-launched. A plan above sweeper.max_runs runs (default 1000) is refused before anything is written. Writing the
+launched. A plan above sweeper.max_runs runs (default 1000) is refused before anything is written, and before
+a seed list is built (sweeper.plan.size). Writing the
 plan is idempotent (every file atomic, the manifest last; Ctrl-C waits until it is complete), so a write cut
 short by SIGKILL is completed by the same command.
 
@@ -33,11 +35,12 @@ from pathlib import Path
 from sweeper.config.config_diff import describe, diff_configs
 from sweeper.config.decision import DecisionOptions
 from sweeper.config.resources import effective_resources, ranks_of
-from sweeper.config.seeds import format_seeds
+from sweeper.config.seeds import Seeds, format_seeds
 from sweeper.config.sweep import Sweep
 from sweeper.config.task import BUILTIN, LEGACY_BUILTIN, TaskSpec
 from sweeper.errors import UsageError
 from sweeper.interrupts import held_interrupts
+from sweeper.plan.size import check_size
 from sweeper.run import RUN_DIR_ENV, TENSORBOARD_ENV
 from sweeper.run.files.atomic import one_sync
 from sweeper.run.files.experiment import Experiment
@@ -152,25 +155,18 @@ def default_sweep_dir(sweep: Sweep, variants_hash: str) -> Path:
     return Path("sweeps") / f"{sweep.experiment.name}-{variants_hash[:8]}"
 
 
-def check_size(sweep: Sweep, per_variant: dict[str, int]) -> None:
-    """Refuse a plan of more than sweeper.max_runs runs (per_variant: variant -> its number of seeds)."""
-    limit, total = sweep.sweeper.max_runs, sum(per_variant.values())
-    if total > limit:
-        counts = set(per_variant.values())
-        shape = (f"{len(per_variant)} variants x {counts.pop()} seeds" if len(counts) == 1
-                 else " + ".join(f"{v}: {n}" for v, n in per_variant.items()))
-        raise UsageError(f"the plan has {total} runs ({shape}), more than sweeper.max_runs={limit}; ask for fewer "
-                         f"seeds (e.g. seeds=0-3) or variants, or raise the limit with sweeper.max_runs={total}")
-
-
-def make_plan(sweep: Sweep, seeds: list[int], variant_seeds: dict[str, list[int]] | None = None) -> Plan:
-    """The plan: every variant x its seeds (variant_seeds, default the sweep's own `seeds=` overrides of its
-    variants, else `seeds`). Refused (UsageError) above sweeper.max_runs runs, before any run is built."""
+def make_plan(sweep: Sweep, seeds: Seeds | list[int] | None = None,
+              variant_seeds: dict[str, Seeds | list[int]] | None = None) -> Plan:
+    """The plan: every variant x its seeds: variant_seeds (default: the variants' own `seeds=` overrides,
+    sweep.variant_seeds), else `seeds` (default: the sweep's, sweep.seeds). Refused (UsageError) above
+    sweeper.max_runs runs, counted before any seed list is built (seeds=0-10**12 stays cheap)."""
+    seeds = _typed(sweep.seeds if seeds is None else seeds)
     if variant_seeds is None:
         variant_seeds = {v: s for v, s in sweep.variant_seeds.items() if s is not None}
-    own = {v: list(variant_seeds[v]) for v in sweep.variant_configs if v in variant_seeds
-           and list(variant_seeds[v]) != list(seeds)}
-    check_size(sweep, {v: len(own.get(v, seeds)) for v in sweep.variant_configs})
+    typed = {v: _typed(variant_seeds[v]) for v in sweep.variant_configs if v in variant_seeds}
+    check_size(sweep, {v: typed.get(v, seeds).count for v in sweep.variant_configs})
+    own = {v: s.to_list() for v, s in typed.items() if s != seeds}
+    seeds = seeds.to_list()
     resources = effective_resources(sweep.variant_configs, sweep.resources, sweep.launcher)
     variants_hash = plan_hash(sweep.task, sweep.variant_configs, resources)
     if sweep.task.command:                    # every {key} of the command names a run-config key
@@ -188,6 +184,11 @@ def make_plan(sweep: Sweep, seeds: list[int], variant_seeds: dict[str, list[int]
     return Plan(sweep_dir=sweep_dir, experiment=sweep.experiment, seeds=list(seeds), runs=runs,
                 variants_hash=variants_hash, sweep=sweep, task=sweep.task,
                 tensorboard=bool(sweep.sweeper.tensorboard), variant_seeds=own, resources=resources)
+
+
+def _typed(seeds: Seeds | list[int]) -> Seeds:
+    """A list of seeds (a test's, an adaptive look's, a recorded plan's) as Seeds."""
+    return seeds if isinstance(seeds, Seeds) else Seeds.of(seeds)
 
 
 def recorded(sweep_dir: Path) -> Manifest | None:
