@@ -11,13 +11,14 @@ import json
 import pytest
 
 from sweeper.analysis.analyze import analyze_sweep
+from sweeper.config.decision import DecisionOptions
 from sweeper.config.sweep import read_experiment
 from sweeper.errors import UsageError
 from sweeper.run.files.experiment import Experiment
 from sweeper.run.files.manifest import Manifest, RunEntry, read_manifest, write_manifest
 from tests.helpers.synthetic_sweep import write_sweep
 
-FAST = dict(n_resamples=500)
+FAST = dict(options=DecisionOptions(n_resamples=500))
 EXPERIMENT = {"name": "toy", "baseline": "a", "metric": "val_loss", "lower_is_better": True,
               "variants": {"a": None, "b": ["lr=0.1"], "c": ["lr=0.1"]}, "min_effect": 0.05,
               "secondary_metrics": {"tokens_per_s": "higher"}, "hypothesis": "a bigger lr helps",

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from sweeper.config.fields import finite, rule
 from sweeper.errors import UsageError
+from sweeper.field_rules import finite, rule
 
 
 @dataclass
