@@ -41,18 +41,23 @@ def sweep(args: list[str], cwd: Path) -> dict:
     t0 = time.time()
     proc = subprocess.Popen([sys.executable, "-m", "sweeper", "+experiment=rope", *args], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    first, lines = None, []
+    first, lines, at = None, [], []
     for line in proc.stdout:
         if first is None and line.startswith("[sweeper"):
             first = time.time() - t0
         lines.append(line)
+        at.append(time.time() - t0)
     code = proc.wait()
     wall = time.time() - t0
     out = "".join(lines)
     found = PREFLIGHT.search(out)
     preflight = float(found.group(2)) if found else 0.0
+    began = next((t for t, line in zip(at, lines) if "preflight rope: running" in line), None)
+    started = next((t for t, line in zip(at, lines) if "] start  " in line), None)
+    waited = max(0.0, started - began) if began is not None and started is not None else 0.0
     return {"args": args, "exit": code, "wall_s": round(wall, 1), "first_line_s": round(first or wall, 1),
             "preflight_s": preflight, "preflight_share": round(preflight / wall, 4),
+            "seeds_waited_s": round(waited, 1), "waited_share": round(waited / wall, 4),
             "preflights_run": out.count("preflight rope: running"), "preflights_kept": out.count("(kept from "),
             "load_avg_1m": round(os.getloadavg()[0], 2), "tail": out[-1500:]}
 
@@ -64,16 +69,19 @@ def report(args, result: dict) -> list[str]:
           f"README's first command, `python -m sweeper +experiment=rope seeds=0-3` ({result['steps']} steps per run, "
           f"12 runs), output piped; {result['cores']} cores shared with other work; \"loaded\": one busy loop per "
           "core beside it. The preflight runs in its own process at one slot's threads (OMP_WAIT_POLICY=PASSIVE).",
-          "", "| leg | wall | preflight | share of wall | first progress line | preflights run / kept "
-          "| load avg (end) |",
-          "|---|---|---|---|---|---|---|"]
+          "", "| leg | wall | preflight | share of wall | seeds waited on it (share) | first progress line "
+          "| preflights run / kept | load avg (end) |",
+          "|---|---|---|---|---|---|---|---|"]
     for name, leg in result["legs"].items():
         md.append(f"| {name} | {leg['wall_s']:.0f} s | {leg['preflight_s']:.1f} s "
-                  f"| {100 * leg['preflight_share']:.1f}% | {leg['first_line_s']:.1f} s "
+                  f"| {100 * leg['preflight_share']:.1f}% "
+                  f"| {leg.get('seeds_waited_s', 0):.1f} s ({100 * leg.get('waited_share', 0):.1f}%) "
+                  f"| {leg['first_line_s']:.1f} s "
                   f"| {leg['preflights_run']} / {leg['preflights_kept']} | {leg['load_avg_1m']:.1f} |")
     md.append("")
     md.append("\"extend\": the finished \"as is\" sweep extended by one seed (`seeds=0-4 sweeper.extend=true`, "
-              "3 runs).")
+              "3 runs). \"seeds waited on it\": from the preflight's start to the first run's start (the baseline's "
+              "seeds start beside it, sweeper.execute.preflight_gate).")
     write_results(args.results, "bench_first_sweep", result, md)
     return md
 
