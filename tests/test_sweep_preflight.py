@@ -179,6 +179,7 @@ def test_the_baselines_seeds_start_beside_its_preflight_and_the_variants_wait_fo
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores: one for the preflight, one for a seed")
 def test_a_failing_baseline_preflight_still_starts_no_variant(tmp_path):
     """The baseline fails its preflight while its own seed may run beside it: the sweep ends with the refusal
     (exit 1), no seed of another variant started, theirs left pending for the next launch."""
@@ -191,3 +192,11 @@ def test_a_failing_baseline_preflight_still_starts_no_variant(tmp_path):
     assert "start  high/" not in proc.stdout, proc.stdout
     statuses = {p.parent.name: json.loads(p.read_text())["status"] for p in (d / "runs" / "high").glob("*/status.json")}
     assert statuses == {"seed_0": "pending", "seed_1": "pending"}, statuses
+    # the baseline's seeds that ran beside the failing preflight are discarded: the fixed baseline reruns them
+    ran = [k for k in ("seed_0", "seed_1") if f"start  base/{k}" in proc.stdout]
+    assert ran and "discarded" in proc.stdout, proc.stdout
+    for k in ("seed_0", "seed_1"):
+        run_dir = d / "runs" / "base" / k
+        assert json.loads((run_dir / "status.json").read_text())["status"] == "pending"
+        assert not (run_dir / "summary.json").exists()
+    assert any((d / "runs" / "base" / k / "summary.rejected.json").exists() for k in ran)

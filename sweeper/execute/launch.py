@@ -14,10 +14,11 @@ from __future__ import annotations
 from sweeper.backends.progress import Progress
 from sweeper.errors import UsageError
 from sweeper.execute.preflight import baseline_first, run_preflights
-from sweeper.execute.preflight_gate import PreflightGate
+from sweeper.execute.preflight_gate import PreflightGate, discard_beside
 from sweeper.execute.probe import run_probe
 from sweeper.plan.lock import sweep_lock
 from sweeper.plan.make import Plan, keep_recorded_launch, repair_stale, write_plan
+from sweeper.run.files.rundir import KEEP
 
 
 class PreflightRefused(Exception):
@@ -59,21 +60,30 @@ def _beside_the_baseline(plan: Plan, backend) -> bool:
 
 def _launch_gated(plan: Plan, backend, conf, progress: Progress, gate: PreflightGate) -> dict[str, str] | None:
     """backend.launch with the preflight running beside it; PreflightRefused when the baseline failed it (the
-    pool then stopped: no variant started, the baseline's running seeds interrupted, resumable)."""
+    pool then stopped: no variant started, the baseline's seeds that ran beside it discarded)."""
+    beside = [r for r in plan.runs if r.variant == gate.baseline and r.rundir.outcome() not in KEEP]
     try:
         statuses = backend.launch(plan, conf, progress, gate=gate)
     except UsageError:
         gate.close(stop=gate.refusal is None)      # the pool stopped for the preflight's refusal, or another reason
         if gate.refusal:
-            raise PreflightRefused(gate.refusal) from None
+            raise _refused(gate.refusal, plan, beside, progress) from None
         raise
     except BaseException:
         gate.close(stop=True)
         raise
     gate.close()
     if gate.refusal:
-        raise PreflightRefused(gate.refusal)
+        raise _refused(gate.refusal, plan, beside, progress)
     return statuses
+
+
+def _refused(refusal: str, plan: Plan, beside: list, progress: Progress) -> PreflightRefused:
+    discarded = discard_beside(plan, beside)
+    if discarded:
+        progress.log(f"discarded {len(discarded)} baseline run(s) that ran beside its failing preflight (they run "
+                     f"again, from scratch, on the next launch): {', '.join(discarded)}")
+    return PreflightRefused(refusal)
 
 
 def execute_sweep(plan: Plan, backend, conf, argv: list[str], state: dict) -> dict[str, str] | None:

@@ -12,8 +12,10 @@ So on a 2-slot machine the sweep's seeds wait on the preflight only where they m
 stands idle while it runs. When it is over:
 - passed (or warned): every run may start; a variant stopped by sweeper.preflight=stop is dropped (its runs were
   already marked failed by health_preflight);
-- the baseline failed: the pool stops (the baseline's running seeds are interrupted, resumable), no variant
-  starts, and the sweep ends with the refusal (PreflightRefused), as before.
+- the baseline failed: the pool stops (the baseline's running seeds are interrupted), no variant starts, the
+  baseline's seeds that ran beside it are discarded (discard_beside: back to pending, their summary and
+  checkpoints set aside: the fixed baseline runs them from scratch), and the sweep ends with the refusal
+  (PreflightRefused), as before.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import threading
 from dataclasses import dataclass, field
 
 from sweeper.execute.preflight import health_preflight
+from sweeper.run.files.rundir import Status
 
 
 @dataclass
@@ -94,6 +97,25 @@ class PreflightGate:
             self._thread.join()
         if self.error is not None:
             raise self.error
+
+
+def discard_beside(plan, started: list) -> list[str]:
+    """After the baseline failed its preflight: the baseline's runs that ran beside it in this launch (`started`:
+    their RunSpecs, not finished or diverged when the launch began) are set back to pending, their summary and
+    checkpoints set aside (summary.rejected.json, ckpt.rejected/), so the next launch, after the fix, runs them
+    from scratch instead of keeping a broken baseline's result. Returns their labels."""
+    discarded = []
+    for run in started:
+        rd = run.rundir
+        if rd.state() is Status.PENDING and not rd.summary_path.exists():
+            continue                          # never started
+        rd.set_aside_summary()
+        rd.set_aside_checkpoints()
+        rd.update_status(Status.PENDING, exit_code=None, ended=None, pid=None,
+                         error="discarded: it ran beside the baseline's failing health preflight; it runs again, "
+                               "from scratch, on the next launch")
+        discarded.append(run.label)
+    return discarded
 
 
 def _stop(proc: subprocess.Popen) -> None:

@@ -27,6 +27,7 @@ import functools
 import hashlib
 import json
 import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -337,6 +338,14 @@ class RunDir:
         """Move summary.json to summary.rejected.json (a result the sweep refused: a resume runs the run again)."""
         if self.summary_path.exists():
             self.summary_path.replace(self.path / "summary.rejected.json")
+
+    def set_aside_checkpoints(self) -> None:
+        """Move ckpt/ to ckpt.rejected/ (replacing an older one): the next launch starts the run from scratch."""
+        if self.ckpt_dir.is_dir() and not self.ckpt_dir.is_symlink():
+            aside = self.path / "ckpt.rejected"
+            if aside.is_dir() and not aside.is_symlink():
+                shutil.rmtree(aside)
+            self.ckpt_dir.replace(aside)
 
     def append_metrics(self, record: dict) -> None:
         step = record.get("step")
