@@ -103,7 +103,8 @@ def no_fsync():
 def finish_runs(plan) -> float:
     """Every run finished as the task would leave it (status, 20 metrics lines, summary), through RunDir
     (without fsync: this is the fixture, not a measured stage)."""
-    from sweeper.run.files.rundir import Status, Summary
+    from sweeper.run.files.records import Summary
+    from sweeper.run.files.status_values import Status
 
     with no_fsync():
         return _finish_runs(plan, Status, Summary)

@@ -35,7 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._results import write_results  # noqa: E402
-from sweeper.run.files.rundir import RunDir, Status, UnreadableFile  # noqa: E402
+from sweeper.run.files.reading import UnreadableFile  # noqa: E402
+from sweeper.run.files.rundir import RunDir  # noqa: E402
+from sweeper.run.files.status_values import Status  # noqa: E402
 
 KINDS = ("sigint", "double_sigint", "sigterm", "sigkill_parent", "sigkill_child")
 MOMENTS = ("plan", "finish", "random")

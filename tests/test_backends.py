@@ -29,7 +29,7 @@ TOY = textwrap.dedent('''
     from sweeper.backends.base import Backend
     from sweeper.config.fields import build
     from sweeper.field_rules import one_of, positive
-    from sweeper.run.files.rundir import KEEP
+    from sweeper.run.files.status_values import KEEP
 
 
     @dataclass

@@ -17,7 +17,9 @@ import pytest
 from sweeper.backends.local.watch import RunWatch
 from sweeper.cli.report import main as report_main
 from sweeper.run.files.logcap import cap_log, stopped_group
-from sweeper.run.files.rundir import RunDir, Status, Summary
+from sweeper.run.files.records import Summary
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import Status
 from tests.helpers.local_pool import child_env, run, run_dir, user_project, wait_for
 from tests.helpers.no_process import run_in_process
 from tests.helpers.synthetic_sweep import write_sweep

@@ -13,7 +13,8 @@ import time
 import pytest
 
 from sweeper.run.files.manifest import read_manifest
-from sweeper.run.files.rundir import RunDir, Status
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import Status
 from tests.helpers.commands import ROOT
 from tests.helpers.local_pool import processes_mentioning, wait_for
 

@@ -208,7 +208,8 @@ def test_a_user_project_sweeps_against_the_installed_sweeper(install, tmp_path):
     sweep_dir, = (p for p in (tmp_path / "sweeps").iterdir() if p.is_dir())
     assert sweep_dir.name in (tmp_path / "sweeps" / "journal.md").read_text()    # the journal sits beside the sweeps
     from sweeper.run.files.manifest import read_manifest
-    from sweeper.run.files.rundir import RunDir, Status
+    from sweeper.run.files.rundir import RunDir
+    from sweeper.run.files.status_values import Status
 
     manifest = read_manifest(sweep_dir)
     assert manifest.task["command"] == ["python", "toy.py"] and manifest.task["cwd"] == str(tmp_path)

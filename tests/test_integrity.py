@@ -248,7 +248,9 @@ def test_the_live_view_names_copies_the_moment_a_run_ends(tmp_path):
     from types import SimpleNamespace
 
     from sweeper.backends.progress import Progress
-    from sweeper.run.files.rundir import RunDir, Status, Summary
+    from sweeper.run.files.records import Summary
+    from sweeper.run.files.rundir import RunDir
+    from sweeper.run.files.status_values import Status
 
     def run(variant, seed, final):
         rd = RunDir(tmp_path / variant / str(seed))

@@ -24,7 +24,9 @@ from sweeper.plan.probe import PROBE
 from sweeper.run.evaluation import fingerprint_of
 from sweeper.run.files.experiment import Experiment
 from sweeper.run.files.isolation import IsolationRecord, read_isolation, write_isolation
-from sweeper.run.files.rundir import RunDir, Status, Summary
+from sweeper.run.files.records import Summary
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import Status
 from sweeper.run.folder_watch import changed, snapshot
 from sweeper.run.provenance import file_sha256, script_of
 

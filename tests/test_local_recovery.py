@@ -9,7 +9,8 @@ import time
 import pytest
 
 from sweeper.run.files.manifest import read_manifest
-from sweeper.run.files.rundir import STALE, RunDir, Status
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import STALE, Status
 from tests.helpers.local_pool import processes_mentioning, run, run_dir, start, starts, status, sweep_args, wait_for
 
 pytest_plugins = ["tests.helpers.local_pool"]     # its sweep_dir fixture
@@ -83,7 +84,7 @@ def test_a_finished_summary_beside_a_bad_status_is_finished_everywhere(sweep_dir
 
 def test_the_pool_records_a_run_that_finished_as_finished_whatever_its_status(tmp_path):
     from sweeper.backends.failures import attempt_outcome
-    from sweeper.run.files.rundir import Summary
+    from sweeper.run.files.records import Summary
 
     rd = RunDir(tmp_path / "r")
     for damage in ("garbage", "interrupted", "running", "missing"):

@@ -134,7 +134,9 @@ def test_a_metric_typo_is_still_told_the_names_the_run_reports(tmp_path):
     from types import SimpleNamespace
 
     from sweeper.backends.metric_check import MetricCheck
-    from sweeper.run.files.rundir import RunDir, Status, Summary
+    from sweeper.run.files.records import Summary
+    from sweeper.run.files.rundir import RunDir
+    from sweeper.run.files.status_values import Status
 
     rd = RunDir(tmp_path / "run")
     rd.path.mkdir()

@@ -11,8 +11,10 @@ from sweeper.config.seeds import Seeds
 from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
 from sweeper.plan.make import make_plan, reconcile, write_plan
+from sweeper.run.files.hashing import stable_hash
 from sweeper.run.files.manifest import MANIFEST, read_manifest
-from sweeper.run.files.rundir import RunDir, Status, stable_hash
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import Status
 from tests.helpers.commands import run_sweeper
 
 
@@ -286,7 +288,7 @@ def test_damaged_launch_record_names_the_file(tmp_path):
         ([1], "launch=[1] is not a JSON object"),
     ):
         (tmp_path / MANIFEST).write_text(json.dumps({**d, "launch": bad}))
-        from sweeper.run.files.rundir import UnreadableFile
+        from sweeper.run.files.reading import UnreadableFile
 
         with pytest.raises(UnreadableFile, match=rf"^{tmp_path / MANIFEST}: {re.escape(why)}"):
             read_manifest(tmp_path)

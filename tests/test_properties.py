@@ -25,7 +25,8 @@ from sweeper.cli.journal import main as journal_main
 from sweeper.cli.report import main as report_main
 from sweeper.cli.resume import main as resume_main
 from sweeper.cli.sweep import main as sweep_main
-from sweeper.run.files.rundir import RunDir, stable_hash
+from sweeper.run.files.hashing import stable_hash
+from sweeper.run.files.rundir import RunDir
 from tests.helpers.commands import TINY
 from tests.helpers.no_process import run_in_process
 from tests.helpers.synthetic_sweep import write_sweep

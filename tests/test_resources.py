@@ -16,7 +16,7 @@ from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
 from sweeper.plan.make import make_plan, plan_hash, reconcile, write_plan
 from sweeper.run.files.manifest import MANIFEST, read_manifest
-from sweeper.run.files.rundir import UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
 
 WIDE = "+experiment.resources={nope: {ranks_per_run: 2}}"
 

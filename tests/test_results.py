@@ -9,7 +9,7 @@ import pytest
 
 from sweeper.analysis.results import load_curves, load_experiment, load_manifest, load_runs
 from sweeper.run.files.experiment import Experiment
-from sweeper.run.files.rundir import UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
 from tests.helpers.synthetic_sweep import write_sweep
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from sweeper.run.files.manifest import MANIFEST, read_manifest
-from sweeper.run.files.rundir import RunDir, Status
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import Status
 from tests.helpers.local_pool import (
     checkpoints,
     child_env,

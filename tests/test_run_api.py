@@ -20,7 +20,8 @@ import yaml
 
 import sweeper
 from sweeper.run import FingerprintMismatch, init
-from sweeper.run.files.rundir import RunDir, Status
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import Status
 from tests.helpers.commands import ROOT
 
 

@@ -12,7 +12,10 @@ import pytest
 
 from sweeper.run.files.atomic import LinkRefused, open_log, read_jsonl, read_tail
 from sweeper.run.files.logcap import LogMark, cap_log, read_since
-from sweeper.run.files.rundir import RunDir, Status, Summary, UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.records import Summary
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import Status
 from tests.helpers.glue import glue_project, sweep
 
 SECRET = "precious: not sweeper's\n"

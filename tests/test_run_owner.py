@@ -6,7 +6,9 @@ import subprocess
 import sys
 
 from sweeper.run.files.owner import alive, process_identity, start_time
-from sweeper.run.files.rundir import LIVE, STALE, UNKNOWN, RunDir, Status, Summary, stale_hint
+from sweeper.run.files.records import Summary
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import LIVE, STALE, UNKNOWN, Status, stale_hint
 
 
 def dead_pid() -> int:

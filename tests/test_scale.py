@@ -40,7 +40,7 @@ def test_a_manifest_run_dir_outside_the_sweep_dir_is_refused_without_a_path_per_
     import json
 
     from sweeper.run.files.manifest import MANIFEST, read_manifest
-    from sweeper.run.files.rundir import UnreadableFile
+    from sweeper.run.files.reading import UnreadableFile
 
     (tmp_path / MANIFEST).write_text(json.dumps({
         "experiment": {"name": "x", "baseline": "a", "metric": "m", "lower_is_better": True, "variants": {"a": []}},

@@ -19,7 +19,8 @@ from sweeper.backends.slurm.backend import sbatch_options
 from sweeper.backends.slurm.schema import SlurmLauncherConf
 from sweeper.backends.slurm.task import task_cpus, task_env
 from sweeper.errors import UsageError
-from sweeper.run.files.rundir import RunDir, UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.rundir import RunDir
 from tests.helpers.checkpoints import checkpoint_digest, state_digest  # noqa: F401
 from tests.helpers.commands import ROOT, run_sweeper
 

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from sweeper.run.files.rundir import RunDir, Status
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import Status
 from tests.helpers.commands import TINY, run_sweeper
 
 pytestmark = pytest.mark.slow

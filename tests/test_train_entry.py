@@ -16,7 +16,8 @@ import pytest
 
 import sweeper.train as train
 from sweeper.run import ConfigError as RunConfigError
-from sweeper.run.files.rundir import RunDir, Status
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import Status
 from sweeper.train.checks import validate
 from sweeper.train.config import ConfigError, RunConfig
 from tests.helpers.commands import ROOT

@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from sweeper.run.files.atomic import atomic_write_json, open_log
-from sweeper.run.files.rundir import EXIT_INTERRUPTED, RunDir, Status
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import EXIT_INTERRUPTED, Status
 from sweeper.run.streams import DROP_ENV, DROPPABLE
 from sweeper.train.config import RunConfig
 from sweeper.train.trail import AUDIT_ENVS, KILL_ENV, STOP_ENV, TRAIL_ENV, read_trail

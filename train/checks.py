@@ -20,7 +20,7 @@ import shutil
 import subprocess
 from typing import Any, Mapping
 
-from sweeper.run.files.rundir import stable_hash
+from sweeper.run.files.hashing import stable_hash
 from sweeper.train.config import ConfigError, RunConfig
 from sweeper.train.corpus import corpus_text
 

@@ -35,8 +35,12 @@ from hydra_plugins.sweeper_pool._options import Options, option_keys
 from sweeper.config.fields import unknown_key
 from sweeper.run.envrefs import keep_env_refs
 from sweeper.run.files.experiment import Experiment
+from sweeper.run.files.hashing import stable_hash
 from sweeper.run.files.manifest import Manifest, RunEntry, write_manifest
-from sweeper.run.files.rundir import KEEP, RunDir, Status, Summary, UnreadableFile, stable_hash
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.records import Summary
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import KEEP, Status
 
 log = logging.getLogger(__name__)
 DEFAULT_VARIANT = "default"

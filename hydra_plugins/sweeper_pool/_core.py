@@ -32,7 +32,8 @@ from sweeper.backends.progress import Progress
 from sweeper.errors import UsageError
 from sweeper.run.files.atomic import read_tail
 from sweeper.run.files.manifest import read_manifest
-from sweeper.run.files.rundir import EXIT_INTERRUPTED, Status, UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.status_values import EXIT_INTERRUPTED, Status
 
 log = logging.getLogger(__name__)
 WORK = ".sweeper_pool"      # job and result pickles, under hydra.sweep.dir

@@ -26,7 +26,10 @@ from typing import Any
 
 from sweeper.run import RUN_DIR_ENV
 from sweeper.run.envinfo import environment_record
-from sweeper.run.files.rundir import RunDir, Status
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.records import Summary
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import Status
 
 
 def _number(value: Any) -> float | int | None:
@@ -53,8 +56,6 @@ def final_metrics(value: Any, metric: str) -> tuple[dict, str | None]:
 
 def record_outcome(run: dict, ret, started: float, env: dict) -> None:
     from hydra.core.utils import JobStatus  # deferred: hydra (0.2 s), only when this runs
-
-    from sweeper.run.files.rundir import RunDir, Status, Summary, UnreadableFile
 
     rd = RunDir(run["run_dir"])
     try:

@@ -27,7 +27,7 @@ from sweeper.plan.make import make_plan, reconcile
 from sweeper.plan.paths import check_paths
 from sweeper.plan.size import check_size
 from sweeper.report.end import finish
-from sweeper.run.files.rundir import UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
 
 LOOK_MIN_SEEDS = 2     # a look's analysis: arms with 2 seeds are read (sweeper.adaptive.start may be 2); the look
 LOOK_RESAMPLES = 200   # decides by its own t-based levels, so its arms need few resamples (the report uses the rest)

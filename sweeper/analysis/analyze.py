@@ -32,7 +32,8 @@ from sweeper.errors import UsageError
 from sweeper.plan.slurm_record import has_record
 from sweeper.run.files.experiment import Experiment
 from sweeper.run.files.manifest import Manifest
-from sweeper.run.files.rundir import KEEP, STALE, Status, UnreadableFile, stale_hint
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.status_values import KEEP, STALE, Status, stale_hint
 
 
 @dataclass

@@ -41,7 +41,9 @@ from sweeper.run.envinfo import git_state
 from sweeper.run.files.atomic import read_tail
 from sweeper.run.files.experiment import Experiment
 from sweeper.run.files.manifest import Manifest, RunEntry, read_manifest
-from sweeper.run.files.rundir import KEEP, STALE, RunDir, Status, UnreadableFile, stale_hint
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import KEEP, STALE, Status, stale_hint
 
 MISSING, UNKNOWN = "missing", "unknown"          # row states beyond a run's own status (see the docstring)
 FIXED_COLUMNS = ["variant", "seed", "run_id", "run_dir", "status", "error", "failure_class", "exit_code", "steps",

@@ -72,7 +72,7 @@ import sweeper.analysis.robust as robust
 import sweeper.analysis.stats as stats
 from sweeper.analysis.results import MISSING, UNKNOWN
 from sweeper.config.decision import DecisionOptions
-from sweeper.run.files.rundir import STALE, Status
+from sweeper.run.files.status_values import STALE, Status
 
 FINISHED, FAILED, DIVERGED = Status.FINISHED.value, Status.FAILED.value, Status.DIVERGED.value
 INCOMPLETE = (MISSING, Status.PENDING.value, Status.RUNNING.value, Status.INTERRUPTED.value, UNKNOWN, STALE)

@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 
 from sweeper.run.files.logcap import cut_so_far
-from sweeper.run.files.rundir import RunDir, Status, UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import Status
 from sweeper.run.reported import describe
 
 

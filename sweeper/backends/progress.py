@@ -32,7 +32,9 @@ import time
 from contextlib import contextmanager
 
 from sweeper.health.result import HealthReport
-from sweeper.run.files.rundir import RunDir, Status, UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import Status
 
 SHOWN_FINALS = 3          # final metrics printed when a run ends
 PLAIN_ROWS = 20           # running runs named on one plain status line (then "... and N more running")

@@ -21,7 +21,7 @@ from typing import Callable
 
 from sweeper import interrupts
 from sweeper.errors import UsageError, attempted, os_error_line, unicode_line, yaml_problem
-from sweeper.run.files.rundir import UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
 
 
 class ArgumentParser(argparse.ArgumentParser):

@@ -13,7 +13,8 @@ from sweeper.backends.slurm.jobs import SlurmUnavailable, cancel, status_line, s
 from sweeper.cli.boundary import run_command
 from sweeper.errors import UsageError
 from sweeper.plan.slurm_record import RECORD, read_record
-from sweeper.run.files.rundir import RunDir, UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.rundir import RunDir
 
 USAGE = "usage: python -m sweeper.slurm status|cancel SWEEP_DIR"
 

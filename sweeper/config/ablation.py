@@ -22,7 +22,7 @@ from sweeper.config.composition.argv import key_of
 from sweeper.config.config_diff import Declared, diff_configs
 from sweeper.config.run_config import RESERVED, run_config
 from sweeper.errors import UsageError
-from sweeper.run.files.rundir import stable_hash
+from sweeper.run.files.hashing import stable_hash
 
 
 def is_run_change(override: str) -> bool:

@@ -32,7 +32,7 @@ from sweeper.execute import preflight_cache
 from sweeper.execute.audit import check_auditable, sweep_audit
 from sweeper.health.result import HealthReport
 from sweeper.run.files.atomic import atomic_write_json
-from sweeper.run.files.rundir import KEEP, Status
+from sweeper.run.files.status_values import KEEP, Status
 
 Place = Callable[[], "tuple[dict, tuple[int, ...]]"]   # the backend's preflight_place for this sweep: (env, cores)
 

@@ -14,7 +14,7 @@ import dataclasses
 from sweeper.backends.progress import Progress
 from sweeper.plan.make import Plan, RunSpec
 from sweeper.plan.probe import probe_dir
-from sweeper.run.files.rundir import Status
+from sweeper.run.files.status_values import Status
 
 
 def probe_run(plan: Plan, statuses: dict[str, str]) -> RunSpec | None:

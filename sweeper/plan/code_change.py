@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sweeper.plan.make import Plan
 from sweeper.run.envinfo import git_state
-from sweeper.run.files.rundir import UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.provenance import diff_sha256, file_sha256, script_of
 
 

@@ -17,8 +17,9 @@ from sweeper.config.sweep import Sweep
 from sweeper.config.task import TaskSpec
 from sweeper.errors import UsageError
 from sweeper.plan.make import Plan, RunSpec
+from sweeper.run.files.hashing import stable_hash
 from sweeper.run.files.manifest import MANIFEST, Manifest
-from sweeper.run.files.rundir import UnreadableFile, stable_hash
+from sweeper.run.files.reading import UnreadableFile
 
 
 def plan_from_manifest(sweep_dir: Path, manifest: Manifest, sweeper: dict, launcher: dict) -> Plan:

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from sweeper.run.files.atomic import atomic_write_json
-from sweeper.run.files.rundir import UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
 
 LOOKS = "looks.json"
 

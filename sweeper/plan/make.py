@@ -44,8 +44,12 @@ from sweeper.plan.size import check_size
 from sweeper.run import RUN_DIR_ENV, TENSORBOARD_ENV
 from sweeper.run.files.atomic import one_sync
 from sweeper.run.files.experiment import Experiment
+from sweeper.run.files.hashing import stable_hash
 from sweeper.run.files.manifest import Launch, Manifest, RunEntry, read_manifest, write_manifest
-from sweeper.run.files.rundir import RunDir, Status, StatusRecord, UnreadableFile, stable_hash
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.records import StatusRecord
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import Status
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from sweeper.run.files.atomic import atomic_write_json
-from sweeper.run.files.rundir import UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
 
 RECORD = "slurm.json"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from sweeper.config.schema import SweeperConf
 from sweeper.execute.launch import PreflightRefused, execute_sweep
 from sweeper.plan.make import Plan
-from sweeper.run.files.rundir import KEEP
+from sweeper.run.files.status_values import KEEP
 
 
 def run_to_end(plan: Plan, backend, conf, argv: list[str], state: dict) -> int:

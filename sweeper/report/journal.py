@@ -27,7 +27,8 @@ from sweeper.config.config_diff import describe
 from sweeper.config.seeds import format_seeds
 from sweeper.errors import UsageError, not_text
 from sweeper.run.files.atomic import atomic_write_text
-from sweeper.run.files.rundir import UnreadableFile, stable_hash
+from sweeper.run.files.hashing import stable_hash
+from sweeper.run.files.reading import UnreadableFile
 
 RECORD, PAGE, LOCK = "journal.jsonl", "journal.md", ".journal.lock"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from sweeper.plan.looks import looks_path, read_looks
 from sweeper.report.html import write_html
 from sweeper.run.files.atomic import atomic_write_text
-from sweeper.run.files.rundir import UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
 
 SECTION = "## Adaptive looks"
 

@@ -15,7 +15,8 @@ import sweeper.report.changes as report_changes
 from sweeper.analysis.analyze import ReportInput
 from sweeper.analysis.integrity import Effect, Finding
 from sweeper.analysis.results import MISSING
-from sweeper.run.files.rundir import LOG, STALE, Status
+from sweeper.run.files.rundir import LOG
+from sweeper.run.files.status_values import STALE, Status
 
 SHOWN_FAILURES = 10                   # failed runs listed on the terminal (report.md lists all)
 NO_BASELINE = Effect.NO_BASELINE.value

@@ -27,7 +27,7 @@ from sweeper.report.markdown import markdown, summary_frame
 from sweeper.report.plots import write_plots
 from sweeper.report.tables import decision_text, headline
 from sweeper.run.files.atomic import atomic_write_text
-from sweeper.run.files.rundir import UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
 
 
 def write_report(inp: ReportInput, out_dir: str | Path, plots: bool = True, unwritten: list | None = None) -> str:

@@ -41,8 +41,11 @@ from sweeper.run.ending import RunEnding, plain
 from sweeper.run.envinfo import environment_record
 from sweeper.run.envrefs import keep_env_refs
 from sweeper.run.evaluation import EVAL_KEY, fingerprint_of
+from sweeper.run.files.hashing import stable_hash
 from sweeper.run.files.owner import process_identity
-from sweeper.run.files.rundir import KEEP, RunDir, Status, UnreadableFile, stable_hash
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import KEEP, Status
 from sweeper.run.provenance import code_record
 from sweeper.run.ranks import RankedRun, Ranks
 from sweeper.run.seeding import RunSeeds

@@ -36,7 +36,8 @@ from sweeper.run.envrefs import resolve_env_refs
 from sweeper.run.evaluation import EVAL_KEY
 from sweeper.run.files.atomic import atomic_write_text
 from sweeper.run.files.logcap import MARK, LogMark, read_since
-from sweeper.run.files.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, RunDir, Status
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, Status
 from sweeper.run.folder_watch import FolderWatch
 from sweeper.run.provenance import script_of, set_script
 from sweeper.run.reported import read_reported

@@ -11,7 +11,8 @@ import sys
 import time
 from typing import Any, Mapping
 
-from sweeper.run.files.rundir import EXIT_INTERRUPTED, Status, Summary
+from sweeper.run.files.records import Summary
+from sweeper.run.files.status_values import EXIT_INTERRUPTED, Status
 from sweeper.run.ranks import any_rank, leave_group
 
 

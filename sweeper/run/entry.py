@@ -20,7 +20,9 @@ from collections.abc import Mapping
 from typing import Callable
 
 from sweeper.run import ConfigError, FingerprintMismatch, init
-from sweeper.run.files.rundir import EXIT_CONFIG, EXIT_INTERRUPTED, RunDir, Status, UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import EXIT_CONFIG, EXIT_INTERRUPTED, Status
 from sweeper.run.folder_watch import FolderWatch
 from sweeper.run.provenance import set_script
 

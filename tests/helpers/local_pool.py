@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from sweeper.run.files.rundir import RunDir, UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.rundir import RunDir
 from tests.helpers.commands import ROOT, TINY
 
 GRANDCHILDREN = ROOT / "tests" / "grandchildren"

@@ -23,7 +23,9 @@ from sweeper.health.result import CheckResult, HealthReport
 from sweeper.run.files.atomic import rewrite_jsonl
 from sweeper.run.files.experiment import Experiment
 from sweeper.run.files.manifest import Manifest, RunEntry, write_manifest
-from sweeper.run.files.rundir import RunDir, Status, StatusRecord, Summary
+from sweeper.run.files.records import StatusRecord, Summary
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import Status
 
 FP = {"corpus_hash": "c0ffee", "torch_version": "2.13.0", "python_version": "3.11.9", "device": "cpu",
       "num_threads": 1, "deterministic": True}

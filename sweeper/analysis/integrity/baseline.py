@@ -8,7 +8,7 @@ from __future__ import annotations
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.runs import usable
-from sweeper.run.files.rundir import Status
+from sweeper.run.files.status_values import Status
 
 LOST = (Status.FAILED.value, Status.DIVERGED.value, Status.FINISHED.value)   # finished here: no finite metric
 

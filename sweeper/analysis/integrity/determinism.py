@@ -21,7 +21,8 @@ from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.runs import COST, usable
 from sweeper.plan.probe import probe_dirs
-from sweeper.run.files.rundir import Status, UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.status_values import Status
 
 
 class _Curves:

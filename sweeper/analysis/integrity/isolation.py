@@ -21,7 +21,7 @@ from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.results import load_manifest
 from sweeper.run.files.isolation import IsolationRecord, read_isolation
-from sweeper.run.files.rundir import UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.folder_watch import CHECKPOINT, STRONG
 
 PER_RUN = ("{out_dir}", "{run_dir}")

@@ -16,7 +16,7 @@ import pandas as pd
 
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.config.config_diff import group_changes
-from sweeper.run.files.rundir import Status
+from sweeper.run.files.status_values import Status
 
 RTOL, ATOL = 1e-7, 1e-12        # "to float rounding" (float32: 1.2e-7): a reordered sum, not a trained difference
 # Logged values that measure the machine, not the model (they differ between copies of one run): left out.

@@ -38,7 +38,9 @@ from sweeper.backends.progress import Progress
 from sweeper.config.task import python_path
 from sweeper.errors import UsageError
 from sweeper.run.files.manifest import Launch
-from sweeper.run.files.rundir import KEEP, LOST_SUMMARY, RunDir, Status, UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import KEEP, LOST_SUMMARY, Status
 
 
 def launch_settings(cfg: LocalLauncherConf, n_runs: int, ranks=()) -> Launch:

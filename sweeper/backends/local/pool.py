@@ -42,7 +42,8 @@ from sweeper.backends.local.slots import PROJECT_ROOT, Slot
 from sweeper.errors import UsageError
 from sweeper.run.files.atomic import open_log
 from sweeper.run.files.owner import alive
-from sweeper.run.files.rundir import RunDir, UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.rundir import RunDir
 
 MARKER_ENV = "SWEEPER_JOB"       # every child's environment carries its job's marker (found again in /proc)
 

@@ -37,7 +37,8 @@ from pathlib import Path
 
 from sweeper.backends.failures import Failure, classify, signal_name
 from sweeper.run.files.atomic import open_log, read_tail
-from sweeper.run.files.rundir import EXIT_INTERRUPTED, RunDir
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import EXIT_INTERRUPTED
 
 RANK_GRACE_S = 60.0          # a rank still running this long after another exited normally is stopped
 HOST = "127.0.0.1"

@@ -44,7 +44,8 @@ from sweeper.config.task import python_path
 from sweeper.errors import UsageError
 from sweeper.plan.slurm_record import RECORD, read_record, write_record
 from sweeper.run.files.manifest import Launch
-from sweeper.run.files.rundir import KEEP, Status, UnreadableFile
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.status_values import KEEP, Status
 
 
 def sbatch_options(cfg: SlurmLauncherConf) -> dict:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from sweeper.backends.failures import EXCEPTION, LOST_NODE, OOM, SIGNAL
 from sweeper.plan.slurm_record import read_record
-from sweeper.run.files.rundir import TERMINAL, RunDir, Status
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import TERMINAL, Status
 
 # Slurm job states after which a job will not run again (everything else: still queued, running or requeued)
 ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",

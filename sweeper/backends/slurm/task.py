@@ -39,7 +39,8 @@ from sweeper.backends.local.slots import PROJECT_ROOT, run_env
 from sweeper.backends.slurm.ranks import task_slots
 from sweeper.run.files.atomic import open_log
 from sweeper.run.files.logcap import cap_log, stopped_group
-from sweeper.run.files.rundir import RunDir, Status
+from sweeper.run.files.rundir import RunDir
+from sweeper.run.files.status_values import Status
 
 
 class RunFailed(RuntimeError):

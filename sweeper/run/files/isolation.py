@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sweeper.run.files.atomic import atomic_write_json
-from sweeper.run.files.rundir import UnreadableFile, json_object, load_json_file
+from sweeper.run.files.reading import UnreadableFile, json_object, load_json_file
 
 ISOLATION = "isolation.json"
 MAX_LISTED = 200

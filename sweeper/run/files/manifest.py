@@ -20,7 +20,8 @@ from typing import Any
 
 from sweeper.run.files.atomic import atomic_write_text
 from sweeper.run.files.experiment import DESIGNS, DIRECTIONS, Experiment
-from sweeper.run.files.rundir import RunDir, UnreadableFile, json_object, load_json_file
+from sweeper.run.files.reading import UnreadableFile, json_object, load_json_file
+from sweeper.run.files.rundir import RunDir
 
 MANIFEST = "sweep.json"
 

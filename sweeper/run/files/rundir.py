@@ -18,20 +18,19 @@ Every file another process reads is written atomically (temp file, fsync, rename
 read or written through a symbolic link (sweeper.run.files.atomic.open_nofollow: a planted link is refused).
 A file that exists but cannot be parsed raises UnreadableFile naming it and the fix; readers that must go on
 (the report) catch it and show the message, never silently skip the run.
+
+The rest of the contract, one concept a module: the states and exit codes (sweeper.run.files.status_values), the
+status and summary records (sweeper.run.files.records), UnreadableFile and the JSON readers
+(sweeper.run.files.reading), stable_hash (sweeper.run.files.hashing).
 """
 from __future__ import annotations
 
-import dataclasses
-import enum
 import functools
-import hashlib
 import json
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -46,164 +45,13 @@ from sweeper.run.files.atomic import (
     rewrite_jsonl,
 )
 from sweeper.run.files.owner import alive
+from sweeper.run.files.reading import UnreadableFile, json_object, load_json_file
+from sweeper.run.files.records import StatusRecord, Summary
+from sweeper.run.files.status_values import KEEP, LIVE, LOST_SUMMARY, STALE, UNKNOWN, Status
 
 STATUS, SUMMARY, METRICS = "status.json", "summary.json", "metrics.jsonl"
 CONFIG, HEALTH, ENV, LOG, CKPT = "config.yaml", "health.json", "env.json", "stdout.log", "ckpt"
-EXIT_INTERRUPTED = 75   # a run stopped by a signal with a checkpoint saved (EX_TEMPFAIL): run it again to resume
-EXIT_CONFIG = 2         # bad config or refused resume: never retried
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)   # libyaml when built with it: the same YAML, ~10x faster
-
-
-class Status(str, enum.Enum):
-    PENDING = "pending"
-    RUNNING = "running"
-    FINISHED = "finished"
-    FAILED = "failed"
-    DIVERGED = "diverged"
-    INTERRUPTED = "interrupted"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-STATUSES = tuple(s.value for s in Status)
-LOST_SUMMARY = "its result is lost"     # in the error outcome() records for a finished run without its summary
-TERMINAL = frozenset({Status.FINISHED, Status.FAILED, Status.DIVERGED, Status.INTERRUPTED})  # the run ended
-KEEP = frozenset({Status.FINISHED, Status.DIVERGED})   # outcomes a later launch does not redo
-
-
-class UnreadableFile(ValueError):
-    """A contract file exists but cannot be used; the message names the file, why, and what to do."""
-
-    def __init__(self, path: Path, why: str, fix: str = ""):
-        self.path, self.why = Path(path), why
-        super().__init__(f"{path}: {why}" + (f"; {fix}" if fix else ""))
-
-
-def stable_hash(obj: Any, n: int = 12) -> str:
-    """Short sha256 of a JSON-able object, independent of dict order (config hashes, run ids)."""
-    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str).encode()
-    return hashlib.sha256(blob).hexdigest()[:n]
-
-
-def load_json_file(path: Path, what: str, fix: str = "") -> Any:
-    """The parsed file, None when it does not exist; UnreadableFile when it exists but is not JSON."""
-    try:
-        with os.fdopen(open_nofollow(path, os.O_RDONLY), encoding="utf-8") as f:   # never through a link
-            text = f.read()
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        raise UnreadableFile(path, f"cannot read the {what} ({e.strerror})", fix) from None
-    except UnicodeDecodeError as e:
-        raise UnreadableFile(path, f"the {what} is not UTF-8 text ({not_text(e)})", fix) from None
-    try:
-        return json.loads(text)
-    except ValueError as e:
-        raise UnreadableFile(path, f"the {what} is not valid JSON ({e.msg} at line {e.lineno})", fix) from None
-
-
-def json_object(value: Any, path: Path, what: str, fix: str) -> dict:
-    if not isinstance(value, dict):
-        raise UnreadableFile(path, f"the {what} is not a JSON object", fix)
-    return value
-
-
-def _split(cls, d: dict) -> tuple[dict, dict]:
-    """(known fields, everything else) of a record dict for a dataclass with an `extra` field."""
-    names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
-    return {k: v for k, v in d.items() if k in names}, {k: v for k, v in d.items() if k not in names}
-
-
-# -- status.json ----------------------------------------------------------------------------------------------
-
-@dataclass
-class StatusRecord:
-    status: Status = Status.PENDING
-    run_id: str | None = None
-    experiment: str | None = None
-    variant: str | None = None
-    seed: int | None = None
-    error: str | None = None
-    exit_code: int | None = None
-    started: float | None = None
-    ended: float | None = None
-    attempts: int | None = None
-    failure_class: str | None = None
-    transient: bool | None = None
-    warnings: list[str] = field(default_factory=list)
-    owner: dict | None = None      # who runs it while `running`: sweeper.run.files.owner.process_identity()
-    extra: dict[str, Any] = field(default_factory=dict)   # e.g. diverged_at_step, last_good_checkpoint
-
-    def to_dict(self) -> dict:
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
-        out["status"] = self.status.value
-        return {**self.extra, **out}
-
-    @classmethod
-    def from_dict(cls, d: dict, path: Path = Path(STATUS)) -> "StatusRecord":
-        known, extra = _split(cls, d)
-        try:
-            known["status"] = Status(known.get("status", "pending"))
-        except ValueError:
-            raise UnreadableFile(path, f"status {d.get('status')!r} is not one of {', '.join(STATUSES)}",
-                                 "delete it to let the run start again") from None
-        if known.get("seed") is not None and (not isinstance(known["seed"], int) or isinstance(known["seed"], bool)):
-            raise UnreadableFile(path, f"seed {known['seed']!r} is not an integer", "delete it")
-        known["warnings"] = list(known.get("warnings") or [])
-        if known.get("owner") is not None and not isinstance(known["owner"], dict):
-            raise UnreadableFile(path, f"owner {known['owner']!r} is not a JSON object", "delete it")
-        return cls(**known, extra=extra)
-
-
-LIVE, STALE, UNKNOWN = "live", "stale", "unknown"     # RunDir.liveness() of a `running` run
-STALE_NOTE = "stale (the sweeper was killed; nothing runs it)"
-
-
-def stale_hint(sweep_dir: str | Path) -> str:
-    """What a reader shows for a stale run: what happened and the command that resumes it."""
-    return f"{STALE_NOTE}; resume with `python -m sweeper.resume {sweep_dir}` or the same command"
-
-
-# -- summary.json ---------------------------------------------------------------------------------------------
-
-@dataclass
-class Summary:
-    status: Status
-    final: dict[str, Any] = field(default_factory=dict)   # the run's final metrics: what the report decides on
-    steps: int | None = None
-    wall_time_s: float | None = None
-    run_id: str | None = None
-    experiment: str | None = None
-    variant: str | None = None
-    seed: int | None = None
-    config_hash: str | None = None
-    fingerprint: dict[str, Any] = field(default_factory=dict)
-    env: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)   # e.g. determinism, resumed_from
-
-    def to_dict(self) -> dict:
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
-        out["status"] = Status(self.status).value
-        return {**self.extra, **out}
-
-    @classmethod
-    def from_dict(cls, d: dict, path: Path = Path(SUMMARY)) -> "Summary":
-        known, extra = _split(cls, d)
-        fix = "delete it (the run is then redone or resumed from its checkpoints)"
-        try:
-            known["status"] = Status(known.get("status"))
-        except ValueError:
-            raise UnreadableFile(path, f"status {d.get('status')!r} is not one of {', '.join(STATUSES)}", fix) from None
-        if not isinstance(known.get("final", {}), dict):
-            raise UnreadableFile(path, "'final' is not a mapping of metric -> value", fix)
-        for key in ("fingerprint", "env"):
-            if not isinstance(known.get(key) or {}, dict):
-                raise UnreadableFile(path, f"{key!r} is not a JSON object", fix)
-            known[key] = known.get(key) or {}
-        if known.get("config_hash") is None:
-            known["config_hash"] = known["fingerprint"].get("config_hash")
-        return cls(**known, extra=extra)
 
 
 # -- one run directory ----------------------------------------------------------------------------------------
@@ -448,5 +296,3 @@ def parse_metrics(text: str) -> tuple[list[dict], int]:
     good = [r for r in records if isinstance(r, dict) and isinstance(r.get("step"), int)]
     return good, bad + len(records) - len(good)
 
-
-# -- the experiment and the sweep manifest (sweep.json) -----------------------------------------------------
