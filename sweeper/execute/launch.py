@@ -18,7 +18,7 @@ from sweeper.execute.preflight_gate import PreflightGate, discard_beside
 from sweeper.execute.probe import run_probe
 from sweeper.plan.lock import sweep_lock
 from sweeper.plan.make import Plan, keep_recorded_launch, repair_stale, write_plan
-from sweeper.run.files.rundir import KEEP
+from sweeper.run.files.status_values import KEEP
 
 
 class PreflightRefused(Exception):

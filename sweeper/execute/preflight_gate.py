@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass, field
 
 from sweeper.execute.preflight import health_preflight
-from sweeper.run.files.rundir import Status
+from sweeper.run.files.status_values import Status
 
 
 @dataclass
