@@ -41,7 +41,8 @@ sys.path.insert(0, str(ROOT))
 from sweeper.adaptive import design as adaptive  # noqa: E402
 from sweeper.analysis import stats
 
-DESIGN = adaptive.Design(alpha=0.05, start=4, batch=2, max_seeds=16, min_effect=1.0, spending="hsd")
+DESIGN = adaptive.Design(alpha=0.05, start=4, batch=2, max_seeds=16, min_effect=1.0, spending="hsd",
+                         lower_is_better=True)
 EFFECTS = {"null": 0.0, "small": 0.5, "medium": 1.0, "large": 2.0}
 DEFAULT_SWEEPS = 2000
 DEFAULT_NULL_SWEEPS = 20_000   # null scenarios: the FWER target needs its Monte Carlo se small (0.0015 at 0.05)

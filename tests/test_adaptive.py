@@ -53,7 +53,8 @@ def _stat(p, est=1.0, n=9, low=-5.0, high=5.0):
 
 
 def test_graphical_holm_passes_a_decided_comparisons_alpha_on():
-    d = ad.Design(start=9, batch=1, max_seeds=9, min_effect=0.1)    # one look: plain Holm
+    # one look: plain Holm
+    d = ad.Design(start=9, batch=1, max_seeds=9, min_effect=0.1, alpha=0.05, spending="obf", lower_is_better=True)
     states = ad.start_states(d, ["a", "b"])
     ad.decide_look(d, states, {"a": _stat(1e-9), "b": _stat(0.03)})
     assert states["a"].status == ad.WORSE and states["b"].status == ad.WORSE     # 0.03 < 0.05 after a's share
@@ -64,14 +65,14 @@ def test_graphical_holm_passes_a_decided_comparisons_alpha_on():
 
 
 def test_direction_follows_the_metric():
-    d = ad.Design(start=9, max_seeds=9, min_effect=0.1, lower_is_better=False)
+    d = ad.Design(start=9, max_seeds=9, min_effect=0.1, lower_is_better=False, alpha=0.05, batch=2, spending="obf")
     states = ad.start_states(d, ["a"])
     ad.decide_look(d, states, {"a": _stat(1e-9, est=2.0)})
     assert states["a"].status == ad.BETTER
 
 
 def test_invalid_variant_is_stopped_at_its_first_look_and_keeps_its_alpha():
-    d = ad.Design(start=3, batch=2, max_seeds=9, min_effect=0.1)
+    d = ad.Design(start=3, batch=2, max_seeds=9, min_effect=0.1, alpha=0.05, spending="obf", lower_is_better=True)
     states = ad.start_states(d, ["a", "b"])
     ad.decide_look(d, states, {"a": _stat(1e-12, n=3), "b": _stat(0.5, n=3)}, invalid={"a": "gradient_flow"})
     assert states["a"].status == ad.INVALID and "gradient_flow" in states["a"].reason
@@ -79,7 +80,7 @@ def test_invalid_variant_is_stopped_at_its_first_look_and_keeps_its_alpha():
 
 
 def test_early_look_needs_far_more_than_the_fixed_level():
-    d = ad.Design(start=3, batch=2, max_seeds=9, min_effect=0.1)
+    d = ad.Design(start=3, batch=2, max_seeds=9, min_effect=0.1, alpha=0.05, spending="obf", lower_is_better=True)
     states = ad.start_states(d, ["a"])
     ad.decide_look(d, states, {"a": _stat(0.01, n=3)})
     assert states["a"].status == ad.OPEN                  # p=0.01 < 0.05, but look 1 of 4 spends ~0.0007
@@ -88,7 +89,7 @@ def test_early_look_needs_far_more_than_the_fixed_level():
 
 
 def test_futility_no_effect_and_budget():
-    d = ad.Design(start=3, batch=2, max_seeds=9, min_effect=1.0)
+    d = ad.Design(start=3, batch=2, max_seeds=9, min_effect=1.0, alpha=0.05, spending="obf", lower_is_better=True)
     states = ad.start_states(d, ["eq", "wide", "trend"])
     first = {"eq": _stat(0.5, est=0.0, n=3, low=-0.2, high=0.3), "wide": _stat(0.5, est=0.0, n=3, low=-9, high=9),
              "trend": _stat(0.5, est=0.0, n=3, low=-9, high=9)}

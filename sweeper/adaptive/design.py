@@ -2,7 +2,7 @@
 looks and comparisons). Pure numpy/scipy on per-seed arrays; no I/O, no backend, no torch.
 
     from sweeper.adaptive.design import Design, start_states, look_stat, decide_look
-    d = Design(alpha=0.05, start=3, batch=2, max_seeds=9, min_effect=0.01)
+    d = Design(alpha=0.05, start=3, batch=2, max_seeds=9, min_effect=0.01, spending="obf", lower_is_better=True)
     states = start_states(d, ["nope", "frozen"])          # name -> State (open, alpha/m each)
     stats_ = {"nope": look_stat("paired", a, b)}          # one LookStat per open comparison at this look
     decide_look(d, states, stats_, invalid={"frozen": "gradient_flow"})   # states updated in place
@@ -55,7 +55,6 @@ from scipy import stats as sps
 
 import sweeper.analysis.robust as robust
 import sweeper.analysis.stats as stats
-from sweeper.config.decision import DecisionOptions
 
 SPENDING = ("obf", "pocock", "hsd")
 HSD_GAMMA = -6.0          # Hwang-Shih-DeCani spending parameter of spending="hsd"
@@ -75,13 +74,16 @@ _GRID = 241               # points per look of the numerical integration
 
 @dataclass(frozen=True)
 class Design:
-    alpha: float = DecisionOptions.alpha     # the schema's default (sweeper.config.decision); a sweep passes its own
-    start: int = 3
-    batch: int = 2
-    max_seeds: int = 9
-    min_effect: float = 1.0
-    spending: str = "obf"
-    lower_is_better: bool = True
+    """One adaptive sweep's design, every field given by its maker (sweeper.adaptive.driver.design_of: the
+    sweep's sweeper.adaptive.* (AdaptiveConf, where the defaults live), sweeper.decision.alpha, the experiment's
+    min_effect and direction): no default here, so none is stated twice."""
+    alpha: float
+    start: int
+    batch: int
+    max_seeds: int
+    min_effect: float
+    spending: str
+    lower_is_better: bool
 
     def schedule(self) -> list[int]:
         """Seeds per arm at each planned look: start, start+batch, ..., max_seeds."""
@@ -216,12 +218,12 @@ def _calibration_pvalues(n: int) -> np.ndarray:
     return 2 * special.stdtr(n - 1, -np.abs(mean) / np.sqrt(var / n))
 
 
-def levels(s: "State", alpha: float | None = None, design: "Design | None" = None,
+def levels(s: "State", design: "Design", alpha: float | None = None,
            extra: tuple[tuple[int, float], ...] = ()) -> tuple[float, ...]:
     """The calibrated nominal p thresholds of a comparison's looks (and of planned `extra` (n, t) looks)."""
     ns = tuple(int(look["n"]) for look in s.looks) + tuple(n for n, _ in extra)
     fr = _increasing(s.fractions + tuple(t for _, t in extra))
-    return t_levels(ns, fr, s.alpha if alpha is None else alpha, design.spending if design else "obf")
+    return t_levels(ns, fr, s.alpha if alpha is None else alpha, design.spending)
 
 
 def z_of_level(q: float) -> float:
