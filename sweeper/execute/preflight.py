@@ -108,13 +108,7 @@ def _run_child(plan, variant: str, config: dict, env: dict, cores, started=None)
     try:
         proc.wait()
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc)
     try:
         return json.loads(result.read_text()), log
     except (OSError, ValueError):
@@ -122,6 +116,17 @@ def _run_child(plan, variant: str, config: dict, env: dict, cores, started=None)
     finally:
         request.unlink(missing_ok=True)
         result.unlink(missing_ok=True)
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """A preflight process that still runs: SIGTERM, SIGKILL after 5 s; waited for."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def baseline_first(plan) -> bool:

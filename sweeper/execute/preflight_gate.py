@@ -23,7 +23,7 @@ import subprocess
 import threading
 from dataclasses import dataclass, field
 
-from sweeper.execute.preflight import health_preflight
+from sweeper.execute.preflight import health_preflight, stop_process
 from sweeper.run.files.status_values import Status
 
 
@@ -92,7 +92,7 @@ class PreflightGate:
             self._spawns.stopped = True           # its end is not a verdict: preflight._check says nothing
             with self.spawning:
                 for proc in self._procs:
-                    _stop(proc)
+                    stop_process(proc)
         if self._thread is not None:
             self._thread.join()
         if self.error is not None:
@@ -116,16 +116,6 @@ def discard_beside(plan, started: list) -> list[str]:
                                "from scratch, on the next launch")
         discarded.append(run.label)
     return discarded
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 class _Spawns:

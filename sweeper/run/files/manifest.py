@@ -163,9 +163,7 @@ def _experiment_from(d: dict, path: Path) -> Experiment:
             raise UnreadableFile(path, f"experiment.hypothesis={hypothesis!r} is not text", fix)
         given["hypothesis"] = hypothesis
     if notes is not None:
-        if not isinstance(notes, dict) or any(not isinstance(v, str) for v in notes.values()):
-            raise UnreadableFile(path, f"experiment.notes={notes!r} is not a mapping of variant -> text", fix)
-        given["notes"] = {str(k): v for k, v in notes.items()}
+        given["notes"] = _texts(notes, "notes", "variant", path, fix)
     for key in ("controls", "bundles"):
         named = exp.get(key) or None
         if named is not None:
@@ -180,12 +178,17 @@ def _experiment_from(d: dict, path: Path) -> Experiment:
             raise UnreadableFile(path, f"experiment.confirm_direction={confirm!r} is not true or false", fix)
         given["confirm_direction"] = confirm
     if silence is not None:
-        if not isinstance(silence, dict) or any(not isinstance(v, str) for v in silence.values()):
-            raise UnreadableFile(path, f"experiment.silence={silence!r} is not a mapping of check -> reason", fix)
-        given["silence"] = {str(k): v for k, v in silence.items()}
+        given["silence"] = _texts(silence, "silence", "check", path, fix, what="reason")
     return Experiment(name=exp["name"], baseline=exp["baseline"], metric=exp["metric"],
                       lower_is_better=exp["lower_is_better"],
                       variants={str(k): list(v or []) for k, v in variants.items()}, **given)
+
+
+def _texts(value, key: str, of: str, path, fix: str, what: str = "text") -> dict[str, str]:
+    """experiment.<key> as recorded: a mapping of <of> -> text (UnreadableFile naming it otherwise)."""
+    if not isinstance(value, dict) or any(not isinstance(v, str) for v in value.values()):
+        raise UnreadableFile(path, f"experiment.{key}={value!r} is not a mapping of {of} -> {what}", fix)
+    return {str(k): v for k, v in value.items()}
 
 
 def _manifest_from(d: dict, path: Path) -> Manifest:
