@@ -355,8 +355,7 @@ def run_pool(jobs: list[Job], slots: list[Slot], adapter: Adapter, policy: Retry
     loops = CrashLoops(policy.crash_loop_after)
     with Interrupts() as intr, Subreaper() as reaper:
         if warm is not None:
-            warm.wake = intr.fd                  # a signal ends a wait for a launcher still importing
-            warm.open(slots, lambda slot: job_env(jobs[0], slot) if jobs else {})
+            warm.open(slots, lambda slot: job_env(jobs[0], slot) if jobs else {}, wake=intr.fd)
             reaper.mine |= warm.pids()
         halt = None                              # the adapter's stop (a run without the decision metric)
         while (queue or running) and not intr.count and not halt:

@@ -199,8 +199,10 @@ class WarmStarts:
         self.wake: int | None = None       # the pool's signal pipe: a wait for a launcher ends on a signal
         self.unavailable: set[str] = set()  # why a launcher could not serve (its import failed), for the log
 
-    def open(self, slots, env_of) -> None:
-        """Start each slot's launcher now (they import while the sweeper goes on); env_of(slot): its env."""
+    def open(self, slots, env_of, wake: int | None = None) -> None:
+        """Start each slot's launcher now (they import while the sweeper goes on); env_of(slot): its env. wake:
+        the pool's signal pipe: a start waiting on a launcher still importing ends when it turns readable."""
+        self.wake = wake
         if self.entry is None:
             return
         for slot in slots:
