@@ -25,12 +25,14 @@ with the last open comparison). Writes benchmarks/results/adaptive_sim.{json,md}
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
 import sys
 import time
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sweeper.adaptive import design as adaptive  # noqa: E402
-from sweeper.analysis import stats
+from sweeper.analysis import robust, stats
 
 DESIGN = adaptive.Design(alpha=0.05, start=4, batch=2, max_seeds=16, min_effect=1.0, spending="hsd",
                          lower_is_better=True)
@@ -78,13 +80,14 @@ def simulate_one(rng, sc: dict, design: adaptive.Design) -> dict:
     lost = rng.random((m + 1, n)) < sc["loss"]                                       # (arms, n)
     names = [f"v{j}" for j in range(m)]
 
-    def stat(j: int, k: int, level: float | None = None) -> adaptive.LookStat:
+    def stat(j: int, k: int, level: adaptive.Level | None = None) -> adaptive.LookStat:
         a, b = values[j + 1, :k], values[0, :k]
         la, lb = lost[j + 1, :k], lost[0, :k]
         if la.any() or lb.any():
             return adaptive.look_stat("independent", a[~la], b[~lb], int(la.sum()), int(lb.sum()), True)
-        if level is None:                  # the fixed design: its own test at alpha / m
-            return adaptive.look_stat("paired", a, b, level=design.alpha / m)
+        if level is None:        # the fixed design: its own test at alpha / m (robust where its floor reaches it)
+            fixed = adaptive.Level(design.alpha / m, robust.uses_permutation(True, k, k, m, design.alpha))
+            return adaptive.look_stat("paired", a, b, level=fixed)
         return adaptive.look_stat("paired", a, b, level=level)
 
     states = adaptive.start_states(design, names)
@@ -98,7 +101,8 @@ def simulate_one(rng, sc: dict, design: adaptive.Design) -> dict:
         base_runs = k
         for name in live:
             runs[name] = k
-        looks = {name: stat(names.index(name), k, adaptive.next_level(design, states[name], k)) for name in live}
+        looks = {name: stat(names.index(name), k, adaptive.next_level(design, states[name], k, paired=True))
+                 for name in live}
         adaptive.decide_look(design, states, looks)
         if k >= design.max_seeds:
             break
@@ -248,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=DESIGN.batch)
     p.add_argument("--max-seeds", type=int, default=DESIGN.max_seeds)
     p.add_argument("--only", default=None, help="run only scenarios whose 'm/noise/truth/loss' contains this")
+    p.add_argument("--workers", type=int, default=1, help="scenarios run in this many processes at once")
     args = p.parse_args(argv)
     design = dataclasses.replace(DESIGN, spending=args.spending, start=args.start, batch=args.batch,
                                  max_seeds=args.max_seeds)
@@ -256,16 +261,17 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/adaptive_sim.py" + (" " + " ".join(argv if argv is not None else sys.argv[1:])
                                                      if (argv if argv is not None else sys.argv[1:]) else "")
     t0 = time.time()
-    rows = []
-    for i, sc in enumerate(scenarios()):
-        if args.only and args.only not in f"{sc['m']}/{sc['noise']}/{sc['truth']}/{sc['loss']}":
-            continue
-        rows.append(run_scenario(sc, null_sweeps if sc["truth"] == "null" else sweeps, args.seed + 1000 * i, design))
-        r = rows[-1]
-        gap = "" if r["gap"] is None else f" gap {r['gap']:+.3f}+-{r['gap_se']:.3f}"
-        print(f"{sc}: fwer {r['fwer_adaptive']:.3f} (fixed {r['fwer_fixed']:.3f}) power "
-              f"{r['power_adaptive']} (fixed {r['power_fixed']}){gap} saved {r['saved']:.1%} lost "
-              f"{ {k: round(v, 3) for k, v in r['lost_power'].items()} }", flush=True)
+    todo = [(sc, null_sweeps if sc["truth"] == "null" else sweeps, args.seed + 1000 * i, design)
+            for i, sc in enumerate(scenarios())
+            if not args.only or args.only in f"{sc['m']}/{sc['noise']}/{sc['truth']}/{sc['loss']}"]
+    with ProcessPoolExecutor(args.workers) if args.workers > 1 else contextlib.nullcontext() as pool:
+        rows = []
+        for r in (pool.map if pool else map)(run_scenario, *zip(*todo)) if todo else ():
+            rows.append(r)
+            gap = "" if r["gap"] is None else f" gap {r['gap']:+.3f}+-{r['gap_se']:.3f}"
+            print(f"{ {k: r[k] for k in ('m', 'noise', 'truth', 'loss')} }: fwer {r['fwer_adaptive']:.3f} (fixed "
+                  f"{r['fwer_fixed']:.3f}) power {r['power_adaptive']} (fixed {r['power_fixed']}){gap} saved "
+                  f"{r['saved']:.1%} lost { {k: round(v, 3) for k, v in r['lost_power'].items()} }", flush=True)
     seconds = time.time() - t0
     if not any(r["truth"] == "null" for r in rows) or all(r["truth"] == "null" for r in rows):
         return 0

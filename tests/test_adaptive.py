@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from sweeper.adaptive import calibration
 from sweeper.adaptive import design as ad
 from sweeper.analysis import robust
 
@@ -120,23 +121,74 @@ def test_predictive_power_against_its_closed_form():
     assert ad.predictive_power(st, t, c) == pytest.approx(want, rel=1e-6)
 
 
-def test_calibrated_t_levels_spend_alpha_in_an_independent_simulation():
-    ns = (4, 6, 8, 10, 12, 14, 16)
-    fr = tuple(n / 16 for n in ns)
-    q = np.array(ad.t_levels(ns, fr, 0.05, "obf"))
+def test_levels_beyond_the_stored_robust_ones_spend_alpha_on_t_p_values_in_an_independent_simulation():
+    ns = (18, 20, 22, 24, 26)      # above calibration.MAX_N: the robust test decides at levels calibrated on t
+    fr = tuple(n / 26 for n in ns)
+    levels = ad.look_levels(True, ns, fr, 0.05, "obf")
+    assert all(lv.robust for lv in levels)
+    q = np.array([lv.q for lv in levels])
     rng = np.random.default_rng(2024)                          # not the calibration's seed
     from scipy import stats as sps
-    x = rng.standard_normal((200_000, 16))
+    x = rng.standard_normal((200_000, 26))
     crossed = np.zeros(x.shape[0], bool)
     for k, n in enumerate(ns):
         p = sps.ttest_1samp(x[:, :n], 0.0, axis=1).pvalue
         crossed |= p <= q[k]
     fwer, want = crossed.mean(), 0.05 * ad.CALIBRATION_SHARE                # the margin: 0.048, not 0.05
-    assert abs(fwer - want) < 4 * math.sqrt(want * (1 - want) / 200_000) + 5e-4, fwer
-    assert fwer < 0.05
-    # the normal-theory boundaries applied to t p-values would exceed alpha
+    se = math.sqrt(want * (1 - want) / 200_000) + math.sqrt(want * (1 - want) / calibration.PATHS)
+    assert abs(fwer - want) < 4 * se, fwer
+    # the normal-theory boundaries applied to t p-values would spend more than the calibrated levels
     nominal = np.array([ad.nominal_p(c) for c in ad.boundaries(fr, 0.05, "obf")])
-    assert np.all(q[2:] < nominal[2:])
+    assert np.all(q[1:] < nominal[1:])
+
+
+def _fresh_paths_fwer(paired: bool, ns, levels, noise, paths: int) -> float:
+    """The family-wise error of the looks on new null paths (not the calibration's), each look run by look_stat
+    with its level: the real tests, an independent check of the stored calibration."""
+    rng = np.random.default_rng(77)
+    crossed = 0
+    for _ in range(paths):
+        a = noise(rng, ns[-1])
+        b = np.zeros(ns[-1]) if paired else noise(rng, ns[-1])
+        for n, level in zip(ns, levels):
+            st = ad.look_stat("paired" if paired else "independent", a[:n], b[:n], level=level)
+            if st.pvalue <= level.q:
+                crossed += 1
+                break
+    return crossed / paths
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("paired", [True, False], ids=["paired", "independent"])
+def test_robust_look_levels_keep_the_error_on_new_paths_normal_and_heavy_tailed(paired):
+    ns = (4, 6, 8, 10)
+    fr = tuple(n / 10 for n in ns)
+    levels = ad.look_levels(paired, ns, fr, 0.05, "hsd")
+    assert not levels[0].robust and levels[-1].robust          # the t-test early (below the floor), robust late
+    want = 0.05 * ad.CALIBRATION_SHARE
+    paths = 3000
+    se = math.sqrt(want * (1 - want) / paths)
+    normal = _fresh_paths_fwer(paired, ns, levels, lambda rng, n: rng.standard_normal(n), paths)
+    assert abs(normal - want) < 4 * se, normal
+    heavy = _fresh_paths_fwer(paired, ns, levels, lambda rng, n: rng.standard_t(2, n), paths)   # infinite variance
+    assert heavy < 0.05 + 3 * se, heavy
+
+
+def test_look_levels_spend_what_the_calibration_paths_allow_and_carry_the_rest():
+    ns = (4, 6, 8, 10, 12, 14, 16)
+    fr = tuple(n / 16 for n in ns)
+    for paired in (True, False):
+        levels = ad.look_levels(paired, ns, fr, 0.05, "hsd")
+        alive = np.ones(calibration.PATHS, bool)
+        crossed = 0
+        for n, t, lv in zip(ns, fr, levels):
+            p = calibration.pvalues(paired, n, robust=lv.robust)
+            crossed += int((alive & (p <= lv.q)).sum())
+            alive &= ~(p <= lv.q)
+            budget = round(ad.spent(t, 0.05, "hsd") * ad.CALIBRATION_SHARE * calibration.PATHS)
+            assert crossed <= budget                                   # never more than spent by this look
+        assert crossed >= budget - 0.003 * calibration.PATHS          # the last look spends what is left
+        assert levels[-1].robust and levels[-1].q >= 0.03
 
 
 def test_look_stat_is_the_fixed_designs_test():
@@ -146,18 +198,21 @@ def test_look_stat_is_the_fixed_designs_test():
     st = ad.look_stat("paired", a, b)
     assert st.pvalue == pytest.approx(sps.ttest_rel(a, b).pvalue) and st.n == 4      # 4 pairs: floor 1/8
     w = ad.look_stat("independent", a[:3], b, 1, 0, True)
-    assert w.test == "worst-rank test" and w.n == 4
+    assert w.test == "worst-rank test" and w.n == 4 and w.design == "independent"
     rng = np.random.default_rng(3)
     d = rng.standard_normal(10) + 1.0
-    # 10 pairs: the sign-flip floor 2/1024 reaches alpha and a late look's level, not an early look's 0.001
-    robust_look = ad.look_stat("paired", d, np.zeros(10), level=0.01)
+    robust_look = ad.look_stat("paired", d, np.zeros(10), level=ad.Level(0.01, True))
     assert "sign-flip max-type" in robust_look.test
-    assert robust_look.pvalue == robust.deciding_test(d, np.zeros(10), True).pvalue
-    early = ad.look_stat("paired", d, np.zeros(10), level=0.001)
+    assert robust_look.pvalue == robust.deciding_test(d, np.zeros(10), True, seed=calibration.SEED).pvalue
+    early = ad.look_stat("paired", d, np.zeros(10), level=ad.Level(0.001, False))
     assert early.test == "paired t-test" and early.pvalue == pytest.approx(sps.ttest_1samp(d, 0).pvalue)
     assert robust_look.estimate == early.estimate == pytest.approx(d.mean())          # futility: the t scale
+    x, y = rng.standard_normal(6), rng.standard_normal(6)
+    ind = ad.look_stat("independent", x, y, level=ad.Level(0.04, False))
+    assert ind.pvalue == pytest.approx(sps.ttest_ind(x, y).pvalue)                   # Student's t, equal arms
     d[:] = 0.3                                                                         # zero spread: exact
     assert ad.look_stat("paired", d, np.zeros(10)).pvalue == pytest.approx(2 / 1024)
+    assert ad.look_stat("paired", d, np.zeros(10), level=ad.Level(1e-4, False)).pvalue == pytest.approx(2 / 1024)
 
 
 def test_benchmark_script_runs_and_writes_its_results(tmp_path):

@@ -111,6 +111,24 @@ def test_a_changed_design_is_refused_on_resume(adaptive_sweep):
 
 
 @pytest.mark.slow
+def test_looks_decided_with_an_older_calibration_are_refused_on_resume(adaptive_sweep):
+    sweep_dir, _ = adaptive_sweep
+    path = sweep_dir / "looks.json"
+    text = path.read_text()
+    record = json.loads(text)
+    assert record["calibration"] == "deciding test, calibration.npz"
+    del record["calibration"]                          # what a sweep from before the recalibration recorded
+    path.write_text(json.dumps(record))
+    try:
+        proc = _sweep(sweep_dir, timeout=120)
+    finally:
+        path.write_text(text)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "levels of an older sweeper" in lines[0], proc.stderr
+    assert "delete that file" in lines[0]
+
+
+@pytest.mark.slow
 @pytest.mark.slurm
 def test_adaptive_sweep_on_slurm(slurm_cluster, tmp_path):
     sweep_dir = tmp_path / "sweep"

@@ -15,15 +15,21 @@ Procedure (fixed before looking; docs/adaptive.md justifies it):
    O'Brien-Fleming type alpha(t) = 2 - 2 Phi(z_{alpha/2} / sqrt t), Pocock type alpha ln(1 + (e-1) t), or
    Hwang-Shih-DeCani alpha (1 - e^{-g t}) / (1 - e^{-g}) with g = HSD_GAMMA = -6 ("hsd": less than OBF spent
    before the last look, so the final level stays near alpha: 0.043 at looks 4, 6, ..., 16, OBF's 0.032).
-3. A look's statistic is the fixed design's own test (sweeper.analysis.robust: the robust permutation test where
-   its exact floor reaches the look's level q_k, else the t-test; the exact worst-rank test when seeds were
-   lost) and crosses when its two-sided p-value <= q_k. The levels q_k are calibrated
-   by simulation (t_levels: CALIBRATION_PATHS normal sweeps, fixed seed, paired t at the looks' seed counts):
-   P(no crossing before k, p_k <= q_k) = s (alpha(t_k) - alpha(t_{k-1})) under the null, s = CALIBRATION_SHARE
-   = 0.96 (a margin: the simulated family-wise error sits at ~0.048, not at 0.05 +- noise). The normal-theory
-   boundaries of a Brownian motion (`boundaries`, Armitage-McPherson-Rowe recursion) applied to t p-values
-   let the error reach ~0.055 at alpha 0.05 (the looks share their variance estimates); heavy tails and the
-   worst-rank test are conservative at these levels. benchmarks/adaptive_sim.py checks the family-wise error.
+3. A look's statistic is the fixed design's own test (sweeper.analysis.robust's robust permutation test, or the
+   t-test where the permutation test's discrete p-values cannot spend the look's alpha; the exact worst-rank
+   test when seeds were lost) and crosses when its two-sided p-value <= q_k. The levels q_k, and which of the two
+   tests decides each look, are calibrated on that test's own p-values (look_levels: the calibration paths of
+   sweeper.adaptive.calibration, PATHS normal null sweeps per design, fixed seed; the permutation test's
+   p-values are stored there for up to MAX_N = 16 seeds per arm; beyond, its looks use levels calibrated on the
+   t-test's p-values of the same paths):
+   P(no crossing before k, p_k <= q_k) <= s (alpha(t_k) - alpha(t_{k-1})) under the null, s = CALIBRATION_SHARE
+   = 0.96 (a margin: the simulated family-wise error sits at ~0.048, not at 0.05 +- noise), with what a
+   discrete look cannot spend carried to the next. The robust test decides a look when it can spend its share,
+   else the t-test (early looks spend less than the permutation floor 2 / 2^n). The normal-theory boundaries of
+   a Brownian motion (`boundaries`, Armitage-McPherson-Rowe recursion) applied to t p-values let the error
+   reach ~0.055 at alpha 0.05 (the looks share their variance estimates), so they are not used to decide.
+   The permutation tests are exact under any noise law at each look; benchmarks/adaptive_sim.py checks the
+   family-wise error across looks under normal and heavy-tailed noise.
 4. Across comparisons: Holm as a graphical procedure (Maurer & Bretz 2013): alpha_i = alpha / m at first; when
    a comparison crosses (at this look or, at its updated level, at an earlier one) it is decided and its
    alpha_i is split equally among the comparisons not yet decided, whose levels are recomputed at their new
@@ -50,11 +56,12 @@ import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from scipy import optimize, special
+from scipy import optimize
 from scipy import stats as sps
 
 import sweeper.analysis.robust as robust
 import sweeper.analysis.stats as stats
+from sweeper.adaptive import calibration
 
 SPENDING = ("obf", "pocock", "hsd")
 HSD_GAMMA = -6.0          # Hwang-Shih-DeCani spending parameter of spending="hsd"
@@ -63,8 +70,7 @@ OPEN, BETTER, WORSE, NO_EFFECT, BUDGET, INVALID = ("open", "better", "worse", "n
 FUTILITY_POWER = 0.05     # conditional power under min_effect below which a comparison stops as futile
 PREDICTIVE_POWER = 0.05   # predictive power (the data's own trend) below which a comparison stops as futile
 EQUIVALENCE = 0.90        # the interval that must lie inside (-min_effect, min_effect) for "no effect >= X"
-CALIBRATION_PATHS = 100_000   # simulated normal sweeps that calibrate the t-test levels of the looks
-CALIBRATION_SEED = 15         # fixed: the same design always gets the same levels
+CALIBRATION = "deciding test, calibration.npz"   # what the levels were calibrated on (recorded with the looks)
 CALIBRATION_SHARE = 0.96      # the levels spend this share of alpha(t) on normal data: a margin (0.002 at alpha
                               # 0.05) for what the calibration cannot see (its own Monte Carlo error, noise laws
                               # between normal and heavy tails, looks placed off schedule); costs ~0.4 points
@@ -167,63 +173,69 @@ def _z(p: float) -> float:
     return float(sps.norm.isf(p))
 
 
+@dataclass(frozen=True)
+class Level:
+    """One look's calibrated decision rule: cross when the p-value of the test named by `robust` is <= q."""
+    q: float
+    robust: bool          # True: the robust permutation test decides this look; False: the t-test
+
+
 @functools.lru_cache(maxsize=4096)
-def t_levels(ns: tuple[int, ...], fractions: tuple[float, ...], alpha: float, kind: str = "obf") -> tuple[float, ...]:
-    """Nominal two-sided p-value thresholds q_1..q_K for looks at ns seeds per arm (information fractions
-    `fractions`): the paired t-test's p-value at look k crosses when p_k <= q_k, and q_k is set so that, for
-    normal data under the null, P(no crossing before k, p_k <= q_k) = alpha(t_k) - alpha(t_{k-1}) exactly in
-    CALIBRATION_PATHS simulated sweeps (fixed seed), times CALIBRATION_SHARE (a margin). The normal-theory
-    boundaries (`boundaries`) applied to t p-values would let the family-wise error reach ~0.055 at alpha 0.05
-    (n from 3 or 4: the looks share their variance estimates); these levels spend CALIBRATION_SHARE alpha."""
+def look_levels(paired: bool, ns: tuple[int, ...], fractions: tuple[float, ...], alpha: float,
+                kind: str = "obf") -> tuple[Level, ...]:
+    """The levels of looks at ns seeds per arm (information fractions `fractions`): for each look, the test
+    that decides it and its two-sided p threshold q_k, such that on the calibration paths (normal null sweeps,
+    sweeper.adaptive.calibration) P(no crossing before k, p_k <= q_k) is the most that does not exceed
+    CALIBRATION_SHARE (alpha(t_k) - alpha(t_{k-1})) plus what earlier looks could not spend. The robust
+    permutation test decides where its discrete p-values can spend some of that, else the t-test. Beyond
+    calibration.MAX_N seeds per arm no robust p-values are stored: the robust test decides (its floor is far
+    below any level there) at the level calibrated on the t-test's p-values of the same paths (under normal
+    noise the two tests' p-values differ by a few percent at that n)."""
     if len(ns) != len(fractions):
         raise ValueError(f"{len(ns)} looks but {len(fractions)} information fractions")
-    paths = CALIBRATION_PATHS
+    paths = calibration.PATHS
     alive = np.ones(paths, dtype=bool)
     out, crossed = [], 0
     for n, t in zip(ns, fractions):
         want = int(round(spent(t, alpha, kind) * CALIBRATION_SHARE * paths)) - crossed   # this look may add
         if n < 2 or want <= 0:
-            out.append(0.0)
+            out.append(Level(0.0, False))
             continue
-        p = _calibration_pvalues(n)
-        live = p[alive]
-        if want >= live.size:
-            q = 1.0
-        else:
-            part = np.partition(live, [want - 1, want])
-            q = float(part[want - 1] + part[want]) / 2                        # `want` alive paths at or below
-        out.append(q)
-        hit = alive & (p <= q)
+        level, p = None, None
+        if n <= calibration.MAX_N:
+            p = calibration.pvalues(paired, n, robust=True)
+            level = _spending_level(p[alive], want, robust=True)
+        if level is None:       # the t-test's p-values: beyond MAX_N (the robust test decides, calibrated on
+            p = calibration.pvalues(paired, n, robust=False)      # them), or where the floor spends too much
+            level = _spending_level(p[alive], want, robust=n > calibration.MAX_N) or Level(0.0, False)
+        out.append(level)
+        hit = alive & (p <= level.q)
         crossed += int(hit.sum())
         alive &= ~hit
     return tuple(out)
 
 
-@functools.lru_cache(maxsize=None)
-def _calibration_sums(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sum and sum of squares of the first n simulated paired differences of every calibration path."""
-    x = np.random.default_rng([CALIBRATION_SEED, n]).standard_normal(CALIBRATION_PATHS)
-    if n == 1:
-        return x, x * x
-    s1, s2 = _calibration_sums(n - 1)
-    return s1 + x, s2 + x * x
-
-
-@functools.lru_cache(maxsize=None)
-def _calibration_pvalues(n: int) -> np.ndarray:
-    """Two-sided paired t-test p-values at n seeds of every calibration path (standard normal differences)."""
-    s1, s2 = _calibration_sums(n)
-    mean = s1 / n
-    var = np.maximum(s2 - n * mean * mean, 1e-300) / (n - 1)
-    return 2 * special.stdtr(n - 1, -np.abs(mean) / np.sqrt(var / n))
+def _spending_level(live: np.ndarray, want: int, robust: bool) -> Level | None:
+    """The largest threshold q with at most `want` of the live p-values <= q (None: even the smallest value
+    occurs more than `want` times, as a permutation test's floor may)."""
+    if want >= live.size:
+        return Level(1.0, robust)
+    srt = np.sort(live)
+    v = srt[want - 1]
+    if srt[want] > v:
+        return Level(float(v), robust)
+    below = int(np.searchsorted(srt, v, side="left"))       # a tie spans want and want + 1: stop below it
+    return Level(float(srt[below - 1]), robust) if below > 0 else None
 
 
 def levels(s: "State", design: "Design", alpha: float | None = None,
-           extra: tuple[tuple[int, float], ...] = ()) -> tuple[float, ...]:
-    """The calibrated nominal p thresholds of a comparison's looks (and of planned `extra` (n, t) looks)."""
+           extra: tuple[tuple[int, float], ...] = (), paired: bool | None = None) -> tuple[Level, ...]:
+    """The calibrated levels of a comparison's looks (and of planned `extra` (n, t) looks); paired: its design
+    (default: the design of its recorded looks)."""
     ns = tuple(int(look["n"]) for look in s.looks) + tuple(n for n, _ in extra)
     fr = _increasing(s.fractions + tuple(t for _, t in extra))
-    return t_levels(ns, fr, s.alpha if alpha is None else alpha, design.spending)
+    return look_levels(s.paired if paired is None else paired, ns, fr, s.alpha if alpha is None else alpha,
+                       design.spending)
 
 
 def z_of_level(q: float) -> float:
@@ -242,29 +254,31 @@ class LookStat:
     df: float = math.nan
     low90: float = math.nan   # the EQUIVALENCE interval
     high90: float = math.nan
+    design: str = "paired"    # "paired" or "independent": which calibration paths its levels come from
 
     def to_dict(self) -> dict:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
 
 
 def look_stat(design: str, a, b, lost_a: int = 0, lost_b: int = 0, lower_is_better: bool = True,
-              level: float | None = None) -> LookStat:
-    """The fixed design's test for one comparison (sweeper.analysis.robust's choice): worst-rank when seeds were
-    lost; else the robust permutation test when its exact floor is at most `level` (this look's nominal p
-    threshold, next_level; None: alpha 0.05), the t-test otherwise (it alone can cross a level below the floor).
-    a and b are the usable values (paired: aligned by seed). Estimate, se and the 90% interval (futility) are the
-    t-test's."""
+              level: Level | None = None) -> LookStat:
+    """The fixed design's test for one comparison: worst-rank when seeds were lost; else the test its calibrated
+    `level` names (next_level: the robust permutation test or the t-test; None: the robust test where its
+    exact floor reaches alpha 0.05, as a fixed sweep of one comparison decides), run as the calibration ran it
+    (sweeper.adaptive.calibration.look_test). a and b are the usable values (paired: aligned by seed). Estimate,
+    se and the 90% interval (futility) are the t-test's."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     n = min(a.size + lost_a, b.size + lost_b)
     if lost_a or lost_b:
         if a.size == 0 or b.size == 0:
             p = stats.worst_rank_test(a, b, lost_a, lost_b, lower_is_better).test.pvalue if a.size + b.size else 1.0
-            return LookStat(n, "worst-rank test", float(p), math.nan)
+            return LookStat(n, "worst-rank test", float(p), math.nan, design=design)
         w = stats.worst_rank_test(a, b, lost_a, lost_b, lower_is_better)
         se = math.nan
         if a.size > 1 and b.size > 1:            # Welch's se of the usable values: the scale of X for futility
             se = float(math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size))
-        return LookStat(n, "worst-rank test", float(w.test.pvalue), float(np.median(a) - np.median(b)), se)
+        return LookStat(n, "worst-rank test", float(w.test.pvalue), float(np.median(a) - np.median(b)), se,
+                        design=design)
     paired = design == "paired"
     test = robust.t_test(a, b, paired, EQUIVALENCE)
     d = a - b if paired else None
@@ -273,17 +287,15 @@ def look_stat(design: str, a, b, lost_a: int = 0, lost_b: int = 0, lower_is_bett
         se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else math.nan
     else:
         se = float(math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)) if min(a.size, b.size) > 1 else math.nan
-    reach = 0.05 if level is None else level
-    deciding = robust.deciding_test(a, b, paired, 1, reach, seed=CALIBRATION_SEED)
-    if "zero spread" not in deciding.name and not robust.uses_permutation(paired, a.size, b.size, 1, reach):
-        deciding = test                         # the t-test: no permutation test reaches this look's level
+    permutation = level.robust if level is not None else robust.uses_permutation(paired, a.size, b.size)
+    deciding = calibration.look_test(a, b, paired, permutation)
     return LookStat(n, deciding.name, float(deciding.pvalue), est, se, float(test.df), float(test.ci[0]),
-                    float(test.ci[1]))
+                    float(test.ci[1]), design)
 
 
-def next_level(design: Design, s: "State", n: int) -> float:
-    """The nominal p threshold a look at n seeds per arm would get (before the look is recorded)."""
-    return levels(s, design=design, extra=((n, min(1.0, n / design.max_seeds)),))[-1]
+def next_level(design: Design, s: "State", n: int, paired: bool) -> Level:
+    """The level (test and p threshold) a look at n seeds per arm would get (before the look is recorded)."""
+    return levels(s, design=design, extra=((n, min(1.0, n / design.max_seeds)),), paired=paired)[-1]
 
 
 @dataclass
@@ -303,6 +315,11 @@ class State:
     def fractions(self) -> tuple[float, ...]:
         return tuple(look["t"] for look in self.looks)
 
+    @property
+    def paired(self) -> bool:
+        """The design of its looks (looks recorded before the design was recorded: paired)."""
+        return not self.looks or self.looks[-1]["stat"].get("design", "paired") == "paired"
+
 
 def start_states(design: Design, variants: list[str]) -> dict[str, State]:
     m = max(1, len(variants))
@@ -311,8 +328,8 @@ def start_states(design: Design, variants: list[str]) -> dict[str, State]:
 
 def _crossed(design: Design, s: State) -> int | None:
     """The first look whose p-value is at or below the boundary at s.alpha, else None."""
-    for k, (look, q) in enumerate(zip(s.looks, levels(s, design=design))):
-        if look["stat"]["pvalue"] is not None and look["stat"]["pvalue"] <= q:
+    for k, (look, level) in enumerate(zip(s.looks, levels(s, design=design))):
+        if look["stat"]["pvalue"] is not None and look["stat"]["pvalue"] <= level.q:
             return k
     return None
 
@@ -405,8 +422,9 @@ def decide_look(design: Design, states: dict[str, State], looks: dict[str, LookS
             continue
         if s.looks and s.looks[-1]["alpha_i"] != s.alpha:
             s.looks[-1]["alpha_i_after"] = s.alpha
-        q = levels(s, design=design)[-1]
-        s.looks[-1]["boundary_z"], s.looks[-1]["nominal_p"] = z_of_level(q), q
+        level = levels(s, design=design)[-1]
+        s.looks[-1]["boundary_z"], s.looks[-1]["nominal_p"] = z_of_level(level.q), level.q
+        s.looks[-1]["deciding"] = "robust permutation test" if level.robust else "t-test"
         s.looks[-1]["spent"] = spent(s.fractions[-1], s.alpha, design.spending) * CALIBRATION_SHARE  # what q spends
         if s.status != OPEN:
             continue
@@ -425,7 +443,7 @@ def decide_look(design: Design, states: dict[str, State], looks: dict[str, LookS
             continue
         if len(s.looks) < 2:  # the first look's spread rests on start - 1 degrees of freedom
             continue
-        c_final = z_of_level(levels(s, design=design, extra=((design.max_seeds, 1.0),))[-1])
+        c_final = z_of_level(levels(s, design=design, extra=((design.max_seeds, 1.0),))[-1].q)
         t_now = s.fractions[-1]
         cp = conditional_power(design, st, t_now, c_final)
         pp = predictive_power(st, t_now, c_final)
@@ -454,7 +472,7 @@ def decide_look(design: Design, states: dict[str, State], looks: dict[str, LookS
 
 
 def _nominal_at(design: Design, s: State, k: int) -> float:
-    return levels(s, design=design)[k]
+    return levels(s, design=design)[k].q
 
 
 def still_open(states: dict[str, State]) -> list[str]:

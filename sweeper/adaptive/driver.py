@@ -30,7 +30,7 @@ from sweeper.report.end import finish
 from sweeper.run.files.reading import UnreadableFile
 
 LOOK_MIN_SEEDS = 2     # a look's analysis: arms with 2 seeds are read (sweeper.adaptive.start may be 2); the look
-LOOK_RESAMPLES = 200   # decides by its own t-based levels, so its arms need few resamples (the report uses the rest)
+LOOK_RESAMPLES = 200   # the arms' analysis only: the look's test runs as calibrated (sweeper.adaptive.calibration)
 
 
 def design_of(sweep) -> adaptive.Design:
@@ -114,13 +114,18 @@ class AdaptiveSweep:
         except UnreadableFile as e:
             raise UsageError(str(e)) from None
         if record is None:
-            return {"design": d.to_dict(), "baseline": self.sweep.experiment.baseline, "looks": [], "states": {}}, \
+            return {"design": d.to_dict(), "calibration": adaptive.CALIBRATION,
+                    "baseline": self.sweep.experiment.baseline, "looks": [], "states": {}}, \
                 adaptive.start_states(d, self.variants)
         if record["design"] != d.to_dict():
             changed = [f"{k} {record['design'].get(k)} -> {v}" for k, v in d.to_dict().items()
                        if record["design"].get(k) != v]
             raise UsageError(f"{sweep_dir} holds adaptive looks made with another design ({', '.join(changed)}); "
                              f"repeat the recorded settings to resume, or use another sweeper.dir")
+        if record.get("calibration") != adaptive.CALIBRATION:
+            raise UsageError(f"{looks_path(sweep_dir)} holds looks decided with the levels of an older sweeper "
+                             f"(the t-test's); delete that file to restart the looks with this version's "
+                             f"(finished runs are kept), or use another sweeper.dir")
         states = {}
         for v in self.variants:
             s = record["states"].get(v)
@@ -168,9 +173,11 @@ class AdaptiveSweep:
             if base.health_failed or va.health_failed:
                 invalid[c.variant] = ", ".join(base.health_failed or va.health_failed)
             if va.ended < 2 or base.ended < 2:
-                looks[c.variant] = adaptive.LookStat(min(va.ended, base.ended), "insufficient", 1.0, float("nan"))
+                looks[c.variant] = adaptive.LookStat(min(va.ended, base.ended), "insufficient", 1.0, float("nan"),
+                                                     design=c.design)
                 continue
-            level = adaptive.next_level(self.design, states[c.variant], min(va.ended, base.ended))
+            level = adaptive.next_level(self.design, states[c.variant], min(va.ended, base.ended),
+                                        paired=c.design == "paired")
             if c.design == "paired":
                 common = sorted(set(va.seeds.tolist()) & set(base.seeds.tolist()))
                 a = va.values[[va.seeds.tolist().index(s) for s in common]]

@@ -3,7 +3,8 @@
     rec = read_looks(sweep_dir)            # None before the first look; UnreadableFile naming a damaged file
     write_looks(sweep_dir, {"design": ..., "looks": [...], "states": {...}})   # atomic: a kill keeps the old one
 
-What it holds: the design (alpha, start, batch, max_seeds, min_effect, spending), one entry per completed look
+What it holds: the design (alpha, start, batch, max_seeds, min_effect, spending), what its levels were
+calibrated on (sweeper.adaptive.design.CALIBRATION), one entry per completed look
 (seeds per arm, and per comparison the statistic, boundary, nominal p, alpha spent, local level, decision) and
 each comparison's state (status, reason, its looks). A look is written only after its analysis, so a sweep
 interrupted during a look repeats that look's launch (its finished runs are kept) and keeps every earlier one.
