@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_stored_pvalues_are_the_real_tests_on_the_stored_paths():
-    bad = calibration.check(24, seed=7)              # both designs, n from 2 to MAX_N, random paths
+    bad = calibration.check(24, pick=7)              # both designs, n from 2 to MAX_N, random paths
     assert not bad, bad
 
 

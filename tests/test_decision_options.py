@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 
 import sweeper.run.files.manifest as manifest_mod
-from sweeper.config.decision import DecisionOptions
+from sweeper.config.decision import DecisionOptions, ReportFlags
 from sweeper.config.schema import SweeperConf
+from sweeper.errors import UsageError
 from sweeper.report.end import finish
 from sweeper.report.write import compare_sweeps, report_sweep
 from tests.helpers.commands import ROOT, run_sweeper
@@ -24,6 +26,7 @@ DEFAULTS = {f.name: f.default for f in dataclasses.fields(DecisionOptions)}
 NAMES = {"alpha", "min_seeds", "n_resamples", "resamples", "confidence"}   # `seed` is also a run's seed: by value
 FLAGS = {"--alpha", "--min-seeds", "--resamples", "--seed"}
 FAST = DecisionOptions(n_resamples=200)
+FLAG_OF = {"alpha": "--alpha", "min_seeds": "--min-seeds", "n_resamples": "--resamples", "seed": "--seed"}
 
 
 def _number(node) -> bool:
@@ -132,6 +135,33 @@ def test_the_sweeps_decision_options_decide_its_report(tmp_path, capsys):
         assert says in report, (decision, report[:2000])
         beats = "rope beats nope" in capsys.readouterr().out
         assert beats == (decision == FAST), decision
+
+
+def _record_decision(root, decision: dict) -> None:
+    path = root / "sweep.json"
+    data = json.loads(path.read_text())
+    data["decision"] = decision                      # what the sweep's own sweeper.decision block records
+    path.write_text(json.dumps(data))
+
+
+def test_a_later_report_decides_by_the_sweeps_own_options_unless_a_flag_says_otherwise(tmp_path, capsys):
+    root = write_sweep(tmp_path / "s", ROPE, baseline="rope", paired=False)
+    _record_decision(root, {"alpha": 0.001, "n_resamples": 200})
+    text = report_sweep(root, ReportFlags.parse({"alpha": None}, FLAG_OF), plots=False, journal="off")
+    assert "rope beats nope" not in text and "alpha 0.001" in (root / "report.md").read_text()
+    text = report_sweep(root, ReportFlags.parse({"alpha": 0.05}, FLAG_OF), plots=False, journal="off")
+    assert "rope beats nope" in text and "alpha 0.05" in (root / "report.md").read_text()     # the flag wins
+    _record_decision(root, {"alpha": 1.5})
+    with pytest.raises(UsageError, match=r"sweep.json decision.alpha 1.5: accepted values are between 0 and 1"):
+        report_sweep(root, ReportFlags.parse({}, FLAG_OF), plots=False, journal="off")
+
+
+@pytest.mark.slow
+def test_the_report_command_uses_the_recorded_options(tmp_path):
+    root = write_sweep(tmp_path / "s", ROPE, baseline="rope", paired=False)
+    _record_decision(root, {"alpha": 0.001})
+    proc = run_sweeper(str(root), "--no-plots", "--resamples", "200", module="sweeper.report")
+    assert proc.returncode == 0 and "alpha 0.001" in proc.stdout and "rope beats nope" not in proc.stdout, proc.stdout
 
 
 @pytest.mark.slow

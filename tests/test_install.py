@@ -89,6 +89,7 @@ def test_the_wheel_holds_every_module_and_every_config(install):
     assert {"conf/sweep.yaml", "conf/task/train.yaml", "conf/experiment/rope.yaml"} <= configs
     assert {f"sweeper/{c}" for c in configs} <= names
     assert not any(n.startswith("conf/") for n in names)               # shipped inside the package only
+    assert "sweeper/adaptive/calibration.npz" in names                   # the adaptive looks' levels need it
     meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
     requires = [ln for ln in zipfile.ZipFile(wheel).read(meta).decode().splitlines() if ln.startswith("Requires-Dist")]
     triton = [ln for ln in requires if ln.split(":", 1)[1].strip().startswith("triton")]

@@ -155,11 +155,12 @@ def write(workers: int = 2) -> Path:
     return FILE
 
 
-def check(entries: int, seed: int = 0) -> list[str]:
-    """Recompute `entries` random stored p-values with the real test; the mismatches, as lines."""
+def check(entries: int, pick: int = 0) -> list[str]:
+    """Recompute `entries` random stored p-values (chosen by the RNG seeded with `pick`) with the real test; the
+    mismatches, as lines."""
     z = _stored()
     bad = [] if str(z["checksum"]) == checksum() else [f"checksum {z['checksum']} != the paths' {checksum()}"]
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(pick)
     for _ in range(entries):
         paired, i, n = bool(rng.integers(2)), int(rng.integers(PATHS)), int(rng.integers(2, MAX_N + 1))
         hits, size = _entry(paired, i, n)

@@ -424,7 +424,6 @@ def decide_look(design: Design, states: dict[str, State], looks: dict[str, LookS
             s.looks[-1]["alpha_i_after"] = s.alpha
         level = levels(s, design=design)[-1]
         s.looks[-1]["boundary_z"], s.looks[-1]["nominal_p"] = z_of_level(level.q), level.q
-        s.looks[-1]["deciding"] = "robust permutation test" if level.robust else "t-test"
         s.looks[-1]["spent"] = spent(s.fractions[-1], s.alpha, design.spending) * CALIBRATION_SHARE  # what q spends
         if s.status != OPEN:
             continue

@@ -27,7 +27,7 @@ from sweeper.analysis.results import (
     load_runs,
     load_variant_changes,
 )
-from sweeper.config.decision import DecisionOptions
+from sweeper.config.decision import DecisionOptions, ReportFlags
 from sweeper.errors import UsageError
 from sweeper.plan.slurm_record import has_record
 from sweeper.run.files.experiment import Experiment
@@ -112,12 +112,21 @@ def read_sweep(sweep_dir: Path, manifest: Manifest | None, baseline: str | None 
     return exp, notes, runs, load_curves(sweep_dir, runs)
 
 
-def analyze_sweep(sweep_dir: str | Path, options: DecisionOptions, baseline: str | None = None,
+def decision_options(options: DecisionOptions | ReportFlags, manifest: Manifest | None) -> DecisionOptions:
+    """What a report decides by: `options` as given (a sweep's own sweeper.decision), or a report's flags over
+    what the sweep recorded (sweep.json `decision`), else the defaults."""
+    if isinstance(options, ReportFlags):
+        return options.over(manifest.extra.get("decision") if manifest is not None else None)
+    return options
+
+
+def analyze_sweep(sweep_dir: str | Path, options: DecisionOptions | ReportFlags, baseline: str | None = None,
                   metric: str | None = None, lower_is_better: bool | None = None) -> ReportInput:
     """Read the sweep (its manifest once) and decide by `options`. baseline / metric / lower_is_better override
     the manifest's experiment."""
     sweep_dir = Path(sweep_dir)
     manifest = read_manifest_once(sweep_dir)
+    options = decision_options(options, manifest)
     exp, notes, runs, curves = read_sweep(sweep_dir, manifest, baseline, metric, lower_is_better)
     recorded, _ = load_experiment(sweep_dir, manifest)
     present = list(dict.fromkeys(runs["variant"]))

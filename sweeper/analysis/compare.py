@@ -18,8 +18,8 @@ from pathlib import Path
 import pandas as pd
 
 import sweeper.analysis.verdict as verdict
-from sweeper.analysis.analyze import ReportInput, read_manifest_once, read_sweep
-from sweeper.config.decision import DecisionOptions
+from sweeper.analysis.analyze import ReportInput, decision_options, read_manifest_once, read_sweep
+from sweeper.config.decision import DecisionOptions, ReportFlags
 from sweeper.errors import UsageError
 from sweeper.run.files.manifest import Manifest
 
@@ -58,14 +58,17 @@ def same_experiment(new_dir: Path, old_dir: Path, manifests: dict[str, Manifest 
     return [f"experiments differ ({names['new']!r} vs {names['old']!r}): compared anyway (--any-experiment)"]
 
 
-def analyze_pair(new_dir: str | Path, old_dir: str | Path, options: DecisionOptions, metric: str | None = None,
-                 lower_is_better: bool | None = None, any_experiment: bool = False) -> ReportInput:
-    """Read both sweeps (each manifest once) and decide every common variant, new vs old, by `options`."""
+def analyze_pair(new_dir: str | Path, old_dir: str | Path, options: DecisionOptions | ReportFlags,
+                 metric: str | None = None, lower_is_better: bool | None = None,
+                 any_experiment: bool = False) -> ReportInput:
+    """Read both sweeps (each manifest once) and decide every common variant, new vs old, by `options` (a report's
+    flags: over what the new sweep recorded)."""
     new_dir, old_dir = Path(new_dir), Path(old_dir)
     for d in (new_dir, old_dir):
         if not d.is_dir():
             raise UsageError(f"sweep dir {d} does not exist: pass two folders holding a sweep's manifest and runs/")
     manifests = {"new": read_manifest_once(new_dir), "old": read_manifest_once(old_dir)}
+    options = decision_options(options, manifests["new"])
     checked = same_experiment(new_dir, old_dir, manifests, any_experiment)
     new_exp, new_runs, new_curves = _labelled(new_dir, manifests["new"], "new", metric, lower_is_better)
     old_exp, old_runs, old_curves = _labelled(old_dir, manifests["old"], "old", metric, lower_is_better)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 
 from sweeper.cli.boundary import ArgumentParser, run_command
-from sweeper.config.decision import DecisionOptions, from_flags
+from sweeper.config.decision import DecisionOptions, ReportFlags
 from sweeper.errors import UsageError
 from sweeper.report.write import compare_sweeps, report_sweep
 
@@ -29,11 +29,13 @@ def _parser() -> ArgumentParser:
                    "record different experiments (refused otherwise)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots (faster)")
     default = DecisionOptions()           # the flags' defaults are the schema's (sweeper.config.decision), shown
-    p.add_argument("--alpha", type=float, help=f"family-wise error rate (default {default.alpha})")
-    p.add_argument("--min-seeds", type=int, help=f"usable seeds per arm below which: insufficient (default "
+    own = "the sweep's own sweeper.decision, else"       # a flag not given: what the sweep recorded, else the default
+    p.add_argument("--alpha", type=float, help=f"family-wise error rate (default: {own} {default.alpha})")
+    p.add_argument("--min-seeds", type=int, help=f"usable seeds per arm below which: insufficient (default: {own} "
                    f"{default.min_seeds})")
-    p.add_argument("--resamples", type=int, help=f"bootstrap / Monte Carlo resamples (default {default.n_resamples})")
-    p.add_argument("--seed", type=int, help=f"RNG seed of every resampling step (default {default.seed})")
+    p.add_argument("--resamples", type=int, help=f"bootstrap / Monte Carlo resamples (default: {own} "
+                   f"{default.n_resamples})")
+    p.add_argument("--seed", type=int, help=f"RNG seed of every resampling step (default: {own} {default.seed})")
     p.add_argument("--baseline", metavar="VARIANT", help="the variant every other is compared with "
                    "(default: the manifest's experiment.baseline)")
     p.add_argument("--metric", metavar="NAME", help="the final metric to decide on (default: the manifest's)")
@@ -53,8 +55,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str], state: dict) -> int:
     args = _parser().parse_args(argv)
-    decision = from_flags({"alpha": args.alpha, "min_seeds": args.min_seeds, "n_resamples": args.resamples,
-                           "seed": args.seed}, FLAGS)            # unset flags: the schema's defaults
+    decision = ReportFlags.parse({"alpha": args.alpha, "min_seeds": args.min_seeds, "n_resamples": args.resamples,
+                                  "seed": args.seed}, FLAGS)      # unset flags: the sweep's own, else the defaults
     unwritten: list[str] = []
     options = dict(metric=args.metric, lower_is_better=args.lower_is_better, unwritten=unwritten)
     if args.any_experiment and not args.against:

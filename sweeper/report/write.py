@@ -3,7 +3,8 @@
     text = report_sweep(sweep_dir, options)            # what every sweep ends with; the terminal text is returned
     text = compare_sweeps(new_dir, old_dir, options)   # `python -m sweeper.report NEW --against OLD`
 
-`options` is the sweep's sweeper.decision (a sweeper.config.decision.DecisionOptions) or the report's flags.
+`options` is the sweep's sweeper.decision (a sweeper.config.decision.DecisionOptions) or the report's flags
+(ReportFlags: over what the sweep recorded).
 
 Every variant is compared with the experiment's baseline, metric and direction as the manifest records them;
 baseline / metric / lower_is_better override them (a Hydra multirun's manifest may record none). The statistics
@@ -19,7 +20,7 @@ from pathlib import Path
 import sweeper.report.journal as journal_mod
 from sweeper.analysis.analyze import ReportInput, analyze_sweep
 from sweeper.analysis.compare import analyze_pair
-from sweeper.config.decision import DecisionOptions
+from sweeper.config.decision import DecisionOptions, ReportFlags
 from sweeper.errors import os_error_line
 from sweeper.report.html import write_html
 from sweeper.report.looks import add_looks
@@ -75,7 +76,7 @@ def _with_unwritten(text: str, failed: list[str]) -> str:
 
 def report_sweep(
     sweep_dir: str | Path,
-    options: DecisionOptions,
+    options: DecisionOptions | ReportFlags,
     plots: bool = True,
     baseline: str | None = None,
     metric: str | None = None,
@@ -111,7 +112,7 @@ def report_sweep(
 def compare_sweeps(
     new_dir: str | Path,
     old_dir: str | Path,
-    options: DecisionOptions,
+    options: DecisionOptions | ReportFlags,
     plots: bool = True,
     metric: str | None = None,
     lower_is_better: bool | None = None,
