@@ -16,7 +16,6 @@ import sys
 from sweeper.cli.boundary import ArgumentParser, run_command
 from sweeper.config.decision import DecisionOptions, ReportFlags
 from sweeper.errors import UsageError
-from sweeper.report.write import compare_sweeps, report_sweep
 
 FLAGS = {"alpha": "--alpha", "min_seeds": "--min-seeds", "n_resamples": "--resamples", "seed": "--seed"}
 
@@ -57,6 +56,8 @@ def _main(argv: list[str], state: dict) -> int:
     args = _parser().parse_args(argv)
     decision = ReportFlags.parse({"alpha": args.alpha, "min_seeds": args.min_seeds, "n_resamples": args.resamples,
                                   "seed": args.seed}, FLAGS)      # unset flags: the sweep's own, else the defaults
+    from sweeper.report.write import compare_sweeps, report_sweep  # deferred: pandas and scipy (about 1 s), once
+    #                                                                the flags are checked (bad input answers fast)
     unwritten: list[str] = []
     options = dict(metric=args.metric, lower_is_better=args.lower_is_better, unwritten=unwritten)
     if args.any_experiment and not args.against:
