@@ -137,7 +137,8 @@ def analyze_sweep(sweep_dir: str | Path, options: DecisionOptions | ReportFlags,
     changes, unreadable = load_variant_changes(sweep_dir, manifest, exp.baseline)
     declared = declared_changes(manifest) if exp.baseline == recorded.baseline else {}
     task = (manifest.task or {}) if manifest is not None else {}
-    findings = check_sweep(SweepEvidence(sweep_dir, exp, runs, curves, changes, declared, task), exp.silence)
+    findings = check_sweep(SweepEvidence(sweep_dir, exp, runs, curves, changes, declared, task, options),
+                           exp.silence)
     an, secondary = verdict.analyze_all(runs, secondary_exp, options, family,
                                         untested=integrity_effects.untested(findings, family))
     for analysis in (an, *secondary.values()):

@@ -18,14 +18,12 @@ from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.runs import metric_column, shown, usable, what_changes
 from sweeper.config.config_diff import Change
-from sweeper.config.decision import DecisionOptions
 
 BUDGET = re.compile(r"^(max_|num_|n_|total_|train_|training_)*(steps|iters|iterations|epochs|epoch|tokens|timesteps|"
                     r"updates|time_limit|time|budget|samples|minutes|hours|steps_per_epoch)(_s|_min|_h)?$")
 NOT_TRAINING = re.compile(r"(^|_)(eval|evaluation|val|valid|validation|test|log|logging|warmup|ckpt|checkpoint|"
                           r"save|print|decay|schedule|sampler|sampling|generate|generation)(_|$)")
 RATIO = 1.25               # arms' median last steps this far apart: not the same budget
-RESAMPLES = 2_000          # bootstrap resamples of the comparison at the common budget (a secondary figure)
 
 
 def budget_key(key: str) -> bool:
@@ -63,7 +61,7 @@ def common_budget(ev: SweepEvidence, variant: str) -> str:
     rows = ev.runs[ok].copy()
     rows[metric_column(ev)] = rows["run_id"].map(at).to_numpy(dtype=float)
     an = verdict.analyze(rows, metric, ev.experiment.lower_is_better, [(variant, baseline)],
-                         DecisionOptions(n_resamples=RESAMPLES), design=ev.experiment.design)
+                         ev.options, design=ev.experiment.design)     # decided as the report decides
     cmp = an.comparisons[0]
     arms = "; ".join(f"{a.variant} {shown(a.summary['mean'])}" for a in (an.arms[variant], an.arms[baseline]))
     if cmp.decision_ci is None or cmp.delta is None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from sweeper.config.config_diff import Change, Declared
+from sweeper.config.decision import DecisionOptions
 from sweeper.run.files.experiment import Experiment
 
 
@@ -26,6 +27,7 @@ class SweepEvidence:
     declared: dict[str, list[Declared]] = field(default_factory=dict)  # variant -> the overrides that made them
     task: dict | None = None          # the manifest's task block ({} without a manifest); None: not given, a check
     #                                   that needs it reads the manifest
+    options: DecisionOptions = field(default_factory=DecisionOptions)   # the report's: a check that decides uses it
 
     @functools.cached_property
     def metric_curves(self) -> pd.DataFrame:
