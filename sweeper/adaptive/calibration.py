@@ -1,6 +1,6 @@
 """The adaptive looks' calibration paths and the deciding test's p-values on them (the levels' raw material).
 
-    python -m sweeper.adaptive.calibration --write        # recompute calibration.npz (about 20 min on 2 cores)
+    python -m sweeper.adaptive.calibration --write        # recompute calibration.npz (16.5 min on 2 idle cores)
     python -m sweeper.adaptive.calibration --check 40     # recompute 40 random stored entries with the real test
     from sweeper.adaptive import calibration
     calibration.pvalues(paired=True, n=10, robust=True)   # (PATHS,) the look test's p-value of every null path
