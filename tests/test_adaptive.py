@@ -206,7 +206,17 @@ def test_look_stat_is_the_fixed_designs_test():
     assert robust_look.pvalue == robust.deciding_test(d, np.zeros(10), True, seed=calibration.SEED).pvalue
     early = ad.look_stat("paired", d, np.zeros(10), level=ad.Level(0.001, False))
     assert early.test == "paired t-test" and early.pvalue == pytest.approx(sps.ttest_1samp(d, 0).pvalue)
-    assert robust_look.estimate == early.estimate == pytest.approx(d.mean())          # futility: the t scale
+    assert robust_look.estimate == early.estimate == pytest.approx(d.mean())          # the label: the t scale
+    assert early.se == pytest.approx(d.std(ddof=1) / math.sqrt(10))
+    d_out = d.copy()
+    d_out[0] += 40.0                                        # one wild seed: futility reads the robust test's scale
+    wild = ad.look_stat("paired", d_out, np.zeros(10), level=ad.Level(0.01, True))
+    assert wild.se == pytest.approx(robust.spread(d_out, np.zeros(10), True, True) / math.sqrt(10))
+    assert wild.se < d_out.std(ddof=1) / math.sqrt(10) / 3
+    t_wild = ad.look_stat("paired", d_out, np.zeros(10), level=ad.Level(0.01, False))
+    design = ad.Design(alpha=0.05, start=4, batch=2, max_seeds=16, min_effect=1.0, spending="hsd",
+                       lower_is_better=True)
+    assert ad.conditional_power(design, wild, 10 / 16, 2.0) > ad.conditional_power(design, t_wild, 10 / 16, 2.0)
     x, y = rng.standard_normal(6), rng.standard_normal(6)
     ind = ad.look_stat("independent", x, y, level=ad.Level(0.04, False))
     assert ind.pvalue == pytest.approx(sps.ttest_ind(x, y).pvalue)                   # Student's t, equal arms

@@ -38,8 +38,10 @@ Procedure (fixed before looking; docs/adaptive.md justifies it):
 5. Futility (needs experiment.min_effect = X), from the second look on (the first look's spread rests on
    start - 1 df), before max_seeds: a comparison stops when either
    a. conditional power under X is below FUTILITY_POWER: even if the true difference were X, the chance of
-      crossing the final level by max_seeds is that small (z scale; for the worst-rank test the z of its
-      p-value and Welch's se of the usable values), or
+      crossing the final level by max_seeds is that small (z scale: the t statistic when the t-test decides
+      the look; else the z of the deciding test's p-value, with the se on that test's scale: of the values
+      clipped as the robust test clips them (robust.spread), Welch's se of the usable values for the
+      worst-rank test), or
    b. predictive power is below PREDICTIVE_POWER: the chance of a final crossing, averaging over the effect
       given the data (flat prior: final Z ~ N(z / sqrt t, (1 - t) / t)), is that small.
    It is labelled "no effect >= X" when its 90% t interval lies inside (-X, X), else "inconclusive at
@@ -265,8 +267,8 @@ def look_stat(design: str, a, b, lost_a: int = 0, lost_b: int = 0, lower_is_bett
     """The fixed design's test for one comparison: worst-rank when seeds were lost; else the test its calibrated
     `level` names (next_level: the robust permutation test or the t-test; None: the robust test where its
     exact floor reaches alpha 0.05, as a fixed sweep of one comparison decides), run as the calibration ran it
-    (sweeper.adaptive.calibration.look_test). a and b are the usable values (paired: aligned by seed). Estimate,
-    se and the 90% interval (futility) are the t-test's."""
+    (sweeper.adaptive.calibration.look_test). a and b are the usable values (paired: aligned by seed). Estimate
+    and the 90% interval (the "no effect" label) are the t-test's; se (futility) is on the deciding test's scale."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     n = min(a.size + lost_a, b.size + lost_b)
     if lost_a or lost_b:
@@ -289,6 +291,9 @@ def look_stat(design: str, a, b, lost_a: int = 0, lost_b: int = 0, lower_is_bett
         se = float(math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)) if min(a.size, b.size) > 1 else math.nan
     permutation = level.robust if level is not None else robust.uses_permutation(paired, a.size, b.size)
     deciding = calibration.look_test(a, b, paired, permutation)
+    if not deciding.name.endswith("t-test") and min(a.size, b.size) > 1:   # futility on the deciding test's scale
+        sd = robust.spread(a, b, paired, permutation=True)
+        se = sd / math.sqrt(a.size) if paired else sd * math.sqrt(1 / a.size + 1 / b.size)
     return LookStat(n, deciding.name, float(deciding.pvalue), est, se, float(test.df), float(test.ci[0]),
                     float(test.ci[1]), design)
 
@@ -351,7 +356,7 @@ def conditional_power(design: Design, st: LookStat, t: float, c_final: float, ef
     effect = design.min_effect if effect is None else effect
     se_final = st.se * math.sqrt(t)                 # se shrinks as 1/sqrt(n)
     theta = effect / se_final                       # expected Z at t = 1 under that effect
-    z = _z_of(st) if st.test == "worst-rank test" else st.estimate / st.se      # rank test: z of its p-value
+    z = st.estimate / st.se if st.test.endswith("t-test") else _z_of(st)      # other tests: z of their p-value
     b_now = z * math.sqrt(t)
     sd = math.sqrt(1 - t)
     best = 0.0
