@@ -2,7 +2,8 @@
 against the fixed design at max_seeds (sweeper.analysis.robust.deciding_test / worst-rank test + Holm, as
 sweeper.analysis.verdict decides).
 
-    python benchmarks/adaptive_sim.py                  # every scenario: 2000 sweeps, 20000 null (the committed table)
+    python benchmarks/adaptive_sim.py --sweeps 600 --null-sweeps 3000 --workers 2   # the committed table (24 min)
+    python benchmarks/adaptive_sim.py                  # every scenario: 2000 sweeps, 20000 null (about 2.5 h)
     python benchmarks/adaptive_sim.py --quick          # 40 sweeps per scenario
     python benchmarks/adaptive_sim.py --sweeps 2000 --max-seeds 9 --out /tmp/x   # another design
 
