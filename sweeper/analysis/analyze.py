@@ -31,7 +31,7 @@ from sweeper.config.decision import DecisionOptions, ReportFlags
 from sweeper.errors import UsageError
 from sweeper.plan.slurm_record import has_record
 from sweeper.run.files.experiment import Experiment
-from sweeper.run.files.manifest import Manifest
+from sweeper.run.files.manifest import MANIFEST, Manifest
 from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.status_values import KEEP, STALE, Status, stale_hint
 
@@ -114,9 +114,10 @@ def read_sweep(sweep_dir: Path, manifest: Manifest | None, baseline: str | None 
 
 def decision_options(options: DecisionOptions | ReportFlags, manifest: Manifest | None) -> DecisionOptions:
     """What a report decides by: `options` as given (a sweep's own sweeper.decision), or a report's flags over
-    what the sweep recorded (sweep.json `decision`), else the defaults."""
+    what the sweep recorded (its manifest's `decision`), else the defaults."""
     if isinstance(options, ReportFlags):
-        return options.over(manifest.extra.get("decision") if manifest is not None else None)
+        return options.over(manifest.extra.get("decision") if manifest is not None else None,
+                            f"{MANIFEST} decision")
     return options
 
 

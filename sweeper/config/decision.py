@@ -7,7 +7,7 @@
 
 The one place these defaults are stated (tests/test_decision_options.py checks that no other module states one).
 The value enters in two places and is checked there once: the sweep's `sweeper.decision:` block (SweeperConf,
-checked by sweeper.config.fields.build; sweep.json records it when it is not the default) and the report's flags
+checked by sweeper.config.fields.build; the manifest records it when it is not the default) and the report's flags
 (from_flags, kept as ReportFlags: a later report of the same sweep decides by the flags given, else by what the
 sweep recorded, else by these defaults, so re-reporting a sweep gives its own verdicts). From there it is passed
 as this type to sweeper.report.write, sweeper.analysis (analyze_sweep, analyze_pair, verdict.analyze) and the
@@ -54,7 +54,7 @@ def from_flags(values: dict[str, Any], flags: dict[str, str]) -> DecisionOptions
 @dataclass(frozen=True)
 class ReportFlags:
     """The decision flags a report was given, each checked by from_flags: {field: value}. The report decides by
-    these, else by what the sweep recorded (sweep.json `decision`), else by the defaults (`over`)."""
+    these, else by what the sweep recorded (its manifest's `decision`), else by the defaults (`over`)."""
     given: tuple[tuple[str, Any], ...]
 
     @classmethod
@@ -63,9 +63,9 @@ class ReportFlags:
         from_flags(values, flags)
         return cls(tuple((k, v) for k, v in values.items() if v is not None))
 
-    def over(self, recorded: Any, where: str = "sweep.json decision") -> DecisionOptions:
+    def over(self, recorded: Any, where: str) -> DecisionOptions:
         """The options for a sweep whose manifest recorded `recorded` (its sweeper.decision as a mapping; None or
-        {}: the defaults); a recorded value out of range is a UsageError naming it."""
+        {}: the defaults); a recorded value out of range is a UsageError naming it as `where`.KEY."""
         names = {f.name for f in fields(DecisionOptions)}
         base = {k: v for k, v in recorded.items() if k in names} if isinstance(recorded, dict) else {}
         return dataclasses.replace(from_flags(base, {k: f"{where}.{k}" for k in base}), **dict(self.given))
