@@ -121,21 +121,21 @@ def _hits(test: robust.TestResult, paired: bool, n: int) -> tuple[int, int]:
     return hits, size
 
 
-def _entry(paired: bool, i: int, n: int) -> tuple[int, int]:
+def _arms(paired: bool, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Both arms of every path at n seeds (paired: the differences against zeros).   # (PATHS, n) each"""
+    return (paths("paired", n), np.zeros((PATHS, n))) if paired else (paths("a", n), paths("b", n))
+
+
+def _entry(paired: bool, i: int, n: int, arms: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[int, int]:
     """(hits, size) of path i's look test at n seeds per arm."""
-    if paired:
-        return _hits(look_test(paths("paired", n)[i], np.zeros(n), True, True), True, n)
-    return _hits(look_test(paths("a", n)[i], paths("b", n)[i], False, True), False, n)
+    a, b = arms if arms is not None else _arms(paired, n)
+    return _hits(look_test(a[i], b[i], paired, True), paired, n)
 
 
 def _column_of(paired: bool, n: int) -> tuple[np.ndarray, int]:
     """The hits of every path at n seeds per arm, and the arrangements counted."""
-    if paired:
-        d, zero = paths("paired", n), np.zeros(n)
-        out = [_hits(look_test(d[i], zero, True, True), True, n) for i in range(PATHS)]
-    else:
-        a, b = paths("a", n), paths("b", n)
-        out = [_hits(look_test(a[i], b[i], False, True), False, n) for i in range(PATHS)]
+    arms = _arms(paired, n)
+    out = [_entry(paired, i, n, arms) for i in range(PATHS)]
     return np.array([h for h, _ in out], dtype=np.uint16), out[0][1]
 
 
