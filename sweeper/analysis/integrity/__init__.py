@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 
 Check = Callable[[SweepEvidence], list[Finding]]
 CHECKS: list[Check] = []          # every check, in the order its findings are shown
+COVERAGE: dict[str, Callable[[SweepEvidence], Coverage]] = {}   # check name -> what evidence it had (coverage.py)
 
 
 def check_sweep(ev: SweepEvidence, silence: dict[str, str] | None = None) -> list[Finding]:
@@ -25,6 +27,20 @@ def check_sweep(ev: SweepEvidence, silence: dict[str, str] | None = None) -> lis
     silence = silence or {}
     found = [f for check in CHECKS for f in _run(check, ev)]
     return [f.silence(silence[f.check]) if f.check in silence else f for f in found]
+
+
+def sweep_coverage(ev: SweepEvidence) -> list[Coverage]:
+    """What evidence each check had on this sweep, in CHECKS order (a check with no coverage function: none)."""
+    out = []
+    for check in CHECKS:
+        cover = COVERAGE.get(check.__name__)
+        if cover is None:
+            continue
+        try:
+            out.append(cover(ev))
+        except Exception as e:  # noqa: BLE001 - a coverage bug must not cost the user the report
+            out.append(Coverage(check.__name__, f"could not say: {type(e).__name__}", False))
+    return out
 
 
 def _run(check: Check, ev: SweepEvidence) -> list[Finding]:
@@ -53,4 +69,5 @@ CHECKS += [broken_baseline, metric_direction, seeds_no_effect, change_no_effect,
            mixed_code, shared_checkpoint, selected_final, no_spread, nondeterminism, evaluation_varies_with_seed,
            writes_outside_run_dir]
 
-__all__ = ["CHECKS", "Check", "Effect", "Finding", "SweepEvidence", "check_sweep"]
+__all__ = ["CHECKS", "COVERAGE", "Check", "Coverage", "Effect", "Finding", "SweepEvidence", "check_sweep",
+           "sweep_coverage"]
