@@ -38,6 +38,7 @@ from sweeper.run.files.atomic import atomic_write_text
 from sweeper.run.files.logcap import MARK, LogMark, read_since
 from sweeper.run.files.rundir import RunDir
 from sweeper.run.files.status_values import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, Status
+from sweeper.run.files.usage import REPORTED
 from sweeper.run.folder_watch import FolderWatch
 from sweeper.run.provenance import script_of, set_script
 from sweeper.run.reported import read_reported
@@ -286,10 +287,11 @@ def _finish(rd, text: str, sources: list[str], prefix: str | None, out_dir: Path
     evaluated = got.final.pop(EVAL_KEY, None)        # the documented key: what it was evaluated on, not a metric
     run = init(rd.path, record_crashes=False)
     run._t0 = t0                                     # wall time of the script, not of this bookkeeping
+    run._reads = None                                # the script got its config as arguments: reads not known
     if evaluated is not None:
         run.eval_fingerprint(fingerprint=str(evaluated))
     for record in got.steps:
-        values = {k: v for k, v in record.items() if k not in ("step", EVAL_KEY)}
+        values = {k: v for k, v in record.items() if k not in ("step", EVAL_KEY) and k not in REPORTED}
         if values:
             run.log(record["step"], **values)
     run.extra["reported_by"] = "command output (zero glue)"
