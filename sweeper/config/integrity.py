@@ -34,6 +34,9 @@ CHECK_NAMES: dict[str, str] = {
     "mixed_code": "runs of the sweep on different commits, uncommitted changes or script hashes",
     "shared_checkpoint": "a run loaded a checkpoint another run wrote outside its run dir",
     "writes_outside_run_dir": "runs changed files in the project folder outside their run dirs",
+    "shared_state": "a file one run wrote that a later run read or overwrote (hidden folders included)",
+    "several_concerns": "a variant that changes more than one concern (model, optimizer, data, evaluation, budget) "
+                        "and is not a declared bundle",
 }
 
 # Words of a metric's name (split at '_', '-', '.', '/', digits and camelCase) that say which way is better.

@@ -77,6 +77,7 @@ def _primary_frame(an: verdict.Analysis) -> pd.DataFrame:
         if c:
             row.update(compared_with=c.baseline, verdict=c.verdict, numbers_say=c.numbers_say,
                        invalid_checks=",".join(c.invalid_checks), integrity_checks=",".join(c.integrity_checks),
+                       integrity_warnings=",".join(c.integrity_warnings),
                        design=c.design, n_pairs=c.n_pairs,
                        p_adjusted_holm=c.p_adjusted, mde=c.mde, seeds_needed=c.seeds_needed,
                        seeds_needed_basis=c.seeds_needed_basis, reason=c.reason)

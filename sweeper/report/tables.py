@@ -70,11 +70,12 @@ def _level(c) -> str:
 def verdict_cell(c) -> str:
     """'better', ..., 'not comparable (budget_confound)' for a check across runs, or 'invalid: health checks failed
     (gradient_flow, ...)' for a health-failed comparison."""
+    warned = f" (warning: {', '.join(c.integrity_warnings)})" if c.integrity_warnings else ""
     if c.integrity_checks:
-        return f"{c.verdict} ({', '.join(c.integrity_checks)})"
+        return f"{c.verdict} ({', '.join(c.integrity_checks)}){warned}"
     if c.verdict == "invalid":
-        return f"invalid: health checks failed ({', '.join(c.invalid_checks) or 'see health'})"
-    return c.verdict
+        return f"invalid: health checks failed ({', '.join(c.invalid_checks) or 'see health'}){warned}"
+    return c.verdict + warned
 
 
 def health_cell(arm) -> str:

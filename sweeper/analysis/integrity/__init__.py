@@ -56,6 +56,7 @@ def _run(check: Check, ev: SweepEvidence) -> list[Finding]:
 # -- registration: each check in the order its findings are shown --------------------------------------------------
 from sweeper.analysis.integrity.baseline import broken_baseline  # noqa: E402  (the checks import the types above)
 from sweeper.analysis.integrity.budget import budget_confound  # noqa: E402
+from sweeper.analysis.integrity.concerns import several_concerns, several_concerns_coverage  # noqa: E402
 from sweeper.analysis.integrity.copies import change_no_effect, seeds_no_effect  # noqa: E402
 from sweeper.analysis.integrity.determinism import nondeterminism  # noqa: E402
 from sweeper.analysis.integrity.direction import metric_direction  # noqa: E402
@@ -67,7 +68,8 @@ from sweeper.analysis.integrity.spread import no_spread  # noqa: E402
 
 CHECKS += [broken_baseline, metric_direction, seeds_no_effect, change_no_effect, evaluation_identity, budget_confound,
            mixed_code, shared_checkpoint, selected_final, no_spread, nondeterminism, evaluation_varies_with_seed,
-           writes_outside_run_dir]
+           writes_outside_run_dir, several_concerns]
+COVERAGE["several_concerns"] = several_concerns_coverage
 
 __all__ = ["CHECKS", "COVERAGE", "Check", "Coverage", "Effect", "Finding", "SweepEvidence", "check_sweep",
            "sweep_coverage"]
