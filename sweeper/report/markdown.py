@@ -228,7 +228,7 @@ def markdown(inp: ReportInput, plot_paths: dict[str, Path] | None, out_dir: Path
         md += ["", f"### Secondary metric: {metric} ({'lower' if sec.lower_is_better else 'higher'} is better)", "",
                "Its own Holm family; it never enters the decision above.", "",
                md_table(SECONDARY_HEADER, secondary_rows(sec))]
-    md += ["", "## Checks across runs", "", *report_integrity.markdown_section(inp.findings)]
+    md += ["", "## Checks across runs", "", *report_integrity.markdown_section(inp.findings, inp.coverage)]
     md += ["", "## What each variant changes", "",
            *report_changes.markdown_section(inp.changes, inp.declared, _baseline(inp),
                                             inp.experiment.notes if inp.experiment else None)]

@@ -61,15 +61,22 @@ from sweeper.analysis.integrity.copies import change_no_effect, seeds_no_effect 
 from sweeper.analysis.integrity.determinism import nondeterminism  # noqa: E402
 from sweeper.analysis.integrity.direction import metric_direction  # noqa: E402
 from sweeper.analysis.integrity.evaluation import evaluation_identity, evaluation_varies_with_seed  # noqa: E402
-from sweeper.analysis.integrity.isolation import shared_checkpoint, writes_outside_run_dir  # noqa: E402
+from sweeper.analysis.integrity.isolation import (  # noqa: E402
+    isolation_coverage,
+    shared_checkpoint,
+    writes_outside_run_dir,
+)
 from sweeper.analysis.integrity.provenance import mixed_code  # noqa: E402
 from sweeper.analysis.integrity.selection import selected_final  # noqa: E402
+from sweeper.analysis.integrity.shared_state import shared_state  # noqa: E402
 from sweeper.analysis.integrity.spread import no_spread  # noqa: E402
 
 CHECKS += [broken_baseline, metric_direction, seeds_no_effect, change_no_effect, evaluation_identity, budget_confound,
            mixed_code, shared_checkpoint, selected_final, no_spread, nondeterminism, evaluation_varies_with_seed,
-           writes_outside_run_dir, several_concerns]
+           writes_outside_run_dir, shared_state, several_concerns]
 COVERAGE["several_concerns"] = several_concerns_coverage
+COVERAGE.update({name: isolation_coverage(name) for name in ("shared_checkpoint", "writes_outside_run_dir",
+                                                             "shared_state")})
 
 __all__ = ["CHECKS", "COVERAGE", "Check", "Coverage", "Effect", "Finding", "SweepEvidence", "check_sweep",
            "sweep_coverage"]
