@@ -84,6 +84,8 @@ def test_runs_that_recorded_nothing_are_shown_not_checked_by_the_report_command(
     md = (sweep_dir / "report.md").read_text()
     assert f"| shared_state | {blind} | **no: not checked** |" in md
     assert "could not run on this sweep (shared_checkpoint, writes_outside_run_dir, shared_state" in md
-    assert f"<td>{blind}</td>" in (sweep_dir / "report.html").read_text()
+    page = (sweep_dir / "report.html").read_text()
+    assert f"<td>shared_state</td><td>{blind.replace(chr(39), '&#x27;')}</td><td><strong>no: not checked</strong>" \
+        in page
     record = json.loads((sweep_dir / "integrity.json").read_text())
     assert {"check": "shared_state", "evidence": blind, "checked": False} in record["coverage"]

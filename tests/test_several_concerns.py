@@ -96,7 +96,7 @@ import sweeper
 run = sweeper.init()
 cfg = run.config
 rng = random.Random(cfg.seed)
-loss = 1.0 / cfg.model.width + cfg.optim.lr + 0.01 * rng.random()
+loss = 1.0 / cfg.net.width + cfg.optim.lr + 0.01 * rng.random()
 for step in range(1, 4):
     run.log(step, train_loss=loss * (4 - step))
 run.finish(val_loss=loss)
@@ -104,20 +104,21 @@ run.finish(val_loss=loss)
 
 
 def project(tmp_path):
-    """A project with a `model` config group: big sets an optimizer key too (a global package), wide does not."""
+    """A project with a `net` config group whose files set an optimizer key too (a global package): big and huge
+    change it, wide keeps the baseline's."""
     conf = tmp_path / "proj" / "conf"
     (conf / "experiment").mkdir(parents=True)
-    (conf / "model").mkdir()
-    (conf / "model" / "small.yaml").write_text("width: 4\n")
-    (conf / "model" / "wide.yaml").write_text("width: 8\n")
-    (conf / "model" / "big.yaml").write_text("# @package _global_\nmodel:\n  width: 16\noptim:\n  lr: 0.01\n")
-    (conf / "model" / "huge.yaml").write_text("# @package _global_\nmodel:\n  width: 32\noptim:\n  lr: 0.02\n")
+    (conf / "net").mkdir()
+    (conf / "net" / "small.yaml").write_text("# @package _global_\nnet:\n  width: 4\noptim:\n  lr: 0.1\n")
+    (conf / "net" / "wide.yaml").write_text("# @package _global_\nnet:\n  width: 8\noptim:\n  lr: 0.1\n")
+    (conf / "net" / "big.yaml").write_text("# @package _global_\nnet:\n  width: 16\noptim:\n  lr: 0.01\n")
+    (conf / "net" / "huge.yaml").write_text("# @package _global_\nnet:\n  width: 32\noptim:\n  lr: 0.02\n")
     (tmp_path / "proj" / "train_api.py").write_text(SCRIPT)
-    exp = {"defaults": [{"override /task": "custom"}, {"/model": "small"}],
-           "task": {"command": ["python", "train_api.py"]}, "optim": {"lr": 0.1},
+    exp = {"defaults": [{"/net": "small"}, {"override /task": "custom"}],
+           "task": {"command": ["python", "train_api.py"]},
            "experiment": {"name": "tiny", "baseline": "base", "metric": "val_loss", "lower_is_better": True,
-                          "variants": {"base": [], "big": ["model=big"], "wide": ["model=wide"],
-                                       "huge": ["model=huge"]},
+                          "variants": {"base": [], "big": ["net=big"], "wide": ["net=wide"],
+                                       "huge": ["net=huge"]},
                           "bundles": ["huge"]}}
     (conf / "experiment" / "tiny.yaml").write_text("# @package _global_\n" + yaml.safe_dump(exp))
     return tmp_path / "proj"
@@ -132,17 +133,17 @@ def test_a_group_swap_that_changes_two_concerns_is_named_at_plan_time_and_beside
                           cwd=root, env=user_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     lint = [ln for ln in proc.stderr.splitlines() if "several_concerns" in ln]
-    assert lint == ["sweeper: warning: variant big makes one change (model=big) that touches 2 concerns "
-                    "(several_concerns: model: model.width (model=big); optimizer: optim.lr (model=big)): its result "
+    assert lint == ["sweeper: warning: variant big makes one change (net=big) that touches 2 concerns "
+                    "(several_concerns: model: net.width (net=big); optimizer: optim.lr (net=big)): its result "
                     "cannot say which one mattered; split it into one variant per change, or declare the bundle "
                     "with experiment.bundles=[big]"], proc.stderr
     lines = {v: ln for ln in proc.stdout.splitlines() for v in ("big", "wide", "huge") if ln.startswith(f"{v} vs ")}
     assert "warning: several_concerns: variant big changes 2 concerns at once (model, optimizer)" in lines["big"]
     assert "warning" not in lines["wide"] and "warning" not in lines["huge"], lines    # one concern; a bundle
-    assert "  big: model=big (2 keys: model.width: 4 -> 16, optim.lr: 0.1 -> 0.01)  (2 concerns: model, " \
+    assert "  big: net=big (2 keys: net.width: 4 -> 16, optim.lr: 0.1 -> 0.01)  (2 concerns: model, " \
            "optimizer)" in proc.stdout
     md = (sweep_dir / "report.md").read_text()
-    assert "| big | model=big | `optim.lr` | optimizer | `0.1` | `0.01` |" in md
+    assert "| big | net=big | `optim.lr` | optimizer | `0.1` | `0.01` |" in md
     record = json.loads((sweep_dir / "integrity.json").read_text())
     assert [(f["check"], f["variants"]) for f in record["findings"]] == [("several_concerns", ["big"])]
     summary = (sweep_dir / "summary.csv").read_text()

@@ -43,7 +43,9 @@ def snapshot(root: str | Path, skip: list[str | Path] = ()) -> Snapshot | None:
     """Every regular file (and link, not followed) under `root`: relative path -> (size, mtime_ns, atime_ns)."""
     skip_real = {os.path.realpath(s) for s in skip}
     found: Snapshot = {}
-    stack = [(os.path.abspath(root), 0)]
+    top = os.path.abspath(root)
+    cut = len(os.path.join(top, ""))                  # a path below `top`, less this prefix: its relative path
+    stack = [(top, 0)]
     while stack:
         folder, depth = stack.pop()
         if depth > MAX_DEPTH:
@@ -65,7 +67,7 @@ def snapshot(root: str | Path, skip: list[str | Path] = ()) -> Snapshot | None:
                 st = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            found[os.path.relpath(entry.path, root)] = (st.st_size, st.st_mtime_ns, st.st_atime_ns)
+            found[entry.path[cut:]] = (st.st_size, st.st_mtime_ns, st.st_atime_ns)
             if len(found) > MAX_FILES:
                 return None
     return found
@@ -91,13 +93,16 @@ def changed(before: Snapshot | None, after: Snapshot | None) -> list[tuple[str, 
     if before is None or after is None:
         return None
     written, read = [], []
-    for p in sorted(after):
-        old, new = before.get(p), after[p]
+    for p, new in after.items():
+        old = before.get(p)
+        if old == new:                                 # the common case on a big folder: nothing happened
+            continue
         if old is None or old[:2] != new[:2]:
             written.append((p, "created" if old is None else "modified", new[0]))
         elif new[2] > old[2] and (old[2] <= old[1] or CHECKPOINT.search(p)):
             read.append((p, "read", new[0]))
-    return written + [(p, "deleted", before[p][0]) for p in sorted(before) if p not in after] + read
+    deleted = [(p, "deleted", size) for p, (size, *_) in before.items() if p not in after]
+    return sorted(written) + sorted(deleted) + sorted(read)
 
 
 class FolderWatch:
