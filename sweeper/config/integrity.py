@@ -39,6 +39,9 @@ CHECK_NAMES: dict[str, str] = {
     "generator_unused": "a generator the run API handed out and no run drew from (no pairing by seed rests on it)",
     "train_subset": "a debug subset or limit left on the training data (a config key, a command flag, or fewer "
                     "training than evaluation examples)",
+    "shared_state": "a file one run wrote that a later run read or overwrote (hidden folders included)",
+    "several_concerns": "a variant that changes more than one concern (model, optimizer, data, evaluation, budget) "
+                        "and is not a declared bundle",
 }
 
 # Words of a metric's name (split at '_', '-', '.', '/', digits and camelCase) that say which way is better.

@@ -56,6 +56,7 @@ def _run(check: Check, ev: SweepEvidence) -> list[Finding]:
 # -- registration: each check in the order its findings are shown --------------------------------------------------
 from sweeper.analysis.integrity.baseline import broken_baseline  # noqa: E402  (the checks import the types above)
 from sweeper.analysis.integrity.budget import budget_confound, budget_confound_coverage  # noqa: E402
+from sweeper.analysis.integrity.concerns import several_concerns, several_concerns_coverage  # noqa: E402
 from sweeper.analysis.integrity.copies import change_no_effect, seeds_no_effect  # noqa: E402
 from sweeper.analysis.integrity.determinism import nondeterminism  # noqa: E402
 from sweeper.analysis.integrity.direction import metric_direction  # noqa: E402
@@ -65,9 +66,14 @@ from sweeper.analysis.integrity.evaluation import (  # noqa: E402
     evaluation_varies_with_seed,
     evaluation_varies_with_seed_coverage,
 )
-from sweeper.analysis.integrity.isolation import shared_checkpoint, writes_outside_run_dir  # noqa: E402
+from sweeper.analysis.integrity.isolation import (  # noqa: E402
+    isolation_coverage,
+    shared_checkpoint,
+    writes_outside_run_dir,
+)
 from sweeper.analysis.integrity.provenance import mixed_code  # noqa: E402
 from sweeper.analysis.integrity.selection import selected_final  # noqa: E402
+from sweeper.analysis.integrity.shared_state import shared_state  # noqa: E402
 from sweeper.analysis.integrity.spread import no_spread  # noqa: E402
 from sweeper.analysis.integrity.subset import train_subset, train_subset_coverage  # noqa: E402
 from sweeper.analysis.integrity.usage import (  # noqa: E402
@@ -79,11 +85,13 @@ from sweeper.analysis.integrity.usage import (  # noqa: E402
 
 CHECKS += [broken_baseline, metric_direction, seeds_no_effect, change_no_effect, evaluation_identity, budget_confound,
            mixed_code, shared_checkpoint, selected_final, no_spread, nondeterminism, evaluation_varies_with_seed,
-           writes_outside_run_dir, key_never_read, generator_unused, train_subset]
+           writes_outside_run_dir, key_never_read, generator_unused, train_subset, shared_state, several_concerns]
 COVERAGE.update(budget_confound=budget_confound_coverage, evaluation_identity=evaluation_identity_coverage,
                 evaluation_varies_with_seed=evaluation_varies_with_seed_coverage,
                 key_never_read=key_never_read_coverage, generator_unused=generator_unused_coverage,
-                train_subset=train_subset_coverage)
+                train_subset=train_subset_coverage, several_concerns=several_concerns_coverage)
+COVERAGE.update({name: isolation_coverage(name) for name in ("shared_checkpoint", "writes_outside_run_dir",
+                                                             "shared_state")})
 
 __all__ = ["CHECKS", "COVERAGE", "Check", "Coverage", "Effect", "Finding", "SweepEvidence", "check_sweep",
            "sweep_coverage"]

@@ -6,8 +6,9 @@ and what the numbers alone would say kept beside it (Comparison.numbers_say), as
                                                # run, no baseline): verdict.analyze(..., untested=skip)
     apply(findings, analysis)                  # after verdict.analyze: each concerned comparison's verdict
 
-A silenced finding, or a warning, changes no verdict. Several findings on one comparison: the strongest effect
-(Effect's order) is the verdict, and every check is named.
+A silenced finding, or a warning, changes no verdict; a warning that names arms is named beside the verdict of
+their comparisons (Comparison.integrity_warnings, and its cause at the end of the verdict's reason). Several
+findings on one comparison: the strongest effect (Effect's order) is the verdict, and every check is named.
 """
 from __future__ import annotations
 
@@ -30,9 +31,20 @@ def untested(findings: list[Finding], comparisons: list[tuple[str, str]]) -> dic
     return out
 
 
+def _warnings(findings: list[Finding], variant: str, baseline: str) -> list[Finding]:
+    """Warnings (not silenced) about the arms of this comparison by name: named beside its verdict."""
+    return [f for f in findings if f.silenced is None and f.effect is Effect.WARN and f.variants
+            and f.concerns(variant, baseline)]
+
+
 def apply(findings: list[Finding], analysis) -> None:
-    """Set the verdict of every comparison of `analysis` (a verdict.Analysis) that an active finding concerns."""
+    """Set the verdict of every comparison of `analysis` (a verdict.Analysis) that an active finding concerns;
+    name beside it the warnings about its arms (the verdict stands)."""
     for c in analysis.comparisons:
+        warned = _warnings(findings, c.variant, c.baseline)
+        if warned:
+            c.integrity_warnings = list(dict.fromkeys(f.check for f in warned))
+            c.reason += "; warning: " + "; ".join(f"{f.check}: {f.message.split('; ')[0]}" for f in warned)
         active = sorted(_active(findings, c.variant, c.baseline), key=lambda f: ORDER.index(f.effect))
         if not active:
             continue
