@@ -61,13 +61,14 @@ from sweeper.analysis.integrity.determinism import nondeterminism  # noqa: E402
 from sweeper.analysis.integrity.direction import metric_direction  # noqa: E402
 from sweeper.analysis.integrity.evaluation import evaluation_identity, evaluation_varies_with_seed  # noqa: E402
 from sweeper.analysis.integrity.isolation import shared_checkpoint, writes_outside_run_dir  # noqa: E402
-from sweeper.analysis.integrity.provenance import mixed_code  # noqa: E402
+from sweeper.analysis.integrity.provenance import mixed_code, mixed_code_coverage  # noqa: E402
 from sweeper.analysis.integrity.selection import selected_final  # noqa: E402
 from sweeper.analysis.integrity.spread import no_spread  # noqa: E402
 
 CHECKS += [broken_baseline, metric_direction, seeds_no_effect, change_no_effect, evaluation_identity, budget_confound,
            mixed_code, shared_checkpoint, selected_final, no_spread, nondeterminism, evaluation_varies_with_seed,
            writes_outside_run_dir]
+COVERAGE["mixed_code"] = mixed_code_coverage
 
 __all__ = ["CHECKS", "COVERAGE", "Check", "Coverage", "Effect", "Finding", "SweepEvidence", "check_sweep",
            "sweep_coverage"]
