@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -131,7 +132,6 @@ def set_project_sources(whole: bool = True) -> None:
 
 def _installed_roots() -> tuple[str, ...]:
     """Folders of the Python installation (the stdlib, site-packages): modules there are not the project's."""
-    import site      # deferred: site's user-site lookups only when a run records its code
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *site.getsitepackages()}
     user = site.getusersitepackages() if hasattr(site, "getusersitepackages") else None
     roots |= {user} if isinstance(user, str) else set()
