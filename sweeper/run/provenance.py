@@ -29,6 +29,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sweeper.run.files.manifest import MANIFEST
+
 PYTHONS = ("python", "python3")
 _SCRIPT: list[str] = []          # the script this process runs, when a wrapper named it (set_script)
 _WHOLE_PROJECT: list[bool] = []  # [True]: a task.command's wrapper: its code is every project source file
@@ -141,7 +143,7 @@ def _installed_roots() -> tuple[str, ...]:
 def _skipped_dir(path: Path, name: str) -> bool:
     """A folder a project's sources never live in: hidden, a virtual environment, a sweep dir, caches."""
     return name.startswith(".") or name in ("__pycache__", "node_modules") or (path / "pyvenv.cfg").exists() \
-        or (path / "sweep.json").exists()
+        or (path / MANIFEST).exists()
 
 
 def project_sources(folder: str | os.PathLike) -> list[str]:
