@@ -99,9 +99,10 @@ def find_reuse(plan: Plan) -> Reuse:
     reuse = Reuse(searched=earlier_sweeps(store_folders(plan), plan.sweep_dir))
     if not todo or not reuse.searched:
         return reuse
-    by_hash = _candidates(reuse.searched, {r.config_hash for r in todo})
+    raws = {d: _manifest_bytes(d) for d in reuse.searched}      # each manifest read once, parsed only on a hit
+    by_hash = _candidates(raws, {r.config_hash for r in todo})
     unmatched = {(r.variant, r.seed) for r in todo if r.config_hash not in by_hash}
-    by_label = _nearest(reuse.searched, unmatched) if unmatched else {}
+    by_label = _nearest(raws, unmatched) if unmatched else {}
     threads = plan.launch.threads_per_run
     env = numbers_env(threads=str(threads) if threads is not None else None)
     sources = tuple(project_sources(plan.task.cwd)) if plan.task.command else None
@@ -132,14 +133,13 @@ def _manifest_bytes(sweep_dir: Path) -> bytes:
         return b""
 
 
-def _candidates(sweeps: list[Path], wanted: set[str]) -> dict[str, list[Candidate]]:
+def _candidates(raws: dict[Path, bytes], wanted: set[str]) -> dict[str, list[Candidate]]:
     """config hash -> the earlier runs planned with it. A manifest is parsed only when its bytes hold one of the
     wanted hashes (100 manifests of 1,000 runs: a byte search, not 100 parses)."""
-    needles = {h: h.encode() for h in wanted}
+    needles = [h.encode() for h in wanted]
     by_hash: dict[str, list[Candidate]] = {}
-    for sweep_dir in sweeps:
-        raw = _manifest_bytes(sweep_dir)
-        if not any(n in raw for n in needles.values()):
+    for sweep_dir, raw in raws.items():
+        if not any(n in raw for n in needles):
             continue
         try:
             manifest = read_manifest(sweep_dir)
@@ -154,13 +154,12 @@ def _candidates(sweeps: list[Path], wanted: set[str]) -> dict[str, list[Candidat
     return by_hash
 
 
-def _nearest(sweeps: list[Path], labels: set[tuple]) -> dict[tuple, Path]:
+def _nearest(raws: dict[Path, bytes], labels: set[tuple]) -> dict[tuple, Path]:
     """(variant, seed) -> the newest earlier run of that variant and seed (to name the config keys that differ)."""
     found: dict[tuple, Path] = {}
-    names = {v for v, _ in labels}
-    for sweep_dir in sweeps:
-        raw = _manifest_bytes(sweep_dir)
-        if not any(json.dumps(v).encode() in raw for v in names):
+    names = [json.dumps(v).encode() for v in {v for v, _ in labels}]
+    for sweep_dir, raw in raws.items():
+        if not any(n in raw for n in names):
             continue
         try:
             manifest = read_manifest(sweep_dir)
