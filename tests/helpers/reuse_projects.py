@@ -39,8 +39,9 @@ def add_variant(project: Path, name: str, overrides: list[str] | None) -> None:
 
 
 def sweep(project: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sweeper", "--config-dir", "conf", "+experiment=tiny",
-                           "launcher.threads_per_run=1", "sweeper.journal=off", *args],
+    local = [] if "launcher=slurm" in args else ["launcher.threads_per_run=1"]   # a key of the local launcher
+    return subprocess.run([sys.executable, "-m", "sweeper", "--config-dir", "conf", "+experiment=tiny", *local,
+                           "sweeper.journal=off", *args],
                           cwd=project, env=user_env(), capture_output=True, text=True, timeout=timeout)
 
 
