@@ -44,28 +44,33 @@ def load() -> str:
     return open("/proc/loadavg").read().split()[0] if os.path.exists("/proc/loadavg") else "?"
 
 
-def part_add(root: Path, repeats: int) -> dict:
+def part_add(root: Path, repeats: int, steps: int) -> dict:
+    """Each repeat adds the variant into its own folder, reusing from the first sweep's folder only (a repeat never
+    reuses the variant's runs an earlier repeat trained)."""
     project = reuse_project(root)
-    _, first = timed(project, "seeds=0-3")
+    budget = f"steps={steps}"
+    _, first = timed(project, "seeds=0-3", budget)
     add_variant(project, "narrow", ["width=2"])
     alone = reuse_project(root / "alone")
     cfg = alone / "conf" / "experiment" / "tiny.yaml"
     cfg.write_text(cfg.read_text().replace("baseline: base", "baseline: narrow").replace(
         "    base: []\n    wide:\n    - width=8\n", "    narrow:\n    - width=2\n"))
-    walls_add, walls_alone, trained, reused_line = [], [], None, ""
+    walls_add, walls_alone, trained, lines, news = [], [], [], [], []
     for i in range(repeats):
-        wall, proc = timed(project, "seeds=0-3", f"sweeper.dir=sweeps/added-{i}")
+        wall, proc = timed(project, "seeds=0-3", budget, f"sweeper.dir={root / f'added-{i}' / 'sweep'}",
+                           f"sweeper.reuse_from=[{project / 'sweeps'}]")
         walls_add.append(wall)
-        trained = started(proc)
-        reused_line = next((ln for ln in (proc.stdout + proc.stderr).splitlines() if "runs reused from" in ln), "")
-        new = sweep_dir_of(proc)
-        wall, _ = timed(alone, "seeds=0-3", f"sweeper.dir=sweeps/alone-{i}", "sweeper.reuse=false")
+        trained.append(len(started(proc)))
+        lines.append(next((ln.split("] ", 1)[-1] for ln in (proc.stdout + proc.stderr).splitlines()
+                           if "runs reused from" in ln), ""))
+        news.append(sweep_dir_of(proc))
+        wall, _ = timed(alone, "seeds=0-3", budget, f"sweeper.dir={root / f'alone-{i}'}", "sweeper.reuse=false")
         walls_alone.append(wall)
-    _, scratch = timed(project, "seeds=0-3", "sweeper.reuse=false", f"sweeper.dir={root / 'scratch'}")
-    same = finals(new) == finals(root / "scratch")
+    _, scratch = timed(project, "seeds=0-3", budget, "sweeper.reuse=false", f"sweeper.dir={root / 'scratch'}")
+    same = all(finals(new) == finals(root / "scratch") for new in news)
     add, solo = statistics.median(walls_add), statistics.median(walls_alone)
-    return {"first_sweep": str(sweep_dir_of(first).name), "trained": len(trained), "reused_line": reused_line.strip(),
-            "finals_bitwise_equal_per_run": same, "runs_compared": len(finals(new)), "wall_add_s": walls_add,
+    return {"first_sweep": str(sweep_dir_of(first).name), "steps": steps, "trained": trained, "reused_lines": lines,
+            "finals_bitwise_equal_per_run": same, "runs_compared": len(finals(news[0])), "wall_add_s": walls_add,
             "wall_alone_s": walls_alone, "ratio": add / solo, "scratch_trained": len(started(scratch))}
 
 
@@ -131,17 +136,20 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--sweeps", type=int, default=100)
     p.add_argument("--runs", type=int, default=1000)
+    p.add_argument("--steps", type=int, default=6, help="training steps of each run in the add part (its run time)")
     p.add_argument("--out", default=None, help="write bench_reuse.json/.md into this folder")
     args = p.parse_args()
     result, md = {"load_before": load(), "cpus": os.cpu_count()}, ["# Incremental sweeps (bench_reuse.py)", ""]
     with tempfile.TemporaryDirectory() as tmp:
         if args.part in ("add", "both"):
-            add = result["add"] = part_add(Path(tmp) / "add", args.repeats)
-            md += [f"- add one variant to a finished 2-variant x 4-seed sweep: {add['trained']} trained, "
-                   f"{add['reused_line']}; finals bitwise equal per run to a from-scratch sweep: "
-                   f"{add['finals_bitwise_equal_per_run']} ({add['runs_compared']} runs)",
+            add = result["add"] = part_add(Path(tmp) / "add", args.repeats, args.steps)
+            md += [f"- add one variant to a finished 2-variant x 4-seed sweep ({args.steps} steps per run): trained "
+                   f"{add['trained']} (each repeat), `{add['reused_lines'][0]}`; finals bitwise equal per run to a "
+                   f"from-scratch sweep (12 runs trained): {add['finals_bitwise_equal_per_run']} "
+                   f"({add['runs_compared']} runs)",
                    f"- wall of adding the variant {statistics.median(add['wall_add_s']):.1f} s vs its 4 runs alone "
-                   f"{statistics.median(add['wall_alone_s']):.1f} s: {add['ratio']:.2f}x (target <= 1.1x)"]
+                   f"{statistics.median(add['wall_alone_s']):.1f} s: {add['ratio']:.2f}x (target <= 1.1x; median of "
+                   f"{args.repeats}, alternating)"]
         if args.part in ("plan", "both"):
             plan = result["plan"] = part_plan(Path(tmp) / "plan", args.repeats, args.sweeps, args.runs)
             md += [f"- planning over {plan['earlier_sweeps']} earlier sweeps of {plan['runs_each']} runs: reuse adds "
