@@ -179,7 +179,7 @@ def _run_row(sweep_dir: Path, entry: RunEntry) -> tuple[dict, list[str]]:
                 row[f"source_{key}"] = where
         row["_cost"] = [k for k in cost if k not in summary.final]
         for key, value in summary.fingerprint.items():
-            if value is None or isinstance(value, (str, int, float, bool)):
+            if value is None or isinstance(value, (str, int, float, bool)) or key == "code_files":  # files: a dict
                 row[f"fp_{key}"] = value
         row.update(used_columns(summary.used))
         if row["config_hash"] is None:

@@ -39,7 +39,7 @@ from typing import Any, Mapping
 from sweeper.run.checkpoint import CorruptCheckpoint, FingerprintMismatch
 from sweeper.run.checkpointing import RunCheckpoints
 from sweeper.run.ending import RunEnding, plain
-from sweeper.run.envinfo import environment_record
+from sweeper.run.envinfo import environment_record, numbers_env
 from sweeper.run.envrefs import keep_env_refs
 from sweeper.run.evaluation import EVAL_KEY, fingerprint_of
 from sweeper.run.files.hashing import stable_hash
@@ -120,6 +120,7 @@ class Run(RankedRun, RunSeeds, RunCheckpoints, RunEnding, RunUsage):
                 rundir.keep_metrics_until(None)       # a fresh start: earlier lines would be duplicates
         self.record_env()
         self._recorded.update(code_record(self.env.get("git")))     # the code it runs (sweeper.run.provenance)
+        self._recorded["environment"] = numbers_env()     # what changes its numbers (its identity key)
         if threading.current_thread() is threading.main_thread():
             self.stop.__enter__()
 

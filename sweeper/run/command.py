@@ -40,7 +40,7 @@ from sweeper.run.files.rundir import RunDir
 from sweeper.run.files.status_values import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, Status
 from sweeper.run.files.usage import REPORTED
 from sweeper.run.folder_watch import FolderWatch
-from sweeper.run.provenance import script_of, set_script
+from sweeper.run.provenance import script_of, set_project_sources, set_script
 from sweeper.run.reported import read_reported
 
 OUT = "out"                      # RUN_DIR/out: the folder a zero-glue script writes to ({out_dir})
@@ -208,6 +208,7 @@ def run_command(argv: list[str]) -> int:
                      glue="command")
     words = [resolve_env_refs(w) for w in words]     # ${oc.env:SECRET}: resolved here, never on disk
     set_script(script_of(words))                 # the code it runs, for its summary (sweeper.run.provenance)
+    set_project_sources()                        # ... all of the project's sources: its imports are not ours to see
     watch = FolderWatch(rd.path)                  # what it changes outside its run dir (isolation.json)
     ours = _files(rd)                                # what the run dir holds: a script that deletes it is named
     previous = {sig: signal.signal(sig, _stop) for sig in STOP_SIGNALS}

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from sweeper.run.files.records import Summary
 from sweeper.run.files.status_values import EXIT_INTERRUPTED, Status
+from sweeper.run.provenance import code_files
 from sweeper.run.ranks import any_rank, leave_group
 
 
@@ -88,7 +89,7 @@ class RunEnding:
                           wall_time_s=wall, run_id=self.run_id, experiment=self.experiment,
                           variant=self.variant, seed=self.seed, config_hash=self.config_hash,
                           fingerprint={**(self._fingerprint or self.fingerprint()), **self._stream_record(),
-                                       **self._recorded},
+                                       **self._recorded, "code_files": code_files()},   # what it ran, at its end
                           env=self.env,
                           extra={**self.extra, "cost": {**measured, **{k: plain(v) for k, v in (cost or {}).items()}}})
         if self.is_main:

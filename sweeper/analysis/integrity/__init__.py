@@ -71,7 +71,7 @@ from sweeper.analysis.integrity.isolation import (  # noqa: E402
     shared_checkpoint,
     writes_outside_run_dir,
 )
-from sweeper.analysis.integrity.provenance import mixed_code  # noqa: E402
+from sweeper.analysis.integrity.provenance import mixed_code, mixed_code_coverage  # noqa: E402
 from sweeper.analysis.integrity.selection import selected_final  # noqa: E402
 from sweeper.analysis.integrity.shared_state import shared_state  # noqa: E402
 from sweeper.analysis.integrity.spread import no_spread  # noqa: E402
@@ -89,7 +89,8 @@ CHECKS += [broken_baseline, metric_direction, seeds_no_effect, change_no_effect,
 COVERAGE.update(budget_confound=budget_confound_coverage, evaluation_identity=evaluation_identity_coverage,
                 evaluation_varies_with_seed=evaluation_varies_with_seed_coverage,
                 key_never_read=key_never_read_coverage, generator_unused=generator_unused_coverage,
-                train_subset=train_subset_coverage, several_concerns=several_concerns_coverage)
+                train_subset=train_subset_coverage, several_concerns=several_concerns_coverage,
+                mixed_code=mixed_code_coverage)
 COVERAGE.update({name: isolation_coverage(name) for name in ("shared_checkpoint", "writes_outside_run_dir",
                                                              "shared_state")})
 
