@@ -161,4 +161,4 @@ def test_train_subset_from_sizes_keys_and_flags(tmp_path):
     assert limiting("data.limit", 200) and limiting("debug", True) and limiting("train_fraction", 0.05)
     assert not any(limiting(k, v) for k, v in (("data.limit", None), ("debug", False), ("eval.limit", 200),
                                                ("train_fraction", 1.0), ("limit", -1), ("val_subset", 100),
-                                               ("limit_train_batches", 1.0)))
+                                               ("limit_train_batches", 1.0), ("dataset.n_train", 20000)))

@@ -22,9 +22,9 @@ from sweeper.analysis.integrity.usage import task_block
 from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.rundir import RunDir
 
+# Keys made to cut the training data down (not its size: n_train, num_samples declare a dataset, they limit nothing).
 COUNT = re.compile(r"^(limit|limit_train|train_limit|subset|subset_size|train_subset|max_train_(samples|examples|size)|"
-                   r"n_train|num_train|num_train_(samples|examples)|train_(samples|examples|size)_limit|"
-                   r"max_(samples|examples)|debug_(samples|examples|size|subset)|limit_train_batches|"
+                   r"train_(samples|examples|size)_limit|debug_(samples|examples|size|subset)|limit_train_batches|"
                    r"overfit_batches)$")
 FRACTION = re.compile(r"^(train_)?(fraction|frac|subsample|data_fraction|subset_fraction|percent|train_percent)$")
 FLAG = re.compile(r"^(debug|debug_mode|fast_dev_run|smoke_test|quick|dry_run_data)$")
