@@ -37,8 +37,7 @@ CHECK_NAMES: dict[str, str] = {
     "key_never_read": "a key set in a variant or the baseline that no run read from its config: the change never "
                       "reached the code",
     "generator_unused": "a generator the run API handed out and no run drew from (no pairing by seed rests on it)",
-    "train_subset": "a debug subset or limit left on the training data (a config key, a command flag, or fewer "
-                    "training than evaluation examples)",
+    "train_subset": "a debug subset or limit left on the training data (a config key or a command flag)",
 }
 
 # Words of a metric's name (split at '_', '-', '.', '/', digits and camelCase) that say which way is better.
