@@ -166,3 +166,16 @@ def test_train_subset_from_config_keys_and_command_flags(tmp_path):
     assert not any(limiting(k, v) for k, v in (("data.limit", None), ("debug", False), ("eval.limit", 200),
                                                ("train_fraction", 1.0), ("limit", -1), ("val_subset", 100),
                                                ("limit_train_batches", 1.0), ("dataset.n_train", 20000)))
+
+
+def test_the_ledger_survives_a_resume_and_bad_counts_name_the_key(tmp_path):
+    run = sweeper.init(tmp_path / "r", {"seed": 0})
+    run.consumed(examples=32, steps=1)
+    run.save_checkpoint({"w": 1}, 1)
+    run.interrupt(1)
+    again = sweeper.init(tmp_path / "r")
+    assert again.load_checkpoint() == {"w": 1}
+    again.consumed(examples=32, steps=1)
+    assert again.finish(val_loss=1.0)["used"] == {"config_read": [], "examples": 64, "steps": 2}
+    with pytest.raises(ValueError, match="examples=-1: examples is a count"):
+        again.consumed(examples=-1)
