@@ -149,16 +149,33 @@ def test_evaluation_identity_reads_the_evaluation_size(tmp_path):
     assert not cover.checked and "recorded no fingerprint and no size" in cover.evidence
 
 
-def test_train_subset_from_sizes_keys_and_flags(tmp_path):
-    small = Usage(train_size=40, eval_size=64)
-    [f] = train_subset(evidence(tmp_path, {"base": small, "big": small}))
-    assert f.effect is Effect.WARN and "fewer examples" in f.evidence
-    healthy = Usage(train_size=4000, eval_size=64)
-    assert train_subset(evidence(tmp_path, {"base": healthy, "big": healthy})) == []
-    [f] = train_subset(evidence(tmp_path, {"base": healthy, "big": healthy},
+def test_train_subset_from_config_keys_and_command_flags(tmp_path):
+    for run_dir, limit in (("runs/base/seed_0", 40), ("runs/big/seed_0", 40)):
+        (tmp_path / run_dir).mkdir(parents=True)
+        (tmp_path / run_dir / "config.yaml").write_text(f"seed: 0\ndata: {{limit: {limit}, n_train: 9000}}\n")
+    small = Usage(train_size=40, eval_size=64)          # fewer training than evaluation examples: no evidence alone
+    [f] = train_subset(evidence(tmp_path, {"base": small, "big": small}, seeds=(0,)))
+    assert f.effect is Effect.WARN and "data.limit=40 in every arm" in f.evidence and "n_train" not in f.evidence
+    assert COVERAGE["train_subset"](evidence(tmp_path, {"base": small, "big": small}, seeds=(0,))).checked
+    healthy = evidence(tmp_path / "none", {"base": small, "big": small})
+    assert train_subset(healthy) == [] and not COVERAGE["train_subset"](healthy).checked
+    [f] = train_subset(evidence(tmp_path / "none", {"base": small, "big": small},
                                 task={"command": ["python", "t.py", "--max_train_samples", "512"]}))
     assert "--max_train_samples 512" in f.evidence
     assert limiting("data.limit", 200) and limiting("debug", True) and limiting("train_fraction", 0.05)
     assert not any(limiting(k, v) for k, v in (("data.limit", None), ("debug", False), ("eval.limit", 200),
                                                ("train_fraction", 1.0), ("limit", -1), ("val_subset", 100),
-                                               ("limit_train_batches", 1.0)))
+                                               ("limit_train_batches", 1.0), ("dataset.n_train", 20000)))
+
+
+def test_the_ledger_survives_a_resume_and_bad_counts_name_the_key(tmp_path):
+    run = sweeper.init(tmp_path / "r", {"seed": 0})
+    run.consumed(examples=32, steps=1)
+    run.save_checkpoint({"w": 1}, 1)
+    run.interrupt(1)
+    again = sweeper.init(tmp_path / "r")
+    assert again.load_checkpoint() == {"w": 1}
+    again.consumed(examples=32, steps=1)
+    assert again.finish(val_loss=1.0)["used"] == {"config_read": [], "examples": 64, "steps": 2}
+    with pytest.raises(ValueError, match="examples=-1: examples is a count"):
+        again.consumed(examples=-1)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from sweeper.run.files.usage import REPORTED
 from tests.helpers.commands import ROOT
 
 pytestmark = pytest.mark.slow
@@ -79,7 +80,9 @@ def test_the_unmodified_argparse_script_sweeps_and_gets_the_decision_table(proje
         assert "USER CODE RAN" not in (run_dir / "stdout.log").read_text()
         summary = json.loads((run_dir / "summary.json").read_text())
         written = json.loads((run_dir / "out" / "metrics.json").read_text())     # its own --out folder
+        reported = {REPORTED[k]: written.pop(k) for k in list(written) if k in REPORTED}   # consumed: no metrics
         assert summary["status"] == "finished" and summary["final"] == written
+        assert summary["used"] == reported and reported["examples"] == 64 * reported["steps"]
         env = json.loads((run_dir / "env.json").read_text())
         variant, seed = run_dir.parent.name, int(run_dir.name.split("_")[1])
         width, act = {"relu": (32, "relu"), "wide": (128, "relu"), "linear": (32, "none")}[variant]

@@ -37,8 +37,7 @@ CHECK_NAMES: dict[str, str] = {
     "key_never_read": "a key set in a variant or the baseline that no run read from its config: the change never "
                       "reached the code",
     "generator_unused": "a generator the run API handed out and no run drew from (no pairing by seed rests on it)",
-    "train_subset": "a debug subset or limit left on the training data (a config key, a command flag, or fewer "
-                    "training than evaluation examples)",
+    "train_subset": "a debug subset or limit left on the training data (a config key or a command flag)",
     "shared_state": "a file one run wrote that a later run read or overwrote (hidden folders included)",
     "several_concerns": "a variant that changes more than one concern (model, optimizer, data, evaluation, budget) "
                         "and is not a declared bundle",

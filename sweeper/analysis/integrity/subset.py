@@ -1,8 +1,9 @@
 """A debug subset or a `limit` left on the training data (`train_subset`, a warning): every arm then trains on a
-sliver of its data, and the decision is about that sliver. Evidence, any of: a run that recorded training on
-fewer examples than it is evaluated on (used.train_size < used.eval_size: sweeper.run.usage); a key of the runs'
-config that limits the training data and is set (`data.limit: 200`, `debug: true`, `max_train_samples: 512`,
-`train_fraction: 0.05`; not under an eval/val/test key); such a flag in task.command (`--limit 100`). Torch-free.
+sliver of its data, and the decision is about that sliver. Evidence, either: a key of the runs' config that
+limits the training data and is set (`data.limit: 200`, `debug: true`, `max_train_samples: 512`,
+`train_fraction: 0.05`; not under an eval/val/test key); such a flag in task.command (`--limit 100`). A recorded
+training-set size smaller than the evaluation is no evidence (few-shot and small-data studies do that on
+purpose), so it is not used. Torch-free.
 
     train_subset(ev)             # [Finding] for the sweep (arms named when only some have it)
     train_subset_coverage(ev)    # what evidence it had (COVERAGE)
@@ -13,8 +14,6 @@ from __future__ import annotations
 import math
 import re
 
-import pandas as pd
-
 from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
@@ -22,9 +21,9 @@ from sweeper.analysis.integrity.usage import task_block
 from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.rundir import RunDir
 
+# Keys made to cut the training data down (not its size: n_train, num_samples declare a dataset, they limit nothing).
 COUNT = re.compile(r"^(limit|limit_train|train_limit|subset|subset_size|train_subset|max_train_(samples|examples|size)|"
-                   r"n_train|num_train|num_train_(samples|examples)|train_(samples|examples|size)_limit|"
-                   r"max_(samples|examples)|debug_(samples|examples|size|subset)|limit_train_batches|"
+                   r"train_(samples|examples|size)_limit|debug_(samples|examples|size|subset)|limit_train_batches|"
                    r"overfit_batches)$")
 FRACTION = re.compile(r"^(train_)?(fraction|frac|subsample|data_fraction|subset_fraction|percent|train_percent)$")
 FLAG = re.compile(r"^(debug|debug_mode|fast_dev_run|smoke_test|quick|dry_run_data)$")
@@ -93,24 +92,13 @@ def _command_flags(task: dict) -> list[str]:
     return out
 
 
-def _smaller_than_eval(ev: SweepEvidence) -> list[str]:
-    if "used_train_size" not in ev.runs or "used_eval_size" not in ev.runs:
-        return []
-    train = pd.to_numeric(ev.runs["used_train_size"], errors="coerce")
-    evals = pd.to_numeric(ev.runs["used_eval_size"], errors="coerce")
-    small = ev.runs[(train < evals) & (train > 0)]
-    return [f"{r.run_id} trained on {int(t)} examples, evaluated on {int(e)}"
-            for r, t, e in zip(small.itertuples(), train[small.index], evals[small.index])]
-
-
 def train_subset(ev: SweepEvidence) -> list[Finding]:
     if not len(ev.runs):
         return []
     keys = _config_keys(ev)
     flagged = {v: ks for v, ks in keys.items() if ks}
     flags = _command_flags(task_block(ev))
-    small = _smaller_than_eval(ev)
-    if not flagged and not flags and not small:
+    if not flagged and not flags:
         return []
     parts = []
     if flagged:
@@ -119,9 +107,7 @@ def train_subset(ev: SweepEvidence) -> list[Finding]:
         parts.append(f"config {', '.join(values[:4])} in {arms}")
     if flags:
         parts.append(f"task.command passes {', '.join(flags[:3])}")
-    if small:
-        parts.append(f"{len(small)} run(s) trained on fewer examples than they are evaluated on ({small[0]})")
-    arms_named = tuple(flagged) if flagged and len(flagged) < len(keys) and not flags and not small else ()
+    arms_named = tuple(flagged) if flagged and len(flagged) < len(keys) and not flags else ()
     return [Finding(
         "train_subset", arms_named, "; ".join(parts),
         "a debug subset or limit is left on the training data: the runs train on a sliver of it and the decision "
@@ -130,7 +116,8 @@ def train_subset(ev: SweepEvidence) -> list[Finding]:
 
 
 def train_subset_coverage(ev: SweepEvidence) -> Coverage:
-    sizes = int(pd.notna(ev.runs["used_train_size"]).sum()) if "used_train_size" in ev.runs else 0
     read = len(_config_keys(ev)) if len(ev.runs) else 0
-    return Coverage("train_subset", f"config of {read} variant(s) and task.command read for limiting keys; "
-                                    f"{sizes} of {len(ev.runs)} runs recorded their training-set size", read > 0)
+    if not read:
+        return Coverage("train_subset", "no run config could be read: task.command flags only", False)
+    return Coverage("train_subset", f"the config of {read} variant(s) and task.command read for keys and flags "
+                                    f"that limit the training data (a subset cut inside the script: not seen)", True)
