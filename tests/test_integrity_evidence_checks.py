@@ -269,6 +269,8 @@ def test_the_folder_snapshot_watches_hidden_folders_skips_vcs_environments_sweep
     (tmp_path / ".git" / "x").write_text("1")
     (tmp_path / ".cache" / "state").mkdir(parents=True)                 # hidden: watched like any folder
     (tmp_path / ".cache" / "state" / "s.json").write_text("1")
+    (tmp_path / ".mypy_cache").mkdir()                                   # an editor's linter: skipped
+    (tmp_path / ".mypy_cache" / "m.json").write_text("1")
     for env, mark in ((".venv", "pyvenv.cfg"), ("env", "conda-meta")):   # environments: skipped
         (tmp_path / env / "lib").mkdir(parents=True)
         (tmp_path / env / mark).mkdir() if mark == "conda-meta" else (tmp_path / env / mark).write_text("")

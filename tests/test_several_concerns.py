@@ -18,7 +18,7 @@ from sweeper.analysis.integrity.concerns import several_concerns, several_concer
 from sweeper.config.concerns import by_concern, concern_of, swap_group
 from sweeper.config.config_diff import Change, Declared
 from sweeper.run.files.experiment import Experiment
-from tests.helpers.integrity_evidence_projects import user_env
+from tests.helpers.integrity_evidence_projects import make_project, user_env
 from tests.test_integrity_evidence_checks import evidence, grid
 
 
@@ -148,3 +148,24 @@ def test_a_group_swap_that_changes_two_concerns_is_named_at_plan_time_and_beside
     assert [(f["check"], f["variants"]) for f in record["findings"]] == [("several_concerns", ["big"])]
     summary = (sweep_dir / "summary.csv").read_text()
     assert "integrity_warnings" in summary.splitlines()[0] and "several_concerns" in summary
+
+
+@pytest.mark.slow
+def test_a_plain_script_group_swap_of_budget_and_model_is_refused_under_one_change_error_command(tmp_path):
+    """A command project; `setup=short` (a group of no known concern) sets steps and width: budget and model."""
+    project = make_project(tmp_path, "command", variants={"base": [], "short": ["+setup=short"]})
+    (project / "conf" / "setup").mkdir()
+    (project / "conf" / "setup" / "short.yaml").write_text("# @package _global_\nsteps: 3\nwidth: 8\n")
+    sweep_dir = project / "sweeps" / "tiny"
+    base = [sys.executable, "-m", "sweeper", "--config-dir", "conf", "+experiment=tiny", "seeds=0",
+            f"sweeper.dir={sweep_dir}"]
+    dry = subprocess.run(base + ["sweeper.dry_run=true"], cwd=project, env=user_env(), capture_output=True,
+                         text=True, timeout=120)
+    assert dry.returncode == 0, dry.stderr
+    assert "variant short makes one change (+setup=short) that touches 2 concerns (several_concerns: model: width " \
+           "(+setup=short); budget: steps (+setup=short))" in dry.stderr, dry.stderr
+    refused = subprocess.run(base + ["sweeper.one_change=error"], cwd=project, env=user_env(), capture_output=True,
+                             text=True, timeout=120)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr.endswith("experiment.bundles=[short] (sweeper.one_change=error)\n")
+    assert not sweep_dir.exists() and refused.stdout == ""

@@ -13,7 +13,9 @@ is named, and data files read by every run are not listed again and again; under
 
 Hidden folders are watched (state shared through a `.cache/` is state all the same). Skipped: version control
 (.git, .hg, .svn), virtual environments (a folder holding pyvenv.cfg or conda-meta), installed packages
-(site-packages, node_modules), the interpreter's own __pycache__, sweep dirs (a folder holding a sweep manifest:
+(site-packages, node_modules), the interpreter's own __pycache__, developer tools' state that an editor or a test
+runner writes while runs run (.mypy_cache, .ruff_cache, .pytest_cache, .hypothesis, .idea, .vscode,
+.ipynb_checkpoints, .tox, .nox, .coverage), sweep dirs (a folder holding a sweep manifest:
 this sweep's runs and any other sweep's) and a folder of them near the top (sweeps/, where the sweeper writes the
 journal), and the run's own dir. A folder of more than MAX_FILES files (or deeper than MAX_DEPTH) is not watched
 (None): the check stays silent rather than guess. sweeper.run.command records the result in
@@ -31,7 +33,10 @@ from sweeper.run.files.manifest import MANIFEST
 
 MAX_FILES = 20_000
 MAX_DEPTH = 8
-SKIP_NAMES = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", "site-packages"})
+SKIP_NAMES = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", "site-packages",
+                        # the state of developer tools (editors, linters, test runners), which write while runs run
+                        ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis", ".idea", ".vscode",
+                        ".ipynb_checkpoints", ".tox", ".nox", ".coverage"})
 ENVIRONMENT_MARKS = frozenset({"pyvenv.cfg", "conda-meta"})     # a folder holding one is an environment
 # a file a run may resume from: named like a checkpoint (STRONG), or in a format checkpoints are saved in
 STRONG = re.compile(r"(ckpt|checkpoint|\.pt$|\.pth$|\.safetensors$)", re.IGNORECASE)

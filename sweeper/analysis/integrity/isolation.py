@@ -1,9 +1,11 @@
 """Run isolation: runs must write only into their own run dir. Evidence: each run's RUN_DIR/isolation.json (what
-changed in its working folder outside its run dir while it ran, and the checkpoint-like files it read:
+changed in its working folder outside its run dir while it ran, hidden folders included, and the files it read:
 sweeper.run.folder_watch), and the task's command (a per-run path, {out_dir} or {run_dir}, in its words or not).
 Torch-free; never follows a link out of the sweep dir.
 
     shared_checkpoint(ev), writes_outside_run_dir(ev)     # the two checks (their findings' names)
+    file_events(ev)                                       # path -> what each run did to it (shared_state reads it)
+    isolation_coverage("shared_checkpoint")(ev)           # Coverage: how many ended runs recorded isolation.json
 
 Findings:
   shared_checkpoint      a checkpoint-like file outside the run dirs that one run wrote and a later run (started
