@@ -42,7 +42,7 @@ def test_an_imported_module_edited_before_extend_is_named(tmp_path, level):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "onto changed code (project files changed: helpers_np.py)" in proc.stderr, proc.stderr[-3000:]
     [found] = [f for f in findings_of(sweep_dir) if f.check == "mixed_code"]
-    assert "project files helpers_np.py differ" in found.message and "helpers_np.py: " in found.evidence, found
+    assert "(project files differ: helpers_np.py)" in found.message and "helpers_np.py: " in found.evidence, found
     assert set(found.variants) == {"base", "wide"}
 
 

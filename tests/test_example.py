@@ -98,7 +98,8 @@ def test_each_run_of_the_example_saw_its_pinned_environment(project, reference):
 def test_ctrl_c_then_the_same_command_ends_bitwise_equal(project, reference):
     sweep_dir = project / "sweeps" / "interrupted"
     log = project / "interrupted.log"
-    proc = subprocess.Popen([sys.executable, "-m", "sweeper", *COMMON, *LOCAL, f"sweeper.dir={sweep_dir}"], cwd=project,
+    proc = subprocess.Popen([sys.executable, "-m", "sweeper", *COMMON, *LOCAL, f"sweeper.dir={sweep_dir}",
+                             "sweeper.reuse=false"], cwd=project,
                             env=user_env(), stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.time() + 300
     while not list(sweep_dir.glob("runs/*/seed_*/ckpt/step_*.pt")):
@@ -122,7 +123,7 @@ def test_ctrl_c_then_the_same_command_ends_bitwise_equal(project, reference):
 def test_the_example_on_slurm_preempted_and_resumed_equals_the_local_sweep(project, reference, slurm_cluster):
     sweep_dir = project / "sweeps" / "slurm"
     slurm = ["launcher=slurm", "launcher.cpus_per_task=1", "launcher.gpus_per_node=0", "launcher.poll_s=0.5",
-             f"sweeper.dir={sweep_dir}"]
+             f"sweeper.dir={sweep_dir}", "sweeper.reuse=false"]     # trains on Slurm, reusing nothing
     submitted = sweeper(project, *slurm, "launcher.wait=false")
     assert submitted.returncode == 0, submitted.stdout[-3000:] + submitted.stderr[-3000:]
     jobs = json.loads((sweep_dir / "slurm.json").read_text())["jobs"]

@@ -154,8 +154,8 @@ def test_the_readme_command_in_the_checkout_after_a_non_editable_install(install
     script = python.parent / "sweeper"
     assert script.is_file()
     proc = subprocess.run([str(script), *tiny, "seeds=0", "~experiment.variants.rope_frozen_qk",
-                           "sweeper.dir=sweeps/script"], cwd=checkout, env=clean_env(), capture_output=True,
-                          text=True, timeout=600)
+                           "sweeper.dir=sweeps/script", "sweeper.reuse=false"], cwd=checkout, env=clean_env(),
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     from sweeper.run.files.manifest import read_manifest
 

@@ -65,7 +65,8 @@ def test_same_seed_twice_gives_identical_metrics(mini_sweep, tmp_path):
     again = tmp_path / "again"
     proc = run_sweeper("+experiment=rope", "seeds=1", "~experiment.variants.rope_frozen_qk",
                        "~experiment.variants.nope", *TINY, f"sweeper.dir={again}", "sweeper.report=false",
-                       "launcher.threads_per_run=1")     # same thread count as in the 2-slot sweep
+                       "launcher.threads_per_run=1",      # same thread count as in the 2-slot sweep
+                       "sweeper.reuse=false")             # trained again, not reused from the first sweep
     assert proc.returncode == 0, proc.stderr
     first, _ = _rundir(sweep_dir, "rope", 1).read_metrics()
     second, _ = _rundir(again, "rope", 1).read_metrics()

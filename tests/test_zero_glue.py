@@ -97,7 +97,7 @@ def test_the_same_run_cold_is_bitwise_the_warm_one(project, swept):
     cold = project / "sweeps" / "cold"
     env = {**user_env(), "SWEEPER_COLD_START": "1"}
     proc = subprocess.run([sys.executable, "-m", "sweeper", "--config-dir", "conf", "+experiment=plain_width",
-                           "seeds=0", *FAST, f"sweeper.dir={cold}", "sweeper.report=false",
+                           "seeds=0", *FAST, f"sweeper.dir={cold}", "sweeper.report=false", "sweeper.reuse=false",
                            "~experiment.variants.linear"], cwd=project, env=env, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

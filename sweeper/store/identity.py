@@ -62,7 +62,7 @@ def first_difference(planned: Inputs, stored: Inputs, cwd: str, cache: dict | No
         return "config: another run config"
     if planned.ranks != stored.ranks:
         return f"ranks: {stored.ranks} -> {planned.ranks} per run"
-    if not stored.code:
+    if stored.code is None:
         return "code: the earlier run recorded no project files (an older sweeper)"
     edited = changed_files(stored.code, cwd, cache)
     if edited:

@@ -95,9 +95,9 @@ def mixed_code(ev: SweepEvidence) -> list[Finding]:
         parts.append(f"{path}: " + "; ".join(f"{sha} in {runs_label(rows.iloc[idx])}" for sha, idx in by_hash.items()))
     what = [name for i, name in enumerate(("commits", "dirty flags", "uncommitted changes", "script hashes"))
             if len({c[i] for c in codes}) > 1]
-    if edited:
-        what.append(f"project files {_files_label(edited)}")
-    message = (f"runs of this sweep ran different code ({' and '.join(what)} differ): a comparison spanning them "
+    differ = "; ".join(([f"{' and '.join(what)} differ"] if what else [])
+                       + ([f"project files differ: {_files_label(edited)}"] if edited else []))
+    message = (f"runs of this sweep ran different code ({differ}): a comparison spanning them "
                f"mixes a code change into the variant's change; run every run on one commit (a new sweeper.dir), "
                f"or silence mixed_code with the reason")
     return [Finding("mixed_code", tuple(arms), "; ".join(parts), message, Effect.MIXED_CODE)]
