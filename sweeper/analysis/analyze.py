@@ -18,6 +18,7 @@ import pandas as pd
 import sweeper.analysis.integrity.effects as integrity_effects
 import sweeper.analysis.verdict as verdict
 from sweeper.analysis.integrity import Finding, SweepEvidence, check_sweep
+from sweeper.analysis.integrity.coarse import unpromise
 from sweeper.analysis.results import (
     declared_changes,
     load_code_state,
@@ -140,10 +141,13 @@ def analyze_sweep(sweep_dir: str | Path, options: DecisionOptions | ReportFlags,
     task = (manifest.task or {}) if manifest is not None else {}
     findings = check_sweep(SweepEvidence(sweep_dir, exp, runs, curves, changes, declared, task, options),
                            exp.silence)
-    an, secondary = verdict.analyze_all(runs, secondary_exp, options, family,
+    copies = integrity_effects.copies(findings)       # copies of a run of their own arm: counted once
+    tested = runs[~runs["run_id"].astype(str).isin(copies)] if copies else runs
+    an, secondary = verdict.analyze_all(tested, secondary_exp, options, family,
                                         untested=integrity_effects.untested(findings, family))
     for analysis in (an, *secondary.values()):
         integrity_effects.apply(findings, analysis)
+        unpromise(findings, analysis)                # a coarse metric: no seeds estimate the grid cannot keep
     counts = runs["status"].value_counts()
     header = [f"sweep: {sweep_dir}", f"metric: final {exp.metric} ({'lower' if exp.lower_is_better else 'higher'} "
               f"is better); baseline: {exp.baseline or 'none (one variant)'}; alpha {options.alpha}, Holm over "

@@ -5,6 +5,8 @@ and what the numbers alone would say kept beside it (Comparison.numbers_say), as
     skip = untested(findings, comparisons)     # {(variant, baseline): why}: no test runs on those (copies of one
                                                # run, no baseline): verdict.analyze(..., untested=skip)
     apply(findings, analysis)                  # after verdict.analyze: each concerned comparison's verdict
+    drop = copies(findings)                    # run_ids the test counts once (copies of a run of their own arm):
+                                               # left out of the runs verdict.analyze tests
 
 A silenced finding, or a warning, changes no verdict. Several findings on one comparison: the strongest effect
 (Effect's order) is the verdict, and every check is named.
@@ -30,9 +32,18 @@ def untested(findings: list[Finding], comparisons: list[tuple[str, str]]) -> dic
     return out
 
 
+def copies(findings: list[Finding]) -> set[str]:
+    """The run_ids that copy an earlier run of their own arm (seeds_no_effect, not silenced): no test counts a
+    copy as a seed of its own."""
+    return {r for f in findings if f.silenced is None for r in f.copies}
+
+
 def apply(findings: list[Finding], analysis) -> None:
     """Set the verdict of every comparison of `analysis` (a verdict.Analysis) that an active finding concerns."""
     for c in analysis.comparisons:
+        for f in findings:
+            if f.silenced is None and f.copies and f.concerns(c.variant, c.baseline):
+                c.notes.append(f"{f.check}: {f.evidence}; the test counts each distinct run once")
         active = sorted(_active(findings, c.variant, c.baseline), key=lambda f: ORDER.index(f.effect))
         if not active:
             continue
