@@ -24,6 +24,7 @@ import pandas as pd
 from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
+from sweeper.analysis.integrity.graph import curve_index
 from sweeper.analysis.integrity.runs import MetricCurves, shown, usable
 from sweeper.analysis.integrity.series import kind
 from sweeper.config.integrity import implied_direction
@@ -59,15 +60,15 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> float:
 def objective(ev: SweepEvidence) -> str | None:
     """The training objective the runs logged: a non-evaluation series whose name says which way is better,
     the one most runs logged (a name with train or loss in it first)."""
-    c = ev.curves
-    if not len(c):
-        return None
-    counts = c.groupby("metric")["run_id"].nunique()
-    names = [str(n) for n in counts.index if str(n) != ev.experiment.metric and kind(str(n)) == "train"
-             and implied_direction(str(n)) is not None]
+    counts = curve_index(ev).runs_per_metric()
+    names = [n for n in counts if n != ev.experiment.metric and kind(n) == "train" and implied_direction(n)]
     if not names:
         return None
-    return max(names, key=lambda n: (int(counts[n]), "train" in n.lower(), "loss" in n.lower()))
+    return max(names, key=lambda n: (counts[n], "train" in n.lower(), "loss" in n.lower()))
+
+
+def rows_of(ev: SweepEvidence, run_ids) -> np.ndarray:
+    return pd.Index(ev.runs["run_id"]).get_indexer(list(run_ids))
 
 
 def read_directions(ev: SweepEvidence) -> tuple[dict[str, str], str | None]:
@@ -87,8 +88,12 @@ def read_directions(ev: SweepEvidence) -> tuple[dict[str, str], str | None]:
     if not against.any():
         return out, goal
     steps = m.step
-    goal_curves = ev.curves[(ev.curves["metric"] == goal) & ev.curves["run_id"].isin(m.ids[against])] \
-        if goal else None
+    goal_curves = None
+    if goal:
+        ci = curve_index(ev)
+        mine = np.flatnonzero((ci.code == ci.names.index(goal)) & np.isin(ci.row, rows_of(ev, m.ids[against])))
+        goal_curves = pd.DataFrame({"run_id": ev.runs["run_id"].to_numpy()[ci.row[mine]], "step": ci.step[mine],
+                                    "value": ci.value[mine]})
     by_run = goal_curves.groupby("run_id", sort=False) if goal_curves is not None and len(goal_curves) else None
     goal_lower = implied_direction(goal) == "lower" if goal else None
     name_agrees = implied_direction(exp.metric) == ("lower" if exp.lower_is_better else "higher")

@@ -29,8 +29,9 @@ from sweeper.analysis.integrity.runs import COST, SEED, finals_matrix, result_co
 MANTISSA_BITS = 22            # "to float rounding": float32 keeps 24 bits; a reordered sum differs in the last few
 MAX_DENOMINATOR = 1000        # a value k/q with q up to this is on a coarse grid (an accuracy on <= 1000 examples)
 TOL = 6e-8                    # float32 rounding of a k/q computed on a GPU; tighter than the fractions' spacing
+FINE_TRIES = 4                # values per run tested for fineness (a loss is fine at its first value)
 MIN_COARSE = 3                # distinct coarse values a record needs to be distinctive without a fine one
-_CACHE: dict[int, tuple[weakref.ref, RunGraph]] = {}
+_CACHE: dict[tuple[int, type], tuple[weakref.ref, object]] = {}
 
 
 def echo_columns(ev: SweepEvidence, columns: list[str]) -> set[str]:
@@ -68,17 +69,28 @@ def _mix(*parts: np.ndarray) -> np.ndarray:
 
 
 def fine(values: np.ndarray) -> np.ndarray:
-    """Per value: finite and not k/q for any q <= MAX_DENOMINATOR (to float rounding)."""
-    v = np.asarray(values, dtype=float)
+    """Per value: finite and not k/q for any q <= MAX_DENOMINATOR (to float rounding, TOL relative). A fraction
+    that close is one of the value's continued-fraction convergents (|x - p/q| < 1 / 2q^2), so those are all we
+    try: a few vectorised steps, not a thousand denominators."""
+    v = np.asarray(values, dtype=float).reshape(-1)
     out = np.isfinite(v)
-    tol = TOL * np.maximum(1.0, np.abs(np.where(out, v, 0.0)))
-    for q in range(1, MAX_DENOMINATOR + 1):
-        if not out.any():
+    x = np.abs(np.where(out, v, 0.0))
+    tol = TOL * np.maximum(1.0, x)
+    h_prev, h = np.ones_like(x), np.floor(x)
+    k_prev, k = np.zeros_like(x), np.ones_like(x)
+    rest = x - h
+    coarse = np.abs(x - h) <= tol
+    for _ in range(40):
+        active = ~coarse & (rest > 1e-12) & (k <= MAX_DENOMINATOR)
+        if not active.any():
             break
-        x = v[out] * q
-        coarse = np.abs(x - np.round(x)) <= tol[out] * q
-        out[np.flatnonzero(out)[coarse]] = False
-    return out
+        inverse = 1.0 / np.where(active, rest, 1.0)
+        a = np.floor(inverse)
+        rest = np.where(active, inverse - a, rest)
+        h_prev, h = h, np.where(active, a * h + h_prev, h)
+        k_prev, k = k, np.where(active, a * k + k_prev, k)
+        coarse |= active & (k <= MAX_DENOMINATOR) & (np.abs(x - h / k) <= tol)
+    return out & ~coarse
 
 
 class RunGraph:
@@ -87,31 +99,30 @@ class RunGraph:
     def __init__(self, ev: SweepEvidence):
         n = len(ev.runs)
         ok = usable(ev).to_numpy() if n else np.zeros(0, dtype=bool)
-        ids = ev.runs["run_id"].astype(str).to_numpy() if n else np.zeros(0, dtype=object)
         self.columns = record_columns(ev) if n else []
         finals = finals_matrix(ev, self.columns) if n else np.zeros((0, 0))
-        c = ev.curves
-        if len(c):
-            c = c[c["run_id"].isin(ids[ok])]
-            machine = [m for m in pd.unique(c["metric"]) if COST.search(str(m)) or SEED.search(str(m))]
-            c = c[~c["metric"].isin(machine)] if machine else c
-        row_of = pd.Index(ids).get_indexer(c["run_id"].astype(str)) if len(c) else np.zeros(0, dtype=int)
+        ci = curve_index(ev)
+        machine = {k for k, name in enumerate(ci.names) if COST.search(name) or SEED.search(name)}
+        keep = (ci.row >= 0) & np.isin(ci.code, list(machine), invert=True)
+        keep[keep] = ok[ci.row[keep]]
+        row_of, codes, steps, values = ci.row[keep], ci.code[keep], ci.step[keep], ci.value[keep]
         self.curve_points = np.bincount(row_of, minlength=n) if n else np.zeros(0, dtype=int)
+        where = pd.util.hash_array(codes * np.int64(1_000_003)) ^ pd.util.hash_array(steps)
         keys = []
         for offset in (0.0, 0.5):
             h = np.zeros(n, dtype=np.uint64)
             for j in range(finals.shape[1]):
                 h = h * np.uint64(1099511628211) ^ pd.util.hash_array(_rounded(finals[:, j], offset))
-            if len(c):
-                point = _mix(c["metric"].astype(str).to_numpy(), c["step"].to_numpy(dtype=float),
-                             _rounded(c["value"].to_numpy(dtype=float), offset))
+            if len(row_of):
+                point = where * np.uint64(0x100000001B3) ^ pd.util.hash_array(_rounded(values, offset))
                 summed = np.zeros(n, dtype=np.uint64)
                 np.add.at(summed, row_of, point)          # order-free per run; wraps mod 2**64 on purpose
                 h = h ^ (summed * np.uint64(0x9E3779B97F4A7C15))
             keys.append(_mix(h, self.curve_points))
         self.cls = np.full(n, -1, dtype=np.int64)
         self._join(keys, ok)
-        self.distinct = self._distinctive(finals, c, row_of, n) & ok
+        self.distinct = self._distinctive(finals, codes, row_of, values, n) & ok
+
 
     def _join(self, keys: list[np.ndarray], ok: np.ndarray) -> None:
         """Union of the two groupings (equal on either grid): connected components, small Python loop over the
@@ -136,26 +147,33 @@ class RunGraph:
             self.cls[r] = find(int(r))
 
     @staticmethod
-    def _distinctive(finals: np.ndarray, c: pd.DataFrame, row_of: np.ndarray, n: int) -> np.ndarray:
-        """Per row: its record holds a fine value or MIN_COARSE distinct coarse ones (finals and sampled points)."""
+    def _distinctive(finals: np.ndarray, codes: np.ndarray, row_of: np.ndarray, curve_values: np.ndarray,
+                     n: int) -> np.ndarray:
+        """Per row: its record holds a fine value (among its finals and the first and last point of each of its
+        curves, FINE_TRIES of them tested) or MIN_COARSE distinct values among those and each curve's middle point."""
         rows = [np.repeat(np.arange(n), finals.shape[1])]
         values = [finals.reshape(-1)]
-        if len(c):
-            order = np.lexsort((c["step"].to_numpy(dtype=float), c["metric"].astype(str).to_numpy(), row_of))
-            codes = pd.factorize(c["metric"].astype(str).to_numpy()[order])[0]
-            grp = row_of[order].astype(np.int64) * (int(codes.max()) + 1) + codes
-            start = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1]])
-            end = np.r_[start[1:], len(grp)]
-            pick = np.unique(np.concatenate([start, (start + end) // 2, end - 1]))
-            rows.append(row_of[order][pick])
-            values.append(c["value"].to_numpy(dtype=float)[order][pick])
+        if len(row_of):
+            grp = row_of.astype(np.int64) * (int(codes.max()) + 1) + codes
+            _, first = np.unique(grp, return_index=True)
+            _, last = np.unique(grp[::-1], return_index=True)
+            last = len(grp) - 1 - last
+            pick = np.concatenate([first, last, (first + last) // 2])   # the middle: curves come sorted by run,
+            #                                                                metric and step (load_curves)
+            rows.append(row_of[pick])
+            values.append(curve_values[pick])
         r, v = np.concatenate(rows), np.concatenate(values)
         keep = np.isfinite(v)
         r, v = r[keep], v[keep]
+        order = np.argsort(r, kind="stable")
+        r, v = r[order], v[order]
+        start = np.flatnonzero(np.r_[True, r[1:] != r[:-1]]) if len(r) else np.zeros(0, dtype=int)
+        rank = np.arange(len(r)) - np.repeat(start, np.diff(np.r_[start, len(r)]))
+        tried = rank < FINE_TRIES
         out = np.zeros(n, dtype=bool)
-        out[r[fine(v)]] = True
-        distinct_values = pd.DataFrame({"r": r, "v": v}).drop_duplicates().groupby("r").size()
-        out[distinct_values.index[distinct_values.to_numpy() >= MIN_COARSE].to_numpy(dtype=int)] = True
+        out[r[tried][fine(v[tried])]] = True
+        distinct = pd.DataFrame({"r": r, "v": v}).drop_duplicates().groupby("r").size()
+        out[distinct.index[distinct.to_numpy() >= MIN_COARSE].to_numpy(dtype=int)] = True
         return out
 
     def classes(self, rows) -> list[list[int]]:
@@ -173,13 +191,47 @@ class RunGraph:
         return [r for c in self.classes(rows) for r in (c[:1] if self.distinct[c[0]] else c)]
 
 
-def run_graph(ev: SweepEvidence) -> RunGraph:
-    """The graph of `ev`, built once per evidence object (every check of one report shares it)."""
-    hit = _CACHE.get(id(ev))
+class CurveIndex:
+    """ev.curves as integers, once per evidence: code[i] the metric of row i (names[code]), row[i] its run's row
+    of ev.runs (-1: a run not in ev.runs), step and value as floats. String comparisons on 100,000s of curve rows
+    cost more than every check together."""
+
+    def __init__(self, ev: SweepEvidence):
+        c = ev.curves
+        codes, names = pd.factorize(c["metric"]) if len(c) else (np.zeros(0, dtype=np.int64), [])
+        self.code = np.asarray(codes, dtype=np.int64)
+        self.names = [str(n) for n in names]
+        self.row = pd.Index(ev.runs["run_id"].astype(str)).get_indexer(c["run_id"].astype(str)) if len(c) \
+            else np.zeros(0, dtype=np.int64)
+        self.step = c["step"].to_numpy(dtype=float) if len(c) else np.zeros(0)
+        self.value = c["value"].to_numpy(dtype=float) if len(c) else np.zeros(0)
+
+    def runs_per_metric(self) -> dict[str, int]:
+        """metric name -> how many runs logged it."""
+        if not len(self.code):
+            return {}
+        pairs = np.unique(self.code * np.int64(len(self.row) + 1) + self.row)
+        counts = np.bincount(pairs // np.int64(len(self.row) + 1), minlength=len(self.names))
+        return dict(zip(self.names, counts.tolist()))
+
+
+def _cached(ev: SweepEvidence, kind: type):
+    """One `kind(ev)` per evidence object (every check of one report shares it)."""
+    hit = _CACHE.get((id(ev), kind))
     if hit is not None and hit[0]() is ev:
         return hit[1]
-    graph = RunGraph(ev)
+    value = kind(ev)
     for key in [k for k, (ref, _) in _CACHE.items() if ref() is None]:
         del _CACHE[key]
-    _CACHE[id(ev)] = (weakref.ref(ev), graph)
-    return graph
+    _CACHE[(id(ev), kind)] = (weakref.ref(ev), value)
+    return value
+
+
+def run_graph(ev: SweepEvidence) -> RunGraph:
+    """The graph of `ev`, built once per evidence object."""
+    return _cached(ev, RunGraph)
+
+
+def curve_index(ev: SweepEvidence) -> CurveIndex:
+    """ev.curves as integers, built once per evidence object."""
+    return _cached(ev, CurveIndex)

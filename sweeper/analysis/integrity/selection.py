@@ -7,6 +7,10 @@ evaluations. Two kinds of evidence, each against the run's own curve of the deci
   the validation score).
 
     selected_final(ev)     # [Finding] naming the arms whose finals are selections
+
+The second kind needs every run of the arm whose curve reaches the last step (at least MIN_BEYOND): a final
+evaluated on other data than the logged curve (a full validation set after a subset) beats the best logged point
+in about half the runs, a selection in every one.
 """
 from __future__ import annotations
 
@@ -17,6 +21,8 @@ from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.runs import ATOL, RTOL, MetricCurves, metric_column, shown
+
+MIN_BEYOND = 3             # runs of an arm whose curve reaches the last step, for the second kind of evidence
 
 
 def selected_final(ev: SweepEvidence) -> list[Finding]:
@@ -40,9 +46,11 @@ def selected_final(ev: SweepEvidence) -> list[Finding]:
     flagged, examples = [], []
     for variant in dict.fromkeys(variants.tolist()):
         mine = variants == variant
-        k = int(selected[mine].sum())
-        if k >= 2 and k > mine.sum() / 2:
-            flagged.append((str(variant), k, int(mine.sum())))
+        k, reach = int(logged[mine].sum()), int(reaches[mine].sum())
+        every_beyond = reach >= MIN_BEYOND and bool(beyond[mine & reaches].all())
+        if k >= 2 and k > mine.sum() / 2 or every_beyond:
+            count = int(selected[mine].sum())
+            flagged.append((str(variant), count, int(mine.sum())))
             i = int(np.flatnonzero(selected & mine)[0])
             examples.append(f"{variant}/seed_{seeds[i]}: final {shown(final[i])}, last "
                             f"{shown(last[i])}, best of {int(m.n[i])} {shown(best[i])}"

@@ -17,7 +17,7 @@ import pandas as pd
 from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
-from sweeper.analysis.integrity.graph import fine
+from sweeper.analysis.integrity.graph import curve_index, fine
 from sweeper.analysis.integrity.runs import ATOL, COST, RTOL, SEED, result_columns, usable
 from sweeper.config.integrity import words
 
@@ -37,14 +37,22 @@ def kind(name: str) -> str | None:
 
 
 def _points(ev: SweepEvidence) -> pd.DataFrame:
-    """run_id, step, metric, value of the usable runs' curves, with each final as a point at step FINAL."""
-    ok = usable(ev)
-    runs = ev.runs[ok]
-    c = ev.curves[ev.curves["run_id"].isin(runs["run_id"])][["run_id", "step", "metric", "value"]] \
-        if len(ev.curves) else pd.DataFrame(columns=["run_id", "step", "metric", "value"])
-    finals = [pd.DataFrame({"run_id": runs["run_id"], "step": FINAL, "metric": col.removeprefix("final_"),
-                            "value": pd.to_numeric(runs[col], errors="coerce")}) for col in result_columns(ev)]
-    out = pd.concat([c, *finals], ignore_index=True) if finals else c
+    """row (of ev.runs), step, metric (a name), value: the usable runs' curves of the series kind() names, with
+    each final as a point at step FINAL. Integers, not strings, on the curve rows (graph.curve_index)."""
+    ok = usable(ev).to_numpy()
+    ci = curve_index(ev)
+    wanted = [k for k, name in enumerate(ci.names) if kind(name)]
+    keep = (ci.row >= 0) & np.isin(ci.code, wanted)
+    keep[keep] = ok[ci.row[keep]]
+    names = np.array(ci.names + [""], dtype=object)
+    parts = [pd.DataFrame({"row": ci.row[keep], "step": ci.step[keep], "metric": names[ci.code[keep]],
+                           "value": ci.value[keep]})]
+    rows = np.flatnonzero(ok)
+    for col in result_columns(ev):
+        if kind(col.removeprefix("final_")):
+            parts.append(pd.DataFrame({"row": rows, "step": FINAL, "metric": col.removeprefix("final_"),
+                                       "value": pd.to_numeric(ev.runs[col], errors="coerce").to_numpy()[rows]}))
+    out = pd.concat(parts, ignore_index=True)
     return out[out["value"].notna()]
 
 
@@ -54,19 +62,19 @@ def _pairs(points: pd.DataFrame) -> list[tuple[str, str]]:
     return [(e, t) for e in names if kinds[e] == "eval" for t in names if kinds[t] == "train"]
 
 
-def _identical_runs(points: pd.DataFrame, e: str, t: str) -> tuple[pd.Series, pd.Series]:
-    """Per run sharing steps of e and t: whether they are equal at every shared step (with enough evidence),
-    and how many steps they share."""
-    a = points[points["metric"] == e][["run_id", "step", "value"]]
-    b = points[points["metric"] == t][["run_id", "step", "value"]]
-    m = a.merge(b, on=["run_id", "step"], suffixes=("_e", "_t"))
+def _identical_runs(by_metric: dict, e: str, t: str) -> tuple[pd.Series, pd.Series]:
+    """Per run (row) sharing steps of e and t: whether they are equal at every shared step (with enough
+    evidence), and how many steps they share."""
+    m = by_metric[e].merge(by_metric[t], on=["row", "step"], suffixes=("_e", "_t"))
     if not len(m):
         return pd.Series(dtype=bool), pd.Series(dtype=int)
     x, y = m["value_e"].to_numpy(dtype=float), m["value_t"].to_numpy(dtype=float)
     m["same"] = np.isclose(x, y, rtol=RTOL, atol=ATOL, equal_nan=True)
-    g = m.groupby("run_id", sort=False)
-    same, shared, distinct = g["same"].all(), g.size(), g["value_e"].nunique()
-    last = g["value_e"].last()
+    g = m.groupby("row", sort=False)
+    same, shared = g["same"].all(), g.size()
+    if not same.any():
+        return same & False, shared
+    distinct, last = g["value_e"].nunique(), g["value_e"].last()
     strong = (shared >= MIN_SHARED) & (distinct >= 2)
     weak = ~strong & same
     if weak.any():
@@ -76,16 +84,18 @@ def _identical_runs(points: pd.DataFrame, e: str, t: str) -> tuple[pd.Series, pd
 
 def eval_is_train(ev: SweepEvidence) -> list[Finding]:
     points = _points(ev)
-    if not len(points):
+    pairs = _pairs(points) if len(points) else []
+    if not pairs:
         return []
-    variant_of = dict(zip(ev.runs["run_id"], ev.runs["variant"].astype(str)))
+    by_metric = {name: frame[["row", "step", "value"]] for name, frame in points.groupby("metric", sort=False)}
+    variants = ev.runs["variant"].astype(str).to_numpy()
     metric = ev.experiment.metric
     out = []
-    for e, t in _pairs(points):
-        identical, shared = _identical_runs(points, e, t)
+    for e, t in pairs:
+        identical, shared = _identical_runs(by_metric, e, t)
         if not identical.any():
             continue
-        arms = pd.DataFrame({"variant": [variant_of[r] for r in shared.index], "hit": identical.to_numpy()})
+        arms = pd.DataFrame({"variant": variants[shared.index.to_numpy(dtype=int)], "hit": identical.to_numpy()})
         per = arms.groupby("variant", sort=False)["hit"].agg(["sum", "size"])
         hit = per[(per["sum"] >= 1) & (per["sum"] * 2 >= per["size"])]
         if not len(hit):
@@ -108,6 +118,6 @@ def eval_is_train_coverage(ev: SweepEvidence) -> Coverage:
     if not pairs:
         return Coverage("eval_is_train", "no run logged both an evaluation series and a training series: not "
                                          "checked", False)
-    runs = points[points["metric"].isin({n for p in pairs for n in p})]["run_id"].nunique()
+    runs = points.loc[points["metric"].isin({n for p in pairs for n in p}), "row"].nunique()
     return Coverage("eval_is_train", f"{len(pairs)} (evaluation, training) series pair(s) compared in {runs} run(s)",
                     True)
