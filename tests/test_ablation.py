@@ -74,8 +74,9 @@ def test_a_two_change_variant_warns_naming_both_and_a_no_op_override_is_flagged(
     assert sweep.warnings == [
         "variant both: model.rope_impl=auto changes nothing in the run config (the baseline rope already has that "
         "value); drop it from the variant",
-        "variant both makes 2 changes at once (model.pos_encoding=none; train.lr=0.01): its result cannot say which "
-        "one mattered; split it into one variant per change, or declare the bundle with experiment.bundles=[both]",
+        "variant both makes 2 changes at once (model.pos_encoding=none; train.lr=0.01) in 2 concerns "
+        "(several_concerns: model: model.pos_encoding; optimizer: train.lr): its result cannot say which one "
+        "mattered; split it into one variant per change, or declare the bundle with experiment.bundles=[both]",
     ]
 
 
@@ -133,7 +134,8 @@ def test_a_declared_control_may_equal_the_baseline_and_the_manifest_records_ever
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == (
         "sweeper: warning: variant both makes 2 changes at once (model.pos_encoding=none; "
-        "train.lr=0.01): its result cannot say which one mattered; split it into one variant per "
+        "train.lr=0.01) in 2 concerns (several_concerns: model: model.pos_encoding; optimizer: train.lr): its "
+        "result cannot say which one mattered; split it into one variant per "
         "change, or declare the bundle with experiment.bundles=[both]\n"
     )
     sweep = compose_sweep(

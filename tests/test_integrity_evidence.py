@@ -191,10 +191,14 @@ def test_runs_writing_one_fixed_checkpoint_resumed_each_other_command(tmp_path):
 
 
 def test_a_run_api_script_writing_into_the_project_folder_is_named(tmp_path):
+    """Every run appends to one results.csv: written outside the run dirs, and each later run wrote again what an
+    earlier one wrote (shared_state: its numbers could hang on it, the timestamps cannot tell)."""
     project = make_project(tmp_path, "api", extra="open('results.csv', 'a').write(f'{cfg.seed}\\n')")
-    proc, sweep_dir = sweep(project, "seeds=0-1")
+    proc, sweep_dir = sweep(project, "seeds=0-1", "launcher.max_parallel=1")
     ok(proc)
     found = names(sweep_dir)
-    assert set(found) == {"writes_outside_run_dir"}, found
+    assert set(found) == {"writes_outside_run_dir", "shared_state"}, found
     assert "results.csv" in found["writes_outside_run_dir"].evidence
+    assert found["shared_state"].evidence.startswith("1 file(s): results.csv: rewritten by ")
     named(proc, sweep_dir, "writes_outside_run_dir")
+    named(proc, sweep_dir, "shared_state")

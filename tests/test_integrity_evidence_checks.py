@@ -263,10 +263,16 @@ def test_a_run_dir_linked_out_of_the_sweep_dir_is_not_followed(tmp_path):
     assert check_isolation(evidence(grid({"base": 1.0}, "final_val_loss", seeds=(0,)), sweep_dir)) == []
 
 
-def test_the_folder_snapshot_skips_sweep_dirs_hidden_and_caches_and_follows_no_link(tmp_path):
+def test_the_folder_snapshot_watches_hidden_folders_skips_vcs_environments_sweep_dirs_and_follows_no_link(tmp_path):
     (tmp_path / "a.txt").write_text("1")
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "x").write_text("1")
+    (tmp_path / ".cache" / "state").mkdir(parents=True)                 # hidden: watched like any folder
+    (tmp_path / ".cache" / "state" / "s.json").write_text("1")
+    for env, mark in ((".venv", "pyvenv.cfg"), ("env", "conda-meta")):   # environments: skipped
+        (tmp_path / env / "lib").mkdir(parents=True)
+        (tmp_path / env / mark).mkdir() if mark == "conda-meta" else (tmp_path / env / mark).write_text("")
+        (tmp_path / env / "lib" / "m.py").write_text("1")
     (tmp_path / "__pycache__").mkdir()
     (tmp_path / "__pycache__" / "m.pyc").write_text("1")
     (tmp_path / "sweeps" / "s").mkdir(parents=True)
@@ -278,7 +284,7 @@ def test_the_folder_snapshot_skips_sweep_dirs_hidden_and_caches_and_follows_no_l
     (outside / "big.bin").write_text("1")
     os.symlink(outside, tmp_path / "link")
     before = snapshot(tmp_path)
-    assert set(before) == {"a.txt", "link"}
+    assert set(before) == {"a.txt", "link", ".cache/state/s.json"}
     (tmp_path / "b.pt").write_text("22")
     (tmp_path / "a.txt").write_text("333")
     os.remove(tmp_path / "link")
@@ -286,16 +292,17 @@ def test_the_folder_snapshot_skips_sweep_dirs_hidden_and_caches_and_follows_no_l
                                                    ("link", "deleted", before["link"][0])]
 
 
-def test_a_checkpoint_read_is_seen_by_its_access_time(tmp_path):
-    (tmp_path / "model.pt").write_text("w")
-    (tmp_path / "notes.txt").write_text("n")
-    os.utime(tmp_path / "model.pt", ns=(1_000, 2_000))          # read long ago, written later
-    os.utime(tmp_path / "notes.txt", ns=(1_000, 2_000))
+def test_a_read_after_the_last_write_is_seen_by_its_access_time_and_listed_after_the_writes(tmp_path):
+    for name in ("model.pt", "notes.txt", "data.txt"):
+        (tmp_path / name).write_text("w")
+        os.utime(tmp_path / name, ns=(1_000, 2_000))            # read long ago, written later
+    os.utime(tmp_path / "data.txt", ns=(3_000, 2_000))          # read since its last write (by an earlier run)
     before = snapshot(tmp_path)
-    assert (tmp_path / "model.pt").read_text() == "w" and (tmp_path / "notes.txt").read_text() == "n"
-    os.utime(tmp_path / "model.pt", ns=(5_000, 2_000))          # what relatime does on that read
-    os.utime(tmp_path / "notes.txt", ns=(5_000, 2_000))
-    assert changed(before, snapshot(tmp_path)) == [("model.pt", "read", 1)]     # not a checkpoint: not listed
+    for name in ("model.pt", "notes.txt", "data.txt"):
+        os.utime(tmp_path / name, ns=(5_000, 2_000))            # what strictatime shows of a read (relatime: the
+    (tmp_path / "out.txt").write_text("o")                      # first two only)
+    assert changed(before, snapshot(tmp_path)) == [("out.txt", "created", 1), ("model.pt", "read", 1),
+                                                   ("notes.txt", "read", 1)]   # data.txt: read before, not again
 
 
 def test_a_folder_past_the_bound_is_not_watched(tmp_path, monkeypatch):

@@ -1,7 +1,7 @@
 """The layers of the code base, checked on the import graph: every import statement, those inside functions too.
 
-    kernels < health < errors, interrupts, field_rules < run < train < config < plan < analysis < report < backends
-            < execute < adaptive < cli < the command names (sweeper.resume, ...) < hydra_plugins
+    kernels < health < errors, interrupts, field_rules < run < train < config < plan < store < analysis < report
+            < backends < execute < adaptive < cli < the command names (sweeper.resume, ...) < hydra_plugins
 
 A module's layer is its folder (sweeper/config/... is `config`; a __main__ is a command's name); the demo trainer and
 the kernels install as
@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # repo folder -> the package it installs as
 FOLDERS = {"sweeper": "sweeper", "train": "sweeper.train", "kernels": "sweeper.kernels",
            "hydra_plugins": "hydra_plugins"}
-ORDER = ("kernels", "health", "base", "run", "train", "config", "plan", "backends", "execute", "analysis", "report",
-         "adaptive", "cli", "commands", "hydra_plugins")
+ORDER = ("kernels", "health", "base", "run", "train", "config", "plan", "store", "backends", "execute", "analysis",
+         "report", "adaptive", "cli", "commands", "hydra_plugins")
 BASE = ("sweeper.errors", "sweeper.interrupts", "sweeper.field_rules")
 REPORT_PATH = ("sweeper.report.write", "sweeper.report.html", "sweeper.analysis.results", "sweeper.analysis.stats",
                "sweeper.analysis.verdict", "sweeper.report.plots", "sweeper.analysis.compare", "sweeper.cli.report")
@@ -52,7 +52,8 @@ def layer(module: str) -> str | None:
         return None
     if any(module == b or module.startswith(b + ".") for b in BASE):
         return "base"
-    if len(parts) == 1 or parts[1] in ("__main__", "resume", "audit", "journal", "slurm") or parts[-1] == "__main__":
+    commands = ("__main__", "resume", "audit", "journal", "slurm", "gc")
+    if len(parts) == 1 or parts[1] in commands or parts[-1] == "__main__":
         return "commands" if len(parts) > 1 else None        # the light package root is everyone's
     return parts[1] if parts[1] in ORDER else "unknown"
 

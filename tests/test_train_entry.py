@@ -65,6 +65,10 @@ def test_in_process_run_takes_its_identity_from_the_run_not_the_config(tmp_path)
     assert summary["determinism"]["deterministic_algorithms"] is True and "resumed_from" not in summary
     assert {"corpus_hash", "data_order_hash", "num_threads", "config_hash"} <= set(summary["fingerprint"])
     assert [r["step"] for r in rd.read_metrics()[0]] == [3, 6]
+    used = summary["used"]                          # what it used: the compute ledger, its data's sizes, its config
+    batch, context = cfg["train"]["batch_size"], cfg["model"]["context"]
+    assert (used["steps"], used["examples"], used["tokens"]) == (6, 6 * batch, 6 * batch * context)
+    assert used["eval_size"] > 0 and used["train_size"] > 0 and used["config_read"] == ["*"]
     assert train.run(cfg, rd.path) == summary, "a finished run is not trained again"
 
 

@@ -120,7 +120,9 @@ def main(run, on_step: OnStep | None = None) -> dict:
     run.record_env(device=device_name(trainer.device))
     run.extra["determinism"] = trainer.flags
     run.eval_fingerprint({"val_tokens": trainer.corpus.val, "context": cfg.model.context,     # what it is evaluated
-                          "eval_batches": cfg.train.eval_batches, "batch_size": cfg.train.batch_size})  # on
+                          "eval_batches": cfg.train.eval_batches, "batch_size": cfg.train.batch_size},  # on
+                         size=cfg.train.eval_batches * cfg.train.batch_size)     # windows evaluated
+    run.data_size(train=trainer.sampler.n_windows)                   # windows the data order draws from
     state = run.load_checkpoint(fingerprint=trainer.fingerprint)
     loop = {"recent": [], "val_loss": math.nan}
     if state is not None:
@@ -196,4 +198,6 @@ def _train(run, tr: Trainer, health, loop: dict, on_step: OnStep | None) -> dict
     cost = {"tokens_per_s": trained * t.batch_size * tr.cfg.model.context / max(time.time() - started, 1e-9)}
     if tr.device.type == "cuda":
         cost["peak_cuda_mem_mb"] = torch.cuda.max_memory_allocated(tr.device) / 2**20
-    return run.finish(val_loss=val_loss, train_loss=float(np.mean(recent)), steps=step, cost=cost)
+    examples = step * t.batch_size                                  # the compute ledger (one global batch a step)
+    return run.finish(val_loss=val_loss, train_loss=float(np.mean(recent)), steps=step, cost=cost,
+                      examples_seen=examples, tokens_seen=examples * tr.cfg.model.context, optimizer_steps=step)

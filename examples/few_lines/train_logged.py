@@ -46,7 +46,9 @@ def main() -> None:
     with torch.no_grad():
         logits = model(x_val)
         run.finish(val_loss=F.cross_entropy(logits, y_val).item(),        # sweeper
-                   val_acc=(logits.argmax(1) == y_val).float().mean().item())
+                   val_acc=(logits.argmax(1) == y_val).float().mean().item(),
+                   examples_seen=64 * cfg.steps, optimizer_steps=cfg.steps,  # what it consumed, its data's sizes
+                   train_size=len(x_train), eval_size=len(x_val))
 
 
 if __name__ == "__main__":

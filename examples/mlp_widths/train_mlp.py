@@ -68,7 +68,9 @@ def main() -> None:
         health.after_step(step)                                             # sweeper
         if (step + 1) % cfg.log_interval == 0:
             run.log(step + 1, train_loss=loss.item(), **evaluate(model, x_val, y_val, step + 1, cfg))   # sweeper
-    run.finish(**evaluate(model, x_val, y_val, cfg.steps, cfg, always=True))  # sweeper
+    run.finish(**evaluate(model, x_val, y_val, cfg.steps, cfg, always=True),  # sweeper
+               examples_seen=cfg.steps * cfg.optim.batch_size, optimizer_steps=cfg.steps,   # what it consumed
+               train_size=len(x_train), eval_size=len(x_val))               # and its data's sizes
 
 
 @torch.no_grad()

@@ -56,7 +56,9 @@ def main() -> None:
         val_acc = (logits.argmax(1) == y_val).float().mean().item()
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "metrics.json"), "w") as f:
-        json.dump({"val_loss": val_loss, "val_acc": val_acc}, f)
+        json.dump({"val_loss": val_loss, "val_acc": val_acc,          # + what it consumed and its data's sizes
+                   "examples_seen": 64 * args.steps, "optimizer_steps": args.steps,   # (recorded, not metrics:
+                   "train_size": len(x_train), "eval_size": len(x_val)}, f)          # docs/run-output.md)
     print(f"done: val_loss {val_loss:.4f} val_acc {val_acc:.3f}")
 
 

@@ -2,7 +2,8 @@
 
     inp = analyze_sweep(sweep_dir, DecisionOptions())   # ReportInput: what a report is made of: runs, curves,
     #                                                     verdicts, notes, the findings of the checks across runs
-    #                                                     (their effects already in the verdicts), inp.manifest
+    #                                                     (their effects already in the verdicts), inp.coverage
+    #                                                     (what evidence each check had), inp.manifest
     #                                                     (read here, once, and passed to every loader)
     exp, notes, runs, curves = read_sweep(sweep_dir, read_manifest_once(sweep_dir), baseline="rope")
 """
@@ -17,7 +18,7 @@ import pandas as pd
 
 import sweeper.analysis.integrity.effects as integrity_effects
 import sweeper.analysis.verdict as verdict
-from sweeper.analysis.integrity import Finding, SweepEvidence, check_sweep
+from sweeper.analysis.integrity import Coverage, Finding, SweepEvidence, check_sweep, sweep_coverage
 from sweeper.analysis.integrity.coarse import unpromise
 from sweeper.analysis.results import (
     declared_changes,
@@ -56,6 +57,8 @@ class ReportInput:
     findings: list[Finding] | None = None    # checks across runs (sweeper.analysis.integrity); None: not run
     #                                          (a comparison of two sweeps: each sweep's own report runs them)
     manifest: Manifest | None = None         # the sweep's manifest as read once (None: it has none, or two sweeps)
+    coverage: list[Coverage] | None = None   # what evidence each check had (sweeper.analysis.integrity.coverage);
+    #                                          None where the checks did not run
 
 
 def resolve_experiment(exp: Experiment, sweep_dir: Path, runs: pd.DataFrame, baseline: str | None = None,
@@ -139,8 +142,9 @@ def analyze_sweep(sweep_dir: str | Path, options: DecisionOptions | ReportFlags,
     changes, unreadable = load_variant_changes(sweep_dir, manifest, exp.baseline)
     declared = declared_changes(manifest) if exp.baseline == recorded.baseline else {}
     task = (manifest.task or {}) if manifest is not None else {}
-    findings = check_sweep(SweepEvidence(sweep_dir, exp, runs, curves, changes, declared, task, options),
-                           exp.silence)
+    evidence = SweepEvidence(sweep_dir, exp, runs, curves, changes, declared, task, options)
+    findings = check_sweep(evidence, exp.silence)
+    coverage = sweep_coverage(evidence)
     copies = integrity_effects.copies(findings)       # copies of a run of their own arm: counted once
     tested = runs[~runs["run_id"].astype(str).isin(copies)] if copies else runs
     an, secondary = verdict.analyze_all(tested, secondary_exp, options, family,
@@ -166,7 +170,7 @@ def analyze_sweep(sweep_dir: str | Path, options: DecisionOptions | ReportFlags,
         header.insert(1, f"hypothesis: {exp.hypothesis}")
     return ReportInput(f"Sweep report: {exp.name}", header, runs, curves, an, problems + unreadable, damaged,
                        terminal + slurm_notes(sweep_dir, runs), secondary, changes, declared, exp, code, findings,
-                       manifest)
+                       manifest, coverage)
 
 
 def unfinished_notes(sweep_dir: Path, runs: pd.DataFrame) -> list[str]:

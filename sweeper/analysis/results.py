@@ -11,7 +11,9 @@ wall_time_s, health, health_failed (names of failing checks), config_hash, log_t
 failed run whose error says little, e.g. "exit status 1"), final_<name> for every final metric of the run's
 summary and every cost figure it records (wall_time_s, peak_rss_mb, tokens_per_s ...: secondary metrics),
 source_<name> where a zero-glue run's final <name> was read (file, column, row; the summary's metric_sources),
-fp_<name> for every fingerprint key, problems (what could not be read, "" when all is well); attrs["cost"]:
+fp_<name> for every fingerprint key, used_<field> for what the run recorded having used (used_columns: config
+keys read, generators drawn, examples/tokens/steps consumed, data sizes), problems (what could not be read, ""
+when all is well); attrs["cost"]:
 the names of the cost figures among the final_ columns.
 status: the run's recorded status; a summary that says finished (or diverged) wins over a status that is
 damaged, missing, running or interrupted (as RunDir.outcome, without repairing anything); MISSING when the run
@@ -44,10 +46,26 @@ from sweeper.run.files.manifest import Manifest, RunEntry, read_manifest
 from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.rundir import RunDir
 from sweeper.run.files.status_values import KEEP, STALE, Status, stale_hint
+from sweeper.run.files.usage import Usage
 
 MISSING, UNKNOWN = "missing", "unknown"          # row states beyond a run's own status (see the docstring)
 FIXED_COLUMNS = ["variant", "seed", "run_id", "run_dir", "status", "error", "failure_class", "exit_code", "steps",
                  "wall_time_s", "health", "health_failed", "diagnosis", "config_hash", "log_tail", "resume_step"]
+USED_COUNTS = ("examples", "tokens", "steps", "train_size", "eval_size")
+
+
+def used_columns(used: Usage) -> dict:
+    """A summary's `used` block as row columns: used_<count> (numbers), used_config_read (a frozenset of dotted
+    keys, absent when the run did not track them), used_generators_unused (streams handed out and never drawn
+    from, comma-separated; absent when none was handed out)."""
+    out = {f"used_{name}": getattr(used, name) for name in USED_COUNTS if getattr(used, name) is not None}
+    if used.config_read is not None:
+        out["used_config_read"] = frozenset(used.config_read)
+    if used.generators:
+        out["used_generators_unused"] = ",".join(sorted(s for s, drawn in used.generators.items() if not drawn))
+    return out
+
+
 CURVE_COLUMNS = ["run_id", "variant", "seed", "step", "metric", "value"]
 TAIL_LINES = 6
 # Errors that say a run failed but not why (the launchers' fallbacks): the report shows the log's tail with them.
@@ -161,8 +179,9 @@ def _run_row(sweep_dir: Path, entry: RunEntry) -> tuple[dict, list[str]]:
                 row[f"source_{key}"] = where
         row["_cost"] = [k for k in cost if k not in summary.final]
         for key, value in summary.fingerprint.items():
-            if value is None or isinstance(value, (str, int, float, bool)):
+            if value is None or isinstance(value, (str, int, float, bool)) or key == "code_files":  # files: a dict
                 row[f"fp_{key}"] = value
+        row.update(used_columns(summary.used))
         if row["config_hash"] is None:
             row["config_hash"] = summary.config_hash
     elif row["status"] in KEEP and not damaged:          # its result is gone: unknown, neither usable nor lost

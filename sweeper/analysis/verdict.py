@@ -136,6 +136,7 @@ class Comparison:
     numbers_say: str = ""                        # for "invalid": the verdict the numbers alone would give
     integrity_checks: list[str] = field(default_factory=list)  # checks across runs behind the verdict
     #                                               (sweeper.analysis.integrity.effects: invalid, not comparable, ...)
+    integrity_warnings: list[str] = field(default_factory=list)  # checks across runs that warn beside it
 
 
 @dataclass

@@ -37,6 +37,7 @@ from sweeper.execute.preflight import check_preflight_options
 from sweeper.plan.make import Plan, format_plan
 from sweeper.plan.pipeline import plan_sweep
 from sweeper.report.end import run_to_end
+from sweeper.store.lookup import find_reuse, format_reuse, store_folders
 
 USAGE = "\n\n".join(__doc__.split("\n\n")[:3])
 
@@ -77,6 +78,7 @@ def prepare(argv: list[str]):
         return adaptive, backend, conf
     plan = plan_sweep(sweep)                       # sweeper.plan.pipeline: nothing written yet
     plan = fix_launch(plan, backend, conf)         # the plan against this machine's devices and cores
+    store_folders(plan)                            # sweeper.reuse_from: folders that exist, before any process
     check_task_started(sweep, alongside=lambda: backend.probe(conf))
     return plan, backend, conf
 
@@ -97,8 +99,10 @@ def _main(argv: list[str], state: dict) -> int:
         return plan.run(backend, conf, argv, state)
     for warning in plan.sweep.warnings:
         print(f"sweeper: warning: {warning}", file=sys.stderr)
+    reuse = find_reuse(plan)                       # sweeper.store: earlier sweeps' finished twins of its runs
     if plan.sweep.sweeper.dry_run:
         print(format_plan(plan))
+        print(format_reuse(plan, reuse))
         for note in plan.notes:
             print(f"note: {note}")
         print("dry run: nothing launched")

@@ -10,8 +10,10 @@ are not changes of the run.
 
 - A variant whose run config equals the baseline's, or another variant's, is refused (exit 2) unless it is
   named in experiment.controls (a deliberate A/A control).
-- A variant with more than one declared change gets a warning naming them (sweeper.one_change=error refuses
-  it, =off says nothing) unless it is named in experiment.bundles.
+- A variant with more than one declared change, or whose changed keys touch more than one concern (model,
+  optimizer, data, evaluation, budget, other: sweeper.config.concerns; a group swap `model=big` that also sets
+  `optim.lr` is one change in two concerns), gets a warning naming them (sweeper.one_change=error refuses it,
+  =off says nothing) unless it is named in experiment.bundles.
 - An override that changes nothing (the value is already the baseline's) is a warning.
 """
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 from typing import Callable
 
 from sweeper.config.composition.argv import key_of
+from sweeper.config.concerns import by_concern, describe_concerns
 from sweeper.config.config_diff import Declared, diff_configs
 from sweeper.config.run_config import RESERVED, run_config
 from sweeper.errors import UsageError
@@ -92,11 +95,17 @@ def check_ablation(sweep, compose: Callable[[list[str]], dict]) -> tuple[dict[st
                 warnings.append(f"variant {variant}: {d.override} changes nothing in the run config (the baseline "
                                 f"{exp.baseline} already has that value); drop it from the variant")
         effective = [d for d in mine if d.keys]
-        if len(effective) > 1 and variant not in bundles and mode != "off":
+        keys = [c.key for c in diff_configs(sweep.variant_configs[exp.baseline], sweep.variant_configs[variant])]
+        concerns = by_concern(keys, mine)
+        if (len(effective) > 1 or len(concerns) > 1) and variant not in bundles and mode != "off":
             what = "; ".join(d.override for d in effective)
-            line = (f"variant {variant} makes {len(effective)} changes at once ({what}): its result cannot say "
-                    f"which one mattered; split it into one variant per change, or declare the bundle with "
-                    f"experiment.bundles=[{variant}]")
+            many = (f"makes {len(effective)} changes at once ({what})" if len(effective) > 1 else
+                    f"makes one change ({what})")
+            if len(concerns) > 1:
+                many += (f"{' in' if len(effective) > 1 else ' that touches'} {len(concerns)} concerns "
+                         f"(several_concerns: {describe_concerns(concerns)})")
+            line = (f"variant {variant} {many}: its result cannot say which one mattered; split it into one "
+                    f"variant per change, or declare the bundle with experiment.bundles=[{variant}]")
             if mode == "error":
                 raise UsageError(f"{line} (sweeper.one_change=error)")
             warnings.append(line)

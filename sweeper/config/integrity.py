@@ -20,13 +20,13 @@ CHECK_NAMES: dict[str, str] = {
     "change_no_effect": "a variant equals the baseline at every seed (finals and curves): its change never reached "
                         "the code",
     "metric_direction": "the decision metric's curve moves against its declared direction in most runs",
-    "budget_confound": "arms that differ in training budget (a steps/epochs/tokens/time key, or their own last "
-                       "steps)",
+    "budget_confound": "arms that differ in training budget: the examples, tokens or optimizer steps their runs "
+                       "consumed (the compute ledger), else their own last steps or a steps/epochs/tokens/time key",
     "selected_final": "the final is the best of the run's evaluations, not the last one",
     "no_spread": "every run of every arm at one value: the metric cannot tell the arms apart",
     "broken_baseline": "the baseline has no usable seed: nothing can be compared with it",
-    "evaluation_identity": "an arm evaluated on other data than the baseline (its evaluation fingerprint, or a "
-                           "changed val/eval/test key)",
+    "evaluation_identity": "an arm evaluated on other data than the baseline (its evaluation fingerprint or size, "
+                           "or a changed val/eval/test key)",
     "evaluation_varies_with_seed": "an arm evaluated on other data at each seed (a validation split drawn from the "
                                    "seed)",
     "nondeterminism": "the same config at the same seed gave other numbers (an A/A control, the determinism probe)",
@@ -36,6 +36,14 @@ CHECK_NAMES: dict[str, str] = {
     "mixed_code": "runs of the sweep on different commits, uncommitted changes or script hashes",
     "shared_checkpoint": "a run loaded a checkpoint another run wrote outside its run dir",
     "writes_outside_run_dir": "runs changed files in the project folder outside their run dirs",
+    "key_never_read": "a key set in a variant or the baseline that no run read from its config: the change never "
+                      "reached the code",
+    "generator_unused": "a generator the run API handed out and no run drew from (no pairing by seed rests on it)",
+    "train_subset": "a debug subset or limit left on the training data (a config key, a command flag, or fewer "
+                    "training than evaluation examples)",
+    "shared_state": "a file one run wrote that a later run read or overwrote (hidden folders included)",
+    "several_concerns": "a variant that changes more than one concern (model, optimizer, data, evaluation, budget) "
+                        "and is not a declared bundle",
 }
 
 # Words of a metric's name (split at '_', '-', '.', '/', digits and camelCase) that say which way is better.

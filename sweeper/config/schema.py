@@ -54,6 +54,8 @@ class SweeperConf:
     dir: Optional[str] = None      # sweep directory; default sweeps/<experiment>-<hash of the config> (same command -> same dir)
     dry_run: bool = False          # print the plan and launch nothing
     extend: bool = False           # allow adding seeds to an existing sweep dir (finished runs are kept)
+    reuse: bool = True             # reuse finished runs of earlier sweeps with the same identity (sweeper.store); false: train every run
+    reuse_from: list[str] = field(default_factory=list)   # more folders of sweep dirs to reuse runs from (beside the sweep dir's own folder)
     preflight: str = one_of("off", PREFLIGHT_MODES)   # off | warn | stop: health checks once per variant before the seeds launch
     audit: bool = False            # run the resume audit on the baseline before launching
     report: bool = True            # write report.md, summary.csv and plots at the end

@@ -19,6 +19,8 @@ from sweeper.execute.probe import run_probe
 from sweeper.plan.lock import sweep_lock
 from sweeper.plan.make import Plan, keep_recorded_launch, repair_stale, write_plan
 from sweeper.run.files.status_values import KEEP
+from sweeper.store.link import link_reused
+from sweeper.store.lookup import reused_line
 
 
 class PreflightRefused(Exception):
@@ -37,6 +39,10 @@ def launch_plan(plan: Plan, backend, conf, argv: list[str], progress: Progress, 
     preflights, launch; run_id -> final status (None: submitted without waiting). PreflightRefused says why not."""
     write_plan(plan, argv)                       # whole or not at all: Ctrl-C waits for it
     state["sweep_dir"] = plan.sweep_dir
+    if plan.reused:                              # sweeper.store: earlier sweeps' runs, their files brought here
+        brought = link_reused(plan)
+        progress.log(f"{reused_line(plan)}: {len(plan.runs) - len(plan.reused)} to train"
+                     if brought else f"{len(plan.reused)} reused run(s) already here")
     stale = repair_stale(plan)
     if stale:
         progress.log(f"repaired {len(stale)} run(s) left `running` by a killed sweeper (now interrupted, "

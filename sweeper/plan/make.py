@@ -78,6 +78,13 @@ class RunSpec:
         return self.config["steps"] if _is_int(self.config.get("steps")) else None
 
 
+@dataclass(frozen=True)
+class Reused:
+    """A planned run an earlier sweep already ran (sweeper.store.lookup found it): its run dir and identity key."""
+    source: Path            # the earlier run's run dir (absolute)
+    key: str                # sweeper.store.identity.run_key of its inputs
+
+
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -96,6 +103,7 @@ class Plan:
     launch: Launch = field(default_factory=Launch)    # settings that change numbers (keep_recorded_launch)
     notes: list[str] = field(default_factory=list)    # what the launch should tell the user (kept settings)
     resources: dict[str, dict] = field(default_factory=dict)   # variant -> {"ranks_per_run": N} (every variant)
+    reused: dict[str, Reused] = field(default_factory=dict)    # run_id -> the earlier run it reuses (sweeper.store)
 
     def ranks_of(self, variant: str) -> int:
         """How many ranks (processes, one GPU each where GPUs exist) each run of `variant` has."""

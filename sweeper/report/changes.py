@@ -11,6 +11,7 @@ config.yaml);
 from __future__ import annotations
 
 from sweeper.analysis.integrity.evaluation import evaluation_keys, is_evaluation_key
+from sweeper.config.concerns import by_concern
 from sweeper.config.config_diff import Change, Declared, describe, group_changes, show
 
 
@@ -30,6 +31,9 @@ def terminal_lines(changes: dict[str, list[Change]], declared: dict[str, list[De
             flag = "  (identical run config: an A/A control)"
         elif n_declared(mine, declared.get(variant, [])) > 1:
             flag = f"  ({n_declared(mine, declared.get(variant, []))} changes)"
+        concerns = by_concern([c.key for c in mine], declared.get(variant, []))
+        if len(concerns) > 1:             # several concerns at once (integrity: several_concerns)
+            flag += f"  ({len(concerns)} concerns: {', '.join(concerns)})"
         evaluated = evaluation_keys(mine)
         if evaluated:                     # the arms are not evaluated on the same data (integrity: evaluation)
             flag += f"  (changes the evaluation: {', '.join(c.key for c in evaluated)})"
@@ -44,19 +48,22 @@ def markdown_section(changes: dict[str, list[Change]], declared: dict[str, list[
         return ["No variant is compared with a baseline (or no run config could be read)."]
     notes = notes or {}
     md = [f"Computed from each variant's resolved run config (config.yaml) against the baseline **{baseline}**; a "
-          f"config-group swap is one declared change.", "",
-          "| variant | declared change | key | " + baseline + " | variant |", "|---|---|---|---|---|"]
+          f"config-group swap is one declared change; each key's concern as docs/sweep-integrity.md says "
+          f"(`several_concerns`).", "",
+          "| variant | declared change | key | concern | " + baseline + " | variant |", "|---|---|---|---|---|---|"]
     for variant, mine in changes.items():
         if not mine:
-            md.append(f"| {variant} | (none: identical run config) | | | |")
+            md.append(f"| {variant} | (none: identical run config) | | | | |")
             continue
+        concern = {k: c for c, keyed in by_concern([c.key for c in mine], declared.get(variant, [])).items()
+                   for k, _ in keyed}
         for override, group in group_changes(mine, declared.get(variant, [])):
             for c in group:
                 old = "(absent)" if c.kind == "added" else f"`{show(c.old)}`"
                 new = "(absent)" if c.kind == "removed" else f"`{show(c.new)}`"
                 key = f"`{c.key}`" + (" (evaluation)" if is_evaluation_key(c.key) else "")
-                md.append(f"| {variant} | {_cell(override or '(not declared)')} | {key} | {_cell(old)} | "
-                          f"{_cell(new)} |")
+                md.append(f"| {variant} | {_cell(override or '(not declared)')} | {key} | {concern[c.key]} | "
+                          f"{_cell(old)} | {_cell(new)} |")
     n = {v: n_declared(c, declared.get(v, [])) for v, c in changes.items()}
     several = [v for v, k in n.items() if k > 1]
     if several:

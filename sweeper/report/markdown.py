@@ -77,6 +77,7 @@ def _primary_frame(an: verdict.Analysis) -> pd.DataFrame:
         if c:
             row.update(compared_with=c.baseline, verdict=c.verdict, numbers_say=c.numbers_say,
                        invalid_checks=",".join(c.invalid_checks), integrity_checks=",".join(c.integrity_checks),
+                       integrity_warnings=",".join(c.integrity_warnings),
                        design=c.design, n_pairs=c.n_pairs,
                        p_adjusted_holm=c.p_adjusted, mde=c.mde, seeds_needed=c.seeds_needed,
                        seeds_needed_basis=c.seeds_needed_basis, reason=c.reason)
@@ -227,7 +228,7 @@ def markdown(inp: ReportInput, plot_paths: dict[str, Path] | None, out_dir: Path
         md += ["", f"### Secondary metric: {metric} ({'lower' if sec.lower_is_better else 'higher'} is better)", "",
                "Its own Holm family; it never enters the decision above.", "",
                md_table(SECONDARY_HEADER, secondary_rows(sec))]
-    md += ["", "## Checks across runs", "", *report_integrity.markdown_section(inp.findings)]
+    md += ["", "## Checks across runs", "", *report_integrity.markdown_section(inp.findings, inp.coverage)]
     md += ["", "## What each variant changes", "",
            *report_changes.markdown_section(inp.changes, inp.declared, _baseline(inp),
                                             inp.experiment.notes if inp.experiment else None)]

@@ -13,7 +13,7 @@ import pandas as pd
 import sweeper.analysis.verdict as verdict
 import sweeper.report.changes as report_changes
 from sweeper.analysis.analyze import ReportInput
-from sweeper.analysis.integrity import Effect, Finding
+from sweeper.analysis.integrity import Coverage, Effect, Finding
 from sweeper.analysis.results import MISSING
 from sweeper.run.files.rundir import LOG
 from sweeper.run.files.status_values import STALE, Status
@@ -70,11 +70,12 @@ def _level(c) -> str:
 def verdict_cell(c) -> str:
     """'better', ..., 'not comparable (budget_confound)' for a check across runs, or 'invalid: health checks failed
     (gradient_flow, ...)' for a health-failed comparison."""
+    warned = f" (warning: {', '.join(c.integrity_warnings)})" if c.integrity_warnings else ""
     if c.integrity_checks:
-        return f"{c.verdict} ({', '.join(c.integrity_checks)})"
+        return f"{c.verdict} ({', '.join(c.integrity_checks)}){warned}"
     if c.verdict == "invalid":
-        return f"invalid: health checks failed ({', '.join(c.invalid_checks) or 'see health'})"
-    return c.verdict
+        return f"invalid: health checks failed ({', '.join(c.invalid_checks) or 'see health'}){warned}"
+    return c.verdict + warned
 
 
 def health_cell(arm) -> str:
@@ -155,7 +156,7 @@ def decision_text(inp: ReportInput) -> str:
                                               f"{c.verdict}" if c.delta is not None else f"{c.variant} {c.verdict}"
                                               for c in sec.comparisons))
     lines += health_lines(an)
-    lines += integrity_lines(inp.findings)
+    lines += integrity_lines(inp.findings, inp.coverage)
     failed = failed_runs(inp.runs)
     if failed:
         lines += ["", f"failed runs ({len(failed)}):"]
@@ -167,18 +168,23 @@ def decision_text(inp: ReportInput) -> str:
     return "\n".join(lines)
 
 
-def integrity_lines(findings: list[Finding] | None) -> list[str]:
+def integrity_lines(findings: list[Finding] | None, coverage: list[Coverage] | None = None) -> list[str]:
     """The checks across runs on the terminal: each finding's check, effect, arms, evidence, then its cause and fix;
-    nothing when there is none."""
-    if not findings:
-        return []
-    active = sum(f.silenced is None for f in findings)
-    lines = ["", f"checks across runs: {active} finding(s)" + (f", {len(findings) - active} silenced by the "
-                                                               f"experiment" if len(findings) > active else "")
-             + f" (what each check reads: {DOCS})"]
-    for f in findings:
-        lines.append(f"  {f.check} [{finding_effect(f)}] ({finding_arms(f)}): {f.evidence}")
-        lines.append(f"    -> {f.message}")
+    then the checks that could not run on this sweep, with the evidence they lacked (a quiet sweep shows only
+    those, so silence never reads as a pass)."""
+    lines = []
+    if findings:
+        active = sum(f.silenced is None for f in findings)
+        lines = ["", f"checks across runs: {active} finding(s)" + (f", {len(findings) - active} silenced by the "
+                                                                   f"experiment" if len(findings) > active else "")
+                 + f" (what each check reads: {DOCS})"]
+        for f in findings:
+            lines.append(f"  {f.check} [{finding_effect(f)}] ({finding_arms(f)}): {f.evidence}")
+            lines.append(f"    -> {f.message}")
+    unchecked = [c for c in coverage or [] if not c.checked]
+    if unchecked:
+        lines += ([] if findings else [""]) + [f"not checked on this sweep (the evidence was missing; {DOCS}):"]
+        lines += [f"  {c.check}: {c.evidence}" for c in unchecked]
     return lines
 
 

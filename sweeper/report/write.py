@@ -1,4 +1,5 @@
-"""Writing a sweep's report into its dir: report.md, report.html, summary.csv, plots/*.png, the journal entry.
+"""Writing a sweep's report into its dir: report.md, report.html, summary.csv, integrity.json (the checks across
+runs: findings and what evidence each check had), plots/*.png, the journal entry.
 
     text = report_sweep(sweep_dir, options)            # what every sweep ends with; the terminal text is returned
     text = compare_sweeps(new_dir, old_dir, options)   # `python -m sweeper.report NEW --against OLD`
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import sweeper.report.integrity as report_integrity
 import sweeper.report.journal as journal_mod
 from sweeper.analysis.analyze import ReportInput, analyze_sweep
 from sweeper.analysis.compare import analyze_pair
@@ -32,9 +34,10 @@ from sweeper.run.files.reading import UnreadableFile
 
 
 def write_report(inp: ReportInput, out_dir: str | Path, plots: bool = True, unwritten: list | None = None) -> str:
-    """Write report.md, report.html, summary.csv (and plots/) into out_dir; return the decision table as text.
-    Each file is written on its own: one that cannot be written (a read-only dir, a full disk) is named in the
-    text (and appended to `unwritten`), the others are still written, and the decision table is always returned."""
+    """Write report.md, report.html, summary.csv, integrity.json (and plots/) into out_dir; return the decision
+    table as text. Each file is written on its own: one that cannot be written (a read-only dir, a full disk) is
+    named in the text (and appended to `unwritten`), the others are still written, and the decision table is always
+    returned."""
     out_dir = Path(out_dir)
     failed: list[str] = []
     plot_paths = _written(failed, out_dir / "plots", lambda: write_plots(out_dir / "plots", inp.curves,
@@ -47,6 +50,7 @@ def write_report(inp: ReportInput, out_dir: str | Path, plots: bool = True, unwr
             summary_frame(inp.analysis, inp.secondary, inp.changes, inp.declared).to_csv(index=False),
         ),
     )
+    _written(failed, out_dir / report_integrity.INTEGRITY, lambda: report_integrity.write_record(inp, out_dir))
     text = markdown(inp, plot_paths, out_dir)
     if _written(failed, out_dir / "report.md", lambda: atomic_write_text(out_dir / "report.md", text)) is not None:
         _written(

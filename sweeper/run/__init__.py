@@ -13,6 +13,7 @@
         ...
         run.log(step, train_loss=loss)          # the run's metrics (+ TensorBoard with sweeper.tensorboard=true)
     run.eval_fingerprint(val_ids)               # once: what the run is evaluated on (the report compares arms)
+    run.consumed(examples=64, steps=1)          # each step: the compute ledger (or examples_seen=... at finish)
     run.finish(val_loss=val)                    # its summary: the numbers the decision table is made of
 
 A run of several processes (launcher.ranks_per_run=N: data-parallel ranks, torchrun's environment) is one
@@ -38,7 +39,7 @@ from typing import Any, Mapping
 from sweeper.run.checkpoint import CorruptCheckpoint, FingerprintMismatch
 from sweeper.run.checkpointing import RunCheckpoints
 from sweeper.run.ending import RunEnding, plain
-from sweeper.run.envinfo import environment_record
+from sweeper.run.envinfo import environment_record, numbers_env
 from sweeper.run.envrefs import keep_env_refs
 from sweeper.run.evaluation import EVAL_KEY, fingerprint_of
 from sweeper.run.files.hashing import stable_hash
@@ -51,6 +52,7 @@ from sweeper.run.ranks import RankedRun, Ranks
 from sweeper.run.seeding import RunSeeds
 from sweeper.run.stopping import StopRequest
 from sweeper.run.streams import STREAMS, SeedStreams
+from sweeper.run.usage import ConfigReads, RunUsage, track_reads
 
 __all__ = ["init", "Run", "ConfigError", "FingerprintMismatch", "CorruptCheckpoint", "STREAMS", "RUN_DIR_ENV"]
 RUN_DIR_ENV = "SWEEPER_RUN_DIR"          # set by every sweeper backend for the run's process
@@ -61,22 +63,23 @@ class ConfigError(ValueError):
     """A bad config value: the run fails with exit status 2 and is never retried."""
 
 
-class Run(RankedRun, RunSeeds, RunCheckpoints, RunEnding):
+class Run(RankedRun, RunSeeds, RunCheckpoints, RunEnding, RunUsage):
     """One run of a sweep, seen from inside its process. Made by `init()`. Its ranks: sweeper.run.ranks.RankedRun."""
 
     def __init__(self, rundir: RunDir, config: dict, *, keep_checkpoints: int = 2, tensorboard: bool = False):
         from omegaconf import OmegaConf  # deferred: omegaconf (0.1 s), only when this runs
 
         self.dir = rundir
-        self.config_dict = dict(config)
-        self.config = OmegaConf.create(self.config_dict)
-        self.config_hash = stable_hash(self.config_dict)
+        self._config_dict = dict(config)
+        self._reads: ConfigReads | None = ConfigReads()   # the keys read through run.config (sweeper.run.usage)
+        self.config = track_reads(OmegaConf.create(self._config_dict), self._reads)
+        self.config_hash = stable_hash(self._config_dict)
         try:
             record = rundir.read_status()
         except UnreadableFile as e:
             print(f"WARNING: {e}", file=sys.stderr, flush=True)
             record = rundir.update_status(Status.PENDING)
-        seed = self.config_dict.get("seed", record.seed if record.seed is not None else 0)
+        seed = self._config_dict.get("seed", record.seed if record.seed is not None else 0)
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
             raise ConfigError(f"seed={seed!r}: a seed is a non-negative integer")
         try:
@@ -87,6 +90,9 @@ class Run(RankedRun, RunSeeds, RunCheckpoints, RunEnding):
         self.rank_streams = SeedStreams(seed, self.ranks.rank)   # this rank's own (rank 0: the shared ones)
         self.rank_state: Any = None                   # this rank's part of the loaded checkpoint (save_checkpoint)
         self.streams_used: set[str] = set()          # named streams this run drew from (seed_for, generator, ...)
+        self._handed: dict[str, list] = {}           # stream -> [(generator, its state when handed out)]
+        self._consumed: dict[str, int] = {}          # the compute ledger: examples, tokens, steps (run.consumed)
+        self._sizes: dict[str, int] = {}             # train_size, eval_size (run.data_size, eval_fingerprint)
         self.run_id = record.run_id or rundir.path.name
         self.experiment, self.variant = record.experiment or "adhoc", record.variant or "default"
         self.keep_checkpoints = keep_checkpoints
@@ -114,6 +120,7 @@ class Run(RankedRun, RunSeeds, RunCheckpoints, RunEnding):
                 rundir.keep_metrics_until(None)       # a fresh start: earlier lines would be duplicates
         self.record_env()
         self._recorded.update(code_record(self.env.get("git")))     # the code it runs (sweeper.run.provenance)
+        self._recorded["environment"] = numbers_env()     # what changes its numbers (its identity key)
         if threading.current_thread() is threading.main_thread():
             self.stop.__enter__()
 
@@ -180,12 +187,16 @@ class Run(RankedRun, RunSeeds, RunCheckpoints, RunEnding):
         self.dir.write_env(self.env, rank=self.rank)  # env.json; rank r > 0: env.rank<r>.json
         return self.env
 
-    def eval_fingerprint(self, data: Any = None, *, fingerprint: str | None = None) -> str:
+    def eval_fingerprint(self, data: Any = None, *, fingerprint: str | None = None, size: int | None = None) -> str:
         """Hash what this run is evaluated on, once per run (where the validation set is built): the examples,
         a map-style dataset or their ids (sweeper.run.evaluation.fingerprint_of), or your own `fingerprint`
         string. The summary records it (fingerprint.eval_fingerprint) and the report checks that every arm and
-        seed was evaluated on the same data. Returns the fingerprint."""
+        seed was evaluated on the same data. `size`: the number of evaluation examples (default: len(data) when
+        data has one); the summary records it (used.eval_size) and the report compares it across arms too.
+        Returns the fingerprint."""
         value = str(fingerprint) if fingerprint is not None else fingerprint_of(data)
+        if size is not None or (data is not None and hasattr(data, "__len__") and not isinstance(data, (str, dict))):
+            self.data_size(eval=size if size is not None else data)
         self._recorded[EVAL_KEY] = value
         return value
 

@@ -19,7 +19,8 @@ from sweeper.run.streams import capture_rng_states, restore_rng_states
 
 
 class RunCheckpoints:
-    """Needs Run's state (dir, config_dict, config_hash, seed, rank, world_size, keep_checkpoints, _health, ...)."""
+    """Needs Run's state (dir, _config_dict, _consumed, config_hash, seed, rank, world_size, keep_checkpoints,
+    _health, ...)."""
 
     def fingerprint(self, extra: Mapping | None = None) -> dict:
         """What must not change between a checkpoint and its resume: config, seed, versions, threads, devices."""
@@ -43,7 +44,8 @@ class RunCheckpoints:
         path = checkpoint_path(self.dir.ckpt_dir, int(step))
         if self.is_main:
             blob = {"step": int(step), "state": state, "rng": rng, "fingerprint": self._fingerprint,
-                    "config": self.config_dict, "health": self._health.state_dict() if self._health else None,
+                    "config": self._config_dict, "consumed": dict(self._consumed),
+                    "health": self._health.state_dict() if self._health else None,
                     "wall_s": self._wall_s()}
             if everyone is not None and len(everyone) > 1:
                 blob.update(world_size=len(everyone), ranks=everyone)
@@ -73,12 +75,13 @@ class RunCheckpoints:
                 self.dir.keep_metrics_until(None)
             return None
         blob = loaded.state
-        check_fingerprint(blob["fingerprint"], current, self.dir.path, blob.get("config"), self.config_dict)
+        check_fingerprint(blob["fingerprint"], current, self.dir.path, blob.get("config"), self._config_dict)
         mine = (blob.get("ranks") or [{"rng": blob["rng"]}])[self.rank]
         restore_rng_states(mine["rng"])
         self.rank_state = mine.get("rank_state")
         self.start_step = self._last_step = int(blob["step"])
         self._wall_before = float(blob.get("wall_s") or 0.0)     # older checkpoints: this segment only
+        self._consumed = dict(blob.get("consumed") or {})        # the compute ledger up to the checkpoint
         if self.is_main:
             self.dir.keep_metrics_until(self.start_step)
         self._health_saved = blob.get("health")

@@ -38,8 +38,9 @@ from sweeper.run.files.atomic import atomic_write_text
 from sweeper.run.files.logcap import MARK, LogMark, read_since
 from sweeper.run.files.rundir import RunDir
 from sweeper.run.files.status_values import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, Status
+from sweeper.run.files.usage import REPORTED
 from sweeper.run.folder_watch import FolderWatch
-from sweeper.run.provenance import script_of, set_script
+from sweeper.run.provenance import script_of, set_project_sources, set_script
 from sweeper.run.reported import read_reported
 
 OUT = "out"                      # RUN_DIR/out: the folder a zero-glue script writes to ({out_dir})
@@ -207,6 +208,7 @@ def run_command(argv: list[str]) -> int:
                      glue="command")
     words = [resolve_env_refs(w) for w in words]     # ${oc.env:SECRET}: resolved here, never on disk
     set_script(script_of(words))                 # the code it runs, for its summary (sweeper.run.provenance)
+    set_project_sources()                        # ... all of the project's sources: its imports are not ours to see
     watch = FolderWatch(rd.path)                  # what it changes outside its run dir (isolation.json)
     ours = _files(rd)                                # what the run dir holds: a script that deletes it is named
     previous = {sig: signal.signal(sig, _stop) for sig in STOP_SIGNALS}
@@ -286,10 +288,11 @@ def _finish(rd, text: str, sources: list[str], prefix: str | None, out_dir: Path
     evaluated = got.final.pop(EVAL_KEY, None)        # the documented key: what it was evaluated on, not a metric
     run = init(rd.path, record_crashes=False)
     run._t0 = t0                                     # wall time of the script, not of this bookkeeping
+    run._reads = None                                # the script got its config as arguments: reads not known
     if evaluated is not None:
         run.eval_fingerprint(fingerprint=str(evaluated))
     for record in got.steps:
-        values = {k: v for k, v in record.items() if k not in ("step", EVAL_KEY)}
+        values = {k: v for k, v in record.items() if k not in ("step", EVAL_KEY) and k not in REPORTED}
         if values:
             run.log(record["step"], **values)
     run.extra["reported_by"] = "command output (zero glue)"

@@ -13,11 +13,13 @@ from typing import Any, Mapping
 
 from sweeper.run.files.records import Summary
 from sweeper.run.files.status_values import EXIT_INTERRUPTED, Status
+from sweeper.run.provenance import code_files
 from sweeper.run.ranks import any_rank, leave_group
 
 
 class RunEnding:
-    """Needs Run's state (stop, dir, is_main, _health, _t0, _wall_before, ...) and RunSeeds._stream_record."""
+    """Needs Run's state (stop, dir, is_main, _health, _t0, _wall_before, ...), RunSeeds._stream_record and
+    RunUsage._usage."""
 
     @property
     def should_stop(self) -> bool:
@@ -46,7 +48,9 @@ class RunEnding:
 
         cost: figures of what the run cost that depend on the machine, not on the seed (e.g. tokens_per_s); they
         go to the summary's `cost` beside the measured wall_time_s and peak_rss_mb (never into `final`, which
-        is the run's bitwise-reproducible result) and the report can use them as secondary metrics."""
+        is the run's bitwise-reproducible result) and the report can use them as secondary metrics.
+        The documented keys examples_seen, tokens_seen, optimizer_steps, train_size and eval_size are what the run
+        consumed and its data's sizes: they go to the summary's `used` block (sweeper.run.usage), not `final`."""
         return self._end(Status.FINISHED, {**dict(final or {}), **metrics}, steps, error=None, exit_code=0,
                          cost=cost)
 
@@ -79,11 +83,13 @@ class RunEnding:
         steps = steps if steps is not None else self._last_step
         wall = self._wall_s()
         measured = {"wall_time_s": wall, "peak_rss_mb": _peak_rss_mb()}
-        summary = Summary(status=status, final={k: plain(v) for k, v in final.items()}, steps=steps,
+        final = {k: plain(v) for k, v in final.items()}
+        used = self._usage(final)            # examples_seen=... and the like move out of final (sweeper.run.usage)
+        summary = Summary(status=status, final=final, steps=steps, used=used,
                           wall_time_s=wall, run_id=self.run_id, experiment=self.experiment,
                           variant=self.variant, seed=self.seed, config_hash=self.config_hash,
                           fingerprint={**(self._fingerprint or self.fingerprint()), **self._stream_record(),
-                                       **self._recorded},
+                                       **self._recorded, "code_files": code_files()},   # what it ran, at its end
                           env=self.env,
                           extra={**self.extra, "cost": {**measured, **{k: plain(v) for k, v in (cost or {}).items()}}})
         if self.is_main:

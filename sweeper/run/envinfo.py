@@ -1,13 +1,16 @@
 """What a run actually saw: visible devices, threads, CPU affinity, host, versions, git commit. Torch-free.
 
     record = environment_record(device="cpu")   # written to RUN_DIR/env.json and the summary's "env"
+    numbers_env()                 # what of the environment changes a run's numbers (the run's identity key)
 
 Torch facts (thread count, CUDA devices) are read only when the run's code has imported torch itself.
 """
 from __future__ import annotations
 
+import functools
 import os
 import platform
+import shutil
 import socket
 import subprocess
 import sys
@@ -89,3 +92,47 @@ def environment_record(device: str | None = None) -> dict:
         "git": git_state(),
         "argv": as_written(sys.argv),            # ${oc.env:SECRET} words as written, never their values
     }
+
+
+NUMBERS_VARS = ("CUBLAS_WORKSPACE_CONFIG", "PYTHONHASHSEED", "NVIDIA_TF32_OVERRIDE")   # determinism settings
+CUDA_DISTS = ("nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime")
+CUDNN_DISTS = ("nvidia-cudnn-cu12", "nvidia-cudnn-cu11", "nvidia-cudnn")
+
+
+def _first_version(dists: tuple[str, ...]) -> str | None:
+    return next((v for v in map(_version, dists) if v is not None), None)
+
+
+@functools.lru_cache(maxsize=1)
+def host_devices() -> str:
+    """The devices of this host a run can compute on: the distinct GPU models (nvidia-smi), else "cpu: MODEL"."""
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                                 text=True, timeout=20)
+            names = sorted({n.strip() for n in out.stdout.splitlines() if n.strip()}) if out.returncode == 0 else []
+        except (OSError, subprocess.SubprocessError):
+            names = []
+        if names:
+            return "gpu: " + ", ".join(names)
+    model = platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return f"cpu: {model}"
+
+
+def numbers_env(threads: str | None = None, environ: dict | None = None) -> dict:
+    """What of the environment changes a run's numbers, in the order a difference is named: library versions
+    (python, torch, numpy, CUDA, cuDNN as installed: a CUDA torch names its CUDA in its version), this package's
+    version, the host's device models, the determinism variables, the thread count (OMP_NUM_THREADS; `threads`:
+    the one a planned run will get). A run records it at its start; a plan computes it for the runs it plans
+    (sweeper.store.identity); both from the same installation when the run and the plan share one."""
+    environ = os.environ if environ is None else environ
+    return {"python": platform.python_version(), "torch": _version("torch"), "numpy": _version("numpy"),
+            "cuda": _first_version(CUDA_DISTS), "cudnn": _first_version(CUDNN_DISTS),
+            "sweeper": _version("seed-sweeper"), "device": host_devices(),
+            "determinism": {k: environ.get(k) for k in NUMBERS_VARS if environ.get(k) is not None},
+            "threads": threads if threads is not None else environ.get("OMP_NUM_THREADS")}

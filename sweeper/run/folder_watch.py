@@ -5,15 +5,19 @@ before and after the run, bounded, never following a link. Torch-free, stdlib on
     ...                                         # the run
     changed(before, snapshot(cwd, skip=[run_dir]))   # [("ckpt/model.npz", "created", 1234), ...]
 
-Kinds: created, modified, deleted; and `read` for a checkpoint-like file (CHECKPOINT) whose access time moved
-while its size and mtime did not (what a mount with relatime or strictatime shows of the first read after a
-write; under noatime nothing is read: no `read` is claimed).
+Kinds: created, modified, deleted; and `read` for a file whose access time moved while its size and mtime did
+not, when it had not been read since its last write (or is checkpoint-like, CHECKPOINT): what a mount with
+relatime or strictatime shows of the first read after a write, so a file an earlier run wrote and this run read
+is named, and data files read by every run are not listed again and again; under noatime nothing is read: no
+`read` is claimed. Writes are listed before reads (a record is cut at MAX_LISTED entries).
 
-Skipped: sweep dirs (a folder holding a sweep manifest: this sweep's runs and any other sweep's) and a folder of
-them near the top (sweeps/, where the sweeper writes the journal), the run's own dir,
-hidden entries (.git, .venv), __pycache__, virtual environments (pyvenv.cfg) and node_modules. A folder of more
-than MAX_FILES files (or deeper than MAX_DEPTH) is not watched (None): the check stays silent rather than guess.
-sweeper.run.command records the result in RUN_DIR/isolation.json (sweeper.run.files.isolation).
+Hidden folders are watched (state shared through a `.cache/` is state all the same). Skipped: version control
+(.git, .hg, .svn), virtual environments (a folder holding pyvenv.cfg or conda-meta), installed packages
+(site-packages, node_modules), the interpreter's own __pycache__, sweep dirs (a folder holding a sweep manifest:
+this sweep's runs and any other sweep's) and a folder of them near the top (sweeps/, where the sweeper writes the
+journal), and the run's own dir. A folder of more than MAX_FILES files (or deeper than MAX_DEPTH) is not watched
+(None): the check stays silent rather than guess. sweeper.run.command records the result in
+RUN_DIR/isolation.json (sweeper.run.files.isolation).
 """
 from __future__ import annotations
 
@@ -27,7 +31,8 @@ from sweeper.run.files.manifest import MANIFEST
 
 MAX_FILES = 20_000
 MAX_DEPTH = 8
-SKIP_NAMES = frozenset({"__pycache__", "node_modules", "site-packages"})
+SKIP_NAMES = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", "site-packages"})
+ENVIRONMENT_MARKS = frozenset({"pyvenv.cfg", "conda-meta"})     # a folder holding one is an environment
 # a file a run may resume from: named like a checkpoint (STRONG), or in a format checkpoints are saved in
 STRONG = re.compile(r"(ckpt|checkpoint|\.pt$|\.pth$|\.safetensors$)", re.IGNORECASE)
 CHECKPOINT = re.compile(STRONG.pattern[:-1] + r"|\.(npz|npy|pkl|pickle|bin|h5|joblib|msgpack)$)", re.IGNORECASE)
@@ -38,7 +43,9 @@ def snapshot(root: str | Path, skip: list[str | Path] = ()) -> Snapshot | None:
     """Every regular file (and link, not followed) under `root`: relative path -> (size, mtime_ns, atime_ns)."""
     skip_real = {os.path.realpath(s) for s in skip}
     found: Snapshot = {}
-    stack = [(os.path.abspath(root), 0)]
+    top = os.path.abspath(root)
+    cut = len(os.path.join(top, ""))                  # a path below `top`, less this prefix: its relative path
+    stack = [(top, 0)]
     while stack:
         folder, depth = stack.pop()
         if depth > MAX_DEPTH:
@@ -47,10 +54,10 @@ def snapshot(root: str | Path, skip: list[str | Path] = ()) -> Snapshot | None:
             entries = list(os.scandir(folder))
         except OSError:
             continue
-        if any(e.name == MANIFEST for e in entries) or any(e.name == "pyvenv.cfg" for e in entries):
+        if any(e.name == MANIFEST or e.name in ENVIRONMENT_MARKS for e in entries):
             continue                                   # a sweep dir, a virtual environment
         for entry in entries:
-            if entry.name.startswith(".") or entry.name in SKIP_NAMES:
+            if entry.name in SKIP_NAMES:
                 continue
             try:
                 if entry.is_dir(follow_symlinks=False):
@@ -60,7 +67,7 @@ def snapshot(root: str | Path, skip: list[str | Path] = ()) -> Snapshot | None:
                 st = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            found[os.path.relpath(entry.path, root)] = (st.st_size, st.st_mtime_ns, st.st_atime_ns)
+            found[entry.path[cut:]] = (st.st_size, st.st_mtime_ns, st.st_atime_ns)
             if len(found) > MAX_FILES:
                 return None
     return found
@@ -85,14 +92,17 @@ def changed(before: Snapshot | None, after: Snapshot | None) -> list[tuple[str, 
     None when either is unknown."""
     if before is None or after is None:
         return None
-    out = []
-    for p in sorted(after):
-        old, new = before.get(p), after[p]
+    written, read = [], []
+    for p, new in after.items():
+        old = before.get(p)
+        if old == new:                                 # the common case on a big folder: nothing happened
+            continue
         if old is None or old[:2] != new[:2]:
-            out.append((p, "created" if old is None else "modified", new[0]))
-        elif new[2] > old[2] and CHECKPOINT.search(p):
-            out.append((p, "read", new[0]))
-    return out + [(p, "deleted", before[p][0]) for p in sorted(before) if p not in after]
+            written.append((p, "created" if old is None else "modified", new[0]))
+        elif new[2] > old[2] and (old[2] <= old[1] or CHECKPOINT.search(p)):
+            read.append((p, "read", new[0]))
+    deleted = [(p, "deleted", size) for p, (size, *_) in before.items() if p not in after]
+    return sorted(written) + sorted(deleted) + sorted(read)
 
 
 class FolderWatch:

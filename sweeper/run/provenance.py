@@ -1,8 +1,18 @@
-"""What code a run ran: its commit, whether the tree was dirty, and a hash of its script. Torch-free, stdlib only.
+"""What code a run ran: its commit, whether the tree was dirty, a hash of its script and of every project source
+file it ran. Torch-free, stdlib only.
 
     set_script("train.py")          # the command / entry wrappers name the user's script before it runs
     code_record(git)                # {"code_commit", "code_dirty", "code_diff", "script", "script_sha256"}
+    code_files()                    # {"model.py": "3f0c...", ...}: the project files this process ran (below)
     script_of(["python", "train.py", "--lr=0.1"])    # the file a task's command runs ("train.py")
+    files_now({"model.py": "3f0c..."}, "/proj")      # the same files hashed as they are now (None: gone)
+
+The project's code (code_files, in the summary's fingerprint): a run-API process (sweeper.init, task.entry)
+records every module it has loaded at its end whose file is in the project folder (the run's working directory,
+task.cwd) or outside the Python installation (an editable install of the user's own package); a task.command
+(set_project_sources: its program is another process) records every source file of the project folder (git's
+tracked and untracked files when it is a checkout, else a walk that skips hidden folders, virtual environments
+and sweep dirs). Paths inside the project folder are relative to it, others absolute.
 
 The script is the task.command's script (`python script.py`, `python -m module`), the task.entry's module, or
 else the `__main__` file of a script that called sweeper.init() itself. The summary's fingerprint records it
@@ -14,12 +24,18 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import site
 import subprocess
 import sys
 from pathlib import Path
 
+from sweeper.run.files.manifest import MANIFEST
+
 PYTHONS = ("python", "python3")
 _SCRIPT: list[str] = []          # the script this process runs, when a wrapper named it (set_script)
+_WHOLE_PROJECT: list[bool] = []  # [True]: a task.command's wrapper: its code is every project source file
+SOURCE_SUFFIXES = (".py", ".pyx", ".pxd", ".sh", ".c", ".cc", ".cpp", ".cu", ".cuh", ".h", ".hpp")
+MAX_FILES = 5000                 # a project folder with more source files records the first 5000 (sorted)
 
 
 def set_script(path: str | os.PathLike | None) -> None:
@@ -108,3 +124,102 @@ def code_record(git: dict | None, script: str | None = None, folder: str | os.Pa
     return {"code_commit": git.get("commit"), "code_dirty": git.get("dirty"),
             "code_diff": diff_sha256(folder) if git.get("dirty") else None,
             "script": script, "script_sha256": file_sha256(script)}
+
+
+def set_project_sources(whole: bool = True) -> None:
+    """A task.command's wrapper: the run's code is every source file of the project folder (its program's imports
+    happen in another process)."""
+    _WHOLE_PROJECT[:] = [True] if whole else []
+
+
+def _installed_roots() -> tuple[str, ...]:
+    """Folders of the Python installation (the stdlib, site-packages): modules there are not the project's."""
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *site.getsitepackages()}
+    user = site.getusersitepackages() if hasattr(site, "getusersitepackages") else None
+    roots |= {user} if isinstance(user, str) else set()
+    return tuple(os.path.realpath(r) + os.sep for r in roots if r)
+
+
+def _skipped_dir(path: Path, name: str) -> bool:
+    """A folder a project's sources never live in: hidden, a virtual environment, a sweep dir, caches."""
+    return name.startswith(".") or name in ("__pycache__", "node_modules") or (path / "pyvenv.cfg").exists() \
+        or (path / MANIFEST).exists()
+
+
+def project_sources(folder: str | os.PathLike) -> list[str]:
+    """The project folder's source files (SOURCE_SUFFIXES), relative to it, sorted: git's tracked and untracked
+    (not ignored) files in a checkout, else a walk skipping hidden folders, virtual environments and sweep dirs."""
+    root = Path(folder)
+    try:
+        out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard",
+                              "--full-name", "."], capture_output=True, timeout=10)
+        top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        out = top = None
+    if out is not None and out.returncode == 0 and top.returncode == 0:
+        base = Path(top.stdout.strip())
+        names = []
+        for raw in out.stdout.split(b"\0"):
+            path = base / os.fsdecode(raw)
+            if raw and path.suffix in SOURCE_SUFFIXES and path.is_file():
+                try:
+                    names.append(str(path.relative_to(root.resolve())))
+                except ValueError:
+                    continue
+        return sorted(names)[:MAX_FILES]
+    found = []
+    for here, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not _skipped_dir(Path(here) / d, d))
+        found += [os.path.relpath(os.path.join(here, f), root) for f in files if f.endswith(SOURCE_SUFFIXES)]
+        if len(found) >= MAX_FILES:
+            break
+    return sorted(found)[:MAX_FILES]
+
+
+def imported_sources(folder: str | os.PathLike) -> list[str]:
+    """Files of the modules this process has loaded that are the project's: in `folder`, or outside the Python
+    installation (an editable install); relative to `folder` when inside it, sorted."""
+    root = os.path.realpath(folder) + os.sep
+    installed = _installed_roots()
+    found = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not path or not path.endswith(SOURCE_SUFFIXES):
+            continue
+        real = os.path.realpath(path)
+        if real.startswith(root):
+            rel = real[len(root):]
+            if not any(part.startswith(".") or part == "__pycache__" for part in Path(rel).parts[:-1]):
+                found.add(rel)
+        elif not real.startswith(installed) and os.path.isfile(real):
+            found.add(real)
+    return sorted(found)[:MAX_FILES]
+
+
+def hash_files(names: list[str], folder: str | os.PathLike) -> dict[str, str | None]:
+    """{name: short sha256 of its bytes now} (None: gone or unreadable); names relative to `folder` or absolute."""
+    return {name: file_sha256(os.path.join(folder, name)) for name in names}
+
+
+def code_files(folder: str | os.PathLike | None = None) -> dict[str, str | None]:
+    """The project code this process ran, hashed (see the module docstring): a task.command's wrapper records the
+    project folder's sources, any other run the project modules it loaded."""
+    folder = folder or os.getcwd()
+    names = project_sources(folder) if _WHOLE_PROJECT else imported_sources(folder)
+    return hash_files(names, folder)
+
+
+def changed_files(recorded: dict[str, str | None], folder: str | os.PathLike,
+                  cache: dict[str, str | None] | None = None) -> list[str]:
+    """The recorded files whose bytes differ now (edited, or gone), in order; `cache` keeps hashes of files
+    already read (a plan over many runs that share files reads each once)."""
+    cache = {} if cache is None else cache
+    changed = []
+    for name, sha in recorded.items():
+        path = os.path.join(folder, name)
+        if path not in cache:
+            cache[path] = file_sha256(path)
+        if cache[path] != sha:
+            changed.append(name)
+    return changed

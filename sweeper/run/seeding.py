@@ -5,7 +5,8 @@
     run.seed_all()                        # python / numpy / torch global RNGs at once
 
 Every stream drawn is recorded (the summary's fingerprint lists them): two runs of one seed that drew data_order
-share their data order, so the report pairs them.
+share their data order, so the report pairs them. A generator counts once the run drew from it (its state moved;
+sweeper.run.usage): one handed out and never used pairs nothing.
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import sys
 
 
 class RunSeeds:
-    """Needs self.streams (sweeper.run.streams.SeedStreams) and self.streams_used (a set), set by Run.__init__."""
+    """Needs self.streams (sweeper.run.streams.SeedStreams) and self.streams_used (a set), set by Run.__init__, and
+    RunUsage's _hand_out and _generators_drawn."""
 
     def seed_for(self, stream: str) -> int:
         """The seed of one named stream (recorded as used: the summary's fingerprint lists the streams drawn,
@@ -24,14 +26,12 @@ class RunSeeds:
         return value
 
     def generator(self, stream: str):
-        """A torch.Generator seeded from one named stream."""
-        self.seed_for(stream)
-        return self.streams.generator(stream)
+        """A torch.Generator seeded from one named stream (the summary records whether the run drew from it)."""
+        return self._hand_out(stream, self.streams.generator(stream))
 
     def numpy_rng(self, stream: str):
-        """A numpy.random.Generator seeded from one named stream."""
-        self.seed_for(stream)
-        return self.streams.numpy(stream)
+        """A numpy.random.Generator seeded from one named stream (the summary records whether it was drawn from)."""
+        return self._hand_out(stream, self.streams.numpy(stream))
 
     def manual_seed(self, stream: str) -> None:
         """Seed torch's global CPU (and CUDA) RNG from a stream: e.g. "init" before building the model."""
@@ -53,6 +53,8 @@ class RunSeeds:
     def _stream_record(self) -> dict:
         """The summary's record of the seed streams drawn ("data_order,init"): two runs of one seed that drew
         data_order share their data order, so the report pairs them (not in checkpoints: a resume draws the
-        streams again after loading)."""
-        return {"seed_streams": ",".join(sorted(self.streams_used))} if self.streams_used else {}
+        streams again after loading). A stream handed out only as generators that were never drawn from is
+        left out: nothing of the run came from it, so it pairs nothing."""
+        used = self.streams_used | {s for s, drawn in self._generators_drawn().items() if drawn}
+        return {"seed_streams": ",".join(sorted(used))} if used else {}
 

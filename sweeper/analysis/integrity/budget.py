@@ -2,9 +2,14 @@
 together with the compute. Named as a confound; where the logged curves allow, the arms are also compared at
 the common budget: the decision metric at the largest step every run of both arms logged.
 
-    budget_confound(ev)    # [Finding] per variant whose config changes a budget key (directly or by a group
-                           # swap), or whose runs' own last steps differ from the baseline's while the config
-                           # says equal (early stopping)
+    budget_confound(ev)    # [Finding] per variant whose compute ledger differs from the baseline's
+    budget_confound_coverage(ev)    # what evidence it had (COVERAGE)
+
+The evidence, strongest first: the compute ledger every run recorded (examples, tokens, optimizer steps consumed:
+the summary's `used` block, sweeper.run.usage), compared by the arms' medians, whatever key moved it (a batch
+size, examples per step, a wall-clock limit); then the runs' own last steps (early stopping). Arms within
+TOLERANCE of each other are the same budget. Only where no run recorded a ledger do budget-named keys in the
+variant's changes (steps/epochs/tokens/time) decide, a hint kept from the plan.
 """
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 import sweeper.analysis.verdict as verdict
+from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.runs import metric_column, shown, usable, what_changes
@@ -23,7 +29,9 @@ BUDGET = re.compile(r"^(max_|num_|n_|total_|train_|training_)*(steps|iters|itera
                     r"updates|time_limit|time|budget|samples|minutes|hours|steps_per_epoch)(_s|_min|_h)?$")
 NOT_TRAINING = re.compile(r"(^|_)(eval|evaluation|val|valid|validation|test|log|logging|warmup|ckpt|checkpoint|"
                           r"save|print|decay|schedule|sampler|sampling|generate|generation)(_|$)")
-RATIO = 1.25               # arms' median last steps this far apart: not the same budget
+RATIO = 1.25               # arms' medians (ledger, last steps) this far apart: not the same budget
+TOLERANCE = RATIO           # the stated tolerance (docs/sweep-integrity.md)
+LEDGER = (("examples", "examples"), ("tokens", "tokens"), ("steps", "optimizer steps"))
 
 
 def budget_key(key: str) -> bool:
@@ -72,15 +80,44 @@ def common_budget(ev: SweepEvidence, variant: str) -> str:
             f"{shown(ci.high)}, {cmp.primary.name} p={cmp.primary.pvalue:.3g} (this one comparison): {cmp.verdict}")
 
 
+def ledger(ev: SweepEvidence, variant: str) -> dict[str, np.ndarray]:
+    """quantity -> the values every usable run of the variant recorded (only quantities all of them recorded)."""
+    rows = ev.runs[usable(ev) & (ev.runs["variant"] == variant)]
+    out = {}
+    for name, _ in LEDGER:
+        column = f"used_{name}"
+        if len(rows) and column in rows:
+            values = pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float)
+            if np.isfinite(values).all():
+                out[name] = values
+    return out
+
+
+def _ledger_why(ev: SweepEvidence, variant: str) -> tuple[bool, str | None]:
+    """(whether both arms have a ledger quantity in common, why they differ or None)."""
+    mine, base = ledger(ev, variant), ledger(ev, ev.experiment.baseline)
+    common = [(n, label) for n, label in LEDGER if n in mine and n in base]
+    for name, label in common:
+        a, b = float(np.median(mine[name])), float(np.median(base[name]))
+        if (a > 0 or b > 0) and (min(a, b) <= 0 or max(a, b) / min(a, b) >= TOLERANCE):
+            return True, (f"the runs' compute ledger differs: {variant} consumed {a:g} {label} (median of "
+                          f"{len(mine[name])} runs), {ev.experiment.baseline} {b:g} (tolerance: "
+                          f"{TOLERANCE:g}x)")
+    return bool(common), None
+
+
 def _why(ev: SweepEvidence, variant: str, changes: list[Change], steps: dict[str, np.ndarray]) -> str | None:
+    has_ledger, why = _ledger_why(ev, variant)
+    if why:
+        return why
     keys = [c for c in changes if budget_key(c.key)]
-    if keys:
+    if keys and not has_ledger:                  # the plan-time hint, where no run recorded what it consumed
         return f"{variant} changes the training budget: " + what_changes(ev, variant, keys)
     mine, base = steps.get(variant, np.zeros(0)), steps.get(ev.experiment.baseline, np.zeros(0))
     if not mine.size or not base.size:
         return None
     a, b = float(np.median(mine)), float(np.median(base))
-    if min(a, b) <= 0 or max(a, b) / min(a, b) < RATIO:
+    if min(a, b) <= 0 or max(a, b) / min(a, b) < TOLERANCE:
         return None
     spread = lambda x: f"{int(x.min())}" if x.min() == x.max() else f"{int(x.min())} to {int(x.max())}"  # noqa: E731
     return (f"the config sets no different budget, but the runs' own last steps differ: {variant} stopped at step "
@@ -107,4 +144,14 @@ def budget_confound(ev: SweepEvidence) -> list[Finding]:
     return out
 
 
-
+def budget_confound_coverage(ev: SweepEvidence) -> Coverage:
+    ok = usable(ev)
+    columns = [f"used_{n}" for n, _ in LEDGER if f"used_{n}" in ev.runs]
+    recorded = int(ev.runs.loc[ok, columns].notna().any(axis=1).sum()) if columns else 0
+    n = int(ok.sum())
+    if recorded:
+        return Coverage("budget_confound", f"{recorded} of {n} runs recorded a compute ledger (examples, tokens or "
+                                           f"optimizer steps consumed); the rest: their last steps", True)
+    steps = int(pd.to_numeric(ev.runs.loc[ok, "steps"], errors="coerce").notna().sum()) if n else 0
+    return Coverage("budget_confound", f"no run recorded a compute ledger: budget-named keys and {steps} of {n} "
+                                       f"runs' last steps only", steps > 0)

@@ -8,8 +8,9 @@ and what the numbers alone would say kept beside it (Comparison.numbers_say), as
     drop = copies(findings)                    # run_ids the test counts once (copies of a run of their own arm):
                                                # left out of the runs verdict.analyze tests
 
-A silenced finding, or a warning, changes no verdict. Several findings on one comparison: the strongest effect
-(Effect's order) is the verdict, and every check is named.
+A silenced finding, or a warning, changes no verdict; a warning that names arms is named beside the verdict of
+their comparisons (Comparison.integrity_warnings, and its cause at the end of the verdict's reason). Several
+findings on one comparison: the strongest effect (Effect's order) is the verdict, and every check is named.
 """
 from __future__ import annotations
 
@@ -38,12 +39,23 @@ def copies(findings: list[Finding]) -> set[str]:
     return {r for f in findings if f.silenced is None for r in f.copies}
 
 
+def _warnings(findings: list[Finding], variant: str, baseline: str) -> list[Finding]:
+    """Warnings (not silenced) about the arms of this comparison by name: named beside its verdict."""
+    return [f for f in findings if f.silenced is None and f.effect is Effect.WARN and f.variants
+            and f.concerns(variant, baseline)]
+
+
 def apply(findings: list[Finding], analysis) -> None:
-    """Set the verdict of every comparison of `analysis` (a verdict.Analysis) that an active finding concerns."""
+    """Set the verdict of every comparison of `analysis` (a verdict.Analysis) that an active finding concerns;
+    name beside it the warnings about its arms (the verdict stands)."""
     for c in analysis.comparisons:
         for f in findings:
             if f.silenced is None and f.copies and f.concerns(c.variant, c.baseline):
                 c.notes.append(f"{f.check}: {f.evidence}; the test counts each distinct run once")
+        warned = _warnings(findings, c.variant, c.baseline)
+        if warned:
+            c.integrity_warnings = list(dict.fromkeys(f.check for f in warned))
+            c.reason += "; warning: " + "; ".join(f"{f.check}: {f.message.split('; ')[0]}" for f in warned)
         active = sorted(_active(findings, c.variant, c.baseline), key=lambda f: ORDER.index(f.effect))
         if not active:
             continue

@@ -1,7 +1,9 @@
 """Evaluation identity: the arms of a comparison must be evaluated on the same data. Two kinds of evidence:
 each run's evaluation fingerprint (sweeper.run.evaluation: the run API's run.eval_fingerprint(...), or the
 `eval_fingerprint` JSON key a task.command prints) compared across arms at each seed, and the variant's config
-changes that touch evaluation keys (a val/eval/test/valid name, directly or through a group swap). Torch-free.
+changes that touch evaluation keys (a val/eval/test/valid name, directly or through a group swap); and each run's
+evaluation size (used.eval_size: run.eval_fingerprint(data) records len(data), a script reports `eval_size`),
+compared across arms at each seed, whatever the keys are named. Torch-free.
 
     evaluation_identity(ev), evaluation_varies_with_seed(ev)     # the two checks (their findings' names)
     evaluation_keys(changes)       # the Change's of a variant that touch the evaluation (the changes table marks them)
@@ -14,6 +16,9 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
+
+from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.runs import usable
@@ -24,6 +29,7 @@ EVAL_WORDS = frozenset({"val", "valid", "validation", "eval", "evaluation", "eva
                         "heldout"})
 NOT_DATA = frozenset({"interval", "every", "freq", "frequency", "period", "log", "print", "patience"})
 _WORD = re.compile(r"[A-Za-z]+")
+SIZE = "used_eval_size"          # load_runs' column of the summary's used.eval_size
 
 
 def is_evaluation_key(key: str) -> bool:
@@ -87,6 +93,9 @@ def evaluation_identity(ev: SweepEvidence) -> list[Finding]:
             seen = (f"at seed{'s' if len(differ) > 1 else ''} {', '.join(map(str, differ[:6]))}" if differ
                     else "(no seed in common)")
             reasons.append(f"evaluation fingerprint {_one(mine)} vs {baseline}'s {_one(base)} {seen}")
+        sizes = _size_differs(ev, variant, baseline)
+        if sizes:
+            reasons.append(sizes)
         if reasons:
             out.append(Finding(
                 "evaluation_identity", (variant,), "; ".join(reasons),
@@ -94,6 +103,57 @@ def evaluation_identity(ev: SweepEvidence) -> list[Finding]:
                 f"change into the variant's; keep the evaluation set fixed across arms (or silence "
                 f"evaluation_identity with the reason)", Effect.NOT_COMPARABLE))
     return out
+
+
+def _sizes_by_arm(ev: SweepEvidence, variant: str) -> dict[int, int]:
+    """seed -> the number of evaluation examples the variant's usable runs recorded (used.eval_size)."""
+    if SIZE not in ev.runs:
+        return {}
+    rows = ev.runs[usable(ev) & (ev.runs["variant"] == variant)]
+    sizes = pd.to_numeric(rows[SIZE], errors="coerce")
+    return {int(s): int(v) for s, v in zip(rows["seed"], sizes) if v == v}
+
+
+def _size_differs(ev: SweepEvidence, variant: str, baseline: str) -> str | None:
+    """The evaluation sizes of the two arms at the seeds both recorded, when they differ."""
+    mine, base = _sizes_by_arm(ev, variant), _sizes_by_arm(ev, baseline)
+    common = sorted(set(mine) & set(base)) or None
+    if common is None:
+        if not mine or not base or set(mine.values()) == set(base.values()):
+            return None
+        return f"evaluated on {_counts(mine)} examples vs {baseline}'s {_counts(base)}"
+    differ = [s for s in common if mine[s] != base[s]]
+    if not differ:
+        return None
+    s = differ[0]
+    return (f"evaluated on {mine[s]} examples vs {baseline}'s {base[s]} at seed{'s' if len(differ) > 1 else ''} "
+            f"{', '.join(map(str, differ[:6]))}")
+
+
+def _counts(sizes: dict[int, int]) -> str:
+    return "/".join(str(v) for v in sorted(set(sizes.values())))
+
+
+def evaluation_identity_coverage(ev: SweepEvidence) -> Coverage:
+    ok = usable(ev)
+    n = int(ok.sum())
+    prints = int(ev.runs.loc[ok, f"fp_{EVAL_KEY}"].notna().sum()) if f"fp_{EVAL_KEY}" in ev.runs else 0
+    sizes = int(ev.runs.loc[ok, SIZE].notna().sum()) if SIZE in ev.runs else 0
+    if not prints and not sizes:
+        return Coverage("evaluation_identity", f"{n} runs recorded no fingerprint and no size: evaluation keys in "
+                                               f"the changes only, the data not checked", False)
+    return Coverage("evaluation_identity", f"{prints} of {n} runs recorded an evaluation fingerprint, {sizes} an "
+                                           f"evaluation size", True)
+
+
+def evaluation_varies_with_seed_coverage(ev: SweepEvidence) -> Coverage:
+    ok = usable(ev)
+    n = int(ok.sum())
+    prints = int(ev.runs.loc[ok, f"fp_{EVAL_KEY}"].notna().sum()) if f"fp_{EVAL_KEY}" in ev.runs else 0
+    if not prints:
+        return Coverage("evaluation_varies_with_seed", f"{n} runs recorded no evaluation fingerprint: not checked",
+                        False)
+    return Coverage("evaluation_varies_with_seed", f"{prints} of {n} runs recorded an evaluation fingerprint", True)
 
 
 def _matches(mine: dict[int, str], base: dict[int, str]) -> bool:

@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import os
 
+from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.results import load_manifest
 from sweeper.run.files.isolation import IsolationRecord, read_isolation
 from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.status_values import TERMINAL
 from sweeper.run.folder_watch import CHECKPOINT, STRONG
 
 PER_RUN = ("{out_dir}", "{run_dir}")
+ENDED = [s.value for s in TERMINAL]
 SHOWN = 5
 
 
@@ -43,11 +46,16 @@ def _inside(sweep_dir: str, rel: str, checked: dict[str, bool]) -> str | None:
     return path
 
 
-def _records(ev: SweepEvidence) -> list[tuple[str, int, str, IsolationRecord]]:
-    """(variant, seed, label, record) of every run that recorded one, its run dir inside the sweep dir."""
+def _records(ev: SweepEvidence) -> tuple[list[tuple[str, int, str, IsolationRecord]], dict[str, int]]:
+    """(variant, seed, label, record) of every run that recorded one, its run dir inside the sweep dir; and the
+    counts the coverage line reports (ended runs, watched, too big to watch, no record)."""
     sweep_dir, checked, out = str(ev.sweep_dir), {}, []
+    counts = {"ended": 0, "watched": 0, "unwatched": 0}
     runs = ev.runs
-    for variant, seed, rel in zip(runs["variant"], runs["seed"], runs["run_dir"]) if len(runs) else ():
+    ended = runs["status"].isin(ENDED).tolist() if len(runs) else []
+    for (variant, seed, rel), done in zip(zip(runs["variant"], runs["seed"], runs["run_dir"]), ended) \
+            if len(runs) else ():
+        counts["ended"] += bool(done)
         path = _inside(sweep_dir, str(rel), checked)
         if path is None:
             continue
@@ -56,22 +64,29 @@ def _records(ev: SweepEvidence) -> list[tuple[str, int, str, IsolationRecord]]:
         except UnreadableFile:
             continue
         if record is not None and record.watched:
+            counts["watched"] += 1
             out.append((variant, int(seed), f"{variant}/seed_{int(seed)}", record))
-    return out
+        elif record is not None:
+            counts["unwatched"] += 1
+    return out, counts
 
 
 WRITTEN = ("created", "modified", "deleted")
 Event = tuple[str, str, IsolationRecord, str]          # (variant, run label, its record, what it did to the file)
 
 
-_READ: list = []                # [(the evidence, its sweep dir, its records)]: the two checks read them once
+_READ: list = []                # [(the evidence, its records, their counts)]: the checks read them once
 
 
-def _events(ev: SweepEvidence) -> tuple[list, dict[str, list[Event]]]:
-    """Every run's record, and path -> what each run did to it."""
+def _read(ev: SweepEvidence) -> tuple[list, dict[str, int]]:
     if not (_READ and _READ[0][0] is ev):
-        _READ[:] = [(ev, ev.sweep_dir, _records(ev))]
-    records = _READ[0][2]
+        _READ[:] = [(ev, *_records(ev))]
+    return _READ[0][1], _READ[0][2]
+
+
+def file_events(ev: SweepEvidence) -> tuple[list, dict[str, list[Event]]]:
+    """Every run's record, and path -> what each run did to it."""
+    records, _ = _read(ev)
     events: dict[str, list[Event]] = {}
     for variant, _, label, rec in records:
         for path, kind, _ in rec.changed:
@@ -81,7 +96,7 @@ def _events(ev: SweepEvidence) -> tuple[list, dict[str, list[Event]]]:
 
 def shared_checkpoint(ev: SweepEvidence) -> list[Finding]:
     """Runs that loaded a checkpoint another run of the sweep wrote outside its run dir: invalid."""
-    records, events = _events(ev)
+    records, events = file_events(ev)
     loaded = {p: _loaders(p, e, records) for p, e in events.items() if CHECKPOINT.search(p)}
     loaded = {p: who for p, who in loaded.items() if who}
     if not loaded:
@@ -103,7 +118,7 @@ def shared_checkpoint(ev: SweepEvidence) -> list[Finding]:
 
 def writes_outside_run_dir(ev: SweepEvidence) -> list[Finding]:
     """Files the runs created, changed or deleted in their working folder outside their run dirs: a warning."""
-    records, events = _events(ev)
+    records, events = file_events(ev)
     written = {p: [e for e in es if e[3] in WRITTEN] for p, es in events.items()}
     written = {p: es for p, es in written.items() if es}
     if not written:
@@ -153,3 +168,22 @@ def _kinds(writers) -> str:
 def _who(writers) -> str:
     labels = list(dict.fromkeys(label for _, label, _, _ in writers))
     return ", ".join(labels[:3]) + (f" +{len(labels) - 3}" if len(labels) > 3 else "")
+
+
+def isolation_coverage(check: str):
+    """The coverage function of an isolation check (shared_checkpoint, writes_outside_run_dir, shared_state): how
+    many of the ended runs recorded what they changed in their working folder."""
+    def coverage(ev: SweepEvidence) -> Coverage:
+        _, n = _read(ev)
+        big = f"; {n['unwatched']} in a folder too big to watch" if n["unwatched"] else ""
+        missing = n["ended"] - n["watched"] - n["unwatched"]
+        none = (f"; {missing} recorded nothing (started outside sweeper's run wrappers, or the record is damaged)"
+                if missing > 0 else "")
+        if not n["watched"]:
+            what = (f"none of {n['ended']} ended runs recorded what it changed in the project folder{big}{none}: "
+                    f"not checked" if n["ended"] else "no run has ended: not checked")
+            return Coverage(check, what, False)
+        return Coverage(check, f"{n['watched']} of {n['ended']} ended runs recorded what they changed in the project "
+                               f"folder (isolation.json){big}{none}", True)
+    coverage.__name__ = f"{check}_coverage"
+    return coverage

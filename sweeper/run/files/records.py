@@ -4,7 +4,7 @@
     record.to_dict()                                   # {"status": "running", "run_id": ..., ...}: JSON-able
     StatusRecord.from_dict(d, path)                    # typed again; UnreadableFile names `path` when d is bad
     Summary(status=Status.FINISHED, final={"val_loss": 1.8}, steps=300).to_dict()
-    Summary.from_dict(d, path)
+    Summary.from_dict(d, path)                         # its `used` block typed (sweeper.run.files.usage.Usage)
 
 Keys a record does not know are kept in `extra` and written back. The files themselves are read and written
 through RunDir (sweeper.run.files.rundir); the values of `status` are sweeper.run.files.status_values.
@@ -18,6 +18,7 @@ from typing import Any
 
 from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.status_values import STATUSES, Status
+from sweeper.run.files.usage import Usage
 
 
 def _split(cls, d: dict) -> tuple[dict, dict]:
@@ -79,11 +80,15 @@ class Summary:
     config_hash: str | None = None
     fingerprint: dict[str, Any] = field(default_factory=dict)
     env: dict[str, Any] = field(default_factory=dict)
+    used: Usage = field(default_factory=Usage)            # what the run read, drew and consumed (files/usage.py)
     extra: dict[str, Any] = field(default_factory=dict)   # e.g. determinism, resumed_from
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
         out["status"] = Status(self.status).value
+        out["used"] = self.used.to_dict()
+        if not out["used"]:
+            del out["used"]                    # a run that recorded nothing of it (older summaries look the same)
         return {**self.extra, **out}
 
     @classmethod
@@ -101,6 +106,7 @@ class Summary:
             if not isinstance(known.get(key) or {}, dict):
                 raise UnreadableFile(path, f"{key!r} is not a JSON object", fix)
             known[key] = known.get(key) or {}
+        known["used"] = Usage.from_dict(known.get("used"), path)
         if known.get("config_hash") is None:
             known["config_hash"] = known["fingerprint"].get("config_hash")
         return cls(**known, extra=extra)

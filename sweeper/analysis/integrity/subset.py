@@ -1,0 +1,136 @@
+"""A debug subset or a `limit` left on the training data (`train_subset`, a warning): every arm then trains on a
+sliver of its data, and the decision is about that sliver. Evidence, any of: a run that recorded training on
+fewer examples than it is evaluated on (used.train_size < used.eval_size: sweeper.run.usage); a key of the runs'
+config that limits the training data and is set (`data.limit: 200`, `debug: true`, `max_train_samples: 512`,
+`train_fraction: 0.05`; not under an eval/val/test key); such a flag in task.command (`--limit 100`). Torch-free.
+
+    train_subset(ev)             # [Finding] for the sweep (arms named when only some have it)
+    train_subset_coverage(ev)    # what evidence it had (COVERAGE)
+    limiting(key, value)         # whether a config key and value restrict the training data
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+
+from sweeper.analysis.integrity.coverage import Coverage
+from sweeper.analysis.integrity.evidence import SweepEvidence
+from sweeper.analysis.integrity.finding import Effect, Finding
+from sweeper.analysis.integrity.usage import task_block
+from sweeper.run.files.reading import UnreadableFile
+from sweeper.run.files.rundir import RunDir
+
+COUNT = re.compile(r"^(limit|limit_train|train_limit|subset|subset_size|train_subset|max_train_(samples|examples|size)|"
+                   r"n_train|num_train|num_train_(samples|examples)|train_(samples|examples|size)_limit|"
+                   r"max_(samples|examples)|debug_(samples|examples|size|subset)|limit_train_batches|"
+                   r"overfit_batches)$")
+FRACTION = re.compile(r"^(train_)?(fraction|frac|subsample|data_fraction|subset_fraction|percent|train_percent)$")
+FLAG = re.compile(r"^(debug|debug_mode|fast_dev_run|smoke_test|quick|dry_run_data)$")
+NOT_TRAIN = re.compile(r"(^|_)(eval|evaluation|val|valid|validation|test|dev|holdout|log|logging|print|ckpt|"
+                       r"checkpoint|save|plot|grad|gradient|clip|memory|threads|workers|retries|time|timeout)(_|$)")
+_ARG = re.compile(r"^--?([A-Za-z][\w.-]*)(?:=(.*))?$")
+
+
+def limiting(key: str, value) -> bool:
+    """`data.limit`=200, `debug`=True, `train_fraction`=0.1: True; null, false, 0, -1, 1.0, `eval.limit`: False."""
+    parts = [p.lower().replace("-", "_") for p in key.split(".")]
+    if any(NOT_TRAIN.search(p) for p in parts[:-1]) or NOT_TRAIN.search(parts[-1]):
+        return False
+    name = parts[-1]
+    if FLAG.match(name):
+        return value is True or str(value).lower() in ("true", "1", "yes")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return False
+    if FRACTION.match(name):
+        return 0 < value < (100 if "percent" in name else 1)
+    if name == "limit_train_batches" and isinstance(value, float):     # Lightning: 1.0 is all of it
+        return 0 < value < 1
+    return bool(COUNT.match(name)) and value > 0
+
+
+def _flat(config, prefix: str = "") -> dict:
+    if not isinstance(config, dict):
+        return {prefix.rstrip("."): config} if prefix else {}
+    out = {}
+    for k, v in config.items():
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
+def _config_keys(ev: SweepEvidence) -> dict[str, list[str]]:
+    """variant -> the limiting keys of one of its runs' config ("data.limit=200")."""
+    out = {}
+    for variant, rows in ev.runs.groupby("variant", sort=False):
+        for run_dir in rows["run_dir"]:
+            try:
+                config = RunDir(ev.sweep_dir / str(run_dir)).read_config()
+            except (UnreadableFile, OSError):
+                continue
+            out[str(variant)] = [f"{k}={v}" for k, v in _flat(config).items() if limiting(k, v)]
+            break
+    return out
+
+
+def _command_flags(task: dict) -> list[str]:
+    words, out = [str(w) for w in task.get("command") or []], []
+    for i, word in enumerate(words):
+        m = _ARG.match(word)
+        if not m:
+            continue
+        value = m.group(2) if m.group(2) is not None else (words[i + 1] if i + 1 < len(words) else "true")
+        if value.startswith("-") and not value.lstrip("-").replace(".", "").isdigit():
+            value = "true"
+        try:
+            parsed = float(value) if value.lower() not in ("true", "false") else value.lower() == "true"
+        except ValueError:
+            continue
+        if isinstance(parsed, float) and parsed.is_integer() and "." not in value:
+            parsed = int(parsed)
+        if limiting(m.group(1), parsed):
+            out.append(word if m.group(2) is not None else f"{word} {value}")
+    return out
+
+
+def _smaller_than_eval(ev: SweepEvidence) -> list[str]:
+    if "used_train_size" not in ev.runs or "used_eval_size" not in ev.runs:
+        return []
+    train = pd.to_numeric(ev.runs["used_train_size"], errors="coerce")
+    evals = pd.to_numeric(ev.runs["used_eval_size"], errors="coerce")
+    small = ev.runs[(train < evals) & (train > 0)]
+    return [f"{r.run_id} trained on {int(t)} examples, evaluated on {int(e)}"
+            for r, t, e in zip(small.itertuples(), train[small.index], evals[small.index])]
+
+
+def train_subset(ev: SweepEvidence) -> list[Finding]:
+    if not len(ev.runs):
+        return []
+    keys = _config_keys(ev)
+    flagged = {v: ks for v, ks in keys.items() if ks}
+    flags = _command_flags(task_block(ev))
+    small = _smaller_than_eval(ev)
+    if not flagged and not flags and not small:
+        return []
+    parts = []
+    if flagged:
+        values = list(dict.fromkeys(k for ks in flagged.values() for k in ks))
+        arms = "every arm" if len(flagged) == len(keys) else ", ".join(flagged)
+        parts.append(f"config {', '.join(values[:4])} in {arms}")
+    if flags:
+        parts.append(f"task.command passes {', '.join(flags[:3])}")
+    if small:
+        parts.append(f"{len(small)} run(s) trained on fewer examples than they are evaluated on ({small[0]})")
+    arms_named = tuple(flagged) if flagged and len(flagged) < len(keys) and not flags and not small else ()
+    return [Finding(
+        "train_subset", arms_named, "; ".join(parts),
+        "a debug subset or limit is left on the training data: the runs train on a sliver of it and the decision "
+        "is about that sliver; remove the limit (null / false) for the real sweep, or silence train_subset with "
+        "the reason (a deliberate small-data study)", Effect.WARN)]
+
+
+def train_subset_coverage(ev: SweepEvidence) -> Coverage:
+    sizes = int(pd.notna(ev.runs["used_train_size"]).sum()) if "used_train_size" in ev.runs else 0
+    read = len(_config_keys(ev)) if len(ev.runs) else 0
+    return Coverage("train_subset", f"config of {read} variant(s) and task.command read for limiting keys; "
+                                    f"{sizes} of {len(ev.runs)} runs recorded their training-set size", read > 0)
