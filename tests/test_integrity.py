@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 
 import sweeper.analysis.integrity.effects as effects
 import sweeper.analysis.verdict as verdict
@@ -24,7 +23,6 @@ from sweeper.analysis.integrity.spread import no_spread
 from sweeper.config.config_diff import Change, Declared
 from sweeper.config.decision import DecisionOptions
 from sweeper.config.integrity import CHECK_NAMES, check_direction, implied_direction
-from sweeper.errors import UsageError
 from sweeper.run.files.experiment import Experiment
 
 
@@ -94,7 +92,9 @@ def test_seeds_no_effect_needs_finals_and_curves_identical_across_seeds():
     assert len(seeds_no_effect(ev)) == 1
     ev = evidence({"base": HEALTHY["base"], "wide": [1.8, 1.8001, 1.8, 1.8]},
                   {"base": [curve(v, s, "base") for s, v in enumerate(HEALTHY["base"])], "wide": same})
-    assert seeds_no_effect(ev) == []
+    [f] = seeds_no_effect(ev)                  # seed 1 differs: the others are still copies of one run
+    assert f.effect is Effect.WARN and not f.untested and f.copies == ("wide-s2", "wide-s3")
+    assert "seeds 0, 2 and 3 gave the same run" in f.evidence and "2 distinct runs from 4 seeds" in f.evidence
 
 
 def test_seeds_no_effect_without_curves_needs_three_seeds():
@@ -118,11 +118,13 @@ def test_change_no_effect_names_the_keys_and_spares_controls():
     ev_control = evidence({"base": HEALTHY["base"], "wide": list(HEALTHY["base"])},
                           {"base": base_curves, "wide": base_curves}, changes=changes, controls=("wide",))
     assert change_no_effect(ev_control) == []
-    # one seed differs: the change reached the code
+    # one seed differs: the change reached the code there only (a warning, the seeds named)
     wide = list(HEALTHY["base"])
     wide[2] += 0.01
     ev = evidence({"base": HEALTHY["base"], "wide": wide}, {"base": base_curves, "wide": base_curves})
-    assert change_no_effect(ev) == []
+    [f] = change_no_effect(ev)
+    assert f.effect is Effect.WARN and "3 of 4 seeds of wide equal base's at the same seed (seeds 0, 1, 3)" \
+        in f.evidence
 
 
 def test_metric_direction_by_name_and_by_curve():
@@ -130,12 +132,14 @@ def test_metric_direction_by_name_and_by_curve():
     assert implied_direction("episodeReturn") == "higher" and implied_direction("bleu4") == "higher"
     assert implied_direction("objective") is None and implied_direction("neg_loss") is None
     assert implied_direction("train_loss_acc") is None
-    with pytest.raises(UsageError, match="val_loss is declared higher-is-better, but its name reads like a loss"):
-        check_direction("val_loss", False, False, "experiment.lower_is_better=false")
-    check_direction("val_loss", False, True, "x")         # confirmed
-    check_direction("objective", False, False, "x")       # no opinion
-    [f] = metric_direction(evidence(HEALTHY, lower=False))
-    assert f.effect is Effect.INVALID and "name reads lower-is-better" in f.evidence
+    warning = check_direction("val_loss", False, False, "experiment.lower_is_better=false")   # warns, refuses not
+    assert "val_loss is declared higher-is-better, but its name reads like a loss" in warning
+    assert check_direction("val_loss", False, True, "x") is None          # confirmed
+    assert check_direction("objective", False, False, "x") is None        # no opinion
+    [f] = metric_direction(evidence(HEALTHY, lower=False))                # the curve confirms the name
+    assert f.effect is Effect.INVALID and "falls over training in 8 of 8 runs" in f.evidence
+    [f] = metric_direction(evidence(HEALTHY, {v: [[]] * 4 for v in HEALTHY}, lower=False))   # no curve: the name
+    assert f.effect is Effect.WARN and "name reads lower-is-better, and no curve decides" in f.evidence
     rising = {v: [curve(x, s, v)[::-1] for s, x in enumerate(vals)] for v, vals in HEALTHY.items()}
     assert metric_direction(evidence(HEALTHY, rising, lower=False, confirm=True)) == []
     [f] = metric_direction(evidence(HEALTHY, lower=False, confirm=True))   # confirmed, yet it falls as it trains

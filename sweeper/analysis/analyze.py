@@ -19,6 +19,7 @@ import pandas as pd
 import sweeper.analysis.integrity.effects as integrity_effects
 import sweeper.analysis.verdict as verdict
 from sweeper.analysis.integrity import Coverage, Finding, SweepEvidence, check_sweep, sweep_coverage
+from sweeper.analysis.integrity.coarse import unpromise
 from sweeper.analysis.results import (
     declared_changes,
     load_code_state,
@@ -144,10 +145,13 @@ def analyze_sweep(sweep_dir: str | Path, options: DecisionOptions | ReportFlags,
     evidence = SweepEvidence(sweep_dir, exp, runs, curves, changes, declared, task, options)
     findings = check_sweep(evidence, exp.silence)
     coverage = sweep_coverage(evidence)
-    an, secondary = verdict.analyze_all(runs, secondary_exp, options, family,
+    copies = integrity_effects.copies(findings)       # copies of a run of their own arm: counted once
+    tested = runs[~runs["run_id"].astype(str).isin(copies)] if copies else runs
+    an, secondary = verdict.analyze_all(tested, secondary_exp, options, family,
                                         untested=integrity_effects.untested(findings, family))
     for analysis in (an, *secondary.values()):
         integrity_effects.apply(findings, analysis)
+        unpromise(findings, analysis)                # a coarse metric: no seeds estimate the grid cannot keep
     counts = runs["status"].value_counts()
     header = [f"sweep: {sweep_dir}", f"metric: final {exp.metric} ({'lower' if exp.lower_is_better else 'higher'} "
               f"is better); baseline: {exp.baseline or 'none (one variant)'}; alpha {options.alpha}, Holm over "

@@ -1,17 +1,16 @@
 """What the checks across runs (sweeper.analysis.integrity) need at plan time: their names (the keys of
-experiment.silence) and the direction a metric's name implies (a loss declared higher-is-better is refused).
+experiment.silence) and the direction a metric's name implies (a loss declared higher-is-better warns at plan time).
 
     CHECK_NAMES["seeds_no_effect"]          # one line: what the check catches
     implied_direction("val_loss")           # "lower"; "val_acc" -> "higher"; "objective" -> None (no opinion)
-    check_direction("val_loss", lower_is_better=False, confirmed=False, where="experiment.lower_is_better")
+    check_direction("val_loss", lower_is_better=False, confirmed=False, where="experiment.lower_is_better")  # a
+    #                                                  warning line (None when the name agrees or says nothing)
 
 Torch-free, imports nothing of ours: the config layer checks `experiment:` with it, the analysis layer reads it.
 """
 from __future__ import annotations
 
 import re
-
-from sweeper.errors import UsageError
 
 # Every check across runs, by the name its findings carry (sweeper.analysis.integrity.CHECKS: a check function's
 # __name__ is its name). experiment.silence accepts exactly these keys.
@@ -31,6 +30,9 @@ CHECK_NAMES: dict[str, str] = {
     "evaluation_varies_with_seed": "an arm evaluated on other data at each seed (a validation split drawn from the "
                                    "seed)",
     "nondeterminism": "the same config at the same seed gave other numbers (an A/A control, the determinism probe)",
+    "eval_is_train": "an evaluation series equal to a training series at every shared step: the evaluation read "
+                     "the training data",
+    "coarse_metric": "the decision metric's finals sit on a grid too coarse for the number of runs: ties decide",
     "mixed_code": "runs of the sweep on different commits, uncommitted changes or script hashes",
     "shared_checkpoint": "a run loaded a checkpoint another run wrote outside its run dir",
     "writes_outside_run_dir": "runs changed files in the project folder outside their run dirs",
@@ -71,13 +73,23 @@ def implied_direction(metric: str) -> str | None:
     return "lower" if lower and not higher else "higher" if higher and not lower else None
 
 
-def check_direction(metric: str, lower_is_better: bool, confirmed: bool, where: str) -> None:
-    """UsageError when the name of `metric` says the other way is better than declared, unless confirmed."""
+def check_direction(metric: str, lower_is_better: bool, confirmed: bool, where: str) -> str | None:
+    """A warning when the name of `metric` reads the other way than declared (unless confirmed), else None. The
+    name only warns: the report decides from the runs' own curves (sweeper.analysis.integrity.direction)."""
     implied = implied_direction(metric)
     declared = "lower" if lower_is_better else "higher"
     if confirmed or implied is None or implied == declared:
-        return
-    raise UsageError(f"{where}: {metric} is declared {declared}-is-better, but its name reads like a "
-                     f"{'loss or error' if implied == 'lower' else 'accuracy, score or reward'} ({implied} is "
-                     f"better): fix the direction, or set experiment.confirm_direction=true if {declared} really is "
-                     f"better")
+        return None
+    return (f"{where}: {metric} is declared {declared}-is-better, but its name reads like a "
+            f"{'loss or error' if implied == 'lower' else 'accuracy, score or reward'} ({implied} is better): the "
+            f"report checks the direction against the runs' own curves; fix the direction, or set "
+            f"experiment.confirm_direction=true if {declared} really is better")
+
+
+def direction_warnings(experiment) -> list[str]:
+    """check_direction for the decision metric and every secondary metric of an experiment (its typed record)."""
+    found = [check_direction(experiment.metric, experiment.lower_is_better, experiment.confirm_direction,
+                             f"experiment.lower_is_better={str(experiment.lower_is_better).lower()}")]
+    found += [check_direction(m, d == "lower", experiment.confirm_direction, f"experiment.secondary_metrics.{m}={d}")
+              for m, d in experiment.secondary_metrics.items()]
+    return [w for w in found if w]

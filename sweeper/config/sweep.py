@@ -27,7 +27,7 @@ from sweeper.config.composition.compose import compose, missing_keys
 from sweeper.config.composition.hydra_errors import missing_message, package_hint
 from sweeper.config.composition.search import available, experiment_file, where_searched
 from sweeper.config.fields import build, keys_of, show, unknown_key
-from sweeper.config.integrity import CHECK_NAMES, check_direction
+from sweeper.config.integrity import CHECK_NAMES, direction_warnings
 from sweeper.config.launchers import launcher_conf
 from sweeper.config.names import check_name
 from sweeper.config.resources import effective_resources, read_resources
@@ -108,11 +108,6 @@ def read_experiment(cfg: dict, overrides: list[str] = ()) -> Experiment:
     if conf.baseline not in conf.variants:
         raise UsageError(f"experiment.baseline={conf.baseline!r} is not one of the variants: "
                          f"{', '.join(conf.variants)}")
-    check_direction(conf.metric, conf.lower_is_better, conf.confirm_direction,
-                    f"experiment.lower_is_better={str(conf.lower_is_better).lower()} (in {where})")
-    for metric, direction in conf.secondary_metrics.items():
-        check_direction(metric, direction == "lower", conf.confirm_direction,
-                        f"experiment.secondary_metrics.{metric}={direction} (in {where})")
     dropped = {key_of(o).removeprefix("experiment.variants.") for o in overrides
                if o.startswith("~experiment.variants.")}       # a dropped variant takes its notes along
     return replace(
@@ -191,6 +186,7 @@ def _compose_variants(cfg: dict, overrides: list[str], experiment: Experiment, t
         sweep.variant_configs[variant] = run_config(vcfg)
         sweep.variant_seeds[variant] = _variant_seeds(experiment.name, variant, variant_overrides, vcfg)
     sweep.changes, sweep.warnings = check_ablation(sweep, compose)
+    sweep.warnings = direction_warnings(experiment) + list(sweep.warnings)   # the name warns; the curves decide
     return sweep
 
 

@@ -89,8 +89,8 @@ def _write_run(rd: RunDir, variant, seed, st: Status, final, metric, fp_override
     for i in range(1, n_logged + 1):
         rec = {"step": i * 10, "train_loss": target + 2.0 * math.exp(-i / (points / 4)) + 0.01 * rng.standard_normal(),
                "grad_norm": 1.0 + math.exp(-i / 5) + 0.05 * rng.random(), "lr": 1e-3, "tokens_per_s": 5000.0}
-        if i % eval_every == 0 or i == points:
-            rec[metric] = target + 2.0 * math.exp(-i / (points / 4))
+        if i % eval_every == 0 or i == points:          # the last evaluation is the final (a healthy run's)
+            rec[metric] = target if done and i == points else target + 2.0 * math.exp(-i / (points / 4))
         lines.append(rec)
     rd.path.mkdir(parents=True, exist_ok=True)
     rewrite_jsonl(rd.metrics_path, lines)         # one file write (a run appends them one by one)

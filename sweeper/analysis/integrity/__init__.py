@@ -54,12 +54,18 @@ def _run(check: Check, ev: SweepEvidence) -> list[Finding]:
 
 
 # -- registration: each check in the order its findings are shown --------------------------------------------------
-from sweeper.analysis.integrity.baseline import broken_baseline  # noqa: E402  (the checks import the types above)
+from sweeper.analysis.integrity.baseline import broken_baseline, broken_baseline_coverage  # noqa: E402  (the checks import the types above)
 from sweeper.analysis.integrity.budget import budget_confound, budget_confound_coverage  # noqa: E402
+from sweeper.analysis.integrity.coarse import coarse_metric, coarse_metric_coverage  # noqa: E402
 from sweeper.analysis.integrity.concerns import several_concerns, several_concerns_coverage  # noqa: E402
-from sweeper.analysis.integrity.copies import change_no_effect, seeds_no_effect  # noqa: E402
-from sweeper.analysis.integrity.determinism import nondeterminism  # noqa: E402
-from sweeper.analysis.integrity.direction import metric_direction  # noqa: E402
+from sweeper.analysis.integrity.copies import (  # noqa: E402
+    change_no_effect,
+    change_no_effect_coverage,
+    seeds_no_effect,
+    seeds_no_effect_coverage,
+)
+from sweeper.analysis.integrity.determinism import nondeterminism, nondeterminism_coverage  # noqa: E402
+from sweeper.analysis.integrity.direction import metric_direction, metric_direction_coverage  # noqa: E402
 from sweeper.analysis.integrity.evaluation import (  # noqa: E402
     evaluation_identity,
     evaluation_identity_coverage,
@@ -72,9 +78,10 @@ from sweeper.analysis.integrity.isolation import (  # noqa: E402
     writes_outside_run_dir,
 )
 from sweeper.analysis.integrity.provenance import mixed_code, mixed_code_coverage  # noqa: E402
-from sweeper.analysis.integrity.selection import selected_final  # noqa: E402
+from sweeper.analysis.integrity.selection import selected_final, selected_final_coverage  # noqa: E402
+from sweeper.analysis.integrity.series import eval_is_train, eval_is_train_coverage  # noqa: E402
 from sweeper.analysis.integrity.shared_state import shared_state  # noqa: E402
-from sweeper.analysis.integrity.spread import no_spread  # noqa: E402
+from sweeper.analysis.integrity.spread import no_spread, no_spread_coverage  # noqa: E402
 from sweeper.analysis.integrity.subset import train_subset, train_subset_coverage  # noqa: E402
 from sweeper.analysis.integrity.usage import (  # noqa: E402
     generator_unused,
@@ -83,9 +90,15 @@ from sweeper.analysis.integrity.usage import (  # noqa: E402
     key_never_read_coverage,
 )
 
-CHECKS += [broken_baseline, metric_direction, seeds_no_effect, change_no_effect, evaluation_identity, budget_confound,
-           mixed_code, shared_checkpoint, selected_final, no_spread, nondeterminism, evaluation_varies_with_seed,
-           writes_outside_run_dir, key_never_read, generator_unused, train_subset, shared_state, several_concerns]
+CHECKS += [broken_baseline, metric_direction, seeds_no_effect, change_no_effect, eval_is_train, evaluation_identity,
+           budget_confound, mixed_code, shared_checkpoint, selected_final, no_spread, coarse_metric, nondeterminism,
+           evaluation_varies_with_seed, writes_outside_run_dir, key_never_read, generator_unused, train_subset,
+           shared_state, several_concerns]
+COVERAGE.update(seeds_no_effect=seeds_no_effect_coverage, change_no_effect=change_no_effect_coverage,
+                eval_is_train=eval_is_train_coverage, metric_direction=metric_direction_coverage,
+                coarse_metric=coarse_metric_coverage, selected_final=selected_final_coverage,
+                no_spread=no_spread_coverage, broken_baseline=broken_baseline_coverage,
+                nondeterminism=nondeterminism_coverage)
 COVERAGE.update(budget_confound=budget_confound_coverage, evaluation_identity=evaluation_identity_coverage,
                 evaluation_varies_with_seed=evaluation_varies_with_seed_coverage,
                 key_never_read=key_never_read_coverage, generator_unused=generator_unused_coverage,

@@ -5,6 +5,7 @@ it. Without this, every variant "wins" against a baseline that diverged in every
 """
 from __future__ import annotations
 
+from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.runs import usable
@@ -33,3 +34,12 @@ def broken_baseline(ev: SweepEvidence) -> list[Finding]:
         f"(its runs' logs and health.json, a lower learning rate if it diverged) and run the sweep again, or "
         f"report against another variant (--baseline VARIANT)",
         Effect.NO_BASELINE, untested=True)]
+
+
+def broken_baseline_coverage(ev: SweepEvidence) -> Coverage:
+    baseline = ev.experiment.baseline
+    if not baseline:
+        return Coverage("broken_baseline", "no baseline (one variant): not checked", False)
+    mine = ev.runs["variant"] == baseline
+    return Coverage("broken_baseline", f"{baseline}: {int(usable(ev)[mine].sum())} usable of {int(mine.sum())} "
+                                       f"planned seeds", True)

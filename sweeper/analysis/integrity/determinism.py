@@ -17,6 +17,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.runs import COST, usable
@@ -156,3 +157,14 @@ def _differences(pairs: list[tuple[int, float, float, tuple, tuple]]) -> tuple[l
     if curves:
         what.append(f"curves differ in {curves} pair{'s' if curves > 1 else ''}")
     return seeds, deltas, ", ".join(what)
+
+
+def nondeterminism_coverage(ev: SweepEvidence) -> Coverage:
+    exp = ev.experiment
+    controls = [c for c in exp.controls if c != exp.baseline and c in exp.variants and not ev.changes.get(c)]
+    probes = probe_dirs(ev.sweep_dir) if exp.baseline else []
+    if not exp.baseline or not controls and not probes:
+        return Coverage("nondeterminism", "no A/A control (experiment.controls) and no determinism probe "
+                                          "(sweeper.determinism_probe=true): not checked", False)
+    return Coverage("nondeterminism", f"{len(controls)} A/A control(s) and {len(probes)} probe run(s) against "
+                                      f"{exp.baseline} at the same seed", True)

@@ -5,6 +5,8 @@ and what the numbers alone would say kept beside it (Comparison.numbers_say), as
     skip = untested(findings, comparisons)     # {(variant, baseline): why}: no test runs on those (copies of one
                                                # run, no baseline): verdict.analyze(..., untested=skip)
     apply(findings, analysis)                  # after verdict.analyze: each concerned comparison's verdict
+    drop = copies(findings)                    # run_ids the test counts once (copies of a run of their own arm):
+                                               # left out of the runs verdict.analyze tests
 
 A silenced finding, or a warning, changes no verdict; a warning that names arms is named beside the verdict of
 their comparisons (Comparison.integrity_warnings, and its cause at the end of the verdict's reason). Several
@@ -31,6 +33,12 @@ def untested(findings: list[Finding], comparisons: list[tuple[str, str]]) -> dic
     return out
 
 
+def copies(findings: list[Finding]) -> set[str]:
+    """The run_ids that copy an earlier run of their own arm (seeds_no_effect, not silenced): no test counts a
+    copy as a seed of its own."""
+    return {r for f in findings if f.silenced is None for r in f.copies}
+
+
 def _warnings(findings: list[Finding], variant: str, baseline: str) -> list[Finding]:
     """Warnings (not silenced) about the arms of this comparison by name: named beside its verdict."""
     return [f for f in findings if f.silenced is None and f.effect is Effect.WARN and f.variants
@@ -41,6 +49,9 @@ def apply(findings: list[Finding], analysis) -> None:
     """Set the verdict of every comparison of `analysis` (a verdict.Analysis) that an active finding concerns;
     name beside it the warnings about its arms (the verdict stands)."""
     for c in analysis.comparisons:
+        for f in findings:
+            if f.silenced is None and f.copies and f.concerns(c.variant, c.baseline):
+                c.notes.append(f"{f.check}: {f.evidence}; the test counts each distinct run once")
         warned = _warnings(findings, c.variant, c.baseline)
         if warned:
             c.integrity_warnings = list(dict.fromkeys(f.check for f in warned))

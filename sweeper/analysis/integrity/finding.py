@@ -29,6 +29,7 @@ class Finding:
     effect: Effect
     silenced: str | None = None  # the experiment's reason, when the experiment silenced this check
     untested: bool = False       # no test runs on the comparisons it concerns (copies of one run, no baseline)
+    copies: tuple[str, ...] = ()  # run_ids that copy an earlier run of their own arm: the test counts them once
 
     def silence(self, reason: str) -> "Finding":
         return replace(self, silenced=reason)
@@ -41,7 +42,7 @@ class Finding:
     def to_dict(self) -> dict:
         return {"check": self.check, "variants": list(self.variants), "evidence": self.evidence,
                 "message": self.message, "effect": self.effect.value, "silenced": self.silenced,
-                "untested": self.untested}
+                "untested": self.untested, **({"copies": list(self.copies)} if self.copies else {})}
 
     def concerns(self, variant: str, baseline: str) -> bool:
         """Whether the comparison variant vs baseline is one this finding is about (no arms named: every one)."""

@@ -65,7 +65,8 @@ def same_rows(matrix: np.ndarray, rows: list[int]) -> bool:
 
 class MetricCurves:
     """The decision metric's logged points of the usable runs, as numpy arrays grouped by run (contiguous, by
-    step): ids[g] is group g's run_id, its points are value[start[g]:end[g]]. Cheap at 1,000s of runs."""
+    step): ids[g] is group g's run_id, its points are value[start[g]:end[g]] (at step[...]). Cheap at 1,000s of
+    runs."""
 
     def __init__(self, ev: SweepEvidence, min_points: int = 1):
         c = ev.metric_curves
@@ -78,6 +79,7 @@ class MetricCurves:
         keep = np.repeat(n >= min_points, n)
         c, run = c[keep], run[keep]
         self.value = c["value"].to_numpy(dtype=float) if len(c) else np.zeros(0)
+        self.step = c["step"].to_numpy(dtype=float) if len(c) else np.zeros(0)
         self.start = np.flatnonzero(np.r_[True, run[1:] != run[:-1]]) if len(run) else np.zeros(0, dtype=int)
         self.n = np.diff(np.r_[self.start, len(run)])
         self.ids = run[self.start]

@@ -1,17 +1,28 @@
-"""The final is a selection (class 6 of the checks across runs): the reported final equals the best of the run's
-logged evaluations and is better than the last one, in most runs of an arm: the best over N evaluations, not the
-last. Max-over-training inflates results, and its bias grows with the number of evaluations.
+"""The final is a selection (class 6 of the checks across runs), in most runs of an arm (at least 2): the best
+over N evaluations, not the last. Max-over-training inflates results, and its bias grows with the number of
+evaluations. Two kinds of evidence, each against the run's own curve of the decision metric:
+- the final equals the best logged evaluation and is better than the last one (selected over logged points);
+- the final is better than every logged point, and the curve reaches the run's last step (the summary's steps):
+  selected over evaluations that were never logged (an inner loop that keeps its best, a checkpoint picked on
+  the validation score).
 
     selected_final(ev)     # [Finding] naming the arms whose finals are selections
+
+The second kind needs every run of the arm whose curve reaches the last step (at least MIN_BEYOND): a final
+evaluated on other data than the logged curve (a full validation set after a subset) beats the best logged point
+in about half the runs, a selection in every one.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.runs import ATOL, RTOL, MetricCurves, metric_column, shown
+
+MIN_BEYOND = 3             # runs of an arm whose curve reaches the last step, for the second kind of evidence
 
 
 def selected_final(ev: SweepEvidence) -> list[Finding]:
@@ -25,24 +36,48 @@ def selected_final(ev: SweepEvidence) -> list[Finding]:
     best = (np.minimum if lower else np.maximum).reduceat(m.value, m.start)
     last = m.value[m.start + m.n - 1]
     tol = RTOL * np.maximum(np.abs(best), np.abs(last)) + ATOL
-    selected = np.isclose(final, best, rtol=RTOL, atol=ATOL) & (np.abs(best - last) > tol)
+    logged = np.isclose(final, best, rtol=RTOL, atol=ATOL) & (np.abs(best - last) > tol)
+    steps = pd.to_numeric(ev.runs["steps"], errors="coerce").to_numpy(dtype=float)[at] if "steps" in ev.runs \
+        else np.full(len(at), np.nan)
+    reaches = m.step[m.start + m.n - 1] >= steps                  # NaN steps: unknown, never reaches
+    margin = RTOL * np.maximum(np.abs(final), np.abs(best)) + ATOL
+    beyond = reaches & ((best - final > margin) if lower else (final - best > margin))
+    selected = logged | beyond
     flagged, examples = [], []
     for variant in dict.fromkeys(variants.tolist()):
         mine = variants == variant
-        k = int(selected[mine].sum())
-        if k >= 2 and k > mine.sum() / 2:
-            flagged.append((str(variant), k, int(mine.sum())))
+        k, reach = int(logged[mine].sum()), int(reaches[mine].sum())
+        every_beyond = reach >= MIN_BEYOND and bool(beyond[mine & reaches].all())
+        if k >= 2 and k > mine.sum() / 2 or every_beyond:
+            count = int(selected[mine].sum())
+            flagged.append((str(variant), count, int(mine.sum())))
             i = int(np.flatnonzero(selected & mine)[0])
             examples.append(f"{variant}/seed_{seeds[i]}: final {shown(final[i])}, last "
-                            f"{shown(last[i])}, best of {int(m.n[i])}")
+                            f"{shown(last[i])}, best of {int(m.n[i])} {shown(best[i])}"
+                            + (" (the final beats every logged point; the curve reaches the last step)"
+                               if beyond[i] else ""))
     if not flagged:
         return []
     counts = "; ".join(f"{v}: {k} of {n} runs" for v, k, n in flagged)
     return [Finding(
         "selected_final", tuple(v for v, _, _ in flagged),
-        f"final {ev.experiment.metric} equals the best logged evaluation and beats the last one in {counts} "
-        f"(e.g. {examples[0]})",
-        "the reported final is the best over the run's evaluations, not the last: max-over-training inflates "
-        "results, the more so the more evaluations; report the last evaluation as the final (or evaluate a "
-        "checkpoint chosen on separate validation data, and say so)",
+        f"final {ev.experiment.metric} equals the best logged evaluation or beats every logged one, and beats "
+        f"the last one, in {counts} (e.g. {examples[0]})",
+        "the reported final is the best over the run's evaluations (logged or not), not the last: "
+        "max-over-training inflates results, the more so the more evaluations; report the last evaluation as the "
+        "final (or evaluate a checkpoint chosen on separate validation data, and say so)",
         Effect.INVALID)]
+
+
+def selected_final_coverage(ev: SweepEvidence) -> Coverage:
+    m = MetricCurves(ev, 2)
+    if not len(m):
+        return Coverage("selected_final", f"no usable run logged {ev.experiment.metric} at 2 steps or more: not "
+                                          f"checked", False)
+    at = pd.Index(ev.runs["run_id"]).get_indexer(m.ids)
+    steps = pd.to_numeric(ev.runs["steps"], errors="coerce").to_numpy(dtype=float)[at] if "steps" in ev.runs \
+        else np.full(len(at), np.nan)
+    reach = int((m.step[m.start + m.n - 1] >= steps).sum())
+    return Coverage("selected_final", f"{len(m)} run(s) with a curve of {ev.experiment.metric} (median "
+                                      f"{int(np.median(m.n))} points), {reach} reaching the run's last step",
+                    True)

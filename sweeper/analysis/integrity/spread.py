@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.runs import close, metric_column, shown, usable
@@ -40,3 +41,12 @@ def no_spread(ev: SweepEvidence) -> list[Finding]:
         f"can tell the arms apart; evaluate on harder or more data, or decide on a metric with room "
         f"(experiment.metric)",
         Effect.INVALID)]
+
+
+def no_spread_coverage(ev: SweepEvidence) -> Coverage:
+    rows = ev.runs[usable(ev)]
+    if len(rows) < 2 or rows["variant"].nunique() < 2:
+        return Coverage("no_spread", "fewer than 2 usable runs over 2 arms: not checked", False)
+    values = rows[metric_column(ev)].to_numpy(dtype=float)
+    return Coverage("no_spread", f"{len(rows)} usable finals of {ev.experiment.metric} over "
+                                 f"{rows['variant'].nunique()} arms, {len(np.unique(values))} distinct", True)

@@ -1,0 +1,120 @@
+"""Metric resolution (check coarse_metric): the decision metric's finals sit on a grid (an accuracy on 20 examples
+moves in steps of 0.05) whose step is large against the seeds' own spread, so ties decide, and no number of seeds
+resolves a difference below one step. Such a sweep must never be promised "about 16 seeds per arm would be
+needed".
+
+    coarse_metric(ev)          # [Finding] (a warning) naming the grid, its step and the distinct values
+    unpromise(findings, an)    # after the verdicts: an inconclusive comparison on a coarse metric gets no seeds
+                               # estimate, the grid named instead
+
+The grid's step: the float gcd of the gaps between the distinct finals (each distinct run once: copies are
+seeds_no_effect's). Coarse: step >= STEP_OF_SPREAD x the pooled within-arm sd (or every arm constant while arms
+differ), with ties (distinct values <= half the runs). An accuracy on 1,000 examples (step 0.001, spread 0.01)
+is not coarse. Torch-free.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from sweeper.analysis.integrity.coverage import Coverage
+from sweeper.analysis.integrity.evidence import SweepEvidence
+from sweeper.analysis.integrity.finding import Effect, Finding
+from sweeper.analysis.integrity.graph import run_graph
+from sweeper.analysis.integrity.runs import metric_column, shown, usable
+
+STEP_OF_SPREAD = 0.5       # a step at least half the seed sd: neighbouring values tie most of the time
+MIN_RUNS = 4               # distinct usable runs, over at least 2 arms
+
+
+def grid_step(values: np.ndarray) -> float:
+    """The largest step s with every value on k*s + c (to 1e-6 of the range); 0.0 for one value."""
+    v = np.unique(np.asarray(values, dtype=float))
+    if len(v) < 2:
+        return 0.0
+    tol = 1e-6 * float(v[-1] - v[0])
+    step = 0.0
+    for gap in np.diff(v):
+        a, b = max(step, float(gap)), min(step, float(gap))
+        while b > tol:
+            a, b = b, a % b
+            if a - b <= tol:            # a remainder within rounding of the divisor: it divides
+                b = 0.0
+        step = a
+    return step
+
+
+def _arms(ev: SweepEvidence) -> dict[str, np.ndarray]:
+    """Each arm's usable finals, one per distinct run (copies of one run counted once)."""
+    g = run_graph(ev)
+    ok = usable(ev).to_numpy()
+    values = ev.runs[metric_column(ev)].to_numpy(dtype=float) if ok.any() else np.zeros(len(ev.runs))
+    out = {}
+    for variant, where in ev.runs.groupby("variant", sort=False).indices.items():
+        rows = [int(i) for i in where if ok[i]]
+        out[str(variant)] = values[g.representatives(rows)].astype(float)
+    return out
+
+
+def _read(ev: SweepEvidence) -> tuple[float, float, int, int] | None:
+    """(step, pooled within-arm sd, distinct values, runs) when the sweep can be judged, else None."""
+    arms = {v: x for v, x in _arms(ev).items() if len(x)}
+    values = np.concatenate(list(arms.values())) if arms else np.zeros(0)
+    if len(arms) < 2 or len(values) < MIN_RUNS or np.ptp(values) == 0:
+        return None
+    dof = sum(len(x) - 1 for x in arms.values())
+    ss = sum(float(((x - x.mean()) ** 2).sum()) for x in arms.values())
+    sd = math.sqrt(ss / dof) if dof > 0 else math.nan
+    return grid_step(values), sd, len(np.unique(values)), len(values)
+
+
+def coarse_metric(ev: SweepEvidence) -> list[Finding]:
+    read = _read(ev)
+    if read is None:
+        return []
+    step, sd, distinct, runs = read
+    if not (step > 0 and distinct * 2 <= runs and (sd == 0 or step >= STEP_OF_SPREAD * sd)):
+        return []
+    metric = ev.experiment.metric
+    spread = f"seed sd within arms {shown(sd)}" if sd > 0 else "no spread within any arm"
+    return [Finding(
+        "coarse_metric", (),
+        f"final {metric} takes {distinct} distinct values over {runs} runs, on a grid of step {shown(step)} "
+        f"({spread})",
+        f"{metric} is too coarse for this comparison: neighbouring values tie, and no number of seeds resolves a "
+        f"difference below one step ({shown(step)}); evaluate on more examples (the step of an accuracy is 1 / "
+        f"examples) or decide on a finer metric (a loss)", Effect.WARN)]
+
+
+def unpromise(findings: list[Finding], analysis) -> None:
+    """Drop the seeds estimate of every inconclusive comparison of `analysis` (a verdict.Analysis) on a metric a
+    coarse_metric finding names; say why instead."""
+    coarse = [f for f in findings if f.check == "coarse_metric" and f.silenced is None]
+    if not coarse or analysis.metric != analysis_metric(findings, analysis):
+        return
+    for c in analysis.comparisons:
+        if c.verdict != "inconclusive" or not c.seeds_needed:
+            continue
+        promise = f"about {c.seeds_needed} seeds per arm would be needed {c.seeds_needed_basis}"
+        c.reason = c.reason.replace(promise, f"no number of seeds can be promised: {coarse[0].evidence} "
+                                             f"(coarse_metric)")
+        c.seeds_needed = None
+
+
+def analysis_metric(findings: list[Finding], analysis) -> str:
+    """The metric the coarse_metric findings are about (the decision metric: its evidence names it)."""
+    for f in findings:
+        if f.check == "coarse_metric" and f.evidence.startswith(f"final {analysis.metric} "):
+            return analysis.metric
+    return ""
+
+
+def coarse_metric_coverage(ev: SweepEvidence) -> Coverage:
+    read = _read(ev)
+    if read is None:
+        return Coverage("coarse_metric", f"fewer than {MIN_RUNS} distinct usable runs over 2 arms, or no spread: not "
+                                         f"checked", False)
+    step, sd, distinct, runs = read
+    return Coverage("coarse_metric", f"{distinct} distinct finals over {runs} runs; grid step {shown(step)} "
+                                     f"against the seed sd {shown(sd)}", True)
