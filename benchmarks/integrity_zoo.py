@@ -11,6 +11,7 @@ twin in fresh copies of its folder (tests/helpers/integrity_zoo.py); `--workers`
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -34,19 +35,22 @@ def _one(case):
             return exc
 
 
-def table(outcomes: list, errors: dict) -> tuple[dict, list[str]]:
+def row(o) -> dict:
+    """One pair's outcome as a row of the result file."""
+    return {"pair": o.case.name, "class": o.case.klass, "api": o.case.api, "expect": list(o.case.expect),
+            "caught": o.caught, "named": o.bug_checks, "false_alarms": o.false_alarms,
+            "twin_warnings": o.twin_warnings, "seconds": round(o.seconds, 1)}
+
+
+def table(rows: list[dict], errors: dict) -> tuple[dict, list[str]]:
     """The catch table (per class) and the per-pair rows, as a result dict and Markdown lines."""
     per = defaultdict(lambda: {"pairs": 0, "cause": 0, "other": 0, "missed": 0, "false_alarms": 0})
-    rows = []
-    for o in outcomes:
-        c = per[o.case.klass]
+    for r in rows:
+        c = per[r["class"]]
         c["pairs"] += 1
-        c[o.caught] += 1
-        c["false_alarms"] += bool(o.false_alarms)
-        rows.append({"pair": o.case.name, "class": o.case.klass, "api": o.case.api, "expect": list(o.case.expect),
-                     "caught": o.caught, "named": o.bug_checks, "false_alarms": o.false_alarms,
-                     "twin_warnings": o.twin_warnings, "seconds": round(o.seconds, 1)})
-    n = len(outcomes)
+        c[r["caught"]] += 1
+        c["false_alarms"] += bool(r["false_alarms"])
+    n = len(rows)
     total = {k: sum(c[k] for c in per.values()) for k in ("pairs", "cause", "other", "missed", "false_alarms")}
     lines = ["| class | pairs | caught by cause | by another check | missed | twins with a false alarm |",
              "|---|---|---|---|---|---|"]
@@ -73,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", action="append", default=[], help="pairs whose name contains this (repeatable)")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"), help="folder of the results")
     p.add_argument("--label", default="", help="suffix of the result files (e.g. before)")
+    p.add_argument("--update", action="store_true",
+                   help="replace only the rows of the pairs run now in the existing result file (after a fix)")
     args = p.parse_args(argv)
     if args.workers < 1:
         p.error(f"--workers {args.workers}: accepted values are integers >= 1, e.g. 2")
@@ -84,18 +90,28 @@ def main(argv: list[str] | None = None) -> int:
     with ThreadPoolExecutor(args.workers) as pool:
         results = list(pool.map(_one, cases))
     wall = time.perf_counter() - t
-    outcomes = [r for r in results if not isinstance(r, Exception)]
+    rows = [row(r) for r in results if not isinstance(r, Exception)]
     errors = {c.name: r for c, r in zip(cases, results) if isinstance(r, Exception)}
-    result, lines = table(outcomes, errors)
+    name = "integrity_zoo" + (f"_{args.label}" if args.label else "")
+    note = ""
+    previous = Path(args.out) / f"{name}.json"
+    if args.update and previous.exists():
+        old = json.loads(previous.read_text())
+        ran = {c.name for c in cases}
+        rows += [r for r in old["pairs"] if r["pair"] not in ran]
+        note = (f" Updated: {', '.join(sorted(ran))} rerun after a fix to the pair "
+                f"({wall:.0f} s); the other rows from the run of {old['wall_s']:.0f} s.")
+        wall, load = old["wall_s"], old["load_at_start"]
+        cases = [c for c in load_cases() if c.name in {r["pair"] for r in rows} | set(errors)]
+    result, lines = table(rows, errors)
     result.update(wall_s=round(wall, 1), workers=args.workers, load_at_start=round(load, 2),
                   load_at_end=round(os.getloadavg()[0], 2))
-    name = "integrity_zoo" + (f"_{args.label}" if args.label else "")
     head = [f"# Integrity zoo{': ' + args.label if args.label else ''}", "",
             f"`python benchmarks/integrity_zoo.py --workers {args.workers}"
             f"{''.join(' --only ' + s for s in args.only)}{' --label ' + args.label if args.label else ''}`: "
             f"{len(cases)} bug/healthy-twin pairs (tests/integrity_zoo/), each side a real sweep and report through "
             f"the CLI; {wall:.0f} s wall with {args.workers} workers on a shared 2-core machine "
-            f"(load average {load:.1f} at the start, {result['load_at_end']:.1f} at the end).", "",
+            f"(load average {load:.1f} at the start, {result['load_at_end']:.1f} at the end).{note}", "",
             "Caught by cause: a check of the pair's class is named on the expected variant's verdict or findings "
             "(any arm where the bug touches every arm). By another check: only other checks named, or the "
             "verdict changed. False alarm: the healthy twin got a verdict other than better / worse / inconclusive "

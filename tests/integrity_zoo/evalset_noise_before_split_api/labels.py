@@ -13,7 +13,7 @@ flip = noise.random(500) < cfg.flip
 y_train = np.where(flip, 1 - y, y)[:400]
 y_val = y[400:]
 run.eval_fingerprint({"x": X[400:], "y": y_val})
-w = np.zeros(5)
+w = run.numpy_rng("init").normal(scale=0.1, size=5)
 for step in range(1, 51):
     p = 1 / (1 + np.exp(-X[:400] @ w))
     w -= 0.5 * X[:400].T @ (p - y_train) / 400

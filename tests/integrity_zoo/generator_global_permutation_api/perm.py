@@ -5,7 +5,7 @@ import sweeper
 
 run = sweeper.init()
 cfg = run.config
-np.random.seed(run.seed_for("init"))
+np.random.seed(run.seed_for("init") % 2**32)
 order = run.numpy_rng("data_order")
 data = np.random.default_rng(16)
 X = data.normal(size=(200, 8))

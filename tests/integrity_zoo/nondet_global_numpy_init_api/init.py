@@ -5,7 +5,7 @@ import sweeper
 
 run = sweeper.init()
 cfg = run.config
-np.random.seed(run.seed_for("init"))
+np.random.seed(run.seed_for("init") % 2**32)
 data = run.numpy_rng("data_order")
 X = data.normal(size=(200, 3))
 y = np.sin(X[:, 0]) + 0.5 * X[:, 1] * X[:, 2] + data.normal(scale=0.1, size=200)

@@ -14,7 +14,7 @@ for r in range(1, cfg.rounds + 1):
     j = r % 3
     t = np.median(X[:300, j])
     left = X[:, j] <= t
-    F += 0.5 * np.where(left, res[:300][left[:300]].mean(), res[:300][~left[:300]].mean())
+    F += cfg.shrink * np.where(left, res[:300][left[:300]].mean(), res[:300][~left[:300]].mean())
     run.log(r, train_mse=float(np.mean((y[:300] - np.tanh(F[:300])) ** 2)))
 pred = np.sign(F[300:])
 run.finish(val_acc=float(np.mean(pred == y[300:])), steps=cfg.rounds)
