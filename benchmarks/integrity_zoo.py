@@ -108,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
                   load_at_end=round(os.getloadavg()[0], 2))
     head = [f"# Integrity zoo{': ' + args.label if args.label else ''}", "",
             f"`python benchmarks/integrity_zoo.py --workers {args.workers}"
-            f"{''.join(' --only ' + s for s in args.only)}{' --label ' + args.label if args.label else ''}`: "
+            f"{''.join(' --only ' + s for s in args.only)}{' --label ' + args.label if args.label else ''}"
+            f"{' --update' if args.update else ''}`: "
             f"{len(cases)} bug/healthy-twin pairs (tests/integrity_zoo/), each side a real sweep and report through "
             f"the CLI; {wall:.0f} s wall with {args.workers} workers on a shared 2-core machine "
             f"(load average {load:.1f} at the start, {result['load_at_end']:.1f} at the end).{note}", "",
