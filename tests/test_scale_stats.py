@@ -44,9 +44,9 @@ def finished_sweep(root, finals: dict[str, list[float | None]]) -> None:
                                       created=0.0, argv=["test"]))
 
 
-def report(sweep_dir) -> str:
-    r = run_sweeper(str(sweep_dir), "--no-plots", module="sweeper.report", timeout=600)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+def report(sweep_dir, *flags: str) -> str:
+    r = run_sweeper(str(sweep_dir), *flags, module="sweeper.report", timeout=600)
+    assert r.returncode == 0 and "Warning" not in r.stderr, r.stdout[-2000:] + r.stderr[-2000:]
     return r.stdout
 
 
@@ -58,7 +58,7 @@ def test_a_sweep_of_1560_runs_reports_every_comparison_by_monte_carlo_where_it_c
     c = list(rng.normal(1.0, 0.1, 520))
     c[3] = c[7] = None                                     # two lost seeds: the worst-rank test decides c vs a
     finished_sweep(tmp_path, {"a": list(rng.normal(1.0, 0.1, 520)), "b": list(rng.normal(1.1, 0.1, 520)), "c": c})
-    out = report(tmp_path)
+    out = report(tmp_path, "--no-plots")
     rows = {line.split()[0]: line for line in out.splitlines() if line.split()[1:3] == ["vs", "a"]}   # table rows
     assert "Monte Carlo permutation test of Welch's t" in rows["b"] and "worse" in rows["b"], out
     assert "Monte Carlo worst-rank test" in rows["c"] and "518/520" in rows["c"], out
@@ -78,9 +78,12 @@ def test_finite_but_huge_values_are_decided_by_the_report(tmp_path, finals, verd
     """Any finite metric value is a value: 1e308 per seed, arms whose sums or differences pass the largest float
     (the difference is then shown as inf), one huge outlier seed; the report decides instead of crashing."""
     finished_sweep(tmp_path, finals)
-    out = report(tmp_path)
+    out = report(tmp_path)                                  # with its plots: drawn in units of 1e308
     row = next(line for line in out.splitlines() if line.split()[:3] == ["b", "vs", "a"])
     assert f" {verdict} " in row, out
+    assert {"final_metric.png", "paired_difference.png"} <= {p.name for p in (tmp_path / "plots").iterdir()}
+    if verdict == "better" and None not in finals["a"]:          # the difference itself passes the largest float
+        assert "b has lower val_loss by more than the largest float" in out, out
 
 
 def test_exact_floors_and_zero_spread_results_at_thousands_of_seeds_are_numbers_not_overflows():

@@ -420,7 +420,8 @@ def _decide(c: Comparison, va: Arm, vb: Arm, an: Analysis, corpus_differs: bool)
     direction = ("lower" if est < 0 else "higher") + f" {an.metric}"
     shown = (f"{ci.confidence:.4g} interval of the difference {ci.low:.4g} to {ci.high:.4g}, Holm step "
              f"{c.holm_step} of {m}")
-    effect = (f"{va.variant} has {direction} by {abs(est):.4g} ({shown})" if math.isfinite(est)
+    size = f"{abs(est):.4g}" if math.isfinite(est) else "more than the largest float (1.8e308)"
+    effect = (f"{va.variant} has {direction} by {size} ({shown})" if not math.isnan(est)
               else f"{va.variant} has no usable seed ({shown})")
     test = f"{c.primary.name} p={p:.3g}, Holm-adjusted {c.p_adjusted:.3g}"
     rob = c.robustness
