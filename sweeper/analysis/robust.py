@@ -41,9 +41,9 @@ from scipy import special
 from sweeper.analysis.stats import (
     TestResult,
     _finite,
-    countable,
     _paired_differences,
     _t_pvalue,
+    countable,
     paired_t_test,
     smallest_p,
     welch_test,
