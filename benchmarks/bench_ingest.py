@@ -5,7 +5,8 @@
 
 Measured side by side, in one process tree, so the machine's load touches every figure alike:
   script   `python task.py > log`: the script alone (wall, CPU)
-  sweep    `python -m sweeper` of that one run (launcher=local): the run's wall under sweeper (its status.json
+  sweep    `python -m sweeper` of that one run (launcher=local, launcher.max_log_mb=null: with the default 16 MiB
+           cap a million-line log is cut and its curve thinned by design): the run's wall under sweeper (its status.json
            started -> ended), the ratio to the script alone (target <= 1.2x) and the sweep command's wall
   ingest   in this process, on the same output: the run command's end (sweeper.run.reported.read_reported, then
            Run.log_many writing metrics.jsonl), lines per CPU-second (target >= 200,000 on one core)
@@ -72,7 +73,8 @@ def under_sweeper(proj: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SWEEPER_PROGRESS": "plain"}
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "sweeper", "--config-dir", "conf", "+experiment=ingest", "seeds=0",
-                        "sweeper.dir=sw", "sweeper.report=false", "launcher=local"], cwd=proj, env=env,
+                        "sweeper.dir=sw", "sweeper.report=false", "launcher=local",
+                        "launcher.max_log_mb=null"], cwd=proj, env=env,
                        capture_output=True, text=True, timeout=3600)
     wall = time.perf_counter() - t0
     if r.returncode != 0:
