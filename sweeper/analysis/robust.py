@@ -43,6 +43,7 @@ from sweeper.analysis.stats import (
     _finite,
     _paired_differences,
     _t_pvalue,
+    countable,
     paired_t_test,
     smallest_p,
     welch_test,
@@ -65,7 +66,7 @@ PAIRED_NAME = "sign-flip max-type test (t and Huber t)"
 
 def floor(paired: bool, n_a: int, n_b: int) -> float:
     """Smallest two-sided p the exact permutation (sign-flip) test can return at this n."""
-    return smallest_p("signflip", n_a) if paired else min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
+    return smallest_p("signflip", n_a) if paired else min(1.0, 2 / math.comb(n_a + n_b, n_a))   # int / int: no overflow
 
 
 def spread(a, b, paired: bool, permutation: bool) -> float:
@@ -272,7 +273,7 @@ def paired_test(a, b, n_resamples: int = DEFAULT.n_resamples, seed: int = DEFAUL
     if np.ptp(d) <= 1e-12 * scale or scale == 0:             # zero spread: all 2^n flips are enumerable by hand
         p = 1.0 if scale == 0 else smallest_p("signflip", n)
         return TestResult("exact sign-flip test (zero spread)", float(d.mean()), float(p), min_p=floor, exact=True,
-                          n_resamples=2**n, note="every paired difference is the same")
+                          n_resamples=countable(2**n), note="every paired difference is the same")
     signs = _signs(n) if exact else _random_signs(n, n_resamples, seed)
     t, h = _paired_stats(signs * d)
     combined = np.minimum(_pvalues_within(t), _pvalues_within(h))
@@ -292,10 +293,10 @@ def deciding_test(a, b, paired: bool, family_size: int = 1, alpha: float = DEFAU
     a, b = _finite(a, "a"), _finite(b, "b")
     if not paired and min(a.size, b.size) >= 2 and np.ptp(a) == 0 and np.ptp(b) == 0:   # zero spread: exact
         diff = float(a.mean() - b.mean())
-        p = 1.0 if diff == 0 else 2.0 / math.comb(a.size + b.size, a.size)
-        return TestResult("exact permutation test (zero spread)", diff, p, min_p=2.0 / math.comb(a.size + b.size,
-                                                                                                 a.size),
-                          exact=True, n_resamples=math.comb(a.size + b.size, a.size),
+        least = floor(False, a.size, b.size)
+        p = 1.0 if diff == 0 else least
+        return TestResult("exact permutation test (zero spread)", diff, p, min_p=least,
+                          exact=True, n_resamples=countable(math.comb(a.size + b.size, a.size)),
                           note="every seed of each arm has the same value")
     if uses_permutation(paired, a.size, b.size, family_size, alpha):
         return (paired_test if paired else independent_test)(a, b, n_resamples=n_resamples, seed=seed)

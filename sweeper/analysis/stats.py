@@ -156,7 +156,10 @@ def prob_better(a, b, lower_is_better: bool = False) -> float:
         return float(np.mean([prob_better(a[:, t], b[:, t], lower_is_better) for t in range(a.shape[1])]))
     if a.size == 0 or b.size == 0:
         return math.nan
-    return float(_better_matrix(a, b, lower_is_better).mean())
+    sb = np.sort(b)                          # O(n log n): no (n_a, n_b) matrix at thousands of seeds
+    below, upto = np.searchsorted(sb, a, "left"), np.searchsorted(sb, a, "right")   # (n_a,) b's under / up to a_i
+    wins = 2 * ((b.size - upto) if lower_is_better else below) + (upto - below)     # doubled: ties count half
+    return float(int(wins.sum()) / (2 * a.size * b.size))
 
 
 # ----------------------------------------------------------------------------- parametric tests
@@ -211,7 +214,7 @@ def smallest_p(test: str, n_a: int, n_b: int | None = None, alternative: str = "
     _check_alternative(alternative)
     sides = 2 if alternative == "two-sided" else 1
     if test in ("signflip", "wilcoxon"):
-        return min(1.0, sides / 2.0**n_a)
+        return min(1.0, sides / 2**n_a)              # int / int: 0.0 below the smallest float, never an overflow
     if test in ("mannwhitney", "permutation"):
         if n_b is None:
             raise ValueError(f"smallest_p({test!r}) needs n_b, the size of the second arm")
@@ -219,6 +222,12 @@ def smallest_p(test: str, n_a: int, n_b: int | None = None, alternative: str = "
             sides = 1      # with unequal arms the two extreme splits give different |mean difference|
         return min(1.0, sides / math.comb(n_a + n_b, n_a))
     raise ValueError(f"test={test!r}: accepted values are mannwhitney, permutation, signflip, wilcoxon")
+
+
+def countable(arrangements: int) -> int:
+    """An exact test's number of arrangements as a TestResult records it: the count itself when it fits in 64 bits,
+    else 0 (C(2000, 1000) has 600 digits: such a test is decided by formula, never enumerated)."""
+    return arrangements if arrangements < 2**63 else 0
 
 
 def _resampling_pvalue(null: np.ndarray, observed: float, alternative: str, exact: bool) -> float:
@@ -448,21 +457,56 @@ def prob_better_interval(estimate: float, n_a: int, n_b: int, confidence: float 
 
 
 # ----------------------------------------------------------------------------- worst-rank test (lost seeds)
-@functools.lru_cache(maxsize=256)
-def _worst_rank_null(n_a: int, n_b: int, lost: int, top: bool) -> tuple[int, np.ndarray]:
-    """Permutation distribution of 2H, H = #(a above b) + ties/2, when `lost` of the n_a + n_b values tie at
-    the top (top=True) or bottom and the others are distinct: (smallest 2H, pmf over consecutive 2H values)."""
-    n = n_a + n_b
+WORST_RANK_EXACT_CELLS = 4_000_000   # the exact null's table, (n_a + 1) x (2 n^2 + 2): 60 vs 60 seeds; beyond, MC
+WORST_RANK_PAIRS = 1_000_000         # n_a n_b pairwise differences enumerated by the interval; beyond, bisection
+
+
+@dataclass(frozen=True)
+class _Null:
+    """Null distribution of 2H: counts of consecutive 2H values from `start`, exact or from Monte Carlo draws."""
+    start: int
+    counts: np.ndarray        # (support,)
+    exact: bool
+
+    @property
+    def pmf(self) -> np.ndarray:
+        return self.counts / self.counts.sum()
+
+
+def _doubled_midranks(n: int, lost: int, top: bool) -> np.ndarray:
+    """The pooled doubled midranks when `lost` of n values tie at the top (top=True) or bottom, the others distinct."""
     usable = np.arange(1, n - lost + 1) + (0 if top else lost)                 # ascending ranks
-    weights = list(2 * usable) + [2 * (n - lost if top else 0) + lost + 1] * lost   # doubled midranks
-    counts = np.zeros((n_a + 1, 2 * n * n + 2))                                 # (k chosen, doubled rank sum)
-    counts[0, 0] = 1.0
-    for w in weights:
-        counts[1:, w:] = counts[1:, w:] + counts[:-1, :-w]
-    row = counts[n_a]
-    support = np.nonzero(row)[0]
-    pmf = row[support[0]:support[-1] + 1] / row.sum()
-    return int(support[0]) - n_a * (n_a + 1), pmf
+    return np.array(list(2 * usable) + [2 * (n - lost if top else 0) + lost + 1] * lost, dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=256)
+def _worst_rank_null(n_a: int, n_b: int, lost: int, top: bool, n_resamples: int = DEFAULT.n_resamples,
+                     seed: int = DEFAULT.seed) -> _Null:
+    """Permutation distribution of 2H, H = #(a above b) + ties/2, when `lost` of the n_a + n_b values tie at
+    the top (top=True) or bottom and the others are distinct. Enumerated exactly (subset sums of the doubled
+    midranks, rescaled so no count overflows) while the table has at most WORST_RANK_EXACT_CELLS cells; beyond,
+    n_resamples random splits (fixed seed), the observed split counted among them at p-value time."""
+    n = n_a + n_b
+    weights = _doubled_midranks(n, lost, top)
+    if (n_a + 1) * (2 * n * n + 2) <= WORST_RANK_EXACT_CELLS:
+        counts = np.zeros((n_a + 1, 2 * n * n + 2))                                 # (k chosen, doubled rank sum)
+        counts[0, 0] = 1.0
+        for w in weights.tolist():
+            counts[1:, w:] = counts[1:, w:] + counts[:-1, :-w]
+            top_count = counts.max()
+            if top_count > 1e250:                       # a common factor keeps every ratio and every count finite
+                counts /= top_count
+        row = counts[n_a]
+        support = np.nonzero(row)[0]
+        return _Null(int(support[0]) - n_a * (n_a + 1), row[support[0]:support[-1] + 1], True)
+    rng = np.random.default_rng(seed)
+    sums = np.empty(n_resamples, dtype=np.int64)
+    rows = max(1, _CHUNK // n)
+    for lo in range(0, n_resamples, rows):
+        k = min(rows, n_resamples - lo)
+        sums[lo:lo + k] = rng.permuted(np.broadcast_to(weights, (k, n)), axis=1)[:, :n_a].sum(axis=1)
+    low = int(sums.min())
+    return _Null(low - n_a * (n_a + 1), np.bincount(sums - low).astype(float), False)
 
 
 @dataclass(frozen=True)
@@ -475,24 +519,31 @@ class WorstRank:
     lost_a: int
     lost_b: int
     lower_is_better: bool
+    n_resamples: int = DEFAULT.n_resamples     # Monte Carlo draws of the null when it cannot be enumerated
+    seed: int = DEFAULT.seed
 
 
-def _pvalue_2h(h2: np.ndarray, start: int, pmf: np.ndarray) -> np.ndarray:
-    """Exact two-sided p of doubled statistics h2: min(1, 2 min(P(2H <= h2), P(2H >= h2)))."""
-    cdf = np.concatenate([[0.0], np.cumsum(pmf)])
-    k = np.clip(np.asarray(h2) - start, -1, pmf.size)
-    below = cdf[np.clip(k + 1, 0, pmf.size)]                                   # P(2H <= h2)
-    above = 1.0 - cdf[np.clip(k, 0, pmf.size)]                                 # P(2H >= h2)
-    return np.minimum(1.0, 2 * np.minimum(below, above))
+def _pvalue_2h(h2: np.ndarray, null: _Null) -> np.ndarray:
+    """Two-sided p of doubled statistics h2: min(1, 2 min(P(2H <= h2), P(2H >= h2))); Monte Carlo: each tail
+    (hits + 1) / (draws + 1), the observed split counted as one of the draws."""
+    cum = np.concatenate([[0.0], np.cumsum(null.counts)])
+    total, adjust = cum[-1], (0.0 if null.exact else 1.0)
+    size = null.counts.size
+    k = np.clip(np.asarray(h2) - null.start, -1, size)
+    below = cum[np.clip(k + 1, 0, size)]                                       # draws with 2H <= h2
+    above = total - cum[np.clip(k, 0, size)]                                   # draws with 2H >= h2
+    return np.minimum(1.0, 2 * np.minimum(below + adjust, above + adjust) / (total + adjust))
 
 
-def worst_rank_test(a, b, lost_a: int = 0, lost_b: int = 0, lower_is_better: bool = True) -> WorstRank:
+def worst_rank_test(a, b, lost_a: int = 0, lost_b: int = 0, lower_is_better: bool = True,
+                    n_resamples: int = DEFAULT.n_resamples, seed: int = DEFAULT.seed) -> WorstRank:
     """Exact rank test over every ended seed, a lost one ranked worse than every usable one (both arms).
 
     The statistic is the Mann-Whitney count H of (a, b) pairs where a's value is higher (lost seeds placed at
     +inf when lower is better, -inf otherwise; equal values count half); its null distribution is enumerated
-    exactly (all splits of the pooled ranks, the lost ones tied) for any n. Two-sided p =
-    min(1, 2 min(P(H <= h), P(H >= h))): the same as scipy.stats.permutation_test with that statistic and
+    exactly (all splits of the pooled ranks, the lost ones tied) up to WORST_RANK_EXACT_CELLS (about 60 vs 60
+    seeds), else drawn from n_resamples random splits (Monte Carlo, fixed seed; the test's name says so). Two-sided
+    p = min(1, 2 min(P(H <= h), P(H >= h))): the same as scipy.stats.permutation_test with that statistic and
     alternative="two-sided" when the usable values are distinct. Valid for independent arms; for seeds paired
     by shared randomness it is conservative (within-seed correlation narrows the true null).
     """
@@ -500,36 +551,45 @@ def worst_rank_test(a, b, lost_a: int = 0, lost_b: int = 0, lower_is_better: boo
     n_a, n_b = a.size + lost_a, b.size + lost_b
     if n_a < 1 or n_b < 1:
         nan = TestResult("worst-rank test", math.nan, math.nan, note="needs at least 1 ended seed per arm")
-        return WorstRank(nan, math.nan, a, b, lost_a, lost_b, lower_is_better)
+        return WorstRank(nan, math.nan, a, b, lost_a, lost_b, lower_is_better, n_resamples, seed)
     h2 = _h2(a, b, lost_a, lost_b, lower_is_better, 0.0)
-    start, pmf = _worst_rank_null(n_a, n_b, lost_a + lost_b, lower_is_better)
-    p = float(_pvalue_2h(np.array([h2]), start, pmf)[0])
-    floor = float(min(1.0, 2 * min(pmf[0], pmf[-1])))
+    null = _worst_rank_null(n_a, n_b, lost_a + lost_b, lower_is_better, n_resamples, seed)
+    p = float(_pvalue_2h(np.array([h2]), null)[0])
+    pmf = null.pmf
+    floor = float(min(1.0, 2 * min(pmf[0], pmf[-1]))) if null.exact else 1.0 / (n_resamples + 1)
     better = (1 - h2 / (2 * n_a * n_b)) if lower_is_better else h2 / (2 * n_a * n_b)
-    test = TestResult("worst-rank test", float(better), p, min_p=floor, exact=True,
-                      n_resamples=math.comb(n_a + n_b, n_a),
-                      note=f"{lost_a} and {lost_b} lost seed(s) ranked worst")
-    return WorstRank(test, float(better), a, b, lost_a, lost_b, lower_is_better)
+    name = "worst-rank test" if null.exact else "Monte Carlo worst-rank test"
+    note = f"{lost_a} and {lost_b} lost seed(s) ranked worst" + (
+        "" if null.exact else f"; null drawn from {n_resamples} random splits (too many to enumerate)")
+    test = TestResult(name, float(better), p, min_p=floor, exact=null.exact,
+                      n_resamples=countable(math.comb(n_a + n_b, n_a)) if null.exact else n_resamples, note=note)
+    return WorstRank(test, float(better), a, b, lost_a, lost_b, lower_is_better, n_resamples, seed)
 
 
 def _h2(a, b, lost_a, lost_b, lower_is_better, shift) -> int:
-    """2H at a shift of a's usable values by -shift (see worst_rank_test)."""
-    d = (a[:, None] - shift) - b[None, :]                                        # (n_a, n_b)
+    """2H at a shift of a's usable values by -shift (see worst_rank_test), in O(n log n)."""
+    sb = np.sort(b)
+    x = a - shift
+    below = int(np.searchsorted(sb, x, side="left").sum())                       # pairs with a - shift > b
+    ties = int(np.searchsorted(sb, x, side="right").sum()) - below
     fixed = 2 * (lost_a * b.size if lower_is_better else a.size * lost_b) + lost_a * lost_b
-    return int(fixed + 2 * np.count_nonzero(d > 0) + np.count_nonzero(d == 0))
+    return int(fixed + 2 * below + ties)
 
 
 def worst_rank_interval(w: WorstRank, confidence: float) -> Interval:
     """Shifts delta (a's usable values minus delta vs b) that the worst-rank test does not reject at level
     1 - confidence: an interval, because H falls as delta grows. It excludes 0 exactly when the test's p is
     below 1 - confidence (an endpoint is open when 0 ties a pairwise difference). When no shift accounts for
-    the lost seeds the set is empty and is given as [+inf, +inf] (a above b whatever the shift) or [-inf, -inf]."""
+    the lost seeds the set is empty and is given as [+inf, +inf] (a above b whatever the shift) or [-inf, -inf].
+    Up to WORST_RANK_PAIRS pairwise differences they are enumerated; beyond, each end is bisected on the shift."""
     level = 1 - confidence
     method = f"worst-rank test inversion (shift of the usable values), level {confidence:.4g}"
     n_a, n_b = w.a.size + w.lost_a, w.b.size + w.lost_b
     if n_a < 1 or n_b < 1:
         return Interval(math.nan, math.nan, math.nan, "none (no seeds)", confidence, 0, 0)
-    start, pmf = _worst_rank_null(n_a, n_b, w.lost_a + w.lost_b, w.lower_is_better)
+    null = _worst_rank_null(n_a, n_b, w.lost_a + w.lost_b, w.lower_is_better, w.n_resamples, w.seed)
+    if w.a.size * w.b.size > WORST_RANK_PAIRS:
+        return _worst_rank_bisected(w, null, level, confidence, method)
     d = np.sort((w.a[:, None] - w.b[None, :]).ravel())                             # (K,)
     u = np.unique(d)
     fixed = 2 * (w.lost_a * w.b.size if w.lower_is_better else w.a.size * w.lost_b) + w.lost_a * w.lost_b
@@ -540,13 +600,10 @@ def worst_rank_interval(w: WorstRank, confidence: float) -> Interval:
     h2[1::2] = fixed + 2 * (d.size - right) + (right - left)
     bounds = np.concatenate([[-math.inf], u, [math.inf]])
     ends = [(bounds[r // 2], bounds[r // 2 + 1]) if r % 2 == 0 else (u[r // 2], u[r // 2]) for r in range(h2.size)]
-    p = _pvalue_2h(h2, start, pmf)
+    p = _pvalue_2h(h2, null)
     ok = np.nonzero(p >= level)[0]
     if ok.size == 0:                  # even the smallest 2H (largest shift) in the upper tail: a is above b
-        cdf = np.cumsum(pmf)
-        k = int(h2[-1]) - start
-        above = k > 0 and (k >= pmf.size or 1 - cdf[k - 1] < cdf[min(k, pmf.size - 1)])
-        inf = math.inf if above else -math.inf
+        inf = math.inf if _above(int(h2[-1]), null) else -math.inf
         return Interval(inf, inf, inf, method + ": no shift accounts for the lost seeds", confidence, 0, 0)
     low, high = ends[ok[0]][0], ends[ok[-1]][1]
     best = np.nonzero(p == p.max())[0]
@@ -554,6 +611,46 @@ def worst_rank_interval(w: WorstRank, confidence: float) -> Interval:
     estimate = (lo_b + hi_b) / 2 if math.isfinite(lo_b) and math.isfinite(hi_b) else (
         lo_b if math.isfinite(lo_b) else hi_b)
     return Interval(float(estimate), float(low), float(high), method, confidence, 0, 0)
+
+
+def _above(h2: int, null: _Null) -> bool:
+    """Is 2H = h2 in the upper tail of the null (rather than the lower)?"""
+    cdf = np.cumsum(null.pmf)
+    k = h2 - null.start
+    return k > 0 and (k >= cdf.size or 1 - cdf[k - 1] < cdf[min(k, cdf.size - 1)])
+
+
+def _worst_rank_bisected(w: WorstRank, null: _Null, level: float, confidence: float, method: str) -> Interval:
+    """worst_rank_interval at many seeds: 2H(shift) is a non-increasing step function (O(n log n) per shift), the
+    accepted 2H values a range [lo, hi] of the null; each end of the accepted shifts is bisected to the step."""
+    def h2(shift: float) -> int:
+        return _h2(w.a, w.b, w.lost_a, w.lost_b, w.lower_is_better, shift)
+
+    values = null.start + np.arange(null.counts.size)
+    ok = values[_pvalue_2h(values, null) >= level]
+    smallest, largest = h2(math.inf), h2(-math.inf)          # 2H beyond every pairwise difference, either side
+    if ok.size == 0 or smallest > ok[-1] or largest < ok[0]:
+        inf = math.inf if (ok.size and smallest > ok[-1]) or (not ok.size and _above(smallest, null)) else -math.inf
+        return Interval(inf, inf, inf, method + ": no shift accounts for the lost seeds", confidence, 0, 0)
+    span = float(np.ptp(np.concatenate([w.a, w.b]))) or 1.0
+    lo_edge = float(w.a.min() - w.b.max()) - span                # below every pairwise difference
+    hi_edge = float(w.a.max() - w.b.min()) + span                # above every one
+
+    def first_at_most(target: int) -> float:
+        """The smallest shift with 2H <= target (2H falls as the shift grows)."""
+        lo, hi = lo_edge, hi_edge
+        for _ in range(200):
+            mid = lo + (hi - lo) / 2
+            if mid in (lo, hi):
+                break
+            lo, hi = (lo, mid) if h2(mid) <= target else (mid, hi)
+        return hi
+
+    low = -math.inf if largest <= ok[-1] else first_at_most(int(ok[-1]))
+    high = math.inf if smallest >= ok[0] else first_at_most(int(ok[0]) - 1)
+    centre = int(values[int(np.argmax(np.cumsum(null.counts) >= null.counts.sum() / 2))])   # the null's median
+    estimate = first_at_most(centre)
+    return Interval(float(estimate), float(low), float(high), method + " (ends bisected)", confidence, 0, 0)
 
 
 # ----------------------------------------------------------------------------- multiplicity

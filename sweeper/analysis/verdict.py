@@ -69,6 +69,7 @@ import numpy as np
 import pandas as pd
 
 import sweeper.analysis.robust as robust
+import sweeper.analysis.scaling as scaling
 import sweeper.analysis.stats as stats
 from sweeper.analysis.results import MISSING, UNKNOWN
 from sweeper.config.decision import DecisionOptions
@@ -149,6 +150,7 @@ class Analysis:
     min_effect: float | None = None
     role: str = "primary"            # or "secondary": its own Holm family, outside the decision
     design: str = "auto"             # experiment.design: auto | paired | independent
+    scale: int = 0                   # the tests ran on values / 2^scale (sweeper.analysis.scaling): 0 but near 1e308
 
     @property
     def alpha(self) -> float:
@@ -269,7 +271,7 @@ def _compare(c: Comparison, va: Arm, vb: Arm, rows_a: pd.DataFrame, rows_b: pd.D
         return work
     if va.lost or vb.lost:
         a, b, paired = va.values, vb.values, False
-        w = stats.worst_rank_test(a, b, va.lost, vb.lost, an.lower_is_better)
+        w = stats.worst_rank_test(a, b, va.lost, vb.lost, an.lower_is_better, an.n_resamples, an.seed)
         work = _Work("worst-rank", a, b, False, w)
         c.design, c.primary = "independent", w.test
         c.robustness = (stats.welch_test(a, b) if min(a.size, b.size) >= 2 else
@@ -358,7 +360,8 @@ def _power(c: Comparison, an: Analysis, family_size: int, paired: bool, n_a: int
     power_alpha = an.alpha / family_size
     c.mde = stats.min_detectable_effect(n_a, power_alpha, 0.8, paired, n_b) * c.spread
     if an.min_effect is not None:
-        target, c.seeds_needed_basis = an.min_effect, f"at the declared smallest effect that matters, " \
+        target, c.seeds_needed_basis = float(scaling.down(an.min_effect, an.scale)), \
+            f"at the declared smallest effect that matters, " \
                                                       f"min_effect = {an.min_effect:.4g}"
     else:
         target = abs(c.delta.estimate) if c.delta is not None else math.nan
@@ -414,11 +417,12 @@ def _decide(c: Comparison, va: Arm, vb: Arm, an: Analysis, corpus_differs: bool)
     p, d, ci, level = c.primary.pvalue, c.delta, c.decision_ci, c.decision_level
     m = len(an.comparisons)
     # the shift the deciding test estimates (it is the centre of its interval); the worst-rank test: the mean
-    est = ci.estimate if c.primary.name != "worst-rank test" and math.isfinite(ci.estimate) else d.estimate
+    est = ci.estimate if not c.primary.name.endswith("worst-rank test") and math.isfinite(ci.estimate) else d.estimate
     direction = ("lower" if est < 0 else "higher") + f" {an.metric}"
     shown = (f"{ci.confidence:.4g} interval of the difference {ci.low:.4g} to {ci.high:.4g}, Holm step "
              f"{c.holm_step} of {m}")
-    effect = (f"{va.variant} has {direction} by {abs(est):.4g} ({shown})" if math.isfinite(est)
+    size = f"{abs(est):.4g}" if math.isfinite(est) else "more than the largest float (1.8e308)"
+    effect = (f"{va.variant} has {direction} by {size} ({shown})" if not math.isnan(est)
               else f"{va.variant} has no usable seed ({shown})")
     test = f"{c.primary.name} p={p:.3g}, Holm-adjusted {c.p_adjusted:.3g}"
     rob = c.robustness
@@ -442,14 +446,14 @@ def _decide(c: Comparison, va: Arm, vb: Arm, an: Analysis, corpus_differs: bool)
                            f">= {level:.3g}, although it could reach {rob.min_p:.3g}): look at the per-seed values "
                            f"for outliers")
     if rejected and rob is not None and rob.exact is None and not math.isnan(rob.pvalue) and rob.pvalue >= level \
-            and c.primary.name != "worst-rank test":
+            and not c.primary.name.endswith("worst-rank test"):
         c.notes.append(f"the {rob.name} alone would not reject at this Holm level (p={rob.pvalue:.3g} >= {level:.3g}):"
                        f" look at the per-seed values; an outlying seed widens a t-test, the {c.primary.name} "
                        "down-weights it and keeps its level for any noise law")
     if rejected:
         higher = ci.low > 0 if (ci.low > 0 or ci.high < 0) else est > 0
         c.verdict = "worse" if higher == an.lower_is_better else "better"
-        if c.primary.name == "worst-rank test":
+        if c.primary.name.endswith("worst-rank test"):
             effect = (f"{va.variant} ranks {'lower' if not higher else 'higher'} in {an.metric} counting lost "
                       f"seeds as worst ({shown}; P({va.variant} better) = {c.p_better.estimate:.2f})")
         c.reason = f"{effect}; {test} < {an.alpha}"
@@ -466,7 +470,7 @@ def _decide(c: Comparison, va: Arm, vb: Arm, an: Analysis, corpus_differs: bool)
         c.reason = (f"{effect}; {test} >= {an.alpha}; at this n only differences of at least {c.mde:.3g} are "
                     f"detected with 80% power; {needed} (fix n before running more: adding seeds until p < alpha "
                     f"inflates false positives)")
-    if c.primary.name == "worst-rank test" and va.lost > vb.lost and c.verdict != "worse":
+    if c.primary.name.endswith("worst-rank test") and va.lost > vb.lost and c.verdict != "worse":
         c.reason += f"; {va.variant}'s lost seeds count against it: its survivors alone would be a biased sample"
     if corpus_differs:
         c.verdict = "inconclusive"
@@ -488,6 +492,22 @@ def _health(c: Comparison, va: Arm, vb: Arm) -> None:
     c.numbers_say = c.verdict
     c.reason = f"{why}; the numbers alone would say {c.verdict}: {c.reason}"
     c.verdict = "invalid"
+
+
+def _arm_up(arm: Arm, k: int) -> None:
+    """An arm computed on values / 2^k (sweeper.analysis.scaling) back in metric units."""
+    if k:
+        arm.values = np.ldexp(arm.values, k)
+        arm.summary = {key: (v if key == "n" else scaling.up(v, k)) for key, v in arm.summary.items()}
+        arm.mean_ci = scaling.up_interval(arm.mean_ci, k)
+
+
+def _comparison_up(c: Comparison, k: int) -> None:
+    """A comparison computed on values / 2^k back in metric units (unit-free figures are unchanged)."""
+    if k:
+        c.delta, c.decision_ci = scaling.up_interval(c.delta, k), scaling.up_interval(c.decision_ci, k)
+        c.primary, c.robustness = scaling.up_test(c.primary, k), scaling.up_test(c.robustness, k)
+        c.mde, c.spread = scaling.up(c.mde, k), scaling.up(c.spread, k)
 
 
 def _column(runs: pd.DataFrame, metric: str) -> str | None:
@@ -518,7 +538,10 @@ def analyze(runs: pd.DataFrame, metric: str, lower_is_better: bool, comparisons:
     if min_effect is not None and not min_effect > 0:
         raise ValueError(f"min_effect={min_effect}: accepted values are positive differences in metric units")
     column = _column(runs, metric)
-    an = Analysis(metric, lower_is_better, options, {}, [], min_effect, role, design)
+    k = scaling.exponent(runs[column]) if column is not None and len(runs) else 0   # values near the largest float
+    if k:
+        runs = runs.assign(**{column: scaling.down(runs[column], k)})
+    an = Analysis(metric, lower_is_better, options, {}, [], min_effect, role, design, k)
     groups = {v: g for v, g in runs.groupby("variant", sort=False)} if len(runs) else {}
     for variant, baseline in comparisons:
         for name in (variant, baseline):
@@ -543,6 +566,8 @@ def analyze(runs: pd.DataFrame, metric: str, lower_is_better: bool, comparisons:
                             len(comparisons))
 
         works = list(pool.map(compare, an.comparisons))
+    for arm in an.arms.values():
+        _arm_up(arm, k)
     raw = [c.primary.pvalue if c.primary is not None and not math.isnan(c.primary.pvalue) else 1.0
            for c in an.comparisons]
     m = len(raw)
@@ -552,6 +577,7 @@ def analyze(runs: pd.DataFrame, metric: str, lower_is_better: bool, comparisons:
         c.decision_level, c.holm_step = level, step
         if c.primary is not None and work.kind:
             c.decision_ci = _decision_ci(c, work, level, step, m, an.alpha, an.n_resamples, an.seed)
+        _comparison_up(c, k)                     # metric units again before the reason quotes any figure
         env_notes, corpus_differs = _environment_notes(pd.concat([groups[c.variant], groups[c.baseline]]))
         c.notes.extend(env_notes)
         if c.decision_ci is not None:

@@ -74,15 +74,30 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
+PLOTTABLE = 1e150    # beyond, matplotlib's axis arithmetic overflows (1e308: "arange: cannot compute length")
+
+
+def _divisor(*arrays) -> tuple[float, str]:
+    """(power of ten to divide the drawn values by, the axis label's note): (1.0, "") unless a finite value is
+    beyond PLOTTABLE, as a metric of 1e308 is; the figures in the report's text stay exact."""
+    top = max((float(np.max(np.abs(x[np.isfinite(x)]))) for x in map(np.asarray, arrays)
+               if x.size and np.isfinite(x).any()), default=0.0)
+    if top <= PLOTTABLE:
+        return 1.0, ""
+    k = int(np.floor(np.log10(top)))
+    return 10.0 ** k, f" (x 1e{k})"
+
+
 def _curve_plot(plt, curves: pd.DataFrame, metric: str, variants: list[str], title: str, log: bool, path: Path):
     fig, ax = plt.subplots(figsize=(7, 4.2))
     sub = curves[curves["metric"] == metric] if len(curves) else curves
+    divide, note = (1.0, "") if log or not len(sub) else _divisor(sub["value"].to_numpy(dtype=float))
     drawn = 0
     for i, variant in enumerate(variants):
         rows = sub[sub["variant"] == variant]
         if rows.empty:
             continue
-        table = rows.pivot_table(index="step", columns="run_id", values="value", aggfunc="last")   # (steps, runs)
+        table = rows.pivot_table(index="step", columns="run_id", values="value", aggfunc="last") / divide
         if log:                                  # geometric mean and sd: a band that stays positive
             table = np.log(table.where(table > 0))
         mean, sd = table.mean(axis=1), table.std(axis=1, ddof=1).fillna(0.0)
@@ -100,7 +115,7 @@ def _curve_plot(plt, curves: pd.DataFrame, metric: str, variants: list[str], tit
     if log and drawn:
         ax.set_yscale("log")
     ax.set_xlabel("step")
-    _title(ax, fig, title, _label(metric))
+    _title(ax, fig, title, _label(metric + note))
     ax.grid(alpha=0.3)
     _save(fig, path)
     plt.close(fig)
@@ -112,10 +127,13 @@ def _final_plot(plt, analysis, path: Path):
                      + (f"\n{a.lost} lost" if a.lost else "")) for a in arms]
     fig, ax = plt.subplots(figsize=(max(5, _arm_width(labels) * len(arms) + 1.5), 4.2))
     rng = np.random.default_rng(0)                        # fixed jitter: the same sweep gives the same picture
+    divide, note = _divisor(*(a.values for a in arms))
     for i, arm in enumerate(arms):
         x = i + rng.uniform(-0.12, 0.12, arm.usable)
-        ax.scatter(x, arm.values, s=18, color=f"C{i % 10}", alpha=0.8, zorder=3)
+        ax.scatter(x, arm.values / divide, s=18, color=f"C{i % 10}", alpha=0.8, zorder=3)
         ci = arm.mean_ci
+        ci = type(ci)(ci.estimate / divide, ci.low / divide, ci.high / divide, ci.method, ci.confidence,
+                      ci.n_resamples, ci.seed)
         if np.isfinite(ci.low):
             ax.errorbar(i + 0.3, ci.estimate, yerr=[[ci.estimate - ci.low], [ci.high - ci.estimate]], fmt="o",
                         color="k", capsize=4, zorder=4)
@@ -126,26 +144,28 @@ def _final_plot(plt, analysis, path: Path):
         ax.text(0.5, 0.5, "no finished seeds yet", ha="center", va="center", transform=ax.transAxes)
     arrow = "lower is better" if analysis.lower_is_better else "higher is better"
     _title(ax, fig, _label(f"final {analysis.metric} per seed; black: mean, {analysis.confidence:.0%} bootstrap CI"),
-           _label(f"final {analysis.metric} ({arrow})"))
+           _label(f"final {analysis.metric} ({arrow}){note}"))
     ax.grid(alpha=0.3, axis="y")
     _save(fig, path)
     plt.close(fig)
 
 
-def paired_differences(analysis) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """comparison variant -> (seeds usable in both arms, variant - baseline per seed): what the plot draws."""
+def paired_differences(analysis, divide: float = 1.0) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """comparison variant -> (seeds usable in both arms, variant - baseline per seed, each divided by `divide`
+    first, so a difference beyond the largest float is drawn too): what the plot draws."""
     out = {}
     for c in analysis.comparisons:
         va, vb = analysis.arms[c.variant], analysis.arms[c.baseline]
         seeds = np.intersect1d(va.seeds, vb.seeds)                                      # (k,)
         a = va.values[np.searchsorted(va.seeds, seeds)]
         b = vb.values[np.searchsorted(vb.seeds, seeds)]
-        out[c.variant] = (seeds, a - b)
+        out[c.variant] = (seeds, a / divide - b / divide)
     return out
 
 
 def _paired_plot(plt, analysis, path: Path):
-    diffs = paired_differences(analysis)
+    divide, note = _divisor(*(a.values for a in analysis.arms.values()))
+    diffs = paired_differences(analysis, divide)
     designs = {c.design for c in analysis.comparisons if c.design != "-"}
     labels = [_label(wrap(c.variant, LABEL_CHARS) + "\n- " + wrap(c.baseline, LABEL_CHARS) + f"\n{c.verdict}"
                      + (f"\n{c.design}" if len(designs) > 1 else "")) for c in analysis.comparisons]
@@ -157,10 +177,10 @@ def _paired_plot(plt, analysis, path: Path):
                    color=f"C{(i + 1) % 10}", alpha=0.8, zorder=3)
         ci = getattr(c, "decision_ci", None) or c.delta
         if ci is not None and c.delta is not None:
-            low, high = (v if np.isfinite(v) else (d.min() if v < 0 else d.max()) if d.size else 0.0
+            est = c.delta.estimate / divide if np.isfinite(c.delta.estimate) or not d.size else float(np.mean(d))
+            low, high = (v / divide if np.isfinite(v) else (d.min() if v < 0 else d.max()) if d.size else 0.0
                          for v in (ci.low, ci.high))
-            ax.errorbar(i + 0.3, c.delta.estimate, yerr=[[max(0.0, c.delta.estimate - low)],
-                                                         [max(0.0, high - c.delta.estimate)]],
+            ax.errorbar(i + 0.3, est, yerr=[[max(0.0, est - low)], [max(0.0, high - est)]],
                         fmt="o", color="k", capsize=4, zorder=4)
     ax.set_xticks(range(len(analysis.comparisons)), labels, fontsize=8)
     if not analysis.comparisons or not any(diffs[c.variant][1].size for c in analysis.comparisons):
@@ -170,7 +190,7 @@ def _paired_plot(plt, analysis, path: Path):
             "differences per seed (same seed, not paired: the test compares the arms' means)"
             if designs == {"independent"} else "differences per seed (paired where the label says so)")
     _title(ax, fig, f"{kind}; black: difference with the decision interval",
-           _label(f"{analysis.metric}: variant - baseline, per seed ({arrow})"))
+           _label(f"{analysis.metric}: variant - baseline, per seed ({arrow}){note}"))
     ax.grid(alpha=0.3, axis="y")
     _save(fig, path)
     plt.close(fig)

@@ -63,6 +63,12 @@ class ConfigError(ValueError):
     """A bad config value: the run fails with exit status 2 and is never retried."""
 
 
+def _json_value(value: Any) -> Any:
+    """What JSON writes for a value it lacks: a tensor's or numpy scalar's number (plain), else its text."""
+    out = plain(value)
+    return str(out) if out is value else out
+
+
 class Run(RankedRun, RunSeeds, RunCheckpoints, RunEnding, RunUsage):
     """One run of a sweep, seen from inside its process. Made by `init()`. Its ranks: sweeper.run.ranks.RankedRun."""
 
@@ -158,6 +164,17 @@ class Run(RankedRun, RunSeeds, RunCheckpoints, RunEnding, RunUsage):
                                           purge_step=self.start_step or None)
             self._tb.log(record)
         return record
+
+    def log_many(self, records: list[dict]) -> None:
+        """run.log(r["step"], **the rest of r) for each record r, written at once (one write, one fsync): a
+        zero-glue run's million reported lines in a second. With the live monitor or TensorBoard on, line by line."""
+        if self._health is not None or self._tb_enabled:
+            for r in records:
+                self.log(r["step"], **{k: v for k, v in r.items() if k != "step"})
+            return
+        if self.is_main and records:
+            self.dir.append_metrics_many(records, default=_json_value)
+            self._last_step = int(records[-1]["step"])
 
     def health(self, model: Any, *, num_classes: int | None = None, interval: int = 10, preflight=None,
                thresholds=None, optimizer=None, total_steps: int | None = None, val_keys=None,

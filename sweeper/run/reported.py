@@ -32,8 +32,11 @@ import csv
 import io
 import json
 import math
+import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 STDOUT = "stdout"
 FILE_KINDS = (".json", ".jsonl", ".csv")
@@ -84,6 +87,39 @@ def iter_json_objects(lines, prefix: str | None = None):
             continue
         if isinstance(obj, dict):
             yield number, raw.strip(), flatten(obj)
+
+
+_LINE_OBJECT = re.compile(r"^[^\S\n]*(\{.*\})[^\S\n]*$", re.M)     # a line that is one {...}, spaces around
+_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")   # line breaks of splitlines() beyond \r, \n
+
+
+def text_objects(text: str, prefix: str | None = None) -> tuple[list[tuple[int, str, dict]], Callable[[int], int]]:
+    """iter_json_objects over a whole text, at C speed for the common case (no prefix): the candidate lines found
+    by one regex and parsed by one json.loads of them all (line by line only when one is not JSON), flattened only
+    when nested. ([(position, the line, its object)], position -> the line number iter_json_objects counts): the
+    number is worked out only for the few lines a report names."""
+    if prefix or _OTHER_BREAKS.search(text):
+        return list(iter_json_objects(text.splitlines(), prefix)), int
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")           # the breaks splitlines() counts
+    found = list(_LINE_OBJECT.finditer(text))
+    lines = [m.group(1) for m in found]
+    try:
+        objects = json.loads("[" + ",".join(lines) + "]")
+    except ValueError:
+        objects = []
+    if len(objects) != len(lines):                 # a line that is not JSON (or holds "}, {"): line by line
+        objects = [_loads(line) for line in lines]
+    out = [(m.start(), line, flatten(obj) if line.count("{") > 1 else obj)
+           for m, line, obj in zip(found, lines, objects) if type(obj) is dict]
+    return out, lambda offset: text.count("\n", 0, offset) + 1
+
+
+def _loads(line: str):
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
 
 
 def _number(text: str):
@@ -159,25 +195,25 @@ def read_reported(log_text: str, sources: list[str], prefix: str | None, base: P
     source named, the .json/.jsonl/.csv files the run wrote in out_dir are read too (oldest first; large ones only
     when they can hold `metric`, the decision metric, and stdout did not carry it)."""
     got = Reported()
-    counts: dict[str, int] = {}
+    counts: Counter = Counter()
+    last: dict = {}                # key -> (where, step) of its last value: worded once, at the end
 
-    def fold(objects) -> None:
+    def fold(objects) -> None:     # per object, C-level dict operations only: a million lines in about a second
+        final, steps = got.final, got.steps
         for where, obj in objects:
+            final.update(obj)
+            counts.update(obj.keys())
             step = obj.get("step")
-            for key, value in obj.items():
-                if key == "step":
-                    continue
-                got.final[key] = value
-                counts[key] = counts.get(key, 0) + 1
-                got.sources[key] = where.replace("{}", key) + (f" (step {step})" if is_step(step) else "")
-            if is_step(step) and len(obj) > 1:
-                got.steps.append(obj)
+            last.update(dict.fromkeys(obj, (where, step)))
+            if len(obj) > 1 and is_step(step):
+                steps.append(obj)
+        final.pop("step", None)
 
-    paths = []
+    paths, line_number = [], int
     for source in sources:
         if source == STDOUT:
-            fold((f"stdout line {n} of the run's output `{_clip(line)}`, key {{}}", obj)
-                 for n, line, obj in iter_json_objects(log_text.splitlines(), prefix))
+            objects, line_number = text_objects(log_text, prefix)
+            fold(((n, line), obj) for n, line, obj in objects)
         else:
             paths.append(Path(source) if Path(source).is_absolute() else base / source)
     looked = out_dir is not None and not paths and out_dir.is_dir()
@@ -197,9 +233,14 @@ def read_reported(log_text: str, sources: list[str], prefix: str | None, base: P
             fold(file_objects(path, _where(path, base)))
         except (ValueError, OSError) as e:
             got.notes.append(str(e))
-    for key, n in counts.items():
-        if key in got.sources:
-            got.sources[key] += ": the only value" if n == 1 else f": the last of {n} values"
+    for key, (where, step) in last.items():
+        if key == "step":
+            continue
+        if isinstance(where, tuple):                  # a stdout line: (its position, its text)
+            where = f"stdout line {line_number(where[0])} of the run's output `{_clip(where[1])}`, key {{}}"
+        n = counts[key]
+        got.sources[key] = (where.replace("{}", key) + (f" (step {step})" if is_step(step) else "")
+                            + (": the only value" if n == 1 else f": the last of {n} values"))
     return got
 
 

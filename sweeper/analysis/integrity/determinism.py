@@ -85,7 +85,8 @@ def nondeterminism(ev: SweepEvidence) -> list[Finding]:
         return []
     base = _by_seed(rows, exp.baseline, column)
     finals = np.array([final for _, final in base.values()], dtype=float)
-    spread = float(np.std(finals[np.isfinite(finals)], ddof=1)) if np.isfinite(finals).sum() > 1 else math.nan
+    with np.errstate(over="ignore", invalid="ignore"):        # finals near 1e308: an infinite spread, no warning
+        spread = float(np.std(finals[np.isfinite(finals)], ddof=1)) if np.isfinite(finals).sum() > 1 else math.nan
     controls = [c for c in exp.controls if c != exp.baseline and c in exp.variants and not ev.changes.get(c)]
     probes = probe_dirs(ev.sweep_dir)                  # controls that change the config are not A/A controls
     if not controls and not probes:

@@ -165,6 +165,24 @@ def append_jsonl(path: str | Path, record: dict) -> None:
         os.fsync(f.fileno())
 
 
+def append_jsonl_many(path: str | Path, records: list[dict], default: Callable[[Any], Any] = str) -> None:
+    """append_jsonl for many records, the same bytes: one write and one fsync (a million lines in a second, not an
+    hour). The list is encoded by one C call and cut at its "}, {" boundaries when there are exactly
+    len(records) - 1 of them (none inside a record); else record by record. `default`: for values JSON lacks."""
+    if not records:
+        return
+    text = json.dumps(records, sort_keys=True, default=default)[1:-1]
+    if text.count("}, {") == len(records) - 1:
+        text = text.replace("}, {", "}\n{") + "\n"
+    else:
+        encode = json.JSONEncoder(sort_keys=True, default=default).encode
+        text = "".join([encode(r) + "\n" for r in records])
+    with os.fdopen(open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def read_jsonl(path: str | Path) -> list[dict]:
     """Every complete, parseable line; a truncated or corrupt line is skipped."""
     out = []

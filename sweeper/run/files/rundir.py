@@ -37,6 +37,7 @@ import yaml
 from sweeper.errors import not_text
 from sweeper.run.files.atomic import (
     append_jsonl,
+    append_jsonl_many,
     atomic_write_json,
     atomic_write_text,
     open_nofollow,
@@ -201,6 +202,16 @@ class RunDir:
             raise ValueError(f"a metrics line needs an integer 'step', got {step!r}")
         self.path.mkdir(parents=True, exist_ok=True)
         append_jsonl(self.metrics_path, record)
+
+    def append_metrics_many(self, records: list[dict], default=str) -> None:
+        """append_metrics for many lines at once (one write, one fsync), each checked as append_metrics does;
+        `default` turns a value JSON lacks into one it has (sweeper.run: tensors and numpy scalars to numbers)."""
+        for record in records:
+            step = record.get("step")
+            if type(step) is not int:
+                raise ValueError(f"a metrics line needs an integer 'step', got {step!r}")
+        self.path.mkdir(parents=True, exist_ok=True)
+        append_jsonl_many(self.metrics_path, records, default)
 
     def read_metrics(self) -> tuple[list[dict], int]:
         """(every complete line with an integer step, the number of truncated or corrupt lines skipped)."""
