@@ -21,6 +21,7 @@ from typing import Callable
 
 from sweeper import interrupts
 from sweeper.errors import UsageError, attempted, os_error_line, unicode_line, yaml_problem
+from sweeper.pasted import pasted
 from sweeper.run.files.reading import UnreadableFile
 
 
@@ -38,7 +39,8 @@ def debugging(argv: list[str]) -> bool:
 def interrupted(prog: str, sweep_dir=None) -> int:
     """The one line after Ctrl-C / SIGTERM, and exit status 130."""
     interrupts.quiet()
-    where = (f"finished runs are kept. Resume with the same command or `python -m sweeper.resume {sweep_dir}`"
+    resume = pasted("python", "-m", "sweeper.resume", sweep_dir) if sweep_dir is not None else ""
+    where = (f"finished runs are kept. Resume with the same command or `{resume}`"
              if sweep_dir is not None else "nothing was started; run the same command again")
     print(f"{prog}: interrupted; {where}", file=sys.stderr, flush=True)
     return interrupts.INTERRUPTED

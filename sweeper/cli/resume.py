@@ -25,6 +25,7 @@ from sweeper.config.launchers import backend_of
 from sweeper.docstrings import docstring
 from sweeper.errors import UsageError
 from sweeper.execute.launch import fix_launch
+from sweeper.pasted import pasted
 from sweeper.plan.from_manifest import plan_from_manifest
 from sweeper.plan.make import Plan, recorded
 from sweeper.report.end import run_to_end
@@ -53,7 +54,7 @@ def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
                          f"re-run that multirun to finish it (finished jobs are skipped)")
     if not manifest.task:
         raise UsageError(f"{sweep_dir / MANIFEST} records no task (a sweep from an older sweeper); re-run the "
-                         f"recorded command `python -m sweeper {' '.join(manifest.argv)}` to finish it")
+                         f"recorded command `{pasted('python', '-m', 'sweeper', *manifest.argv)}` to finish it")
     launcher = dict(manifest.launcher or {"name": "local"})
     sweeper_cfg = {"dir": str(sweep_dir), "report": True, "extend": False, "dry_run": False,
                    "tensorboard": bool(manifest.extra.get("tensorboard")),

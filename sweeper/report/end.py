@@ -14,6 +14,7 @@ from pathlib import Path
 
 from sweeper.config.schema import SweeperConf
 from sweeper.execute.launch import PreflightRefused, execute_sweep
+from sweeper.pasted import pasted
 from sweeper.plan.make import Plan
 from sweeper.run.files.status_values import KEEP
 
@@ -26,7 +27,7 @@ def run_to_end(plan: Plan, backend, conf, argv: list[str], state: dict) -> int:
         print(f"sweeper: error: {e}", file=sys.stderr)
         return 1
     if statuses is None:   # submitted without waiting (launcher.wait=false)
-        print(f"submitted; report later with `python -m sweeper.report {plan.sweep_dir}`")
+        print(f"submitted; report later with `{pasted('python', '-m', 'sweeper.report', plan.sweep_dir)}`")
         return 0
     return finish(plan.sweep_dir, plan.sweep.sweeper, statuses)
 

@@ -22,6 +22,7 @@ from hydra.core.config_store import ConfigStore
 
 from sweeper.config.composition.argv import key_of
 from sweeper.config.composition.search import experiment_file, search_dirs
+from sweeper.config.composition.yaml_bounds import check_yaml
 from sweeper.errors import UsageError
 
 GROUP = "task_config"
@@ -66,6 +67,7 @@ def base_file(task: Any) -> Path | None:
 
 def read_base(path: Path) -> dict:
     """The file's top-level mapping; UsageError naming the file for anything else."""
+    check_yaml(path, "task.config_file")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as e:
