@@ -124,6 +124,7 @@ def run_python(words: list[str]) -> int:
     if _unsafe_to_fork():
         with _streams_kept():
             return _run_here(words)
+    sys.argv = [words[2], *words[3:]] if words[1] == "-m" else [words[1], *words[2:]]   # as the run records it
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
