@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.commands import ROOT
-from tests.helpers.glue import glue_project
+from tests.helpers.glue import glue_project, sweep
 from tests.helpers.synthetic_sweep import write_sweep
 
 EVIL = "sw $(touch PWNED) x; touch PWNED2 'q"
@@ -138,3 +138,26 @@ def test_a_yaml_alias_bomb_is_one_line_naming_the_file(tmp_path):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.count("\n") == 1 and str(bomb) in proc.stderr and "alias" in proc.stderr, proc.stderr
     assert sorted(os.listdir(tmp_path)) == ["conf"]
+
+
+@pytest.mark.slow
+def test_a_run_folder_replaced_by_a_link_out_of_the_sweep_dir_is_never_written_through(tmp_path):
+    """After a sweep whose seed 1 failed, its out/ (then its whole run dir) is replaced by a link to a folder
+    outside the sweep dir: the rerun stops with one line naming the link, and the folder outside is untouched."""
+    project = glue_project(tmp_path, "if args.seed == 1:\n    sys.exit(1)\nprint(json.dumps({'val_loss': 0.5}))\n")
+    first = sweep(project, "seeds=0-1", "sweeper.report=false")
+    assert first.returncode == 1, first.stdout[-2000:] + first.stderr[-2000:]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("mine")
+    run_dir = project / "sweep" / "runs" / "a" / "seed_1"
+    for link in (run_dir / "out", run_dir):
+        moved = link.with_name(link.name + ".moved")
+        link.rename(moved)
+        link.symlink_to(outside, target_is_directory=True)
+        proc = sweep(project, "seeds=0-1", "sweeper.report=false")
+        assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert proc.stderr.count("\n") == 1 and f"{link} is a symbolic link" in proc.stderr, proc.stderr
+        assert sorted(os.listdir(outside)) == ["keep.txt"], os.listdir(outside)
+        link.unlink()
+        moved.rename(link)
