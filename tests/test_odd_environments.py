@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.commands import ROOT
+from tests.helpers.glue import glue_project
 from tests.helpers.synthetic_sweep import write_sweep
 
 
@@ -61,3 +62,26 @@ def test_audit_dir_that_is_a_file_is_one_line_and_exit_2(tmp_path):
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.count("\n") == 1 and "not a directory" in proc.stderr, proc.stderr
     assert (tmp_path / "afile").read_text() == "x" and sorted(os.listdir(tmp_path)) == ["afile"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("utf8_mode", [None, "0", "1"], ids=["default", "PYTHONUTF8=0", "PYTHONUTF8=1"])
+def test_a_project_folder_that_is_not_utf8_under_lc_all_c(tmp_path, utf8_mode):
+    """A folder name with bytes 0xff 0xfe (not UTF-8) under LC_ALL=C: the sweep and its report run, and the
+    paths they print are the folder's own bytes (a pasted path names the folder that exists)."""
+    project = glue_project(tmp_path, "print(json.dumps({'val_loss': 0.5 + args.seed}))\n")
+    odd = os.fsencode(tmp_path) + b"/proj\xff\xfe"
+    os.rename(os.fsencode(project), odd)
+    env = {k: v for k, v in os.environ.items() if k not in ("SWEEPER_RUN_DIR", "LANG", "LC_CTYPE")}
+    env.update(LC_ALL="C", SWEEPER_PROGRESS="plain", PYTHONPATH=str(ROOT))
+    if utf8_mode is not None:
+        env.update(PYTHONUTF8=utf8_mode, PYTHONCOERCECLOCALE="0")
+    outputs = []
+    for args in (["sweeper", "--config-dir", "conf", "+experiment=glue", "seeds=0-1", "sweeper.dir=sweep",
+                  "launcher.threads_per_run=1"], ["sweeper.report", "sweep", "--no-plots"]):
+        proc = subprocess.run([sys.executable, "-m", *args], cwd=odd, env=env, capture_output=True, timeout=300)
+        assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+        assert b"internal error" not in proc.stderr
+        outputs.append(proc.stdout)
+    assert b"sweep dir: " + odd + b"/sweep\n" in outputs[0], outputs[0][-2000:]
+    assert b"journal: " + odd + b"/journal.md\n" in outputs[1], outputs[1][-2000:]

@@ -105,7 +105,7 @@ def with_task_base(overrides: list[str], compose_raw: Callable[[list[str]], dict
     if path is None:
         return overrides
     data = read_base(path)
-    name = f"base_{zlib.crc32(str(path).encode()):08x}"
+    name = f"base_{zlib.crc32(os.fsencode(path)):08x}"
     ConfigStore.instance().store(group=GROUP, name=name, node=data, package="_global_", provider="sweeper")
     first = next((i for i, o in enumerate(overrides) if key_of(o) == "experiment"), 0)
     return overrides[:first] + [f"+{GROUP}={name}"] + overrides[first:]
