@@ -7,6 +7,8 @@ the real CLI.
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -85,3 +87,38 @@ def test_a_project_folder_that_is_not_utf8_under_lc_all_c(tmp_path, utf8_mode):
         outputs.append(proc.stdout)
     assert b"sweep dir: " + odd + b"/sweep\n" in outputs[0], outputs[0][-2000:]
     assert b"journal: " + odd + b"/journal.md\n" in outputs[1], outputs[1][-2000:]
+
+
+def _limited(args: list[str], cwd: Path, kib: int = 40) -> subprocess.CompletedProcess:
+    """`python -m ARGS` under `ulimit -f KIB` (a file-size limit on the sweeper itself)."""
+    env = {k: v for k, v in os.environ.items() if k != "SWEEPER_RUN_DIR"}
+    env.update(PYTHONPATH=str(ROOT), SWEEPER_PROGRESS="plain")
+    command = " ".join(shlex.quote(w) for w in [sys.executable, "-m", *args])
+    return subprocess.run(["bash", "-c", f"ulimit -f {kib}; exec {command}"], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def _check_every_file_written_or_named(out_dir: Path, text: str) -> list[str]:
+    named = re.findall(r"not written: writing (\S+): File too large", text)
+    files = [out_dir / "report.md", out_dir / "report.html", out_dir / "summary.csv",
+             *(out_dir / "plots" / f"{p}.png" for p in ("metric_curve", "final_metric", "paired_difference"))]
+    for path in files:
+        assert path.exists() != any(Path(n).name == path.name for n in named), (path, named, text[-2000:])
+    return named
+
+
+@pytest.mark.slow
+def test_under_a_file_size_limit_every_file_not_written_is_named_and_the_status_says_so(tmp_path):
+    sweep = write_sweep(tmp_path / "s", {"rope": [3.1, 3.2, 3.0, 3.05], "nope": [3.5, 3.4, 3.6, 3.45]},
+                        baseline="rope")
+    proc = _limited(["sweeper.report", str(sweep)], tmp_path)
+    named = _check_every_file_written_or_named(sweep, proc.stdout + proc.stderr)
+    assert named and proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert f"{len(named)} file(s) not written" in proc.stderr, proc.stderr
+    assert "nope vs rope: WORSE" in proc.stdout                 # the decision table is complete
+    project = glue_project(tmp_path / "p", "print(json.dumps({'val_loss': 0.5 + args.seed}))\n")
+    proc = _limited(["sweeper", "--config-dir", "conf", "+experiment=glue", "seeds=0-2", "sweeper.dir=sweep",
+                     "launcher.threads_per_run=1"], project)
+    named = _check_every_file_written_or_named(project / "sweep", proc.stdout + proc.stderr)
+    assert named and proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "file(s) of the report not written" in proc.stderr
