@@ -165,13 +165,15 @@ def _run_here(words: list[str], in_fork: bool = False) -> int:
 
 
 def _wait(pid: int) -> int:
-    """The forked script's exit status; a stop signal that reaches only us is passed on to it, and we wait for
-    it to end (the launcher escalates to SIGKILL on the whole group)."""
+    """The forked script's exit status; a stop signal that reaches only us is passed on to it as SIGTERM, and we
+    wait for it to end (the launcher escalates to SIGKILL on the whole group). SIGTERM, not the signal we got: a
+    run API script takes a second SIGINT as "terminate now" (sweeper.run.stopping), a repeated SIGTERM as
+    nothing new, and a zero-glue script's handler here ignores any second signal."""
     try:
         _, status = os.waitpid(pid, 0)
-    except Stopped as e:
+    except Stopped:
         try:
-            os.kill(pid, signal.Signals[str(e)])  # it had the group's signal too: its handler ignores a second
+            os.kill(pid, signal.SIGTERM)         # it may have had the group's signal too: a repeat is harmless
         except ProcessLookupError:
             pass
         os.waitpid(pid, 0)
