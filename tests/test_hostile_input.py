@@ -50,6 +50,7 @@ def assert_pastes_safely(command: str, word: str, cwd: Path) -> None:
     assert not (cwd / "PWNED").exists() and not (cwd / "PWNED2").exists()
 
 
+@pytest.mark.slow
 def test_a_printed_resume_command_is_shell_quoted(tmp_path):
     """The report of a sweep with no finished run prints how to resume it; pasted, it runs nothing."""
     sweep_dir = tmp_path / EVIL
@@ -124,6 +125,7 @@ def test_a_value_in_a_shell_template_is_data_not_code(tmp_path):
     assert line["label"] == [value, value, value], line
 
 
+@pytest.mark.slow
 def test_a_yaml_alias_bomb_is_one_line_naming_the_file(tmp_path):
     lines = ["# @package _global_", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]

@@ -29,6 +29,7 @@ def python(*args: str, cwd: Path | None = None, env: dict | None = None, options
                           text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_usage_text_survives_stripped_docstrings(tmp_path):
     """-OO: every command's --help still prints its usage, and no command needs a docstring to run."""
     for module, words in (("sweeper.report", "usage: python -m sweeper.report"),
@@ -57,6 +58,7 @@ def test_a_report_under_stripped_docstrings_is_the_same_report(tmp_path):
     assert (sweep / "report.md").read_text().split("1. Outcome")[1] == stripped.split("1. Outcome")[1]
 
 
+@pytest.mark.slow
 def test_audit_dir_that_is_a_file_is_one_line_and_exit_2(tmp_path):
     (tmp_path / "afile").write_text("x")
     for where in ("afile", "afile/sub"):
