@@ -4,8 +4,9 @@ process fills, device errors before any process of the user's code.
     python -m pytest -q -n 0 -p no:cacheprovider tests/test_gpu_environment.py
 
 A fake nvidia-smi (tests/helpers/fake_gpus.py) replays a real node; CUDA_VISIBLE_DEVICES is set as a user's shell
-or a job script sets it. A preset that names a GPU nvidia-smi does not list, or hides them all, is a refusal (one
-line, exit 2, no process but nvidia-smi, nothing written), never a silent fall back to CPU cores.
+or a job script sets it. A preset that names a GPU nvidia-smi does not list is a refusal (one line, exit 2, no process
+but nvidia-smi, nothing written), never a silent fall back to CPU cores; the usual way to say "no GPU"
+(CUDA_VISIBLE_DEVICES='' or -1) is honoured: CPU-core slots, every child sees the empty value, one line says so.
 """
 from __future__ import annotations
 
@@ -25,8 +26,6 @@ REFUSED = [   # (node, CUDA_VISIBLE_DEVICES, what the line says)
     ("pcie_2gpu_2socket", "0,5", "names GPU(s) 5 that nvidia-smi does not list"),
     ("pcie_2gpu_2socket", "GPU-00000000-dead", "names GPU(s) GPU-00000000-dead that nvidia-smi does not list"),
     ("pcie_2gpu_2socket", "MIG-11111111-2222", "names GPU(s) MIG-11111111-2222 that nvidia-smi does not list"),
-    ("pcie_2gpu_2socket", "", "CUDA_VISIBLE_DEVICES='' (set in your environment) hides every GPU of this node"),
-    ("pcie_2gpu_2socket", "-1", "CUDA_VISIBLE_DEVICES='-1' (set in your environment) hides every GPU"),
     ("dgx_a100_mig", "MIG-7f7011c0-cec2-e636-65c3-b30e78d8059c", "names GPU(s) MIG-7f7011c0-cec2-e636-65c3"),
 ]
 
@@ -102,6 +101,24 @@ def test_runs_avoid_a_gpu_another_process_fills_and_name_it(tmp_path):
         assert recorded["cuda_visible_devices"] == "1", recorded
     out = proc.stdout + proc.stderr
     assert "another process fills gpu0 (39.1 of 48.0 GiB in use): runs go to gpu1 only" in out, out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("visible", ["", "-1"])
+def test_no_gpu_said_the_usual_way_is_honoured_on_a_gpu_node(tmp_path, visible):
+    """CUDA_VISIBLE_DEVICES='' (or -1) on a 2-GPU node: the runs go to CPU-core slots, each child sees the empty
+    value, and one line says so (issue 48)."""
+    env = {**child_env(fake_smi_env("pcie_2gpu_2socket")), "CUDA_VISIBLE_DEVICES": visible}
+    proc = run(sweep_args(tmp_path / "s", steps=5), env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    for variant in ("rope", "nope"):
+        recorded = json.loads((run_dir(tmp_path / "s", variant, 0) / "env.json").read_text())
+        assert recorded["cuda_visible_devices"] == "", recorded
+    out = proc.stdout + proc.stderr
+    line = f"CUDA_VISIBLE_DEVICES={visible!r} (set in your environment) hides this node's 2 GPU(s): runs go to " \
+           "CPU-core slots only"
+    assert out.count(line) == 1, out[-3000:]
+    assert " on cpu0 " in out and " on gpu" not in out, out[-3000:]
 
 
 def test_a_busy_gpu_named_by_launcher_devices_is_used_and_named(tmp_path, monkeypatch):

@@ -83,11 +83,13 @@ def test_cuda_visible_devices_by_uuid_prefix_and_mig_uuid(node):
     assert [s.gpu for s in slots] == ["7", "0"]
     assert set(slots[0].cores) <= H100_SOCKETS[1] and set(slots[1].cores) <= H100_SOCKETS[0]
     # CUDA would stop at the first entry it cannot resolve and run on fewer GPUs (or none) without a word: an id
-    # nvidia-smi does not list, or a value that hides every GPU, is refused instead (issue 40)
+    # nvidia-smi does not list is refused instead (issue 40)
     with pytest.raises(UsageError, match=r"names GPU\(s\) GPU-ffff that nvidia-smi does not list"):
         make_slots(LocalLauncherConf(), 8, environ={"CUDA_VISIBLE_DEVICES": "2,GPU-ffff,3"}, cores=list(range(224)))
-    with pytest.raises(UsageError, match="hides every GPU of this node"):
-        make_slots(LocalLauncherConf(), 8, environ={"CUDA_VISIBLE_DEVICES": ""}, cores=[0])
+    notes: list[str] = []        # '' (or -1): "no GPU", honoured: CPU-core slots, named in a note (issue 48)
+    assert make_slots(LocalLauncherConf(), 8, environ={"CUDA_VISIBLE_DEVICES": ""}, cores=[0], notes=notes)[0].gpu \
+        is None
+    assert "runs go to CPU-core slots only" in notes[0]
     assert make_slots(LocalLauncherConf(cpu_only=True), 8, environ={"CUDA_VISIBLE_DEVICES": ""}, cores=[0])[0].gpu \
         is None
     # launcher.devices may name a device by any of its spellings

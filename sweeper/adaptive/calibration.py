@@ -33,6 +33,7 @@ import numpy as np
 from scipy import special
 
 import sweeper.analysis.robust as robust
+from sweeper.docstrings import docstring
 
 PATHS = 20_000          # null sweeps per design (Monte Carlo se of a calibrated family-wise error ~0.0015 at 0.05)
 SEED = 15               # fixed: the same design always gets the same levels; also the look test's resampling seed
@@ -171,7 +172,8 @@ def check(entries: int, pick: int = 0) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sweeper.adaptive.calibration", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m sweeper.adaptive.calibration",
+                                 description=docstring(sys.modules[__name__]).split("\n")[0])
     ap.add_argument("--write", action="store_true", help="recompute and write calibration.npz")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--check", type=int, default=0, metavar="N", help="recompute N random stored entries")

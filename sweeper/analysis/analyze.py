@@ -31,6 +31,7 @@ from sweeper.analysis.results import (
 )
 from sweeper.config.decision import DecisionOptions, ReportFlags
 from sweeper.errors import UsageError
+from sweeper.pasted import pasted
 from sweeper.plan.slurm_record import has_record
 from sweeper.run.files.experiment import Experiment
 from sweeper.run.files.manifest import MANIFEST, Manifest
@@ -180,7 +181,8 @@ def unfinished_notes(sweep_dir: Path, runs: pd.DataFrame) -> list[str]:
         return []
     counts = ", ".join(f"{n} {s}" for s, n in runs["status"].value_counts().items())
     return [f"note: no run has finished yet ({counts}): no verdicts until runs finish; resume with "
-            f"`python -m sweeper.resume {sweep_dir}` or the command that started it (finished runs are kept)"]
+            f"`{pasted('python', '-m', 'sweeper.resume', sweep_dir)}` or the command that started it (finished runs "
+            "are kept)"]
 
 
 def slurm_notes(sweep_dir: Path, runs: pd.DataFrame) -> list[str]:
@@ -191,4 +193,4 @@ def slurm_notes(sweep_dir: Path, runs: pd.DataFrame) -> list[str]:
     if not open_runs:
         return []
     return [f"note: {open_runs} run(s) still show running/pending; if their Slurm jobs have ended, run "
-            f"`python -m sweeper.slurm status {sweep_dir}` to settle them, then report again"]
+            f"`{pasted('python', '-m', 'sweeper.slurm', 'status', sweep_dir)}` to settle them, then report again"]

@@ -23,13 +23,16 @@ with the first seed in SWEEP_DIR/audit before any run starts and says why the sw
 """
 from __future__ import annotations
 
+import shlex
 import shutil
 import sys
 import tempfile
+from pathlib import Path
 
 from sweeper.cli.boundary import ArgumentParser, run_command
 from sweeper.config.composition.argv import split_config_dirs, with_config_dirs
 from sweeper.config.sweep import compose_sweep
+from sweeper.docstrings import docstring
 from sweeper.errors import UsageError
 from sweeper.execute.audit import AuditFailed, audit_run_config, check_auditable
 
@@ -59,13 +62,23 @@ def _select(sweep, variant: str | None, seed: int | None) -> dict:
     return {**sweep.variant_configs[variant], "seed": seed}
 
 
+def _check_work_dir(path: str) -> None:
+    """--dir names a folder, existing or to be made: not a file, nor a path through one."""
+    p = Path(path)
+    for above in (p, *p.parents):
+        if above.exists() and not above.is_dir():
+            where = "is" if above == p else f"is inside {shlex.quote(str(above))}, which is"
+            raise UsageError(f"--dir {shlex.quote(path)}: {where} not a directory; give a folder (it is made if "
+                             f"missing) or leave --dir out for a temporary one")
+
+
 def main(argv: list[str] | None = None) -> int:
     return run_command("sweeper.audit", _main, argv)
 
 
 def _main(argv: list[str], state: dict) -> int:
     if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
+        print(docstring(sys.modules[__name__]))
         return 0
     config_dirs, argv = split_config_dirs(argv)
     args, overrides = _parser().parse_known_args(argv)
@@ -75,6 +88,8 @@ def _main(argv: list[str], state: dict) -> int:
                          "--stop-at, --mode, --threads, --dir (and key=value config overrides)")
     if args.threads is not None and args.threads < 1:
         raise UsageError(f"--threads {args.threads}: must be a positive integer")
+    if args.work_dir is not None:
+        _check_work_dir(args.work_dir)
     sweep = compose_sweep(with_config_dirs(overrides, config_dirs))
     run_cfg = _select(sweep, args.variant, args.seed)
 

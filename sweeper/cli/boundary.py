@@ -21,7 +21,9 @@ from typing import Callable
 
 from sweeper import interrupts
 from sweeper.errors import UsageError, attempted, os_error_line, unicode_line, yaml_problem
+from sweeper.pasted import pasted
 from sweeper.run.files.reading import UnreadableFile
+from sweeper.undecodable import RAW_OR_ESCAPE
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -38,7 +40,8 @@ def debugging(argv: list[str]) -> bool:
 def interrupted(prog: str, sweep_dir=None) -> int:
     """The one line after Ctrl-C / SIGTERM, and exit status 130."""
     interrupts.quiet()
-    where = (f"finished runs are kept. Resume with the same command or `python -m sweeper.resume {sweep_dir}`"
+    resume = pasted("python", "-m", "sweeper.resume", sweep_dir) if sweep_dir is not None else ""
+    where = (f"finished runs are kept. Resume with the same command or `{resume}`"
              if sweep_dir is not None else "nothing was started; run the same command again")
     print(f"{prog}: interrupted; {where}", file=sys.stderr, flush=True)
     return interrupts.INTERRUPTED
@@ -51,10 +54,11 @@ def one_line(text: str) -> str:
 
 
 def _tolerant_streams() -> None:
-    """stdout/stderr write what cannot be encoded (a lone surrogate from a damaged file) as an escape."""
+    """stdout/stderr write undecodable bytes of a path back as those bytes, any other lone surrogate (a damaged
+    file's) as an escape (sweeper.undecodable)."""
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.reconfigure(errors="backslashreplace")
+            stream.reconfigure(errors=RAW_OR_ESCAPE)
         except (AttributeError, ValueError, OSError):    # not a text file (a test's StringIO): nothing to change
             pass
 

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
 from sweeper.cli.boundary import ArgumentParser, run_command
+from sweeper.docstrings import docstring
 from sweeper.errors import UsageError
 from sweeper.report.journal import PAGE, RECORD, conclude, find, read_entries, select, summary_line
 
 
 def _parser() -> ArgumentParser:
-    p = ArgumentParser(prog="python -m sweeper.journal", description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(prog="python -m sweeper.journal", description=docstring(sys.modules[__name__]).split("\n\n")[0])
     p.add_argument("--journal", metavar="DIR", default="sweeps",
                    help="the journal's folder (default: sweeps, where sweeps are written by default)")
     sub = p.add_subparsers(dest="command", required=True)

@@ -15,13 +15,14 @@ import sys
 
 from sweeper.cli.boundary import ArgumentParser, run_command
 from sweeper.config.decision import DecisionOptions, ReportFlags
+from sweeper.docstrings import docstring
 from sweeper.errors import UsageError
 
 FLAGS = {"alpha": "--alpha", "min_seeds": "--min-seeds", "n_resamples": "--resamples", "seed": "--seed"}
 
 
 def _parser() -> ArgumentParser:
-    p = ArgumentParser(prog="python -m sweeper.report", description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(prog="python -m sweeper.report", description=docstring(sys.modules[__name__]).split("\n\n")[0])
     p.add_argument("sweep_dir", help="sweep directory (holds the sweep's manifest and runs/)")
     p.add_argument("--against", metavar="OLD_SWEEP", help="compare every variant with the same variant of OLD_SWEEP")
     p.add_argument("--any-experiment", action="store_true", help="with --against: compare even when the two sweeps "

@@ -15,14 +15,17 @@ status as `python -m sweeper`.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import yaml
 
 from sweeper.cli.boundary import run_command
 from sweeper.config.launchers import backend_of
+from sweeper.docstrings import docstring
 from sweeper.errors import UsageError
 from sweeper.execute.launch import fix_launch
+from sweeper.pasted import pasted
 from sweeper.plan.from_manifest import plan_from_manifest
 from sweeper.plan.make import Plan, recorded
 from sweeper.report.end import run_to_end
@@ -51,7 +54,7 @@ def load_plan(sweep_dir: Path, overrides: list[str]) -> tuple[Plan, list[str]]:
                          f"re-run that multirun to finish it (finished jobs are skipped)")
     if not manifest.task:
         raise UsageError(f"{sweep_dir / MANIFEST} records no task (a sweep from an older sweeper); re-run the "
-                         f"recorded command `python -m sweeper {' '.join(manifest.argv)}` to finish it")
+                         f"recorded command `{pasted('python', '-m', 'sweeper', *manifest.argv)}` to finish it")
     launcher = dict(manifest.launcher or {"name": "local"})
     sweeper_cfg = {"dir": str(sweep_dir), "report": True, "extend": False, "dry_run": False,
                    "tensorboard": bool(manifest.extra.get("tensorboard")),
@@ -76,7 +79,7 @@ def _main(argv: list[str], state: dict) -> int:
     if not argv:
         raise UsageError(f"{USAGE} (no SWEEP_DIR given; --help says more)")
     if argv[0] in ("-h", "--help"):
-        print(USAGE + "\n\n" + __doc__.split("\n\n")[2])
+        print(USAGE + "\n\n" + docstring(sys.modules[__name__]).split("\n\n")[2])
         return 0
     plan, recorded_argv = load_plan(Path(argv[0]), argv[1:])
     backend = backend_of(plan.sweep.launcher)()

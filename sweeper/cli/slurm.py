@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sweeper.backends.slurm.jobs import SlurmUnavailable, cancel, status_line, sync_statuses
 from sweeper.cli.boundary import run_command
+from sweeper.docstrings import docstring
 from sweeper.errors import UsageError
 from sweeper.plan.slurm_record import RECORD, read_record
 from sweeper.run.files.reading import UnreadableFile
@@ -24,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str], state: dict) -> int:
     if argv and argv[0] in ("-h", "--help"):
-        print(USAGE + "\n\n" + __doc__.split("\n\n")[1])
+        print(USAGE + "\n\n" + docstring(sys.modules[__name__]).split("\n\n")[1])
         return 0
     if len(argv) != 2 or argv[0] not in ("status", "cancel"):
         raise UsageError(f"{USAGE} (got: {' '.join(argv)[:80] or 'nothing'})")

@@ -31,6 +31,7 @@ from sweeper.config.composition.argv import split_config_dirs, with_config_dirs
 from sweeper.config.composition.compose import compose, to_yaml
 from sweeper.config.launchers import backend_of
 from sweeper.config.sweep import Sweep, check_task_started, compose_sweep
+from sweeper.docstrings import docstring
 from sweeper.errors import UsageError
 from sweeper.execute.launch import fix_launch
 from sweeper.execute.preflight import check_preflight_options
@@ -39,7 +40,7 @@ from sweeper.plan.pipeline import plan_sweep
 from sweeper.report.end import run_to_end
 from sweeper.store.lookup import find_reuse, format_reuse, store_folders
 
-USAGE = "\n\n".join(__doc__.split("\n\n")[:3])
+USAGE = "\n\n".join(docstring(sys.modules[__name__]).split("\n\n")[:3])
 
 
 def overrides_of(argv: list[str]) -> list[str]:

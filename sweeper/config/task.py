@@ -28,7 +28,8 @@ A command gets the run's config as arguments (spec.argv(run_dir, config)):
 Values are written as YAML/JSON scalars (true/false, 0.01, relu); lists and mappings as JSON; null values are
 left out. Every command runs through `python -m sweeper.run.command` (sweeper/run/command.py): a script that
 calls sweeper.init() owns its run; one that does not gets its final metrics read from what it prints
-(task.metrics). A `{key}` that names no run-config key is a UsageError at plan time.
+(task.metrics). A `{key}` that names no run-config key is a UsageError at plan time. In the script of a shell
+(`[bash, -c, "python t.py --label {label}"]`) each value is quoted for the shell (sweeper.config.shell_template).
 """
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ from pathlib import Path
 from sweeper.config.composition.task_base import base_file, read_base
 from sweeper.config.fields import build
 from sweeper.config.schema import TaskConf
+from sweeper.config.shell_template import quote_in_script, script_index
 from sweeper.errors import UsageError
 
 PYTHONS = ("python", "python3")
@@ -84,7 +86,10 @@ class TaskSpec:
         values = {**flat_config(config or {}), "run_dir": str(run_dir), "out_dir": str(Path(run_dir) / "out")}
         if self.config_file:
             values["config_file"] = str(self.run_config_file(run_dir))
-        words = [_fill(w, values) for w in self.command or ()]
+        command = self.command or ()
+        script = script_index(command)               # a shell's script: values quoted (config.shell_template)
+        words = [_fill(w, values) if i != script else quote_in_script(w, PLACEHOLDER, lambda m: _value(m, values))
+                 for i, w in enumerate(command)]
         words += config_flags(config or {}, self.args)
         if words and words[0] in PYTHONS:
             words[0] = sys.executable
@@ -182,6 +187,10 @@ def format_value(value) -> str:
     if isinstance(value, (list, tuple, dict)):
         return json.dumps(value, separators=(",", ":"))
     return str(value)
+
+
+def _value(m: re.Match, values: dict) -> str | None:
+    return format_value(values[m.group(1)]) if m.group(1) in values else None
 
 
 def _fill(word: str, values: dict) -> str:

@@ -16,6 +16,7 @@ from sweeper.errors import UsageError
 from sweeper.execute.preflight import baseline_first, run_preflights
 from sweeper.execute.preflight_gate import PreflightGate, discard_beside
 from sweeper.execute.probe import run_probe
+from sweeper.plan.links import check_no_links
 from sweeper.plan.lock import sweep_lock
 from sweeper.plan.make import Plan, keep_recorded_launch, repair_stale, write_plan
 from sweeper.run.files.status_values import KEEP
@@ -37,6 +38,7 @@ def launch_plan(plan: Plan, backend, conf, argv: list[str], progress: Progress, 
                 preflight: bool = True) -> dict[str, str] | None:
     """Under the caller's sweep lock: write the plan, repair runs a killed sweeper left running, run the
     preflights, launch; run_id -> final status (None: submitted without waiting). PreflightRefused says why not."""
+    check_no_links(plan.sweep_dir, [run.run_dir for run in plan.runs])    # never written through a link
     write_plan(plan, argv)                       # whole or not at all: Ctrl-C waits for it
     state["sweep_dir"] = plan.sweep_dir
     if plan.reused:                              # sweeper.store: earlier sweeps' runs, their files brought here

@@ -40,6 +40,7 @@ from sweeper.config.sweep import Sweep
 from sweeper.config.task import BUILTIN, LEGACY_BUILTIN, TaskSpec
 from sweeper.errors import UsageError
 from sweeper.interrupts import held_interrupts
+from sweeper.pasted import pasted
 from sweeper.plan.size import check_size
 from sweeper.run import RUN_DIR_ENV, TENSORBOARD_ENV
 from sweeper.run.files.atomic import one_sync
@@ -334,7 +335,7 @@ def _write_config(rd: RunDir, run: RunSpec, planned: bool) -> None:
 def format_plan(plan: Plan) -> str:
     lines = [f"sweep dir: {plan.sweep_dir}",
              f"task: {plan.task.name} (in {plan.task.cwd})" + (
-                 f"\n  first run's command: {' '.join(_shown_words(plan, plan.runs[0]))}"
+                 f"\n  first run's command: {pasted(*_shown_words(plan, plan.runs[0]))}"
                  if plan.task.command and plan.runs else ""),
              f"experiment {plan.experiment.name}: {len(plan.experiment.variants)} variants x {len(plan.seeds)} seeds "
              f"({format_seeds(plan.seeds)}) = {len(plan.runs)} runs; baseline {plan.experiment.baseline}, metric "

@@ -62,14 +62,14 @@ def check_length(path: Path, key: str, reserve_last: int = 0, below: int = 0) ->
     parts = path.relative_to(existing).parts
     for i, part in enumerate(parts):
         room = name_max - (reserve_last if i == len(parts) - 1 else 0)
-        if len(part.encode()) > room:
-            raise UsageError(f"{key}: the name {shorten(part)} in {shorten(path, 60)} has {len(part.encode())} "
+        if len(os.fsencode(part)) > room:
+            raise UsageError(f"{key}: the name {shorten(part)} in {shorten(path, 60)} has {len(os.fsencode(part))} "
                              f"bytes; this file system allows {name_max} per name"
                              + (f" and sweeper adds up to {reserve_last} to it" if reserve_last and i == len(parts) - 1
                                 else "") + ": use a shorter name")
-    total = len(str(path).encode()) + below
+    total = len(os.fsencode(path)) + below
     if total >= path_max:
-        raise UsageError(f"{key}: {shorten(path, 60)} is {len(str(path).encode())} bytes long; with the files a sweep "
+        raise UsageError(f"{key}: {shorten(path, 60)} is {len(os.fsencode(path))} bytes long; with the files a sweep "
                          f"writes below it ({below} bytes more) it passes this file system's {path_max}-byte limit "
                          f"on a path: choose a shorter sweeper.dir")
     return existing
@@ -97,7 +97,7 @@ def check_paths(plan, writable: bool = True) -> None:
     writable place for it (unless writable=False: a dry run writes nothing), and the journal folder's names
     (sweeper.journal). Raises before anything is written."""
     sweep_dir = Path(plan.sweep_dir)
-    deepest = max((len(str(r.run_dir.relative_to(sweep_dir)).encode()) for r in plan.runs), default=0) \
+    deepest = max((len(os.fsencode(r.run_dir.relative_to(sweep_dir))) for r in plan.runs), default=0) \
         + len(DEEPEST) + 1
     existing = check_length(sweep_dir, f"sweeper.dir={shorten(sweep_dir, 60)}", reserve_last=len(COMPARE_PREFIX),
                             below=deepest)

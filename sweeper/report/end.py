@@ -14,6 +14,7 @@ from pathlib import Path
 
 from sweeper.config.schema import SweeperConf
 from sweeper.execute.launch import PreflightRefused, execute_sweep
+from sweeper.pasted import pasted
 from sweeper.plan.make import Plan
 from sweeper.run.files.status_values import KEEP
 
@@ -26,16 +27,22 @@ def run_to_end(plan: Plan, backend, conf, argv: list[str], state: dict) -> int:
         print(f"sweeper: error: {e}", file=sys.stderr)
         return 1
     if statuses is None:   # submitted without waiting (launcher.wait=false)
-        print(f"submitted; report later with `python -m sweeper.report {plan.sweep_dir}`")
+        print(f"submitted; report later with `{pasted('python', '-m', 'sweeper.report', plan.sweep_dir)}`")
         return 0
     return finish(plan.sweep_dir, plan.sweep.sweeper, statuses)
 
 
 def finish(sweep_dir: Path, sweeper: SweeperConf, statuses: dict[str, str]) -> int:
     """The end of a sweep that waited for its runs: the report (unless sweeper.report=false), the sweep dir,
-    and the exit status: 1 when a run failed or was left unfinished, else 0."""
+    and the exit status: 1 when a run failed or was left unfinished, or a file of the report could not be written
+    (each named: a full disk, a file-size limit), else 0."""
+    unwritten: list[str] = []
     if sweeper.report:
         from sweeper.report.write import report_sweep  # deferred: pandas and scipy (about 1 s), after the runs
-        print(report_sweep(sweep_dir, sweeper.decision, plots=True, journal=sweeper.journal))
+        print(report_sweep(sweep_dir, sweeper.decision, plots=True, journal=sweeper.journal, unwritten=unwritten))
     print(f"sweep dir: {sweep_dir}")
-    return 1 if any(s not in KEEP for s in statuses.values()) else 0
+    if unwritten:
+        print(f"sweeper: error: {len(unwritten)} file(s) of the report not written (named above); the runs and the "
+              f"decision table are complete: free space or raise the limit, then "
+              f"`{pasted('python', '-m', 'sweeper.report', sweep_dir)}`", file=sys.stderr)
+    return 1 if unwritten or any(s not in KEEP for s in statuses.values()) else 0

@@ -26,6 +26,7 @@ from pathlib import Path
 from sweeper.config.config_diff import describe
 from sweeper.config.seeds import format_seeds
 from sweeper.errors import UsageError, not_text
+from sweeper.pasted import pasted
 from sweeper.run.files.atomic import atomic_write_text
 from sweeper.run.files.hashing import stable_hash
 from sweeper.run.files.reading import UnreadableFile
@@ -225,7 +226,8 @@ def render(entries: list[dict]) -> str:
             "",
             f"Conclusion: {e['conclusion']}"
             if e.get("conclusion")
-            else f"Conclusion: (none yet: `python -m sweeper.journal conclude {e.get('sweep')} '...'`)",
+            else "Conclusion: (none yet: "
+                 f"`{pasted('python', '-m', 'sweeper.journal', 'conclude', e.get('sweep'), '...')}`)",
             "",
         ]
     return "\n".join(md)

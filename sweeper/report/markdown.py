@@ -16,6 +16,7 @@ import sweeper.analysis.verdict as verdict
 import sweeper.report.changes as report_changes
 import sweeper.report.integrity as report_integrity
 from sweeper.analysis.analyze import ReportInput
+from sweeper.docstrings import docstring
 from sweeper.report.tables import (
     DECISION_HEADER,
     SECONDARY_HEADER,
@@ -195,7 +196,8 @@ def _methods_md(inp: ReportInput, plots: bool) -> list[str]:
     drivers = [f"- {c.variant} vs {c.baseline}: the {c.primary.name} drives the verdict ({c.design} design), "
                f"because {c.driver_why}; robustness check: {c.robustness.name}"
                for c in an.comparisons if c.primary is not None]
-    rule = verdict.__doc__[verdict.__doc__.index("1. Outcome"):].strip()
+    doc = docstring(verdict)
+    rule = doc[doc.index("1. Outcome"):].strip()
     return [f"- decision metric: final `{an.metric}` of each seed (the final metrics of the run's summary: the "
             f"last evaluation, never the best over training), {'lower' if an.lower_is_better else 'higher'} is better",
             f"- alpha {an.alpha} two-sided, Holm over {len(an.comparisons)} comparison(s); at least {an.min_seeds} "

@@ -244,27 +244,43 @@ def _grad_flow_plot(plt, curves: pd.DataFrame, variants: list[str], path: Path):
     plt.close(fig)
 
 
-def write_plots(out_dir: str | Path, curves: pd.DataFrame, analysis, metric: str | None = None) -> dict[str, Path]:
-    """metric: the curve to draw in metric_curve.png (default: the analysis' decision metric)."""
+def write_plots(out_dir: str | Path, curves: pd.DataFrame, analysis, metric: str | None = None,
+                failed: list[tuple[Path, OSError]] | None = None) -> dict[str, Path]:
+    """metric: the curve to draw in metric_curve.png (default: the analysis' decision metric); failed: each plot
+    that could not be written (a full disk, a file-size limit) is appended as (path, error) and left out of the
+    result while the others are still written (None: the first such error is raised)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     plt = _pyplot()
     variants = list(analysis.arms)
     metric = metric or analysis.metric
     paths = {name: out_dir / file for name, file in PLOTS.items()}
-    _curve_plot(plt, curves, metric, variants, _label(f"{metric}: mean +- 1 sd across seeds"), False,
-                paths["metric_curve"])
-    _final_plot(plt, analysis, paths["final_metric"])
-    _paired_plot(plt, analysis, paths["paired_difference"])
     logged = set(curves["metric"].astype(str)) if len(curves) else set()
-    if "grad_norm" in logged:
-        _curve_plot(plt, curves, "grad_norm", variants, "gradient norm: geometric mean x/÷ geometric sd across "
-                    "seeds", True, paths["grad_norm"])
-    if any(m.startswith(GRAD_SHARE) for m in logged):
-        _grad_flow_plot(plt, curves, variants, paths["grad_flow"])
-    for name in ("grad_norm", "grad_flow"):      # no monitor ran: no plot (an old one of another report goes)
-        if not paths[name].exists() or not (name == "grad_norm" and "grad_norm" in logged or name == "grad_flow"
-                                             and any(m.startswith(GRAD_SHARE) for m in logged)):
+    wanted = {"grad_norm": "grad_norm" in logged, "grad_flow": any(m.startswith(GRAD_SHARE) for m in logged)}
+    draws = {
+        "metric_curve": lambda: _curve_plot(plt, curves, metric, variants,
+                                            _label(f"{metric}: mean +- 1 sd across seeds"), False,
+                                            paths["metric_curve"]),
+        "final_metric": lambda: _final_plot(plt, analysis, paths["final_metric"]),
+        "paired_difference": lambda: _paired_plot(plt, analysis, paths["paired_difference"]),
+        "grad_norm": lambda: _curve_plot(plt, curves, "grad_norm", variants, "gradient norm: geometric mean x/÷ "
+                                         "geometric sd across seeds", True, paths["grad_norm"]),
+        "grad_flow": lambda: _grad_flow_plot(plt, curves, variants, paths["grad_flow"]),
+    }
+    for name, draw in draws.items():
+        if not wanted.get(name, True):           # no monitor ran: no plot (an old one of another report goes)
             paths[name].unlink(missing_ok=True)
+            del paths[name]
+            continue
+        try:
+            draw()
+        except OSError as e:
+            if failed is None:
+                raise
+            stale = paths.pop(name)
+            stale.unlink(missing_ok=True)        # never an older report's plot in its place
+            failed.append((stale, e))
+            continue
+        if not paths[name].exists():             # nothing to draw (a plot with no data)
             del paths[name]
     return paths

@@ -40,8 +40,8 @@ def write_report(inp: ReportInput, out_dir: str | Path, plots: bool = True, unwr
     returned."""
     out_dir = Path(out_dir)
     failed: list[str] = []
-    plot_paths = _written(failed, out_dir / "plots", lambda: write_plots(out_dir / "plots", inp.curves,
-                                                                          inp.analysis)) if plots else None
+    plot_paths = _written(failed, out_dir / "plots", lambda: _plots(out_dir / "plots", inp, failed)) if plots \
+        else None
     _written(
         failed,
         out_dir / "summary.csv",
@@ -59,6 +59,16 @@ def write_report(inp: ReportInput, out_dir: str | Path, plots: bool = True, unwr
     if unwritten is not None:
         unwritten.extend(failed)
     return _with_unwritten(decision_text(inp), failed)
+
+
+def _plots(plots_dir: Path, inp: ReportInput, failed: list[str]) -> dict[str, Path]:
+    """Every plot that can be written; each one that cannot is named in `failed` (the others are still drawn)."""
+    not_drawn: list[tuple[Path, OSError]] = []
+    paths = write_plots(plots_dir, inp.curves, inp.analysis, failed=not_drawn)
+    for path, e in not_drawn:
+        line = os_error_line(e)
+        failed.append(line if str(path) in line else f"{path}: {line}")
+    return paths
 
 
 def _written(failed: list[str], path: Path, write):

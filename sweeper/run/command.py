@@ -19,6 +19,8 @@ options) runs as a child process in this one's process group.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import re
 import runpy
@@ -115,7 +117,30 @@ def _exit_code(e: SystemExit) -> int:
 
 
 def run_python(words: list[str]) -> int:
-    """Run `python script.py ARGS` / `python -m module ARGS` here, as `__main__`; its exit status."""
+    """Run `python script.py ARGS` / `python -m module ARGS` as `__main__`, in a fork of this process (its
+    imports kept): however the script ends (os._exit, sys.exit in an atexit handler, its stdout or stderr
+    closed or pointed at /dev/null, a signal) this process outlives it and records what it reported. Its exit
+    status as a subprocess gives it (-SIG when killed). In this process only when a fork would be unsafe here (a
+    thread or CUDA already started)."""
+    if _unsafe_to_fork():
+        with _streams_kept():
+            return _run_here(words)
+    sys.argv = [words[2], *words[3:]] if words[1] == "-m" else [words[1], *words[2:]]   # as the run records it
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:                                 # the script's own process: it ends here, whatever it does
+        code = 1
+        try:
+            code = _run_here(words, in_fork=True)
+            atexit._run_exitfuncs()              # what it registered, as its own interpreter's exit runs them
+        finally:
+            _flush_quietly()
+            os._exit(code)
+    return _wait(pid)
+
+
+def _run_here(words: list[str], in_fork: bool = False) -> int:
     try:
         if words[1] == "-m":
             sys.argv = [words[2], *words[3:]]
@@ -131,11 +156,67 @@ def run_python(words: list[str]) -> int:
     except SystemExit as e:
         return _exit_code(e)
     except Stopped:
+        if in_fork:
+            return EXIT_INTERRUPTED
         raise
     except BaseException:  # noqa: BLE001 - the script's crash: its traceback in the log, exit 1 as python gives
         sys.excepthook(*sys.exc_info())      # as the interpreter would: a Run's crash hook records the exception
         return 1
     return 0
+
+
+def _wait(pid: int) -> int:
+    """The forked script's exit status; a stop signal that reaches only us is passed on to it as SIGTERM, and we
+    wait for it to end (the launcher escalates to SIGKILL on the whole group). SIGTERM, not the signal we got: a
+    run API script takes a second SIGINT as "terminate now" (sweeper.run.stopping), a repeated SIGTERM as
+    nothing new, and a zero-glue script's handler here ignores any second signal."""
+    try:
+        _, status = os.waitpid(pid, 0)
+    except Stopped:
+        try:
+            os.kill(pid, signal.SIGTERM)         # it may have had the group's signal too: a repeat is harmless
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+        raise
+    return os.waitstatus_to_exitcode(status)
+
+
+def _unsafe_to_fork() -> str | None:
+    """Why a fork of this process would not be a clean one (None: one thread, no CUDA driver loaded)."""
+    try:
+        if len(os.listdir("/proc/self/task")) != 1:
+            return "threads"
+        with open("/proc/self/maps", "rb") as f:
+            return "cuda" if b"/libcuda.so" in f.read() else None
+    except OSError:
+        return "no /proc"
+
+
+@contextlib.contextmanager
+def _streams_kept():
+    """Our stdout and stderr as they were, whatever the script (run in this process) did to them."""
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    streams = sys.stdout, sys.stderr
+    try:
+        yield
+    finally:
+        _flush_quietly()
+        for fd, copy in saved.items():
+            os.dup2(copy, fd)
+            os.close(copy)
+        sys.stdout, sys.stderr = (s if s is not None and not s.closed else open(fd, "w", closefd=False)
+                                  for s, fd in zip(streams, (1, 2)))
+
+
+def _flush_quietly() -> None:
+    """Flush what the script left in our stream buffers; a stream it closed or broke is not an error of ours."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None and not stream.closed:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
 
 
 def run_program(words: list[str]) -> int:
@@ -184,6 +265,9 @@ def failure_line(code: int, last: str) -> str:
     program's last line (`exit status 2: train.py: error: unrecognized arguments: --lr=0.1`)."""
     if last and EXCEPTION_LINE.match(last):
         return last
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+        return f"killed by {name}" + (f" after its last line: {last}" if last else "")
     return f"exit status {code}" + (f": {last}" if last else "")
 
 
@@ -221,8 +305,7 @@ def run_command(argv: list[str]) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         watch.done()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush_quietly()
     gone = sorted(ours - _files(rd))
     if gone:
         return _deleted(rd, gone, code, stopped)

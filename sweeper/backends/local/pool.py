@@ -144,7 +144,7 @@ def start_child(job: Job, slot: Slot | list[Slot], warm=None):
     where = slots[0].name if len(slots) == 1 else f"{SlotGroup(tuple(slots)).name} ({len(slots)} ranks)"
     header = f"\n=== sweeper: start on {where} at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n"
     with open_log(job.log_path) as log:            # never through a link planted in the run dir
-        log.write(header.encode())
+        log.write(header.encode("utf-8", "surrogateescape"))
     if len(slots) > 1:
         return RankGroup.start(job.argv, job.cwd, lambda s: job_env(job, s), slots, job.log_path,
                                lambda s: pin_and_watch(set(s.cores), os.getpid()), header=header)
@@ -202,7 +202,7 @@ def job_processes(marker: str, run_dir: Path | None = None) -> list[int]:
     """Live processes (zombies excluded) a pool started for a job and their descendants: SWEEPER_JOB=marker in
     their environment, or the owner process the run recorded in `run_dir`'s status (alive: same pid, same start
     time). Never matched by command line."""
-    tag, me, found = f"{MARKER_ENV}={marker}".encode(), os.getpid(), []
+    tag, me, found = os.fsencode(f"{MARKER_ENV}={marker}"), os.getpid(), []
     for pid in _all_pids():
         if pid == me:
             continue

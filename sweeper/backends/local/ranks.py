@@ -133,7 +133,7 @@ class RankGroup:
                 path = rank_log(log_path, r)
                 if r and header:
                     with open_log(path) as log:
-                        log.write(header.encode())
+                        log.write(header.encode("utf-8", "surrogateescape"))
                 with open_log(path) as log:
                     procs.append(subprocess.Popen(
                         argv, cwd=cwd, env=rank_env(env_of(slot), r, len(slots), port.port, gpus, port.host),
@@ -204,7 +204,7 @@ class RankGroup:
     def _note(self, line: str) -> None:
         if self.log_path is not None:
             with open_log(self.log_path) as log:
-                log.write(f"=== sweeper: {line} ===\n".encode())
+                log.write(f"=== sweeper: {line} ===\n".encode("utf-8", "surrogateescape"))
 
     def _release(self) -> None:
         if self.cause is not None:

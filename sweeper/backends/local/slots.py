@@ -83,6 +83,9 @@ class Slot:
         return env
 
 
+NO_GPU = ("", "-1")          # CUDA_VISIBLE_DEVICES values that say "no GPU" (honoured: CPU-core slots)
+
+
 def available_cores(cfg: LocalLauncherConf) -> list[int]:
     mine = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
     if cfg.cores is None:
@@ -97,7 +100,7 @@ def available_cores(cfg: LocalLauncherConf) -> list[int]:
 def _env_refusal(value: str, known: list[Device]) -> str | None:
     """Why a preset CUDA_VISIBLE_DEVICES leaves the pool no GPU that exists, or None when it names only listed
     ones (or nvidia-smi lists none: nothing to check it against). Never a silent fall back to CPU cores."""
-    if not known:
+    if not known or value.strip() in NO_GPU:
         return None
     ids = [d.id for d in known]
     listed = ", ".join(ids[:6]) + (f", ... ({len(ids)} in all)" if len(ids) > 6 else "")
@@ -113,15 +116,24 @@ def _env_refusal(value: str, known: list[Device]) -> str | None:
     return None
 
 
-def visible_devices(cfg: LocalLauncherConf, environ: dict | None = None) -> list[Device]:
+def visible_devices(cfg: LocalLauncherConf, environ: dict | None = None, notes: list[str] | None = None) -> \
+        list[Device]:
     """The GPU devices (whole GPUs or MIG instances) a child may be given, without initialising CUDA here. A
-    preset CUDA_VISIBLE_DEVICES that names a device nvidia-smi does not list, or hides them all, is refused
-    (UsageError): the plan-time probe and the pool see the same devices, from this one function."""
+    preset CUDA_VISIBLE_DEVICES that names a device nvidia-smi does not list, or hides them all by other ids, is
+    refused (UsageError); the usual way to say "no GPU" (CUDA_VISIBLE_DEVICES='' or -1) is honoured: no device,
+    CPU-core slots, and a line in notes says so. The plan-time probe and the pool see the same devices, from this
+    one function."""
     environ = os.environ if environ is None else environ
     if cfg.cpu_only:
         return []
     known = discover_devices()
-    if "CUDA_VISIBLE_DEVICES" in environ:
+    if environ.get("CUDA_VISIBLE_DEVICES", "x").strip() in NO_GPU:
+        if cfg.devices is None and known and notes is not None:
+            notes.append(f"CUDA_VISIBLE_DEVICES={environ['CUDA_VISIBLE_DEVICES']!r} (set in your environment) hides "
+                         f"this node's {len(known)} GPU(s): runs go to CPU-core slots only, each with "
+                         f"CUDA_VISIBLE_DEVICES='' (unset it to use the GPUs)")
+        visible = []
+    elif "CUDA_VISIBLE_DEVICES" in environ:
         refusal = _env_refusal(environ["CUDA_VISIBLE_DEVICES"], known)
         if refusal:
             raise UsageError(refusal)
@@ -199,8 +211,8 @@ def make_slots(cfg: LocalLauncherConf, n_runs: int, environ: dict | None = None,
     process fills are left out while others are free (avoid_busy); notes gets a line naming them."""
     ranks = sorted(ranks or [cfg.ranks_per_run] * max(1, n_runs), reverse=True)
     widest = ranks[0]
-    devices = avoid_busy(visible_devices(cfg, environ), cfg.devices is not None, [] if notes is None else notes,
-                         need=widest)
+    notes = [] if notes is None else notes
+    devices = avoid_busy(visible_devices(cfg, environ, notes), cfg.devices is not None, notes, need=widest)
     cores = available_cores(cfg) if cores is None else sorted(cores)
     if devices:
         if widest > len(devices):

@@ -69,13 +69,13 @@ def _rewrite(start: int, end: int, words: list[bytes]) -> None:
 def rewrite_identity(argv: list[str], marker: str) -> None:
     """/proc/self/cmdline becomes the cold start's argv, /proc/self/environ holds SWEEPER_JOB=marker."""
     (a0, a1), (e0, e1) = _mm_ranges()
-    _rewrite(a0, a1, [w.encode() for w in argv])
+    _rewrite(a0, a1, [os.fsencode(w) for w in argv])
     with open("/proc/self/environ", "rb") as f:
         env = f.read()
     tag = f"{MARKER_ENV}=".encode()
     i = env.index(tag) if env.startswith(tag) else env.index(b"\0" + tag) + 1
     j = env.index(b"\0", i)
-    _rewrite(e0 + i, e0 + j + 1, [tag + marker.encode()])
+    _rewrite(e0 + i, e0 + j + 1, [tag + os.fsencode(marker)])
 
 
 def unsafe_to_fork() -> str | None:

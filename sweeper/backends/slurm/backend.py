@@ -42,6 +42,7 @@ from sweeper.backends.slurm.ranks import for_ranks
 from sweeper.backends.slurm.schema import SlurmLauncherConf
 from sweeper.config.task import python_path
 from sweeper.errors import UsageError
+from sweeper.pasted import pasted
 from sweeper.plan.slurm_record import RECORD, read_record, write_record
 from sweeper.run.files.manifest import Launch
 from sweeper.run.files.reading import UnreadableFile
@@ -135,8 +136,9 @@ def launch(plan, launcher_cfg: SlurmLauncherConf | dict, progress=None) -> dict[
     jobs, todo = _submit_what_fits(plan, todo, cfg, progress)
     if not cfg.wait:
         if jobs or adopted:
-            progress.log(f"not waiting (launcher.wait=false): follow with `python -m sweeper.slurm status "
-                         f"{sweep_dir}`, report with `python -m sweeper.report {sweep_dir}`")
+            progress.log(f"not waiting (launcher.wait=false): follow with "
+                         f"`{pasted('python', '-m', 'sweeper.slurm', 'status', sweep_dir)}`, "
+                         f"report with `{pasted('python', '-m', 'sweeper.report', sweep_dir)}`")
         if todo:
             progress.log(f"{len(todo)} run(s) not submitted yet (the cluster's MaxJobCount is reached): run the "
                          f"same command again once jobs have left the queue; it submits only those")

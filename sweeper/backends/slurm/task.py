@@ -161,7 +161,7 @@ class RunTask(Checkpointable):
                   f"{time.strftime('%Y-%m-%d %H:%M:%S')}, CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES')}, "
                   f"{threads} ===\n")
         with open_log(rd.log_path) as log:         # never through a link planted in the run dir
-            log.write(header.encode())
+            log.write(header.encode("utf-8", "surrogateescape"))
             log.flush()
             if slots:
                 self._child = RankGroup.start(

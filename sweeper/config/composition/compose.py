@@ -27,6 +27,7 @@ from sweeper.config.composition.argv import comma_lists, key_of, override_value
 from sweeper.config.composition.hydra_errors import explain_hydra_error
 from sweeper.config.composition.search import CONF_DIR
 from sweeper.config.composition.task_base import with_task_base
+from sweeper.config.composition.yaml_bounds import check_yaml_files
 from sweeper.config.fields import show
 from sweeper.config.run_config import RESERVED
 from sweeper.config.schema import register
@@ -39,6 +40,7 @@ MISSING = "???"
 def compose(overrides: list[str]) -> dict:
     """Compose sweep.yaml with overrides into a plain dict (interpolations resolved; `???` values kept)."""
     overrides = comma_lists(overrides)
+    check_yaml_files(overrides)                              # an alias bomb: one line, before Hydra reads it
     try:
         overrides = with_task_base(overrides, _compose)      # task.config_file: the script's YAML, first
         return _compose(overrides)

@@ -22,6 +22,7 @@ from hydra.core.config_store import ConfigStore
 
 from sweeper.config.composition.argv import key_of
 from sweeper.config.composition.search import experiment_file, search_dirs
+from sweeper.config.composition.yaml_bounds import check_yaml
 from sweeper.errors import UsageError
 
 GROUP = "task_config"
@@ -66,6 +67,7 @@ def base_file(task: Any) -> Path | None:
 
 def read_base(path: Path) -> dict:
     """The file's top-level mapping; UsageError naming the file for anything else."""
+    check_yaml(path, "task.config_file")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as e:
@@ -103,7 +105,7 @@ def with_task_base(overrides: list[str], compose_raw: Callable[[list[str]], dict
     if path is None:
         return overrides
     data = read_base(path)
-    name = f"base_{zlib.crc32(str(path).encode()):08x}"
+    name = f"base_{zlib.crc32(os.fsencode(path)):08x}"
     ConfigStore.instance().store(group=GROUP, name=name, node=data, package="_global_", provider="sweeper")
     first = next((i for i, o in enumerate(overrides) if key_of(o) == "experiment"), 0)
     return overrides[:first] + [f"+{GROUP}={name}"] + overrides[first:]

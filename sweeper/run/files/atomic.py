@@ -26,6 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable
 
+from sweeper.undecodable import RAW_OR_ESCAPE
+
 
 def atomic_write_bytes(path: str | Path, data: bytes, write: Callable[[BinaryIO, bytes], None] | None = None) -> None:
     """Write `data` to `path` atomically; `write(file, data)` replaces the plain f.write (e.g. chunked)."""
@@ -149,8 +151,9 @@ def _umask() -> int:
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
-    """UTF-8; a lone surrogate (from a damaged file's \\ud800 escape) is written as its escape, never an error."""
-    atomic_write_bytes(path, text.encode("utf-8", errors="backslashreplace"))
+    """UTF-8; a path's undecodable bytes are written back as those bytes, any other lone surrogate (from a damaged
+    file's \\ud800 escape) as its escape, never an error (sweeper.undecodable)."""
+    atomic_write_bytes(path, text.encode("utf-8", errors=RAW_OR_ESCAPE))
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import enum
 from pathlib import Path
 
+from sweeper.pasted import pasted
+
 EXIT_INTERRUPTED = 75   # a run stopped by a signal with a checkpoint saved (EX_TEMPFAIL): run it again to resume
 EXIT_CONFIG = 2         # bad config or refused resume: never retried
 
@@ -41,4 +43,4 @@ STALE_NOTE = "stale (the sweeper was killed; nothing runs it)"
 
 def stale_hint(sweep_dir: str | Path) -> str:
     """What a reader shows for a stale run: what happened and the command that resumes it."""
-    return f"{STALE_NOTE}; resume with `python -m sweeper.resume {sweep_dir}` or the same command"
+    return f"{STALE_NOTE}; resume with `{pasted('python', '-m', 'sweeper.resume', sweep_dir)}` or the same command"
