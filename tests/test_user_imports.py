@@ -185,3 +185,18 @@ def test_a_checkout_that_is_not_installed_gives_its_runs_sweeper_and_nothing_els
     assert "the user environment" in Path(seen["train"]).read_text()
     assert str(link) in seen["path"] and not any(Path(p).resolve() == src.resolve() for p in seen["path"])
     assert sorted(p.name for p in link.iterdir()) == ["hydra_plugins", "sweeper"]
+
+
+def test_an_import_error_in_a_run_says_its_cause_and_the_fix(editable, tmp_path):
+    python, _, _, _ = editable
+    proj = project(tmp_path / "shadow")
+    (proj / "kernels").mkdir()
+    (proj / "kernels" / "__init__.py").write_text("")           # the project's own folder, found first
+    (proj / "probe.py").write_text("from kernels import get_kernel\n")
+    proc = subprocess.run([str(python), "-m", "sweeper", "--config-dir", "conf", "+experiment=imports", "seeds=0",
+                           "sweeper.dir=sw", "launcher.threads_per_run=1", "sweeper.report=false"], cwd=proj,
+                          env=user_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0
+    assert (f"cannot import name 'get_kernel' from 'kernels' ({proj / 'kernels' / '__init__.py'}) ('kernels' was "
+            f"imported from") in proc.stdout + proc.stderr
+    assert "shadows the installed package; rename it or take its folder off PYTHONPATH" in proc.stdout + proc.stderr

@@ -25,8 +25,9 @@ from omegaconf.nodes import BooleanNode, FloatNode
 
 from sweeper.config.composition.argv import comma_lists, key_of, override_value
 from sweeper.config.composition.hydra_errors import explain_hydra_error
-from sweeper.config.composition.search import CONF_DIR
+from sweeper.config.composition.search import CONF_DIR, search_dirs
 from sweeper.config.composition.task_base import with_task_base
+from sweeper.config.composition.user_groups import keep_user_files
 from sweeper.config.fields import show
 from sweeper.config.run_config import RESERVED
 from sweeper.config.schema import register
@@ -53,6 +54,7 @@ def _compose(overrides: list[str]) -> dict:
         raise UsageError(f"sweeper's configs are not installed ({CONF_DIR / 'sweep.yaml'} is missing); "
                          f"reinstall sweeper (pip install .)")
     register()                                   # the structured configs (schemas) of every typed group
+    keep_user_files(search_dirs(overrides)[1:])  # a user's model/small.yaml is theirs, not the demo's schema
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(str(CONF_DIR), version_base=None), _strict_boolean_nodes():
