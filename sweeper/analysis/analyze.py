@@ -163,6 +163,7 @@ def analyze_sweep(sweep_dir: str | Path, options: DecisionOptions | ReportFlags,
     stale = int((runs["status"] == STALE).sum())
     terminal = [f"note: {stale} run(s) {stale_hint(sweep_dir)}"] if stale else []
     terminal += unfinished_notes(sweep_dir, runs)
+    terminal += [f"note: {n}" for c in an.comparisons for n in c.notes if n.startswith(verdict.PAIRING_HINT)]
     code = load_code_state(sweep_dir, manifest)
     unreadable += code.pop("unreadable")
     if exp.hypothesis:

@@ -15,6 +15,7 @@ from pathlib import Path
 from sweeper.config.schema import SweeperConf
 from sweeper.execute.launch import PreflightRefused, execute_sweep
 from sweeper.plan.make import Plan
+from sweeper.plan.sweep_dir_shown import gitignore_note, shown
 from sweeper.run.files.status_values import KEEP
 
 
@@ -37,5 +38,8 @@ def finish(sweep_dir: Path, sweeper: SweeperConf, statuses: dict[str, str]) -> i
     if sweeper.report:
         from sweeper.report.write import report_sweep  # deferred: pandas and scipy (about 1 s), after the runs
         print(report_sweep(sweep_dir, sweeper.decision, plots=True, journal=sweeper.journal))
-    print(f"sweep dir: {sweep_dir}")
+    print(f"sweep dir: {shown(sweep_dir)}")
+    note = gitignore_note(sweep_dir)
+    if note:
+        print(note)
     return 1 if any(s not in KEEP for s in statuses.values()) else 0

@@ -25,6 +25,7 @@ from omegaconf.nodes import BooleanNode, FloatNode
 
 from sweeper.config.composition.argv import comma_lists, key_of, override_value
 from sweeper.config.composition.hydra_errors import explain_hydra_error
+from sweeper.config.composition.inline_variants import quote_inline_variants
 from sweeper.config.composition.search import CONF_DIR, search_dirs
 from sweeper.config.composition.task_base import with_task_base
 from sweeper.config.composition.user_groups import keep_user_files
@@ -39,7 +40,7 @@ MISSING = "???"
 
 def compose(overrides: list[str]) -> dict:
     """Compose sweep.yaml with overrides into a plain dict (interpolations resolved; `???` values kept)."""
-    overrides = comma_lists(overrides)
+    overrides = quote_inline_variants(comma_lists(overrides))
     try:
         overrides = with_task_base(overrides, _compose)      # task.config_file: the script's YAML, first
         return _compose(overrides)
