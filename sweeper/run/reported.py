@@ -15,7 +15,7 @@ Sources, read in this order (a later value of a key wins):
   trainer_state.json  a Hugging Face Trainer's state: each entry of its `log_history` (a point of the curves)
 A relative PATH is relative to `base` (the run's out/ folder). A missing file is skipped (named in `notes`).
 With no file named, the documented metrics files under the out/ folder are read (subfolders too; links are not
-followed), the least recently written first: `metrics.json`, `metrics.jsonl`, `metrics.csv` (Lightning's
+followed), the least recently written first: `metrics` .json/.jsonl/.csv (Lightning's
 CSVLogger writes out/lightning_logs/version_0/metrics.csv), `*results.json` (a Trainer's all_results.json,
 eval_results.json, ...) and the newest `trainer_state.json` (a Trainer's checkpoint-N/ folders hold older
 copies). Any other file (a model's config.json, a tokenizer.json, predictions.csv) is read only when task.metrics
@@ -42,8 +42,8 @@ from pathlib import Path
 
 STDOUT = "stdout"
 FILE_KINDS = (".json", ".jsonl", ".csv")
-DOCUMENTED = ("metrics.json", "metrics.jsonl", "metrics.csv", "trainer_state.json")   # and *results.json
 TRAINER_STATE = "trainer_state.json"
+METRICS_STEM = "metrics"       # metrics.json, .jsonl, .csv (Lightning's CSVLogger): read by name, as *results.json
 BIG_FILE = 2 ** 20           # an out/ file larger than this is read only when it can hold a missing metric
 MAX_JSON = 64 * 2 ** 20      # a .json file is parsed whole: larger ones are not metrics files
 
@@ -117,7 +117,8 @@ def csv_header(path: Path) -> list[str]:
 
 def documented(path: Path) -> bool:
     """Whether a file in out/ is read for metrics without task.metrics naming it (see the module docstring)."""
-    return path.name in DOCUMENTED or (path.suffix == ".json" and path.stem.endswith("results"))
+    return (path.stem == METRICS_STEM and path.suffix in FILE_KINDS) or path.name == TRAINER_STATE \
+        or (path.suffix == ".json" and path.stem.endswith("results"))
 
 
 def file_objects(path: Path, name: str | None = None):
