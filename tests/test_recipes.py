@@ -46,7 +46,9 @@ def test_a_hugging_face_trainer_script_swept_as_it_is(tmp_path):
     assert len(runs) == 4 and "paired" in (sweep_dir / "report.md").read_text()
     for run in runs.values():
         assert run["final"]["eval_loss"] > 0 and "n_embd" not in run["final"] and "vocab_size" not in run["final"]
-        assert run["metric_sources"]["eval_loss"].startswith(("out/all_results.json", "out/eval_results.json"))
+        assert run["metric_sources"]["eval_loss"].startswith(("out/all_results.json", "out/eval_results.json",
+                                                              "out/trainer_state.json, log_history"))
+        assert len([ln for ln in (sweep_dir.parent / "sw" / "runs").glob("*")]) == 2
 
 
 def test_a_lightning_script_swept_as_it_is(tmp_path):
