@@ -200,3 +200,23 @@ def test_an_import_error_in_a_run_says_its_cause_and_the_fix(editable, tmp_path)
     assert (f"cannot import name 'get_kernel' from 'kernels' ({proj / 'kernels' / '__init__.py'}) ('kernels' was "
             f"imported from") in proc.stdout + proc.stderr
     assert "shadows the installed package; rename it or take its folder off PYTHONPATH" in proc.stdout + proc.stderr
+
+
+def test_a_warm_run_of_a_script_in_a_subfolder_imports_that_folders_packages(editable, tmp_path):
+    """tools/probe.py next to tools/kernels/: `python tools/probe.py` imports tools/kernels, not the installed
+    one, so the slot's warm launcher must not import the installed `kernels` ahead of the run."""
+    python, src, _, _ = editable
+    proj = project(tmp_path / "sub")
+    (proj / "tools").mkdir()
+    (proj / "tools" / "probe.py").write_text("import kernels, train\n" + PROBE)    # imports the warm launcher reads
+    (proj / "tools" / "kernels").mkdir()
+    (proj / "tools" / "kernels" / "__init__.py").write_text("WHO = 'the project tools kernels'\n")
+    experiment = proj / "conf" / "experiment" / "imports.yaml"
+    experiment.write_text(experiment.read_text().replace("[python, probe.py,", "[python, tools/probe.py,"))
+    run(python, "tools/probe.py", "--out", "direct", "--seed=0", cwd=proj)
+    direct = json.loads((proj / "direct" / "seen.json").read_text())
+    assert direct["kernels"] == str(proj / "tools" / "kernels" / "__init__.py")
+    run(python, "-m", "sweeper", "--config-dir", "conf", "+experiment=imports", "seeds=0", "sweeper.dir=sw",
+        "launcher.threads_per_run=1", "sweeper.report=false", cwd=proj, SWEEPER_COLD_START="0")
+    seen = json.loads(next((proj / "sw").rglob("seen.json")).read_text())
+    assert seen["kernels"] == direct["kernels"] and seen["train"] == direct["train"]
