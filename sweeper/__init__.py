@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 # instead of the installed package, and those three live beside it: the finder below maps exactly these three
 # names to the checkout's own folders. Elsewhere (a wheel, site-packages) they sit inside the package and it does
 # nothing: it never maps a name to a folder outside a checkout of this project.
-_HERE = os.path.dirname(os.path.abspath(__file__))
+_HERE = os.path.dirname(os.path.realpath(__file__))   # real: a run may import it through a link (config.import_path)
 _MAPPED = {"sweeper.train": "train", "sweeper.kernels": "kernels", "sweeper.conf": "conf"}
 
 

@@ -213,3 +213,15 @@ def test_a_finished_summary_with_a_damaged_status_is_not_rerun(tmp_path):
     assert "skip   ok/seed_1 (already finished)" in again.stdout and "start" not in again.stdout
     assert starts(run_dir(d, "ok", 1)) == 1
     assert status(d, "ok", 1)["status"] == "finished"                         # repaired from its summary
+
+
+@pytest.mark.parametrize("error, hint", [
+    ("ImportError: cannot import name 'CUDAProperties' from 'kernels' (/p/kernels/__init__.py)",
+     "a folder or file named 'kernels' found first"),
+    ("ImportError: cannot import name 'x' from 'kernels' (/v/lib/python3.11/site-packages/kernels/__init__.py)",
+     "the code expects another version of it"),
+    ("ModuleNotFoundError: No module named 'transformers.models'", "'transformers' is neither in the script's folder"),
+])
+def test_an_import_error_says_its_cause_and_the_fix(error, hint):
+    failure = classify(1, error)
+    assert failure.message.startswith(error) and hint in failure.message and "\n" not in failure.message

@@ -67,9 +67,9 @@ def test_an_older_manifest_reads_with_its_missing_keys_mapped_and_asks_for_them(
     exp = read_manifest(root).experiment
     assert exp == Experiment(name="old", baseline="", metric="", lower_is_better=True,
                              variants={"a": [], "b": ["lr=0.1"]})
-    with pytest.raises(UsageError, match="no baseline recorded for .*: pass --baseline VARIANT"):
+    with pytest.raises(UsageError, match="no baseline recorded for .*: set experiment.baseline=VARIANT"):
         analyze_sweep(root, **FAST)
-    with pytest.raises(UsageError, match=r"no decision metric recorded for .*: pass --metric NAME \(final metrics"):
+    with pytest.raises(UsageError, match=r"no decision metric recorded for .*: set experiment.metric=NAME \(final"):
         analyze_sweep(root, baseline="a", **FAST)
 
 

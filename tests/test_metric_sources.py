@@ -41,15 +41,15 @@ def test_lightning_csv_in_a_subfolder_empty_cells_and_the_last_evaluation(tmp_pa
 def test_the_file_written_last_wins_over_older_files_and_stdout(tmp_path):
     out = tmp_path / "out"
     older = lightning_layout(out)
-    newer = out / "eval" / "final.json"
+    newer = out / "eval" / "eval_results.json"
     newer.parent.mkdir()
     newer.write_text(json.dumps({"val": {"loss": 0.5}, "val_loss": 0.42}))
     past = time.time() - 60
-    os.utime(older, (past, past))                       # metrics.csv written first, final.json last
+    os.utime(older, (past, past))                       # metrics.csv written first, eval_results.json last
     got = read_reported('{"val_loss": 9.0}\n', ["stdout"], None, base=out, out_dir=out)
     assert got.final["val_loss"] == 0.42 and got.final["val.loss"] == 0.5
-    assert got.sources["val_loss"] == "out/eval/final.json, key val_loss: the last of 4 values"
-    os.utime(newer, (past - 60, past - 60))             # now final.json is the older one: metrics.csv wins
+    assert got.sources["val_loss"] == "out/eval/eval_results.json, key val_loss: the last of 4 values"
+    os.utime(newer, (past - 60, past - 60))             # now eval_results.json is the older one: metrics.csv wins
     got = read_reported("", ["stdout"], None, base=out, out_dir=out)
     assert got.final["val_loss"] == 0.71 and "metrics.csv, column val_loss" in got.sources["val_loss"]
 

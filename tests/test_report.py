@@ -255,6 +255,8 @@ def test_no_recorded_baseline_asks_for_one_and_the_options_override_the_manifest
     assert proc.returncode == 2
     assert proc.stderr.strip() == (f"sweeper.report: error: no baseline recorded for {root}: pass --baseline VARIANT "
                                    f'(variants: lr=0.001 wd=0, lr=0.01,wd=0.1, lr="1e-4"|b)')
+    typo = report_cli(root, "--baseline", "lr=0.001 wd=0", "--metric", "val_los")    # the report's own flag
+    assert typo.returncode == 2 and "has a final val_los; pass --metric NAME (final metrics of its runs:" in typo.stderr
     proc = report_cli(root, "--baseline", "lr=0.001 wd=0")
     assert proc.returncode == 0, proc.stderr
     assert "lr=0.001 wd=0 beats lr=0.01,wd=0.1, lr=\"1e-4\"|b" in proc.stdout
@@ -271,11 +273,11 @@ def test_no_recorded_baseline_asks_for_one_and_the_options_override_the_manifest
     assert {tuple(c.integrity_checks) for c in flipped.comparisons} == {("metric_direction",)}   # named
     by_train = analyze_sweep(root, baseline="lr=0.001 wd=0", metric="train_loss", **FAST).analysis
     assert by_train.metric == "train_loss" and len(by_train.comparisons) == 2
-    with pytest.raises(UsageError, match=r"metric 'acc': no run of .* has a final acc; pass --metric NAME "
+    with pytest.raises(UsageError, match=r"metric 'acc': no run of .* has a final acc; set experiment.metric=NAME "
                                          r"\(final metrics of its runs: train_loss, val_loss\)"):
         analyze_sweep(root, baseline="lr=0.001 wd=0", metric="acc", **FAST)
     _unrecord(root, metric="")
-    with pytest.raises(UsageError, match="no decision metric recorded for .*: pass --metric NAME"):
+    with pytest.raises(UsageError, match="no decision metric recorded for .*: set experiment.metric=NAME"):
         analyze_sweep(root, baseline="lr=0.001 wd=0", **FAST)
 
 

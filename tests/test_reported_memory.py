@@ -38,7 +38,8 @@ def test_a_30_mb_predictions_csv_under_a_memory_limit(tmp_path, where):
     else:
         script = LIMITED.format(column="val_loss")
     project = glue_project(tmp_path, script)
-    proc = sweep(project, "seeds=0", timeout=180)
+    named = ["task.metrics=[stdout,predictions.csv]"] if where == "csv" else []   # not a metrics file by name
+    proc = sweep(project, "seeds=0", *named, timeout=180)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run = project / "sweep" / "runs" / "a" / "seed_0"
     final = json.loads((run / "summary.json").read_text())["final"]
@@ -46,16 +47,16 @@ def test_a_30_mb_predictions_csv_under_a_memory_limit(tmp_path, where):
     log = (run / "stdout.log").read_text()
     assert "MemoryError" not in log
     if where == "stdout":
-        assert "predictions.csv in out/ not read for metrics" in log and "val_loss came on stdout" in log
+        assert "not read for metrics (not a metrics file by name): predictions.csv" in log
 
 
 def test_large_out_files_are_read_only_when_they_can_hold_the_metric(tmp_path):
     big = "id,score\n" + "".join(f"{i},0.5\n" for i in range(200000))
-    (tmp_path / "predictions.csv").write_text(big)                           # > 1 MiB, no val_loss column
+    (tmp_path / "metrics.csv").write_text(big)                               # > 1 MiB, no val_loss column
     (tmp_path / "metrics.json").write_text(json.dumps({"val_acc": 0.9}))     # small: always read
     got = read_reported("", ["stdout"], None, base=tmp_path, out_dir=tmp_path, metric="val_loss")
     final, notes = got.final, got.notes
     assert final == {"val_acc": 0.9}
-    assert any("predictions.csv in out/ not read" in n and "cannot hold val_loss" in n for n in notes), notes
+    assert any("metrics.csv in out/ not read" in n and "cannot hold val_loss" in n for n in notes), notes
     final = read_reported("", ["stdout"], None, base=tmp_path, out_dir=tmp_path, metric="score").final
     assert final["score"] == 0.5 and final["id"] == 199999

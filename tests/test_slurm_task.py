@@ -144,7 +144,6 @@ def make_run(tmp_path: Path, tiny: list[str], name: str):
 
 def run_task(plan, run, grace_s: float, **retry):
     """The task sweeper.backends.slurm.backend submits for this run (retry: max_retries=, retry_backoff_s=)."""
-    from sweeper.backends.local.slots import PROJECT_ROOT
     from sweeper.backends.slurm.task import RunTask
     from sweeper.config.task import python_path
 
@@ -153,7 +152,7 @@ def run_task(plan, run, grace_s: float, **retry):
         plan.argv(run),
         plan.task.cwd,
         plan.run_env(run),
-        python_path(plan.task, str(PROJECT_ROOT)),
+        python_path(plan.task),
         use_gpus=False,
         stop_grace_s=grace_s,
         **retry,

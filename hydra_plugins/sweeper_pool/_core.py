@@ -29,6 +29,7 @@ from sweeper.backends.local.pool import Job, run_pool
 from sweeper.backends.local.schema import LocalLauncherConf
 from sweeper.backends.local.slots import make_slots
 from sweeper.backends.progress import Progress
+from sweeper.config.import_path import sweeper_entries
 from sweeper.errors import UsageError
 from sweeper.run.files.atomic import read_tail
 from sweeper.run.files.manifest import read_manifest
@@ -150,13 +151,14 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
     progress = Progress(total=len(hjobs))
     jobs, returns, results, by_key = [], {}, {}, {}
     singleton_state = Singleton.get_state()
+    pythonpath = os.pathsep.join(sweeper_entries([os.getcwd()]))   # nothing of our checkout: import_path
     for hjob in hjobs:
         key, sweep_config = str(hjob.idx), sweep_configs[str(hjob.idx)]
         job_file, result = work / f"job_{key}.pkl", work / f"job_{key}.result.pkl"
         job = Job(key=key, label=f"#{key} {hjob.shown}", group=hjob.variant,
                   argv=[sys.executable, "-m", "hydra_plugins.sweeper_pool._worker", str(job_file), str(result)],
                   log_path=hjob.rundir.log_path, marker=str(job_file), cwd=Path(os.getcwd()), run_dir=hjob.rundir.path,
-                  ranks=cfg.ranks_per_run)
+                  ranks=cfg.ranks_per_run, pythonpath=pythonpath)
         summary = contract.finished(hjob)
         if summary is not None:
             ret = load_return(result)

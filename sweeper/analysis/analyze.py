@@ -63,26 +63,31 @@ class ReportInput:
 
 
 def resolve_experiment(exp: Experiment, sweep_dir: Path, runs: pd.DataFrame, baseline: str | None = None,
-                       metric: str | None = None, lower_is_better: bool | None = None) -> Experiment:
+                       metric: str | None = None, lower_is_better: bool | None = None,
+                       by_report: bool = True) -> Experiment:
     """The experiment the report decides on: the manifest's, with the command line's overrides; UsageError
-    when a baseline (more than one variant) or a metric is needed and neither says which."""
+    when a baseline (more than one variant) or a metric is needed and neither says which, its fix in the words
+    of the command the user ran: the report's flags (by_report), else the sweep's experiment.* keys."""
+    pass_metric = "pass --metric NAME" if by_report else "set experiment.metric=NAME"
+    pass_baseline = "pass --baseline VARIANT" if by_report else "set experiment.baseline=VARIANT"
     present = list(dict.fromkeys(runs["variant"]))
     names = ", ".join(present)
     baseline = exp.baseline if baseline is None else baseline
     if baseline and baseline not in present:
         raise UsageError(f"baseline {baseline!r} has no runs in {sweep_dir}; variants: {names}")
     if not baseline and len(present) > 1:
-        raise UsageError(f"no baseline recorded for {sweep_dir}: pass --baseline VARIANT (variants: {names})")
+        raise UsageError(f"no baseline recorded for {sweep_dir}: {pass_baseline} (variants: {names})")
     metric = exp.metric if metric is None else metric
     finals = sorted(c.removeprefix("final_") for c in runs.columns if c.startswith("final_"))
     if not metric:
-        raise UsageError(f"no decision metric recorded for {sweep_dir}: pass --metric NAME (final metrics of its "
+        raise UsageError(f"no decision metric recorded for {sweep_dir}: {pass_metric} (final metrics of its "
                          f"runs: {', '.join(finals) or 'none yet'})")
     ended = runs["status"].isin([s.value for s in KEEP])     # runs with a result: finished or diverged
-    results = sorted(c.removeprefix("final_") for c in runs.columns
-                     if c.startswith("final_") and runs.loc[ended, c].notna().any())
+    results = sorted(c.removeprefix("final_") for c in runs.columns       # metrics: the numbers runs reported
+                     if c.startswith("final_") and runs.loc[ended, c].notna().any()
+                     and pd.to_numeric(runs.loc[ended, c].dropna(), errors="coerce").notna().all())
     if results and f"final_{metric}" not in runs.columns:
-        raise UsageError(f"metric {metric!r}: no run of {sweep_dir} has a final {metric}; pass --metric NAME "
+        raise UsageError(f"metric {metric!r}: no run of {sweep_dir} has a final {metric}; {pass_metric} "
                          f"(final metrics of its runs: {', '.join(results)})")
     lower = exp.lower_is_better if lower_is_better is None else lower_is_better
     return dataclasses.replace(exp, baseline=baseline, metric=metric, lower_is_better=lower,
@@ -102,7 +107,7 @@ def read_manifest_once(sweep_dir: Path) -> Manifest | None:
 
 
 def read_sweep(sweep_dir: Path, manifest: Manifest | None, baseline: str | None = None, metric: str | None = None,
-               lower_is_better: bool | None = None, need_baseline: bool = True
+               lower_is_better: bool | None = None, need_baseline: bool = True, by_report: bool = True
                ) -> tuple[Experiment, list[str], pd.DataFrame, pd.DataFrame]:
     """(experiment with the overrides, notes, runs, curves) of a sweep dir and its manifest (read_manifest_once);
     UsageError naming a sweep that plans no runs. need_baseline=False: any variant will do (`--against` pairs
@@ -113,7 +118,7 @@ def read_sweep(sweep_dir: Path, manifest: Manifest | None, baseline: str | None 
         raise UsageError(f"sweep dir {sweep_dir} plans no runs (none in its manifest, no runs/<variant>/seed_<k>/)")
     if not need_baseline and baseline is None:
         baseline = str(runs["variant"].iloc[0])
-    exp = resolve_experiment(exp, sweep_dir, runs, baseline, metric, lower_is_better)
+    exp = resolve_experiment(exp, sweep_dir, runs, baseline, metric, lower_is_better, by_report)
     return exp, notes, runs, load_curves(sweep_dir, runs)
 
 
@@ -132,8 +137,10 @@ def analyze_sweep(sweep_dir: str | Path, options: DecisionOptions | ReportFlags,
     the manifest's experiment."""
     sweep_dir = Path(sweep_dir)
     manifest = read_manifest_once(sweep_dir)
+    by_report = isinstance(options, ReportFlags)           # else the sweep's own report: its experiment.* keys
     options = decision_options(options, manifest)
-    exp, notes, runs, curves = read_sweep(sweep_dir, manifest, baseline, metric, lower_is_better)
+    exp, notes, runs, curves = read_sweep(sweep_dir, manifest, baseline, metric, lower_is_better,
+                                          by_report=by_report)
     recorded, _ = load_experiment(sweep_dir, manifest)
     present = list(dict.fromkeys(runs["variant"]))
     family = [(v, exp.baseline) for v in present if v != exp.baseline] if exp.baseline else []
@@ -165,6 +172,7 @@ def analyze_sweep(sweep_dir: str | Path, options: DecisionOptions | ReportFlags,
     stale = int((runs["status"] == STALE).sum())
     terminal = [f"note: {stale} run(s) {stale_hint(sweep_dir)}"] if stale else []
     terminal += unfinished_notes(sweep_dir, runs)
+    terminal += [f"note: {n}" for c in an.comparisons for n in c.notes if n.startswith(verdict.PAIRING_HINT)]
     code = load_code_state(sweep_dir, manifest)
     unreadable += code.pop("unreadable")
     if exp.hypothesis:

@@ -236,6 +236,30 @@ def _design(va: Arm, vb: Arm, rows_a: pd.DataFrame, rows_b: pd.DataFrame,
     return True, common, "paired by seed: same data order and evaluation batches in both arms"
 
 
+PAIRING_HINT = "suggestion: experiment.design=paired"   # a comparison note the terminal report repeats
+PAIRING_R = 0.8                  # finals correlated this much by seed across arms: the seed fixes shared randomness
+
+
+def _pairing_hint(va: Arm, vb: Arm, common: np.ndarray) -> str | None:
+    """A comparison decided as independent whose arms' finals move together by seed (Pearson r >= PAIRING_R over
+    at least 4 shared seeds): the seed likely fixes what both arms share (a Trainer's seed, Lightning's
+    seed_everything: data order, init), which a paired test would use."""
+    if common.size < 4:
+        return None
+    a = np.array([va.values[va.seeds == s][0] for s in common], dtype=float)
+    b = np.array([vb.values[vb.seeds == s][0] for s in common], dtype=float)
+    if not (np.isfinite(a).all() and np.isfinite(b).all()) or a.std() == 0 or b.std() == 0:
+        return None
+    r = float(np.corrcoef(a, b)[0, 1])
+    if r < PAIRING_R:
+        return None
+    return (f"{PAIRING_HINT} ({va.variant} vs {vb.variant}): their finals move together by seed (Pearson r="
+            f"{r:.2f} over {common.size} shared seeds), as when the seed fixes the data order or the init in both "
+            f"arms (a Trainer's seed, Lightning's seed_everything); if it does, `design: paired` in the experiment "
+            f"(+experiment.design=paired on the command line) compares them seed by seed, with more power; they "
+            f"were compared as independent samples")
+
+
 def _environment_notes(rows: pd.DataFrame) -> tuple[list[str], bool]:
     notes, corpus_differs = [], False
     usable = rows[rows["status"] == FINISHED]
@@ -297,6 +321,9 @@ def _compare(c: Comparison, va: Arm, vb: Arm, rows_a: pd.DataFrame, rows_b: pd.D
         else:
             a, b = va.values, vb.values
             c.design = "independent"
+            hint = _pairing_hint(va, vb, common) if an.design == "auto" else None
+            if hint:
+                c.notes.append(hint)
         n_a, n_b = a.size, b.size
         m = family_size
         permutation = robust.uses_permutation(paired, n_a, n_b, m, an.alpha)

@@ -19,7 +19,7 @@ import os
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from sweeper.backends.local.slots import PROJECT_ROOT, run_env
+from sweeper.backends.local.slots import run_env
 from sweeper.config.task import python_path
 from sweeper.run.files.manifest import Launch
 
@@ -50,7 +50,7 @@ class Backend(ABC):
         """Where the sweep's health preflight runs (a child process on this machine, sweeper.execute.preflight):
         (its environment, its CPU cores; (): any). As a run is set up: the plan's threads per run and
         OMP_WAIT_POLICY=PASSIVE, so it costs what a run's start costs and leaves the other cores to their work."""
-        return run_env(os.environ, plan.launch.threads_per_run or 1, python_path(plan.task, str(PROJECT_ROOT))), ()
+        return run_env(os.environ, plan.launch.threads_per_run or 1, python_path(plan.task)), ()
 
     def waits(self, conf: Any) -> bool:
         """Whether launch() returns the runs' final statuses (an adaptive sweep needs them between looks)."""

@@ -22,6 +22,7 @@ import re
 import signal
 from dataclasses import dataclass, field
 
+from sweeper.backends.import_hint import import_hint
 from sweeper.health.result import HealthReport
 from sweeper.run.files.atomic import read_tail
 from sweeper.run.files.reading import UnreadableFile
@@ -88,6 +89,8 @@ def classify(returncode: int | None, error: str | None = None, tail: str = "",
     else:
         kind = EXCEPTION
         message = message or _last_exception_line(tail) or f"exit status {returncode}"
+        hint = import_hint(message)
+        message = f"{message} ({hint})" if hint and hint not in message else message
     return Failure(kind=kind, message=message, signature=f"{kind}: {_normalise(message)}")
 
 

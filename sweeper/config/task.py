@@ -44,6 +44,7 @@ from pathlib import Path
 
 from sweeper.config.composition.task_base import base_file, read_base
 from sweeper.config.fields import build
+from sweeper.config.import_path import run_entries
 from sweeper.config.schema import TaskConf
 from sweeper.config.shell_template import quote_in_script, script_index
 from sweeper.errors import UsageError
@@ -207,8 +208,9 @@ def config_flags(config: dict, args) -> list[str]:
 
 
 def python_path(spec: TaskSpec, inherited: str | None = None) -> str:
-    """PYTHONPATH of a run: the task's cwd first (the user's modules), then what the sweeper had."""
-    return os.pathsep.join(p for p in (spec.cwd, inherited) if p)
+    """PYTHONPATH of a run: the task's cwd first (the user's modules), then `inherited` (what the sweeper had);
+    never sweeper's checkout (sweeper.config.import_path: the `sweeper` package alone, when not installed)."""
+    return os.pathsep.join(p for p in (run_entries(spec.cwd, inherited), inherited) if p)
 
 
 def check_task(spec: TaskSpec, timeout_s: float = 120.0, preflight: bool = True) -> None:

@@ -246,9 +246,15 @@ def reconcile(plan: Plan, extend: bool) -> Plan:
     seeds = sorted(set(old.seeds) | set(plan.seeds))
     own = {v: sorted(set(old.seeds_of(v)) | set(plan.seeds_of(v))) for v in plan.experiment.variants}
     own = {v: s for v, s in own.items() if s != seeds}
-    if seeds == plan.seeds and own == plan.variant_seeds:
-        return plan
-    return make_plan(plan.sweep, seeds, own)
+    merged = plan if seeds == plan.seeds and own == plan.variant_seeds else make_plan(plan.sweep, seeds, own)
+    if merged is not plan:
+        merged.notes[:0] = plan.notes
+    if set(plan.seeds) < set(old.seeds):           # seeds=0-1 on a sweep dir that holds 0-3: say what is reported
+        merged.notes.append(f"seeds={format_seeds(plan.seeds)}: {plan.sweep_dir.name} already holds seeds "
+                            f"{format_seeds(old.seeds)} of this experiment; the report covers all {len(seeds)} "
+                            f"seeds it holds, not only {format_seeds(plan.seeds)} (for those alone: another "
+                            f"sweeper.dir)")
+    return merged
 
 
 def check_same_project(plan: Plan, recorded_task: dict) -> None:

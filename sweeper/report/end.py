@@ -16,6 +16,7 @@ from sweeper.config.schema import SweeperConf
 from sweeper.execute.launch import PreflightRefused, execute_sweep
 from sweeper.pasted import pasted
 from sweeper.plan.make import Plan
+from sweeper.plan.sweep_dir_shown import gitignore_note, shown
 from sweeper.run.files.status_values import KEEP
 
 
@@ -40,7 +41,10 @@ def finish(sweep_dir: Path, sweeper: SweeperConf, statuses: dict[str, str]) -> i
     if sweeper.report:
         from sweeper.report.write import report_sweep  # deferred: pandas and scipy (about 1 s), after the runs
         print(report_sweep(sweep_dir, sweeper.decision, plots=True, journal=sweeper.journal, unwritten=unwritten))
-    print(f"sweep dir: {sweep_dir}")
+    print(f"sweep dir: {shown(sweep_dir)}")
+    note = gitignore_note(sweep_dir)
+    if note:
+        print(note)
     if unwritten:
         print(f"sweeper: error: {len(unwritten)} file(s) of the report not written (named above); the runs and the "
               f"decision table are complete: free space or raise the limit, then "

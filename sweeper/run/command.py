@@ -6,7 +6,7 @@ task.command, as a sweep launches it (sweeper.config.task builds this command li
 A script that calls `sweeper.init()` itself (the run API) owns its run: what it records stands. A script that
 does not (zero glue: arguments in, metrics out) gets its run recorded here: status `running` while it runs; at
 its end, its final metrics are the last value of each key it reported (sweeper.run.reported: JSON lines on
-stdout, or the metrics files named by --metrics, or any .json/.jsonl/.csv it wrote under RUN_DIR/out/), with
+stdout, or the metrics files named by --metrics, or the documented metrics files under RUN_DIR/out/), with
 where each was read (the summary's `metric_sources`), its lines with a "step" become the run's metrics curves;
 exit 0 -> finished, any other exit status -> failed with the last line of its output. SIGTERM/SIGINT/SIGUSR1/
 SIGUSR2 (Ctrl-C, preemption) stop it: status interrupted, exit 75; with no checkpoint of its own, such a run

@@ -12,10 +12,15 @@ Sources, read in this order (a later value of a key wins):
   PATH.json        one JSON object (nested objects are flattened with dots: {"val": {"loss": 1}} -> val.loss)
   PATH.jsonl       one JSON object per line
   PATH.csv         a header and rows; each row is an object of its columns (numbers parsed)
+  trainer_state.json  a Hugging Face Trainer's state: each entry of its `log_history` (a point of the curves)
 A relative PATH is relative to `base` (the run's out/ folder). A missing file is skipped (named in `notes`).
-With no file named, every .json/.jsonl/.csv file under the out/ folder (subfolders too: Lightning's CSVLogger
-writes out/lightning_logs/version_0/metrics.csv; links are not followed) is read, the least recently written first:
-when several carry a key, the file written last wins, and any file wins over stdout. An empty CSV cell is no value
+With no file named, the documented metrics files under the out/ folder are read (subfolders too; links are not
+followed), the least recently written first: `metrics` .json/.jsonl/.csv (Lightning's
+CSVLogger writes out/lightning_logs/version_0/metrics.csv), `*results.json` (a Trainer's all_results.json,
+eval_results.json, ...) and the newest `trainer_state.json` (a Trainer's checkpoint-N/ folders hold older
+copies). Any other file (a model's config.json, a tokenizer.json, predictions.csv) is read only when task.metrics
+names it; `notes` says which were left. When several files carry a key, the file written last wins, and any
+file wins over stdout. An empty CSV cell is no value
 (Lightning leaves the cells of metrics not logged at a row empty): a key's final is its last non-empty cell.
 `sources` names, per final key, where its value was read: file (relative to the run dir), column and row, or the
 stdout line, and how many values of that key came before it.
@@ -40,6 +45,8 @@ from typing import Callable
 
 STDOUT = "stdout"
 FILE_KINDS = (".json", ".jsonl", ".csv")
+TRAINER_STATE = "trainer_state.json"
+METRICS_STEM = "metrics"       # metrics.json, .jsonl, .csv (Lightning's CSVLogger): read by name, as *results.json
 BIG_FILE = 2 ** 20           # an out/ file larger than this is read only when it can hold a missing metric
 MAX_JSON = 64 * 2 ** 20      # a .json file is parsed whole: larger ones are not metrics files
 
@@ -144,6 +151,12 @@ def csv_header(path: Path) -> list[str]:
         return [k.strip() for k in next(csv.reader(f), [])]
 
 
+def documented(path: Path) -> bool:
+    """Whether a file in out/ is read for metrics without task.metrics naming it (see the module docstring)."""
+    return (path.stem == METRICS_STEM and path.suffix in FILE_KINDS) or path.name == TRAINER_STATE \
+        or (path.suffix == ".json" and path.stem.endswith("results"))
+
+
 def file_objects(path: Path, name: str | None = None):
     """(where, object) for each object of one metrics file (by its suffix), one at a time; `where` holds `{}` for
     the key (`out/m.csv, column {}, row 3 after the header`). ValueError names what is wrong with the file."""
@@ -157,6 +170,11 @@ def file_objects(path: Path, name: str | None = None):
             raise ValueError(f"{path}: not JSON ({e})") from None
         if not isinstance(obj, dict):
             raise ValueError(f"{path}: expected one JSON object, found {type(obj).__name__}")
+        if path.name == TRAINER_STATE and isinstance(obj.get("log_history"), list):
+            for i, entry in enumerate(obj["log_history"]):
+                if isinstance(entry, dict):
+                    yield f"{name}, log_history[{i}], key {{}}", flatten(entry)
+            return
         yield f"{name}, key {{}}", flatten(obj)
         return
     if path.suffix not in (".jsonl", ".csv"):
@@ -218,8 +236,15 @@ def read_reported(log_text: str, sources: list[str], prefix: str | None, base: P
             paths.append(Path(source) if Path(source).is_absolute() else base / source)
     looked = out_dir is not None and not paths and out_dir.is_dir()
     if looked:
-        paths = sorted((p for p in out_dir.rglob("*") if p.is_file() and not p.is_symlink() and p.suffix in FILE_KINDS),
+        found = sorted((p for p in out_dir.rglob("*") if p.is_file() and not p.is_symlink() and p.suffix in FILE_KINDS),
                        key=lambda p: (p.stat().st_mtime_ns, str(p)))
+        paths = [p for p in found if documented(p)]
+        states = [p for p in paths if p.name == TRAINER_STATE]
+        paths = [p for p in paths if p.name != TRAINER_STATE or p == states[-1]]     # the newest holds them all
+        left = [str(p.relative_to(out_dir)) for p in found if not documented(p)]
+        if left:
+            got.notes.append(f"not read for metrics (not a metrics file by name): {', '.join(left[:5])}"
+                             f"{f' and {len(left) - 5} more' if len(left) > 5 else ''}; task.metrics: [FILE] reads one")
     for path in paths:
         if not path.is_file():
             got.notes.append(f"metrics file {path} was not written")

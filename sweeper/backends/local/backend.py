@@ -31,7 +31,7 @@ from sweeper.backends.base import Backend
 from sweeper.backends.failures import CONFIG, NO_RESULT, Failure, attempt_outcome
 from sweeper.backends.local.pool import Job, run_pool
 from sweeper.backends.local.schema import LocalLauncherConf
-from sweeper.backends.local.slots import PROJECT_ROOT, available_cores, make_slots
+from sweeper.backends.local.slots import available_cores, make_slots
 from sweeper.backends.local.warm import WarmStarts, warm_target
 from sweeper.backends.metric_check import MetricCheck
 from sweeper.backends.progress import Progress
@@ -95,7 +95,7 @@ class RunAdapter:
                    log_path=rd.log_path, marker=str(rd.path), cwd=Path(self.plan.task.cwd), run_dir=rd.path,
                    total_steps=run.total_steps, threads=recorded_threads(rd) or self.plan.launch.threads_per_run,
                    extra_env=dict(self.plan.run_env(run)),
-                   pythonpath=python_path(self.plan.task, str(PROJECT_ROOT)), ranks=self.plan.ranks_of(run.variant))
+                   pythonpath=python_path(self.plan.task), ranks=self.plan.ranks_of(run.variant))
 
     def _ids(self, run, attempt: int | None = None) -> dict:
         ids = {"run_id": run.run_id, "variant": run.variant, "seed": run.seed}
@@ -200,7 +200,7 @@ class LocalBackend(Backend):
             conf = dataclasses.replace(conf, threads_per_run=plan.launch.threads_per_run)
         slot = make_slots(conf, len(plan.runs), ranks=[plan.ranks_of(r.variant) for r in plan.runs])[0]
         return slot.child_env(os.environ, plan.launch.threads_per_run,
-                              python_path(plan.task, str(PROJECT_ROOT))), tuple(slot.cores)
+                              python_path(plan.task)), tuple(slot.cores)
 
 
 def _warm(task) -> tuple:

@@ -38,7 +38,7 @@ from typing import Protocol
 from sweeper.backends.failures import CrashLoops, Failure, RetryPolicy
 from sweeper.backends.local.placement import choose, reserve
 from sweeper.backends.local.ranks import RankGroup, SlotGroup
-from sweeper.backends.local.slots import PROJECT_ROOT, Slot
+from sweeper.backends.local.slots import Slot
 from sweeper.errors import UsageError
 from sweeper.run.files.atomic import open_log
 from sweeper.run.files.owner import alive
@@ -67,7 +67,7 @@ class Job:
     total_steps: int | None = None
     threads: int | None = None        # thread count to keep (a resumed checkpoint's), else the slot's
     extra_env: dict = field(default_factory=dict)
-    pythonpath: str = str(PROJECT_ROOT)   # PYTHONPATH entries before the inherited ones (slots.run_env)
+    pythonpath: str = ""              # PYTHONPATH entries before the inherited ones (slots.run_env)
     ranks: int = 1                    # processes of the job (data-parallel ranks), one slot each
     rank_exit: object = None          # set by the pool when an attempt ended: the rank whose exit ended it, or None
 

@@ -41,16 +41,15 @@ from sweeper.backends.local.gpu_topology import (
 from sweeper.backends.local.schema import LocalLauncherConf
 from sweeper.errors import UsageError
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]   # the folder that holds the sweeper package (children import it)
 BUSY_MIB, BUSY_FRACTION = 1024, 0.05    # memory another process may hold on a GPU still counted free
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
-def run_env(base: dict, threads: int, pythonpath: str | Path = PROJECT_ROOT) -> dict:
+def run_env(base: dict, threads: int, pythonpath: str | Path = "") -> dict:
     """A run's environment, complete before it starts (torch reads thread counts at import); Slurm tasks too.
 
-    pythonpath: what goes on PYTHONPATH before the inherited entries: sweeper's own root by default, for a
-    run of a task `sweeper.config.task.python_path(task, str(PROJECT_ROOT))` (the task's cwd first, then ours)."""
+    pythonpath: what goes on PYTHONPATH before the inherited entries; for a run of a task
+    `sweeper.config.task.python_path(task)` (the task's cwd; never sweeper's checkout: sweeper.config.import_path)."""
     env = dict(base)
     for var in THREAD_VARS:
         env[var] = str(threads)
@@ -73,7 +72,7 @@ class Slot:
     def name(self) -> str:
         return f"gpu{self.gpu}" if self.gpu is not None else f"cpu{self.index}"
 
-    def child_env(self, base: dict, threads: int | None = None, pythonpath: str | Path = PROJECT_ROOT) -> dict:
+    def child_env(self, base: dict, threads: int | None = None, pythonpath: str | Path = "") -> dict:
         """threads: a count to keep instead of the slot's (a resumed checkpoint's); pythonpath: see run_env."""
         env = run_env(base, threads or self.threads, pythonpath)
         env["CUDA_VISIBLE_DEVICES"] = self.gpu if self.gpu is not None else ""

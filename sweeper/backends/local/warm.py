@@ -28,6 +28,7 @@ those of a cold start (tests/test_warm.py). SWEEPER_COLD_START=1 turns warm star
 from __future__ import annotations
 
 import ast
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -295,8 +296,9 @@ def warm_target(spec) -> tuple[str | None, tuple[str, ...]]:
 def command_preload(words: list[str], cwd: str) -> list[str]:
     """The modules a python script imports (any `import x` / `from x import y`, read with ast, not run) that come
     from installed packages, not from the project (cwd or the script's folder): what the warm launcher may
-    import once for every run. Only top-level names are looked up (find_spec of a dotted name would import
-    its parents here)."""
+    import once for every run. A name the script's folder or cwd holds is the project's, whatever else this
+    process's own sys.path would find (the run imports it from there, as `python script.py` would). Only
+    top-level names are looked up (find_spec of a dotted name would import its parents here)."""
     if len(words) < 2 or not words[1].endswith(".py"):
         return []
     script = Path(cwd) / words[1]
@@ -315,6 +317,8 @@ def command_preload(words: list[str], cwd: str) -> list[str]:
     for name in dict.fromkeys(names):
         top = name.split(".")[0]
         if top in ("sweeper", "__future__") or top in sys.builtin_module_names:
+            continue
+        if importlib.machinery.PathFinder.find_spec(top, [str(p) for p in project]) is not None:
             continue
         try:
             spec = importlib.util.find_spec(top) if top not in sys.modules else sys.modules[top].__spec__

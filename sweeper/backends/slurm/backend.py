@@ -33,13 +33,13 @@ import time
 from pathlib import Path
 
 from sweeper.backends.base import Backend
-from sweeper.backends.local.slots import PROJECT_ROOT
 from sweeper.backends.metric_check import MetricCheck
 from sweeper.backends.progress import Progress
 from sweeper.backends.slurm.jobs import ENDED, SlurmUnavailable, cancel, job_states, settle, sync_statuses
 from sweeper.backends.slurm.limits import cluster_limits, jobs_in_controller, room, share, split_arrays
 from sweeper.backends.slurm.ranks import for_ranks
 from sweeper.backends.slurm.schema import SlurmLauncherConf
+from sweeper.config.import_path import sweeper_entries
 from sweeper.config.task import python_path
 from sweeper.errors import UsageError
 from sweeper.pasted import pasted
@@ -81,7 +81,9 @@ def make_executor(cfg: SlurmLauncherConf, folder: Path, job_name: str):
     import submitit  # deferred: submitit (Slurm only), only when this runs
 
     executor = submitit.AutoExecutor(folder=folder, cluster="slurm", slurm_max_num_timeout=cfg.max_num_timeout)
-    setup = [f"export PYTHONPATH={PROJECT_ROOT}${{PYTHONPATH:+:$PYTHONPATH}}", *(cfg.setup or [])]
+    # The job's own python (submitit's) needs sweeper only: nothing when installed, else its link folder
+    # (sweeper.config.import_path); never the checkout, whose train/ and kernels/ would shadow a user's.
+    setup = [f"export PYTHONPATH={p}${{PYTHONPATH:+:$PYTHONPATH}}" for p in sweeper_entries([])] + list(cfg.setup or [])
     params = {"timeout_min": cfg.timeout_min, "cpus_per_task": cfg.cpus_per_task,
               "gpus_per_node": cfg.gpus_per_node or None, "mem_gb": cfg.mem_gb, "name": job_name,
               "stderr_to_stdout": cfg.stderr_to_stdout, "slurm_array_parallelism": cfg.array_parallelism,
@@ -197,7 +199,7 @@ def _submit_width(plan, todo: list, cfg: SlurmLauncherConf, ranks: int, progress
 
     from sweeper.backends.slurm.task import RunTask  # deferred: it subclasses submitit's, imported only to submit
 
-    pythonpath = python_path(plan.task, str(PROJECT_ROOT))
+    pythonpath = python_path(plan.task)
     jobs, start, parts = {}, 0, []
     for size, throttle in zip(sizes, throttles):
         runs = todo[start:start + size]

@@ -35,7 +35,7 @@ from submitit.helpers import Checkpointable, DelayedSubmission
 from sweeper.backends.failures import RetryPolicy, attempt_outcome
 from sweeper.backends.local.pool import pin_and_watch
 from sweeper.backends.local.ranks import RankGroup
-from sweeper.backends.local.slots import PROJECT_ROOT, run_env
+from sweeper.backends.local.slots import run_env
 from sweeper.backends.slurm.ranks import task_slots
 from sweeper.run.files.atomic import open_log
 from sweeper.run.files.logcap import cap_log, stopped_group
@@ -60,7 +60,7 @@ def task_cpus(environ: dict) -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
 
 
-def task_env(environ: dict, pythonpath: str = str(PROJECT_ROOT), use_gpus: bool = True) -> dict:
+def task_env(environ: dict, pythonpath: str = "", use_gpus: bool = True) -> dict:
     """The run's environment, complete before the child starts (torch reads thread counts at import)."""
     env = run_env(environ, task_cpus(environ), pythonpath)
     if not use_gpus:

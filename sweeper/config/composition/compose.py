@@ -25,8 +25,10 @@ from omegaconf.nodes import BooleanNode, FloatNode
 
 from sweeper.config.composition.argv import comma_lists, key_of, override_value
 from sweeper.config.composition.hydra_errors import explain_hydra_error
-from sweeper.config.composition.search import CONF_DIR
+from sweeper.config.composition.inline_variants import quote_inline_variants
+from sweeper.config.composition.search import CONF_DIR, search_dirs
 from sweeper.config.composition.task_base import with_task_base
+from sweeper.config.composition.user_groups import keep_user_files
 from sweeper.config.composition.yaml_bounds import check_yaml_files
 from sweeper.config.fields import show
 from sweeper.config.run_config import RESERVED
@@ -39,7 +41,7 @@ MISSING = "???"
 
 def compose(overrides: list[str]) -> dict:
     """Compose sweep.yaml with overrides into a plain dict (interpolations resolved; `???` values kept)."""
-    overrides = comma_lists(overrides)
+    overrides = quote_inline_variants(comma_lists(overrides))
     check_yaml_files(overrides)                              # an alias bomb: one line, before Hydra reads it
     try:
         overrides = with_task_base(overrides, _compose)      # task.config_file: the script's YAML, first
@@ -55,6 +57,7 @@ def _compose(overrides: list[str]) -> dict:
         raise UsageError(f"sweeper's configs are not installed ({CONF_DIR / 'sweep.yaml'} is missing); "
                          f"reinstall sweeper (pip install .)")
     register()                                   # the structured configs (schemas) of every typed group
+    keep_user_files(search_dirs(overrides)[1:])  # a user's model/small.yaml is theirs, not the demo's schema
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(str(CONF_DIR), version_base=None), _strict_boolean_nodes():

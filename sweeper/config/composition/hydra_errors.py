@@ -8,6 +8,7 @@ import errno
 import re
 from typing import Any, Callable
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf.errors import ConfigKeyError, ConfigTypeError, ValidationError
 
 from sweeper.config.composition.argv import key_of, override_value
@@ -93,12 +94,24 @@ def explain_hydra_error(e: Exception, overrides: list[str], compose_raw: Callabl
         bad = next((o for o in overrides if o.split("=")[0].strip() and o in msg), None)
         bad = bad or re.search(r"override '([^']*)'", msg)
         bad = bad.group(1) if isinstance(bad, re.Match) else bad
+        bad = next((o for o in overrides if key_of(o).startswith("experiment.variants.") and not _parses(o)), bad)
+        if bad and key_of(bad).startswith("experiment.variants."):
+            return (f"malformed override {bad!r}: a variant is a list of quoted overrides, e.g. "
+                    f"'+experiment.variants.NAME=[\"key=value\",\"other.key=value\"]' (the outer quotes for the shell)")
         return f"malformed override {bad!r}: expected key=value (e.g. train.steps=100, seeds=[0,2,5])" if bad \
             else f"malformed override: expected key=value; {msg.splitlines()[0]}"
     if "mandatory value" in msg.lower() or "MissingMandatoryValue" in name:
         m = re.search(r"full_key: (\S+)", msg)
         return missing_message(m.group(1) if m else "a required key")
     return msg.strip().splitlines()[0] if msg.strip() else name
+
+
+def _parses(override: str) -> bool:
+    try:
+        OverridesParser.create().parse_overrides([override])
+    except Exception:  # noqa: BLE001 - Hydra's parser raises its own types
+        return False
+    return True
 
 
 def _group_value(overrides: list[str]) -> str | None:
