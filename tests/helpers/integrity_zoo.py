@@ -136,8 +136,15 @@ def _findings(report: str) -> list[Finding]:
     m = re.search(r"^## Checks across runs\s*$(.*?)(?=^## )", report, re.M | re.S)
     if not m:
         return []
-    lines = [ln for ln in m.group(1).splitlines() if ln.startswith("|")]
-    if len(lines) < 2:
+    tables, block = [], []                            # the section's tables: runs of consecutive "|" lines
+    for ln in m.group(1).splitlines() + [""]:
+        if ln.startswith("|"):
+            block.append(ln)
+        elif block:
+            tables, block = tables + [block], []
+    # the findings table has an effect column (the evidence table beside it says what each check could read)
+    lines = next((t for t in tables if len(t) >= 2 and "effect" in t[0].lower()), [])
+    if not lines:
         return []
     head = [h.lower() for h in _split_row(lines[0])]
     col = {name: next((i for i, h in enumerate(head) if h.startswith(name)), None)
