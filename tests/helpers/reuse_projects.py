@@ -40,13 +40,16 @@ def add_variant(project: Path, name: str, overrides: list[str] | None) -> None:
 
 def sweep(project: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     local = [] if "launcher=slurm" in args else ["launcher.threads_per_run=1"]   # a key of the local launcher
-    return subprocess.run([sys.executable, "-m", "sweeper", "--config-dir", "conf", "+experiment=tiny", *local,
+    proc = subprocess.run([sys.executable, "-m", "sweeper", "--config-dir", "conf", "+experiment=tiny", *local,
                            "sweeper.journal=off", *args],
                           cwd=project, env=user_env(), capture_output=True, text=True, timeout=timeout)
+    proc.cwd = project                  # the closing `sweep dir:` line is relative to it
+    return proc
 
 
 def sweep_dir_of(proc: subprocess.CompletedProcess) -> Path:
-    return Path(next(ln for ln in proc.stdout.splitlines() if ln.startswith("sweep dir: "))[len("sweep dir: "):])
+    """The sweep dir the closing `sweep dir:` line names (shown as given: relative to the project), absolute."""
+    return Path(proc.cwd) / Path(next(ln for ln in proc.stdout.splitlines() if ln.startswith("sweep dir: "))[len("sweep dir: "):])
 
 
 def finals(sweep_dir: Path) -> dict[str, dict]:
