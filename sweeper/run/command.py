@@ -272,6 +272,13 @@ def failure_line(code: int, last: str) -> str:
 
 
 def run_command(argv: list[str]) -> int:
+    """The run's exit status: a script killed by a signal (its fork's -SIG) exits as a shell gives it, 128+SIG
+    (an exit status of -9 would read 247: a crash, never retried; 137 the launcher names SIGKILL, transient)."""
+    code = _run_command(argv)
+    return 128 - code if code < 0 else code
+
+
+def _run_command(argv: list[str]) -> int:
     try:
         sources, prefix, run_dir, words, task_config = parse_args(argv)
     except ValueError as e:
