@@ -36,7 +36,8 @@ def forget(d, variant, seed=0):
 def test_fewer_runs_left_than_slots_keep_the_plans_threads_and_numbers(tmp_path):
     ref, d = tmp_path / "ref", tmp_path / "sweep"
     assert run(sweep_args(ref, "launcher.cores=[0,1]", steps=20)).returncode == 0
-    args = sweep_args(d, "launcher.cores=[0,1]", steps=20)
+    # reuse off: the runs train here (reused from ref they would start nothing, and equal ref trivially)
+    args = sweep_args(d, "launcher.cores=[0,1]", "sweeper.reuse=false", steps=20)
     assert run(args).returncode == 0
     assert read_manifest(d).launch.threads_per_run == 1
     forget(d, "nope")                               # one run left, two cores free: it still gets 1 thread
