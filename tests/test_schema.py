@@ -187,6 +187,8 @@ WITHOUT_RANGE = (
         "launcher.stall_kill",
         "sweeper.baseline_first",
         "sweeper.journal",
+        "sweeper.reuse",
+        "sweeper.reuse_from",
         "experiment.hypothesis",
         "experiment.notes",
         "experiment.controls",
@@ -290,7 +292,7 @@ def test_an_out_of_range_value_is_one_line_naming_the_key(key, args, says, tmp_p
             ["sweeper.typo=1"],
             "unknown config key 'sweeper.typo'; keys of sweeper are: adaptive, audit, baseline_first, decision, "
             "determinism_probe, dir, dry_run, extend, journal, max_runs, one_change, "
-            "preflight, report, tensorboard",
+            "preflight, report, reuse, reuse_from, tensorboard",
         ),
         (
             ["+launcher.gpus=2"],

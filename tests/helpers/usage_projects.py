@@ -77,7 +77,7 @@ dropout: 0.0
 {extra}experiment:
   name: use
   baseline: base
-  metric: val_loss
+{bundles}  metric: val_loss
   lower_is_better: true
   variants:
     base: []
@@ -92,12 +92,14 @@ class Case:
     script: dict = field(default_factory=dict)       # placeholder -> expression (SCRIPT's by default)
     extra: str = ""                                  # more lines of the experiment's config
     unused_generator: bool = False                   # the run-API script asks for data_order and never draws
+    bundle: bool = False                             # big declared a bundle (experiment.bundles): its 2 concerns are meant
 
 
 CASES = {
     # a variant that changes lr and dropout where the script reads lr only: half of its change never ran
-    "unread_key": Case("[lr=0.2, dropout=0.5]", "key_never_read", {"DROPOUT": "0.0"}),
-    "read_key": Case("[lr=0.2, dropout=0.5]", None),
+    # (declared a bundle: lr and dropout are two concerns, and several_concerns is not the check these test)
+    "unread_key": Case("[lr=0.2, dropout=0.5]", "key_never_read", {"DROPOUT": "0.0"}, bundle=True),
+    "read_key": Case("[lr=0.2, dropout=0.5]", None, bundle=True),
     # a budget moved through examples per step (no steps/epochs key changes)
     "examples_per_step": Case("[batch=12]", "budget_confound"),
     "same_budget": Case("[lr=0.08]", None),
@@ -117,7 +119,8 @@ def make_project(root: Path, level: str, case: Case, name: str = "") -> Path:
     head = PLAIN if level == "plain" else RUN_API.replace("DRAW", NOT_DRAWN if case.unused_generator else DRAWN)
     root.mkdir(parents=True, exist_ok=True)
     (root / "use.py").write_text(head + body)
-    text = EXPERIMENT.format(args="  args: flags\n" if level == "plain" else "", extra=case.extra, big=case.big)
+    text = EXPERIMENT.format(args="  args: flags\n" if level == "plain" else "", extra=case.extra, big=case.big,
+                              bundles="  bundles: [big]\n" if case.bundle else "")
     if name == "debug_limit":
         text = text.replace("limit: null", "limit: 40")
     (root / "conf" / "experiment").mkdir(parents=True, exist_ok=True)

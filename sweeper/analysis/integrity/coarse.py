@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from sweeper.analysis import scaling
 from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
@@ -61,12 +62,15 @@ def _read(ev: SweepEvidence) -> tuple[float, float, int, int] | None:
     """(step, pooled within-arm sd, distinct values, runs) when the sweep can be judged, else None."""
     arms = {v: x for v, x in _arms(ev).items() if len(x)}
     values = np.concatenate(list(arms.values())) if arms else np.zeros(0)
+    k = scaling.exponent(values)        # finals near 1e308: ranges, sums and squares on values / 2^k (exact)
+    arms = {v: scaling.down(x, k) for v, x in arms.items()}
+    values = scaling.down(values, k)
     if len(arms) < 2 or len(values) < MIN_RUNS or np.ptp(values) == 0:
         return None
     dof = sum(len(x) - 1 for x in arms.values())
     ss = sum(float(((x - x.mean()) ** 2).sum()) for x in arms.values())
     sd = math.sqrt(ss / dof) if dof > 0 else math.nan
-    return grid_step(values), sd, len(np.unique(values)), len(values)
+    return scaling.up(grid_step(values), k), scaling.up(sd, k), len(np.unique(values)), len(values)
 
 
 def coarse_metric(ev: SweepEvidence) -> list[Finding]:

@@ -87,8 +87,9 @@ def fine(values: np.ndarray) -> np.ndarray:
         inverse = 1.0 / np.where(active, rest, 1.0)
         a = np.floor(inverse)
         rest = np.where(active, inverse - a, rest)
-        h_prev, h = h, np.where(active, a * h + h_prev, h)
-        k_prev, k = k, np.where(active, a * k + k_prev, k)
+        with np.errstate(over="ignore", invalid="ignore"):   # inactive rows near 1e308 overflow; np.where drops them
+            h_prev, h = h, np.where(active, a * h + h_prev, h)
+            k_prev, k = k, np.where(active, a * k + k_prev, k)
         coarse |= active & (k <= MAX_DENOMINATOR) & (np.abs(x - h / k) <= tol)
     return out & ~coarse
 
