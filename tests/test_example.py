@@ -111,8 +111,8 @@ def test_ctrl_c_then_the_same_command_ends_bitwise_equal(project, reference):
                 if (d / "status.json").exists()}
     assert "interrupted" in statuses.values(), statuses
 
-    again = sweeper(project, *LOCAL, f"sweeper.dir={sweep_dir}")
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    again = sweeper(project, *LOCAL, f"sweeper.dir={sweep_dir}", "sweeper.reuse=false")   # the same command: the
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]       # runs resume, none reused
     resumed = [k for k, d in run_dirs(sweep_dir).items()
                if json.loads((d / "summary.json").read_text()).get("resumed_from")]
     assert resumed, "no run resumed from a checkpoint"

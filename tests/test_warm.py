@@ -92,8 +92,9 @@ def test_warm_and_cold_launches_give_bitwise_equal_runs_that_see_the_same_enviro
     out = {}
     for mode, extra in (("warm", {}), ("cold", {"SWEEPER_COLD_START": "1"})):
         d = tmp_path / mode
-        proc = run(sweep_args(d, "launcher.cores=[0,1]", steps=10, seeds="0-1", variants="rope"),
-                   env=child_env(extra))
+        # sweeper.reuse=false: the cold sweep trains its runs rather than reusing the warm sweep's finished ones
+        proc = run(sweep_args(d, "launcher.cores=[0,1]", "sweeper.reuse=false", steps=10, seeds="0-1",
+                              variants="rope"), env=child_env(extra))
         assert proc.returncode == 0, proc.stdout + proc.stderr
         out[mode] = (d, proc.stdout + proc.stderr)
     assert "warm starts: 2 of 2 run starts forked" in out["warm"][1]
