@@ -96,7 +96,7 @@ def test_a_killed_rank_ends_its_run_named_within_30s(sweep_dir, tmp_path):
 def test_ctrl_c_and_sigkill_of_the_sweeper_then_the_same_command_is_bitwise_the_uninterrupted_sweep(tmp_path):
     ref = tmp_path / "ref"
     args = lambda d: wide_args(d, "train.ckpt_interval=5", "launcher.grace_s=20", "sweeper.reuse=false",  # noqa
-                               steps=60, seeds="0-1")     # each sweep trains (and resumes) its runs, reusing none of ref's
+                               steps=60, seeds="0-1")  # trains (and resumes), reusing none of ref's
     assert run(args(ref), timeout=600).returncode == 0
     for how in ("sigint", "sigkill"):
         d = tmp_path / how

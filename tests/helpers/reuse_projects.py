@@ -49,7 +49,8 @@ def sweep(project: Path, *args: str, timeout: float = 300) -> subprocess.Complet
 
 def sweep_dir_of(proc: subprocess.CompletedProcess) -> Path:
     """The sweep dir the closing `sweep dir:` line names (shown as given: relative to the project), absolute."""
-    return Path(proc.cwd) / Path(next(ln for ln in proc.stdout.splitlines() if ln.startswith("sweep dir: "))[len("sweep dir: "):])
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("sweep dir: "))
+    return Path(proc.cwd) / line[len("sweep dir: "):]
 
 
 def finals(sweep_dir: Path) -> dict[str, dict]:

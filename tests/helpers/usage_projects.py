@@ -92,7 +92,7 @@ class Case:
     script: dict = field(default_factory=dict)       # placeholder -> expression (SCRIPT's by default)
     extra: str = ""                                  # more lines of the experiment's config
     unused_generator: bool = False                   # the run-API script asks for data_order and never draws
-    bundle: bool = False                             # big declared a bundle (experiment.bundles): its 2 concerns are meant
+    bundle: bool = False                             # big declared a bundle: its 2 concerns are meant
 
 
 CASES = {
