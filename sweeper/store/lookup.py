@@ -12,7 +12,6 @@ resolves outside its sweep dir, is never a candidate.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,7 @@ from sweeper.errors import UsageError
 from sweeper.plan.make import Plan, Reused, RunSpec, task_identity
 from sweeper.run.envinfo import numbers_env
 from sweeper.run.files.hashing import stable_hash
-from sweeper.run.files.manifest import MANIFEST, read_manifest
+from sweeper.run.files.manifest import MANIFEST, ManifestScan
 from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.rundir import RunDir
 from sweeper.run.files.status_values import KEEP
@@ -99,10 +98,10 @@ def find_reuse(plan: Plan) -> Reuse:
     reuse = Reuse(searched=earlier_sweeps(store_folders(plan), plan.sweep_dir))
     if not todo or not reuse.searched:
         return reuse
-    raws = {d: _manifest_bytes(d) for d in reuse.searched}      # each manifest read once, parsed only on a hit
-    by_hash = _candidates(raws, {r.config_hash for r in todo})
+    scan = ManifestScan(reuse.searched)                        # each manifest read once, parsed once, on a hit
+    by_hash = _candidates(scan, {r.config_hash for r in todo})
     unmatched = {(r.variant, r.seed) for r in todo if r.config_hash not in by_hash}
-    by_label = _nearest(raws, unmatched) if unmatched else {}
+    by_label = _nearest(scan, unmatched) if unmatched else {}
     threads = plan.launch.threads_per_run
     env = numbers_env(threads=str(threads) if threads is not None else None)
     sources = tuple(project_sources(plan.task.cwd)) if plan.task.command else None
@@ -126,25 +125,11 @@ def find_reuse(plan: Plan) -> Reuse:
     return reuse
 
 
-def _manifest_bytes(sweep_dir: Path) -> bytes:
-    try:
-        return (sweep_dir / MANIFEST).read_bytes() if not (sweep_dir / MANIFEST).is_symlink() else b""
-    except OSError:
-        return b""
-
-
-def _candidates(raws: dict[Path, bytes], wanted: set[str]) -> dict[str, list[Candidate]]:
+def _candidates(scan: ManifestScan, wanted: set[str]) -> dict[str, list[Candidate]]:
     """config hash -> the earlier runs planned with it. A manifest is parsed only when its bytes hold one of the
     wanted hashes (100 manifests of 1,000 runs: a byte search, not 100 parses)."""
-    needles = [h.encode() for h in wanted]
     by_hash: dict[str, list[Candidate]] = {}
-    for sweep_dir, raw in raws.items():
-        if not any(n in raw for n in needles):
-            continue
-        try:
-            manifest = read_manifest(sweep_dir)
-        except UnreadableFile:
-            continue
+    for sweep_dir, manifest in scan.naming(wanted):
         task = stable_hash(task_identity(manifest.task or {}))
         for entry in manifest.runs:
             if entry.config_hash in wanted:
@@ -154,17 +139,10 @@ def _candidates(raws: dict[Path, bytes], wanted: set[str]) -> dict[str, list[Can
     return by_hash
 
 
-def _nearest(raws: dict[Path, bytes], labels: set[tuple]) -> dict[tuple, Path]:
+def _nearest(scan: ManifestScan, labels: set[tuple]) -> dict[tuple, Path]:
     """(variant, seed) -> the newest earlier run of that variant and seed (to name the config keys that differ)."""
     found: dict[tuple, Path] = {}
-    names = [json.dumps(v).encode() for v in {v for v, _ in labels}]
-    for sweep_dir, raw in raws.items():
-        if not any(n in raw for n in names):
-            continue
-        try:
-            manifest = read_manifest(sweep_dir)
-        except UnreadableFile:
-            continue
+    for sweep_dir, manifest in scan.naming({v for v, _ in labels}):
         for entry in manifest.runs:
             if (entry.variant, entry.seed) in labels:
                 found.setdefault((entry.variant, entry.seed), sweep_dir / entry.run_dir)

@@ -249,6 +249,41 @@ def read_manifest(sweep_dir: str | Path) -> Manifest | None:
     return _manifest_from(json_object(raw, path, "sweep manifest", fix), path)
 
 
+class ManifestScan:
+    """Many sweeps' manifests searched cheaply: each sweep.json read once as bytes (never through a link) and
+    parsed at most once, only when its bytes hold one of the wanted values as a JSON string.
+
+        scan = ManifestScan(sweep_dirs)
+        for sweep_dir, manifest in scan.naming({"3fa2...", "rope"}): ...
+    """
+
+    def __init__(self, sweep_dirs: list[Path]):
+        self._raw = {d: _raw_bytes(d) for d in sweep_dirs}
+        self._parsed: dict[Path, Manifest | None] = {}
+
+    def naming(self, values: set[str]):
+        """(sweep_dir, manifest) for each manifest that may name one of `values` (damaged ones left out)."""
+        needles = [json.dumps(v).encode() for v in values]
+        for sweep_dir, raw in self._raw.items():
+            if not any(n in raw for n in needles):
+                continue
+            if sweep_dir not in self._parsed:
+                try:
+                    self._parsed[sweep_dir] = read_manifest(sweep_dir)
+                except UnreadableFile:
+                    self._parsed[sweep_dir] = None
+            if self._parsed[sweep_dir] is not None:
+                yield sweep_dir, self._parsed[sweep_dir]
+
+
+def _raw_bytes(sweep_dir: Path) -> bytes:
+    path = Path(sweep_dir) / MANIFEST
+    try:
+        return b"" if path.is_symlink() else path.read_bytes()
+    except OSError:
+        return b""
+
+
 def write_manifest(sweep_dir: str | Path, manifest: Manifest) -> None:
     """Write sweep.json atomically; keys keep their order (the variants' order is the report's order)."""
     Path(sweep_dir).mkdir(parents=True, exist_ok=True)
