@@ -28,12 +28,9 @@ KNOWN_MISSES: dict[str, str] = {
     "direction_agreement_cmd": "bug missed (nothing named)",
     "direction_confirmed_cmd": "bug missed (nothing named)",
     "direction_distortion_api": "bug missed (nothing named)",
-    "eval_train_batches_api": "bug missed (nothing named)",
-    "evalset_batch_count_cmd": "bug missed (nothing named)",
     "select_unlogged_cmd": "bug missed (nothing named)",
     "select_window_max_api": "bug missed (nothing named)",
     "subset_hardcoded_slice_api": "bug missed (nothing named)",
-    "subset_limit_key_cmd": "bug missed (nothing named)",
 }
 
 

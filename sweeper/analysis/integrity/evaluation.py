@@ -2,8 +2,10 @@
 each run's evaluation fingerprint (sweeper.run.evaluation: the run API's run.eval_fingerprint(...), or the
 `eval_fingerprint` JSON key a task.command prints) compared across arms at each seed, and the variant's config
 changes that touch evaluation keys (a val/eval/test/valid name, directly or through a group swap); and each run's
-evaluation size (used.eval_size: run.eval_fingerprint(data) records len(data), a script reports `eval_size`),
-compared across arms at each seed, whatever the keys are named. Torch-free.
+evaluation size (used.eval_size: run.eval_fingerprint(data) records len(data), a script reports `eval_size`; where
+a run recorded none, a whole number it reported under an evaluation-size name: `eval_examples`, `n_val`,
+`num_test_samples`, `holdout_size`; not a cumulative count such as `eval_examples_seen` or `val_batches`),
+compared across arms at each seed, whatever the config keys are named. Torch-free.
 
     evaluation_identity(ev), evaluation_varies_with_seed(ev)     # the two checks (their findings' names)
     evaluation_keys(changes)       # the Change's of a variant that touch the evaluation (the changes table marks them)
@@ -30,6 +32,13 @@ EVAL_WORDS = frozenset({"val", "valid", "validation", "eval", "evaluation", "eva
 NOT_DATA = frozenset({"interval", "every", "freq", "frequency", "period", "log", "print", "patience"})
 _WORD = re.compile(r"[A-Za-z]+")
 SIZE = "used_eval_size"          # load_runs' column of the summary's used.eval_size
+# A reported final named like the evaluation's size: an evaluation word and a count word, no word of a running
+# total or of another unit (batches, steps, evaluations done).
+COUNT_WORDS = frozenset({"examples", "example", "samples", "sample", "size", "n", "num", "items", "rows",
+                         "instances", "sequences", "images", "points", "len", "length"})
+NOT_SIZE = frozenset({"seen", "total", "processed", "consumed", "cumulative", "so", "far", "batches", "batch",
+                      "steps", "step", "evals", "calls", "runs", "interval", "every", "freq", "per", "time", "ms",
+                      "sec", "seconds", "correct", "wrong", "errors", "mistakes", "hits"})
 
 
 def is_evaluation_key(key: str) -> bool:
@@ -77,6 +86,7 @@ def evaluation_identity(ev: SweepEvidence) -> list[Finding]:
     """Arms evaluated on other data than the baseline: other fingerprints, or a changed evaluation key."""
     baseline = ev.experiment.baseline
     prints = _prints_by_arm(ev) if baseline else {}
+    sizes_all = _size_column(ev) if baseline and len(ev.runs) else None
     out = []
     for variant in ev.experiment.variants:
         if variant == baseline or not baseline:
@@ -93,7 +103,7 @@ def evaluation_identity(ev: SweepEvidence) -> list[Finding]:
             seen = (f"at seed{'s' if len(differ) > 1 else ''} {', '.join(map(str, differ[:6]))}" if differ
                     else "(no seed in common)")
             reasons.append(f"evaluation fingerprint {_one(mine)} vs {baseline}'s {_one(base)} {seen}")
-        sizes = _size_differs(ev, variant, baseline)
+        sizes = _size_differs(ev, variant, baseline, sizes_all)
         if sizes:
             reasons.append(sizes)
         if reasons:
@@ -105,18 +115,37 @@ def evaluation_identity(ev: SweepEvidence) -> list[Finding]:
     return out
 
 
-def _sizes_by_arm(ev: SweepEvidence, variant: str) -> dict[int, int]:
-    """seed -> the number of evaluation examples the variant's usable runs recorded (used.eval_size)."""
-    if SIZE not in ev.runs:
-        return {}
-    rows = ev.runs[usable(ev) & (ev.runs["variant"] == variant)]
-    sizes = pd.to_numeric(rows[SIZE], errors="coerce")
-    return {int(s): int(v) for s, v in zip(rows["seed"], sizes) if v == v}
+def is_size_name(name: str) -> bool:
+    """`eval_examples`, `n_val`, `numTestSamples`, `holdout_size`: the evaluation's size; `eval_examples_seen`,
+    `val_batches`, `test_correct`, `eval_interval`: not."""
+    ws = {w.lower() for w in _WORD.findall(re.sub(r"([a-z])([A-Z])", r"\1 \2", name))}
+    return bool(ws & EVAL_WORDS) and bool(ws & COUNT_WORDS) and not ws & (NOT_SIZE | NOT_DATA)
 
 
-def _size_differs(ev: SweepEvidence, variant: str, baseline: str) -> str | None:
+def _size_column(ev: SweepEvidence) -> pd.Series:
+    """Per run: its evaluation size, as used.eval_size recorded it, else a whole number it reported under an
+    evaluation-size name (is_size_name; the first such column); NaN where neither."""
+    out = pd.to_numeric(ev.runs[SIZE], errors="coerce") if SIZE in ev.runs else pd.Series(float("nan"),
+                                                                                          index=ev.runs.index)
+    metric = f"final_{ev.experiment.metric}"
+    for column in sorted(c for c in ev.runs.columns if c.startswith("final_") and c != metric
+                         and is_size_name(c.removeprefix("final_"))):
+        values = pd.to_numeric(ev.runs[column], errors="coerce")
+        whole = values.where((values >= 0) & (values == values.round()))
+        out = out.fillna(whole)
+    return out
+
+
+def _sizes_by_arm(ev: SweepEvidence, variant: str, sizes: pd.Series | None = None) -> dict[int, int]:
+    """seed -> the number of evaluation examples the variant's usable runs recorded (_size_column)."""
+    sizes = _size_column(ev) if sizes is None else sizes
+    keep = usable(ev) & (ev.runs["variant"] == variant)
+    return {int(s): int(v) for s, v in zip(ev.runs.loc[keep, "seed"], sizes[keep]) if v == v}
+
+
+def _size_differs(ev: SweepEvidence, variant: str, baseline: str, sizes: pd.Series | None = None) -> str | None:
     """The evaluation sizes of the two arms at the seeds both recorded, when they differ."""
-    mine, base = _sizes_by_arm(ev, variant), _sizes_by_arm(ev, baseline)
+    mine, base = _sizes_by_arm(ev, variant, sizes), _sizes_by_arm(ev, baseline, sizes)
     common = sorted(set(mine) & set(base)) or None
     if common is None:
         if not mine or not base or set(mine.values()) == set(base.values()):
@@ -138,7 +167,7 @@ def evaluation_identity_coverage(ev: SweepEvidence) -> Coverage:
     ok = usable(ev)
     n = int(ok.sum())
     prints = int(ev.runs.loc[ok, f"fp_{EVAL_KEY}"].notna().sum()) if f"fp_{EVAL_KEY}" in ev.runs else 0
-    sizes = int(ev.runs.loc[ok, SIZE].notna().sum()) if SIZE in ev.runs else 0
+    sizes = int(_size_column(ev)[ok].notna().sum()) if len(ev.runs) else 0
     if not prints and not sizes:
         return Coverage("evaluation_identity", f"{n} runs recorded no fingerprint and no size: evaluation keys in "
                                                f"the changes only, the data not checked", False)

@@ -1,8 +1,10 @@
 """A debug subset or a `limit` left on the training data (`train_subset`, a warning): every arm then trains on a
 sliver of its data, and the decision is about that sliver. Evidence, either: a key of the runs' config that
 limits the training data and is set (`data.limit: 200`, `debug: true`, `max_train_samples: 512`,
-`train_fraction: 0.05`; not under an eval/val/test key); such a flag in task.command (`--limit 100`). A recorded
-training-set size smaller than the evaluation is no evidence (few-shot and small-data studies do that on
+`train_fraction: 0.05`; not under an eval/val/test key); such a flag in task.command (`--limit 100`). A count
+limit in examples is weighed against the runs' compute ledger (used.examples): a limit at or above every example
+a run consumed cut nothing the run had time to see (`limit: 2000` on runs that drew 1,280 examples): quiet. A
+recorded training-set size smaller than the evaluation is no evidence (few-shot and small-data studies do that on
 purpose), so it is not used. Torch-free.
 
     train_subset(ev)             # [Finding] for the sweep (arms named when only some have it)
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 import math
 import re
+
+import pandas as pd
 
 from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
@@ -58,21 +62,38 @@ def _flat(config, prefix: str = "") -> dict:
     return out
 
 
+def _room(rows) -> float:
+    """The most training examples a run of `rows` consumed (its compute ledger, used.examples): a limit at or
+    above it cut nothing the run had time to see; inf when no run recorded a ledger. (used.train_size is the
+    size of what the run drew from, after any limit: no measure of what the limit cut.)"""
+    values = pd.to_numeric(rows["used_examples"], errors="coerce").dropna() if "used_examples" in rows else ()
+    return float(max(values)) if len(values) else math.inf
+
+
+def _bites(key: str, value, room: float) -> bool:
+    """A limiting key that can have cut something: a count limit in examples below the room the runs had."""
+    name = key.split(".")[-1].lower().replace("-", "_")
+    if not COUNT.match(name) or "batches" in name or isinstance(value, bool):
+        return True
+    return float(value) < room
+
+
 def _config_keys(ev: SweepEvidence) -> dict[str, list[str]]:
-    """variant -> the limiting keys of one of its runs' config ("data.limit=200")."""
+    """variant -> the limiting keys of one of its runs' config ("data.limit=200") that can have cut something."""
     out = {}
     for variant, rows in ev.runs.groupby("variant", sort=False):
+        room = _room(rows)
         for run_dir in rows["run_dir"]:
             try:
                 config = RunDir(ev.sweep_dir / str(run_dir)).read_config()
             except (UnreadableFile, OSError):
                 continue
-            out[str(variant)] = [f"{k}={v}" for k, v in _flat(config).items() if limiting(k, v)]
+            out[str(variant)] = [f"{k}={v}" for k, v in _flat(config).items() if limiting(k, v) and _bites(k, v, room)]
             break
     return out
 
 
-def _command_flags(task: dict) -> list[str]:
+def _command_flags(task: dict, room: float = math.inf) -> list[str]:
     words, out = [str(w) for w in task.get("command") or []], []
     for i, word in enumerate(words):
         m = _ARG.match(word)
@@ -87,7 +108,7 @@ def _command_flags(task: dict) -> list[str]:
             continue
         if isinstance(parsed, float) and parsed.is_integer() and "." not in value:
             parsed = int(parsed)
-        if limiting(m.group(1), parsed):
+        if limiting(m.group(1), parsed) and _bites(m.group(1), parsed, room):
             out.append(word if m.group(2) is not None else f"{word} {value}")
     return out
 
@@ -97,7 +118,7 @@ def train_subset(ev: SweepEvidence) -> list[Finding]:
         return []
     keys = _config_keys(ev)
     flagged = {v: ks for v, ks in keys.items() if ks}
-    flags = _command_flags(task_block(ev))
+    flags = _command_flags(task_block(ev), _room(ev.runs))
     if not flagged and not flags:
         return []
     parts = []
@@ -107,6 +128,9 @@ def train_subset(ev: SweepEvidence) -> list[Finding]:
         parts.append(f"config {', '.join(values[:4])} in {arms}")
     if flags:
         parts.append(f"task.command passes {', '.join(flags[:3])}")
+    room = _room(ev.runs)
+    if room < math.inf:
+        parts.append(f"runs consumed up to {int(room)} training examples")
     arms_named = tuple(flagged) if flagged and len(flagged) < len(keys) and not flags else ()
     return [Finding(
         "train_subset", arms_named, "; ".join(parts),
