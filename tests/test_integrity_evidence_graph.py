@@ -147,6 +147,24 @@ def test_an_evaluation_series_equal_to_a_training_series_is_the_training_data():
     assert eval_is_train(build(quiet)) == []
 
 
+def test_the_decision_metric_is_the_evaluation_whatever_its_name():
+    """check_err (no evaluation word) is what the sweep is judged on: equal to fit_err at every logged step, it
+    read the training data; a decision metric named as the objective (objective, loss) is not an evaluation, and
+    a final alone equal to a training curve's last point is one number reported twice."""
+    runs = {(v, s): {"check_err": loss(s, v, 1.0), "fit_err": loss(s, v, 1.0)} for v in ("base", "new")
+            for s in range(3)}
+    [f] = eval_is_train(build(runs, metric="check_err"))
+    assert f.effect is Effect.INVALID and "check_err equals fit_err" in f.evidence
+    assert set(f.variants) == {"base", "new"}
+    assert eval_is_train(build(runs, metric="fit_err")) == []          # named as training: no evaluation series
+    objective = {(v, s): {"objective": loss(s, v, 1.0), "loss": loss(s, v, 1.0)} for v in ("base", "new")
+                 for s in range(3)}
+    assert eval_is_train(build(objective, metric="objective")) == []
+    once = {(v, s): {"score": 0.4123457 + 0.0131 * s, "curve": [0.9, 0.7, 0.4123457 + 0.0131 * s]}
+            for v in ("base", "new") for s in range(3)}
+    assert eval_is_train(build(once, metric="score")) == []
+
+
 def overfit(seed: int, variant: str) -> list[float]:
     """Falls, then rises: a validation loss of a model that overfits."""
     return [2.0 + 0.05 * (i - 3) ** 2 + 0.001 * seed + 0.01 * (variant == "new") for i in range(len(STEPS))]

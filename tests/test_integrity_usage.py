@@ -149,6 +149,21 @@ def test_evaluation_identity_reads_the_evaluation_size(tmp_path):
     assert not cover.checked and "recorded no fingerprint and no size" in cover.evidence
 
 
+def test_evaluation_identity_reads_a_reported_evaluation_size_where_none_was_recorded(tmp_path):
+    """A plain script printing eval_examples (not the documented eval_size): its size counts; a running count
+    (eval_examples_seen, early stopping moves it) does not."""
+    def with_final(column, base, big):
+        ev = evidence(tmp_path, {"base": Usage(), "big": Usage()})
+        ev.runs[column] = [base if v == "base" else big for v in ev.runs["variant"]]
+        return ev
+    [f] = evaluation_identity(with_final("final_eval_examples", 100, 250))
+    assert f.effect is Effect.NOT_COMPARABLE and "250 examples vs base's 100" in f.evidence
+    assert COVERAGE["evaluation_identity"](with_final("final_n_val", 100, 100)).checked
+    assert evaluation_identity(with_final("final_n_val", 100, 100)) == []
+    assert evaluation_identity(with_final("final_eval_examples_seen", 1000, 2500)) == []
+    assert evaluation_identity(with_final("final_val_batches", 5, 2)) == []
+
+
 def test_train_subset_from_config_keys_and_command_flags(tmp_path):
     for run_dir, limit in (("runs/base/seed_0", 40), ("runs/big/seed_0", 40)):
         (tmp_path / run_dir).mkdir(parents=True)
@@ -162,6 +177,13 @@ def test_train_subset_from_config_keys_and_command_flags(tmp_path):
     [f] = train_subset(evidence(tmp_path / "none", {"base": small, "big": small},
                                 task={"command": ["python", "t.py", "--max_train_samples", "512"]}))
     assert "--max_train_samples 512" in f.evidence
+    # a count limit weighed against the ledger: below what a run consumed it cut the data; at or above, nothing
+    for run_dir in ("runs/base/seed_0", "runs/big/seed_0"):
+        (tmp_path / run_dir / "config.yaml").write_text("seed: 0\nlimit: 2000\n")
+    drew = Usage(examples=1280)
+    assert train_subset(evidence(tmp_path, {"base": drew, "big": drew}, seeds=(0,))) == []
+    [f] = train_subset(evidence(tmp_path, {"base": drew, "big": Usage(examples=2560)}, seeds=(0,)))
+    assert "limit=2000 in big" in f.evidence and f.variants == ("big",)
     assert limiting("data.limit", 200) and limiting("debug", True) and limiting("train_fraction", 0.05)
     assert not any(limiting(k, v) for k, v in (("data.limit", None), ("debug", False), ("eval.limit", 200),
                                                ("train_fraction", 1.0), ("limit", -1), ("val_subset", 100),
