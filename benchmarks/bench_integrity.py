@@ -7,7 +7,9 @@ integrity stage, side by side in one run (alternating, median of the repeats), r
 The sweep is synthetic (tests/helpers/synthetic_sweep.py: the files a real run writes) and has copies in it: one
 variant's finals equal the baseline's at every seed (its curves differ), so change_no_effect reads the curves, and
 every check runs its full path. "Without" empties sweeper.analysis.integrity.CHECKS for the timed call; the stage
-alone (check_sweep on the loaded evidence) is timed too.
+alone (check_sweep and sweep_coverage, as analyze runs them, on a fresh evidence object) is timed too. Each
+figure is given in wall seconds and in CPU seconds of this process (time.process_time): on a shared, loaded
+machine the wall figures are noise, the CPU figures are the cost.
 """
 from __future__ import annotations
 
@@ -32,15 +34,16 @@ from sweeper.report.write import write_report  # noqa: E402
 from tests.helpers.synthetic_sweep import write_sweep  # noqa: E402
 
 
-def report(root: Path, resamples: int, checks: list) -> tuple[float, int]:
-    """Seconds for analyze_sweep + write_report (no plots) with `checks` as the registered checks; findings."""
+def report(root: Path, resamples: int, checks: list) -> tuple[float, float, int]:
+    """Wall and CPU seconds for analyze_sweep + write_report (no plots) with `checks` as the registered checks;
+    findings."""
     saved = list(integrity.CHECKS)
     integrity.CHECKS[:] = checks
     try:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         inp = analyze_sweep(root, DecisionOptions(n_resamples=resamples))
         write_report(inp, root, plots=False)
-        return time.perf_counter() - t, len(inp.findings)
+        return time.perf_counter() - t, time.process_time() - c, len(inp.findings)
     finally:
         integrity.CHECKS[:] = saved
 
@@ -64,25 +67,34 @@ def main() -> None:
         root = write_sweep(Path(tmp) / "sweep", finals, curve_points=args.points, eval_every=10)
         print(f"synthetic sweep: {n_runs} runs x {args.points} curve points written in {time.perf_counter() - t:.1f} s")
         report(root, args.resamples, list(integrity.CHECKS))          # warm: imports, the manifest cache
-        with_s, without_s, found = [], [], 0
+        with_s, without_s, with_cpu, without_cpu, found = [], [], [], [], 0
         for _ in range(args.repeats):
-            s, found = report(root, args.resamples, list(integrity.CHECKS))
+            s, cpu, found = report(root, args.resamples, list(integrity.CHECKS))
             with_s.append(s)
-            without_s.append(report(root, args.resamples, [])[0])
+            with_cpu.append(cpu)
+            s, cpu, _ = report(root, args.resamples, [])
+            without_s.append(s)
+            without_cpu.append(cpu)
         inp = analyze_sweep(root, DecisionOptions(n_resamples=200))
         changes, _ = load_variant_changes(root, inp.manifest, inp.experiment.baseline)
         ev = integrity.SweepEvidence(root, inp.experiment, inp.runs, inp.curves, changes)
-        stage = []
+        stage, stage_cpu = [], []
         for _ in range(args.repeats):
-            t = time.perf_counter()
+            ev = integrity.SweepEvidence(root, inp.experiment, inp.runs, inp.curves, changes)   # no shared memo
+            t, c = time.perf_counter(), time.process_time()
             integrity.check_sweep(ev)
+            integrity.sweep_coverage(ev)
             stage.append(time.perf_counter() - t)
+            stage_cpu.append(time.process_time() - c)
     w, wo, st = statistics.median(with_s), statistics.median(without_s), statistics.median(stage)
     added = statistics.median(a - b for a, b in zip(with_s, without_s))   # each repeat's pair: less load noise
+    added_cpu = statistics.median(a - b for a, b in zip(with_cpu, without_cpu))
+    st_cpu = statistics.median(stage_cpu)
     result = {"runs": n_runs, "curve_points": args.points, "curve_rows": int(len(inp.curves)),
               "resamples": args.resamples, "repeats": args.repeats, "report_with_s": w, "report_without_s": wo,
               "added_s": added, "ratio": w / wo, "with_each_s": with_s,
-              "without_each_s": without_s, "stage_alone_s": st, "findings": found,
+              "without_each_s": without_s, "stage_alone_s": st, "findings": found, "added_cpu_s": added_cpu,
+              "with_cpu_each_s": with_cpu, "without_cpu_each_s": without_cpu, "stage_alone_cpu_s": st_cpu,
               "checks": [c.__name__ for c in integrity.CHECKS]}
     lines = ["# Checks across runs: cost on the report of a 1,000-run sweep", "",
              f"`python benchmarks/bench_integrity.py` ({n_runs} runs, {args.points} curve points each, "
@@ -91,7 +103,10 @@ def main() -> None:
              f"- report with the integrity stage: {w:.2f} s; without: {wo:.2f} s (medians); added {added:+.2f} s "
              f"(median of the {args.repeats} paired differences; ratio {w / wo:.3f}); target <= 1 s added: "
              f"{'OK' if added <= 1 else 'OVER TARGET'}",
-             f"- the stage alone (check_sweep on the loaded runs and curves): {st:.3f} s, {found} finding(s)"]
+             f"- CPU seconds of this process: added {added_cpu:+.2f} CPU-s (median of the paired differences; with "
+             f"{statistics.median(with_cpu):.2f}, without {statistics.median(without_cpu):.2f})",
+             f"- the stage alone (check_sweep + sweep_coverage on the loaded runs and curves): {st:.3f} s wall, "
+             f"{st_cpu:.3f} CPU-s, {found} finding(s)"]
     print("\n".join(lines[2:]))
     if args.out:
         write_results(args.out, "bench_integrity", result, lines)

@@ -22,7 +22,7 @@ import sweeper.analysis.verdict as verdict
 from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
-from sweeper.analysis.integrity.runs import metric_column, shown, usable, what_changes
+from sweeper.analysis.integrity.runs import arm_values, metric_column, shown, usable, what_changes
 from sweeper.config.config_diff import Change
 
 BUDGET = re.compile(r"^(max_|num_|n_|total_|train_|training_)*(steps|iters|iterations|epochs|epoch|tokens|timesteps|"
@@ -82,12 +82,12 @@ def common_budget(ev: SweepEvidence, variant: str) -> str:
 
 def ledger(ev: SweepEvidence, variant: str) -> dict[str, np.ndarray]:
     """quantity -> the values every usable run of the variant recorded (only quantities all of them recorded)."""
-    rows = ev.runs[usable(ev) & (ev.runs["variant"] == variant)]
     out = {}
     for name, _ in LEDGER:
         column = f"used_{name}"
-        if len(rows) and column in rows:
-            values = pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float)
+        rows = arm_values(ev, column, variant)
+        if len(rows):
+            values = pd.to_numeric(rows, errors="coerce").to_numpy(dtype=float)
             if np.isfinite(values).all():
                 out[name] = values
     return out

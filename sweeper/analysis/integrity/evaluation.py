@@ -23,7 +23,7 @@ import pandas as pd
 from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
-from sweeper.analysis.integrity.runs import usable
+from sweeper.analysis.integrity.runs import arm_rows, usable
 from sweeper.config.config_diff import Change
 from sweeper.run.evaluation import EVAL_KEY
 
@@ -139,8 +139,8 @@ def _size_column(ev: SweepEvidence) -> pd.Series:
 def _sizes_by_arm(ev: SweepEvidence, variant: str, sizes: pd.Series | None = None) -> dict[int, int]:
     """seed -> the number of evaluation examples the variant's usable runs recorded (_size_column)."""
     sizes = _size_column(ev) if sizes is None else sizes
-    keep = usable(ev) & (ev.runs["variant"] == variant)
-    return {int(s): int(v) for s, v in zip(ev.runs.loc[keep, "seed"], sizes[keep]) if v == v}
+    rows = arm_rows(ev).get(str(variant), [])
+    return {int(s): int(v) for s, v in zip(ev.runs["seed"].iloc[rows], sizes.iloc[rows]) if v == v}
 
 
 def _size_differs(ev: SweepEvidence, variant: str, baseline: str, sizes: pd.Series | None = None) -> str | None:

@@ -3,10 +3,14 @@ the report already loaded them (sweeper.analysis.results). Torch-free; the check
 unless the evidence they need is not here.
 
     ev = SweepEvidence(sweep_dir, experiment, runs, curves, changes)
+    memo(ev, fn)          # fn(ev), computed once per evidence object (what several checks, or a check and its
+                          # coverage line, derive from the same evidence)
 """
 from __future__ import annotations
 
 import functools
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,3 +39,18 @@ class SweepEvidence:
         once for every check that needs them."""
         c = self.curves
         return c[c["metric"] == self.experiment.metric] if len(c) else c
+
+
+_MEMO: dict[tuple, tuple] = {}       # (id(ev), fn) -> (weakref to ev, fn(ev))
+
+
+def memo(ev: SweepEvidence, fn: Callable):
+    """fn(ev), once per evidence object (a report's checks share one); the caller must not modify the value."""
+    hit = _MEMO.get((id(ev), fn))
+    if hit is not None and hit[0]() is ev:
+        return hit[1]
+    for key in [k for k, (ref, _) in _MEMO.items() if ref() is None]:
+        del _MEMO[key]
+    value = fn(ev)
+    _MEMO[(id(ev), fn)] = (weakref.ref(ev), value)
+    return value

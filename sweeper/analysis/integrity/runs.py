@@ -2,6 +2,7 @@
 not cost figures), each run's logged curves, and whether two runs are the same run (bitwise or to float rounding).
 
     ok = usable(ev)                                  # boolean per row of ev.runs: finished, finite decision metric
+    arm_rows(ev)["base"]                             # positions in ev.runs of the usable runs of variant base
     same = RunCurves(ev).same(run_a, run_b)          # curves equal at every logged step (to float rounding)
     same_rows(finals_matrix(ev, result_columns(ev)), [i, j])   # i, j: positions of rows of ev.runs
 
@@ -14,7 +15,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from sweeper.analysis.integrity.evidence import SweepEvidence
+from sweeper.analysis.integrity.evidence import SweepEvidence, memo
 from sweeper.config.config_diff import group_changes
 from sweeper.run.files.status_values import Status
 
@@ -30,7 +31,30 @@ def metric_column(ev: SweepEvidence) -> str:
 
 
 def usable(ev: SweepEvidence) -> pd.Series:
-    """Per run: finished with a finite final decision metric (the runs a verdict counts)."""
+    """Per run: finished with a finite final decision metric (the runs a verdict counts). Computed once per
+    evidence object (every check asks, 50 times a report); each caller gets its own copy."""
+    return memo(ev, _usable).copy()
+
+
+def arm_rows(ev: SweepEvidence) -> dict[str, np.ndarray]:
+    """variant -> the positions (in ev.runs) of its usable runs, once per evidence object: a string comparison of
+    the variant column per variant and per check costs more than the checks' own arithmetic at 1,000 runs."""
+    return memo(ev, _arm_rows)
+
+
+def _arm_rows(ev: SweepEvidence) -> dict[str, np.ndarray]:
+    ok = usable(ev).to_numpy()
+    codes, names = pd.factorize(ev.runs["variant"].astype(str)) if len(ev.runs) else (np.zeros(0, dtype=int), [])
+    return {str(n): np.flatnonzero(ok & (codes == i)) for i, n in enumerate(names)}
+
+
+def arm_values(ev: SweepEvidence, column: str, variant: str) -> pd.Series:
+    """The column's values for the usable runs of `variant` (empty when the column or the variant is absent)."""
+    rows = arm_rows(ev).get(str(variant), np.zeros(0, dtype=int))
+    return ev.runs[column].iloc[rows] if column in ev.runs else pd.Series(dtype=object)
+
+
+def _usable(ev: SweepEvidence) -> pd.Series:
     column = metric_column(ev)
     if column not in ev.runs or not len(ev.runs):
         return pd.Series(False, index=ev.runs.index)

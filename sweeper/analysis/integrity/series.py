@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from sweeper.analysis.integrity.coverage import Coverage
-from sweeper.analysis.integrity.evidence import SweepEvidence
+from sweeper.analysis.integrity.evidence import SweepEvidence, memo
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.graph import curve_index, fine
 from sweeper.analysis.integrity.runs import ATOL, COST, RTOL, SEED, result_columns, usable
@@ -47,6 +47,11 @@ def kind(name: str, metric: str | None = None) -> str | None:
 
 
 def _points(ev: SweepEvidence) -> pd.DataFrame:
+    """_series_points, once per evidence (the check and its coverage line share it)."""
+    return memo(ev, _series_points)
+
+
+def _series_points(ev: SweepEvidence) -> pd.DataFrame:
     """row (of ev.runs), step, metric (a name), value: the usable runs' curves of the series kind() names, with
     each final as a point at step FINAL. Integers, not strings, on the curve rows (graph.curve_index)."""
     ok = usable(ev).to_numpy()

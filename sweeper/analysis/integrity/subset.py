@@ -19,7 +19,7 @@ import re
 import pandas as pd
 
 from sweeper.analysis.integrity.coverage import Coverage
-from sweeper.analysis.integrity.evidence import SweepEvidence
+from sweeper.analysis.integrity.evidence import SweepEvidence, memo
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.usage import task_block
 from sweeper.run.files.reading import UnreadableFile
@@ -79,7 +79,12 @@ def _bites(key: str, value, room: float) -> bool:
 
 
 def _config_keys(ev: SweepEvidence) -> dict[str, list[str]]:
-    """variant -> the limiting keys of one of its runs' config ("data.limit=200") that can have cut something."""
+    """variant -> the limiting keys of one of its runs' config ("data.limit=200") that can have cut something
+    (read once per evidence: the check and its coverage line share it)."""
+    return memo(ev, _read_config_keys)
+
+
+def _read_config_keys(ev: SweepEvidence) -> dict[str, list[str]]:
     out = {}
     for variant, rows in ev.runs.groupby("variant", sort=False):
         room = _room(rows)

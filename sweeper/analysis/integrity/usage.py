@@ -20,7 +20,7 @@ import pandas as pd
 from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
-from sweeper.analysis.integrity.runs import usable
+from sweeper.analysis.integrity.runs import arm_values, usable
 from sweeper.analysis.results import load_manifest
 from sweeper.config.config_diff import Change
 from sweeper.run.files.reading import UnreadableFile
@@ -56,10 +56,11 @@ def passed_as_arguments(task: dict, key: str) -> bool:
 
 def _reads(ev: SweepEvidence, variant: str) -> list | None:
     """The config_read sets of the variant's usable runs; None when any of them did not record one."""
-    rows = ev.runs[usable(ev) & (ev.runs["variant"] == variant)]
-    if not len(rows) or READ not in rows:
+    if READ not in ev.runs:
         return None
-    values = list(rows[READ])
+    values = list(arm_values(ev, READ, variant))
+    if not values:
+        return None
     return None if any(not isinstance(v, frozenset) for v in values) else values
 
 
