@@ -30,7 +30,9 @@ KNOWN_MISSES: dict[str, str] = {
     "direction_distortion_api": "bug missed (nothing named)",
     "select_unlogged_cmd": "bug missed (nothing named)",
     "select_window_max_api": "bug missed (nothing named)",
-    "subset_hardcoded_slice_api": "bug missed (nothing named)",
+    "subset_hardcoded_slice_api": "bug missed (nothing named): no evidence; the run records neither the size of "
+                                  "what it trained on nor of the split it was cut from (docs/sweep-integrity.md, "
+                                  "train_subset)",
 }
 
 
