@@ -1,0 +1,43 @@
+"""Early stopping on a validation loss, on the run API; the compute ledger is run.consumed()."""
+import numpy as np
+
+import sweeper
+
+
+def sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+
+
+def nll(w, X, y):
+    p = np.clip(sigmoid(X @ w), 1e-7, 1 - 1e-7)
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+
+
+def grad(w, X, y, l2):
+    return X.T @ (sigmoid(X @ w) - y) / len(y) + l2 * w
+
+
+def make_data(n, d, noise=1.0):
+    g = np.random.default_rng(7)                 # the dataset is fixed; the run's seed drives init and order
+    X = g.normal(size=(n, d))
+    y = (X @ g.normal(size=d) + g.normal(scale=noise, size=n) > 0).astype(float)
+    return X, y
+
+
+run = sweeper.init()
+cfg = run.config
+X, y = make_data(600, 20, noise=1.5)
+Xtr, ytr, Xva, yva = X[:400], y[:400], X[400:], y[400:]
+rng = run.numpy_rng("data_order")
+w = run.numpy_rng("init").normal(scale=0.3, size=20)
+best, bad = np.inf, 0
+for epoch in range(1, cfg.epochs + 1):
+    for idx in np.array_split(rng.permutation(400), 8):
+        w -= cfg.lr * grad(w, Xtr[idx], ytr[idx], 0.0)
+        run.consumed(examples=len(idx), steps=1)
+    vl = nll(w, Xva, yva)
+    run.log(epoch, train_loss=nll(w, Xtr, ytr), val_loss=vl)
+    best, bad = (vl, 0) if vl < best - 1e-4 else (best, bad + 1)
+    if bad >= cfg.patience:
+        break
+run.finish(val_loss=vl)

@@ -1,0 +1,40 @@
+"""Mini-batch logistic regression on the run API whose batches come from numpy's global RNG."""
+import os  # noqa: F401
+
+import numpy as np
+
+import sweeper
+
+
+def sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+
+
+def nll(w, X, y):
+    p = np.clip(sigmoid(X @ w), 1e-7, 1 - 1e-7)
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+
+
+def grad(w, X, y, l2):
+    return X.T @ (sigmoid(X @ w) - y) / len(y) + l2 * w
+
+
+def make_data(n, d, noise=1.0):
+    g = np.random.default_rng(7)                 # the dataset is fixed; the run's seed drives init and order
+    X = g.normal(size=(n, d))
+    y = (X @ g.normal(size=d) + g.normal(scale=noise, size=n) > 0).astype(float)
+    return X, y
+
+
+run = sweeper.init()
+cfg = run.config
+np.random.seed(run.seed_for("data_order") % 2**32)
+X, y = make_data(500, 10, noise=1.0)
+Xtr, ytr, Xva, yva = X[:300], y[:300], X[300:], y[300:]
+w = run.numpy_rng("init").normal(scale=0.5, size=10)
+for step in range(1, 61):
+    idx = np.random.randint(0, 300, 16)
+    w -= cfg.lr * grad(w, Xtr[idx], ytr[idx], 0.0)
+    if step % 10 == 0:
+        run.log(step, train_loss=nll(w, Xtr, ytr), val_loss=nll(w, Xva, yva))
+run.finish(val_loss=nll(w, Xva, yva))
