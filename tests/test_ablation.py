@@ -81,6 +81,21 @@ def test_a_two_change_variant_warns_naming_both_and_a_no_op_override_is_flagged(
 
 
 @pytest.mark.slow
+def test_a_variant_replacing_the_baseline_value_of_a_key_is_one_change_and_a_no_op_still_warns(tmp_path):
+    """Every variant sets the key the baseline sets (`a: [how=a]`, `b: [how=b]`, as tests/test_script_endings.py's
+    do): `how=b` replaces the baseline's `how=a`, so `(no how=a)` is no change of its own and never "changes
+    nothing". A `steps=3` that the baseline already has still does."""
+    project = user_project(tmp_path / "project", "print('{\"val_loss\": 1.0}')\n",
+                           {"a": ["how=a"], "b": ["how=b"], "c": ["how=c", "steps=3"]}, "how: a\nsteps: 3")
+    proc = run(["--config-dir", "conf", "+experiment=mine", "seeds=0", "sweeper.dry_run=true",
+                f"sweeper.dir={tmp_path / 'sweep'}"], cwd=project)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    warnings = [ln for ln in proc.stderr.splitlines() if "changes nothing" in ln]
+    assert warnings == ["sweeper: warning: variant c: steps=3 changes nothing in the run config (the baseline a "
+                        "already has that value); drop it from the variant"], proc.stderr
+    assert not (tmp_path / "sweep").exists()
+
+@pytest.mark.slow
 def test_dropping_a_variant_drops_its_note():
     sweep = compose_sweep(["+experiment=rope", "~experiment.variants.rope_frozen_qk"])
     assert set(sweep.experiment.notes) == {"rope", "nope"} and set(sweep.changes) == {"nope"}

@@ -126,7 +126,7 @@ def test_seed_streams_are_distinct_and_stable():
     assert all(a != b for a, b in zip(seeds0, (s1.seed_for(n) for n in STREAMS)))
     assert seeds0 == [SeedStreams(0).seed_for(n) for n in STREAMS]
     # pinned: a change here would silently change every sweep's data order and init
-    assert s0.seed_for("data_order") == 4628151336619185031 and SeedStreams(7).seed_for("init") == 8209847573052684423
+    assert s0.seed_for("data_order") == 2716832647 and SeedStreams(7).seed_for("init") == 3152574599
     with pytest.raises(KeyError, match="unknown seed stream"):
         s0.seed_for("augment")
 

@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(importlib.util.find_spec("setuptools") is None, reason="building needs setuptools")]
 FOLDERS = {"sweeper": "sweeper", "train": "sweeper/train", "kernels": "sweeper/kernels",
            "hydra_plugins": "hydra_plugins"}          # repo folder -> where the wheel puts it
-SHIPPED = (*FOLDERS, "conf", "pyproject.toml", "README.md")
+SHIPPED = (*FOLDERS, "conf", "pyproject.toml", "setup.py", "README.md")
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +95,37 @@ def test_the_wheel_holds_every_module_and_every_config(install):
     triton = [ln for ln in requires if ln.split(":", 1)[1].strip().startswith("triton")]
     assert triton and all("extra ==" in ln for ln in triton), triton   # a CPU-only install pulls no triton
     assert any(ln.startswith("Requires-Dist: torch") and "extra" not in ln for ln in requires), requires
+
+
+LOCKING = """\
+import os
+def write_egg_lockfile(cmd, basename, filename):      # as Hugging Face's kernels._internals.locking does
+    open(os.environ["WRITER_RAN"], "w").write(filename)
+"""
+
+
+def test_a_build_beside_a_kernels_package_with_the_checkout_on_the_path(tmp_path):
+    """Hugging Face's `kernels` (transformers 5 installs it) registers an egg_info.writers entry point that
+    setuptools imports in every build; with the checkout's root on the build's sys.path (PYTHONPATH here) our
+    top-level kernels/ folder used to shadow it: "No module named 'kernels._internals'" (setup.py's docstring).
+    A `kernels` distribution with that entry point, then an editable install's metadata step (pip, no isolation:
+    the build sees the environment's packages)."""
+    src, other = copy_checkout(tmp_path / "src"), tmp_path / "site"
+    (other / "kernels" / "_internals").mkdir(parents=True)
+    (other / "kernels" / "__init__.py").write_text("")
+    (other / "kernels" / "_internals" / "__init__.py").write_text("")
+    (other / "kernels" / "_internals" / "locking.py").write_text(LOCKING)
+    (other / "kernels-0.19.1.dist-info").mkdir()
+    (other / "kernels-0.19.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: kernels\n"
+                                                                   "Version: 0.19.1\n")
+    (other / "kernels-0.19.1.dist-info" / "entry_points.txt").write_text(
+        "[egg_info.writers]\nkernels.lock = kernels._internals.locking:write_egg_lockfile\n")
+    env = {**clean_env(), "PYTHONPATH": f"{src}{os.pathsep}{other}", "WRITER_RAN": str(tmp_path / "ran")}
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-index",
+                           "--no-build-isolation", "-q", "-e", str(src)], cwd=src, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert Path((tmp_path / "ran").read_text()).name == "kernels.lock"    # the other package's writer ran, not ours
 
 
 WHERE = """\

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import signal
 import struct
 import subprocess
@@ -47,7 +48,7 @@ def planned_run(tmp_path: Path, config: dict, name: str = "run") -> Path:
 
 def test_seed_streams_are_the_documented_derivation_and_differ_per_stream(tmp_path):
     run = init(tmp_path / "r", config={"seed": 7, "lr": 0.1})
-    expected = int.from_bytes(hashlib.sha256(b"sweeper:7:data_order").digest()[:8], "little") & ((1 << 63) - 1)
+    expected = int.from_bytes(hashlib.sha256(b"sweeper:7:data_order").digest()[:4], "little")
     assert run.seed_for("data_order") == expected
     assert len({run.seed_for(s) for s in sweeper.run.STREAMS}) == len(sweeper.run.STREAMS)
     assert run.config.lr == 0.1 and run.seed == 7
@@ -55,6 +56,26 @@ def test_seed_streams_are_the_documented_derivation_and_differ_per_stream(tmp_pa
         run.seed_for("datas")
     run.close()
 
+
+def test_every_seed_handed_out_is_32_bits_and_every_common_consumer_takes_it(tmp_path):
+    """np.random.seed (numpy's legacy global RNG) refuses 2**32 and above; random.seed and torch.manual_seed
+    take it: every stream of many seeds and ranks, as the run API hands them out, goes to all three."""
+    import numpy as np
+    import torch
+
+    run = init(tmp_path / "r", config={"seed": 0})
+    seeds = [sweeper.run.SeedStreams(seed, rank).seed_for(s) for seed in (*range(64), 2**40 + 1) for rank in (0, 1, 3)
+             for s in sweeper.run.STREAMS] + [run.seed_for(s) for s in sweeper.run.STREAMS]
+    assert all(0 <= s < 2**32 for s in seeds) and max(seeds) >= 2**31     # the whole 32-bit range is used
+    before = np.random.get_state(), random.getstate(), torch.get_rng_state()
+    try:
+        for s in seeds:
+            np.random.seed(s), random.seed(s), torch.manual_seed(s)
+        run.seed_all()
+        assert np.random.get_state()[1][0] == np.random.RandomState(run.seed_for("python")).get_state()[1][0]
+    finally:
+        np.random.set_state(before[0]), random.setstate(before[1]), torch.set_rng_state(before[2])
+    run.close()
 
 def test_identity_comes_from_the_plan_and_the_summary_holds_the_final_metrics(tmp_path):
     run_dir = planned_run(tmp_path, {"seed": 3, "steps": 4})

@@ -35,9 +35,11 @@ def is_run_change(override: str) -> bool:
 
 def declared_overrides(variant: list[str], baseline: list[str]) -> list[str]:
     """The variant's declared changes against the baseline: its own overrides, then the baseline's it drops
-    (spelled `(no BASELINE_OVERRIDE)`)."""
+    (spelled `(no BASELINE_OVERRIDE)`); a baseline override of a key the variant sets itself is replaced, not
+    dropped, so it is no change of its own."""
     own = [o for o in variant if o not in baseline and is_run_change(o)]
-    dropped = [f"(no {o})" for o in baseline if o not in variant and is_run_change(o)]
+    replaced = {key_of(o) for o in own}        # `how=b` against the baseline's `how=a`: one change, not two
+    dropped = [f"(no {o})" for o in baseline if o not in variant and is_run_change(o) and key_of(o) not in replaced]
     return own + dropped
 
 

@@ -19,7 +19,8 @@ class RunSeeds:
     RunUsage's _hand_out and _generators_drawn."""
 
     def seed_for(self, stream: str) -> int:
-        """The seed of one named stream (recorded as used: the summary's fingerprint lists the streams drawn,
+        """The seed of one named stream, an int in [0, 2**32) that np.random.seed, random.seed and
+        torch.manual_seed all take as it is (recorded as used: the summary's fingerprint lists the streams drawn,
         which is what the report's paired test needs to know)."""
         value = self.streams.seed_for(stream)
         self.streams_used.add(stream)
@@ -46,7 +47,7 @@ class RunSeeds:
         """python and numpy global RNGs from the "python" stream; torch's (if imported) from "init"."""
         random.seed(self.seed_for("python"))
         if "numpy" in sys.modules:
-            sys.modules["numpy"].random.seed(self.seed_for("python") % 2**32)
+            sys.modules["numpy"].random.seed(self.seed_for("python"))
         if "torch" in sys.modules:
             self.manual_seed("init")
 

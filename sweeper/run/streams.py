@@ -1,7 +1,7 @@
 """Seed streams and RNG states: independent random streams derived from the run seed, saved and restored whole.
 
     streams = SeedStreams(seed=3)
-    streams.seed_for("data_order")       # -> int, stable across Python versions, machines and processes
+    streams.seed_for("data_order")       # -> int in [0, 2**32), stable across Python versions, machines, processes
     g = streams.generator("data_order")  # torch.Generator seeded from it
     streams.numpy("eval_batches")        # numpy.random.Generator seeded from it
     SeedStreams(seed=3, rank=1)          # rank 1's own streams of a multi-rank run (rank 0's are the ones above)
@@ -30,6 +30,7 @@ import random
 import sys
 
 STREAMS = ("init", "data_order", "dropout", "eval_batches", "python")
+SEED_BYTES = 4          # every seed handed out is 32 bits: [0, 2**32), see SeedStreams.seed_for
 DROP_ENV = "SWEEPER_FAULT_DROP_RNG_STATE"
 DROPPABLE = ("python", "numpy", "torch", "cuda", "data_order")
 _warned: set[str] = set()
@@ -40,11 +41,14 @@ class SeedStreams:
         self.seed, self.rank = int(seed), int(rank)
 
     def seed_for(self, stream: str) -> int:
+        """The stream's seed: 32 bits, [0, 2**32), which every common consumer takes as it is (numpy's legacy
+        np.random.seed and RandomState refuse 2**32 and above; random.seed, torch.manual_seed, numpy's
+        default_rng, JAX's PRNGKey take it)."""
         if stream not in STREAMS:
             raise KeyError(f"unknown seed stream {stream!r}; streams are {', '.join(STREAMS)}")
         rank = f":rank{self.rank}" if self.rank else ""       # rank 0: a one-process run's streams, unchanged
         digest = hashlib.sha256(f"sweeper:{self.seed}:{stream}{rank}".encode()).digest()
-        return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+        return int.from_bytes(digest[:SEED_BYTES], "little")
 
     def generator(self, stream: str):
         import torch  # deferred: torch (about 2 s to import), only when this runs
