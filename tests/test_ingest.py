@@ -160,4 +160,4 @@ def test_a_run_printing_200000_metric_lines_keeps_every_line_and_its_final(tmp_p
     assert log.count(b"epoch ") == 200 and b"epoch 199 done\n" in log
     summary = json.loads((run / "summary.json").read_text())
     assert summary["final"]["val_loss"] == 0.5 and summary["final"]["train_loss"] == 0.000005
-    assert summary["metric_sources"]["val_loss"].startswith("stdout line 200201 of the run's output")
+    assert summary["metric_sources"]["val_loss"].startswith("stdout line 200202 of the run's output")
