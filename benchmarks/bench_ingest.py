@@ -5,7 +5,8 @@
 
 Measured side by side, in one process tree, so the machine's load touches every figure alike:
   script   `python task.py > log`: the script alone (wall, CPU)
-  sweep    `python -m sweeper` of that one run (launcher=local, launcher.max_log_mb=null: with the default 16 MiB
+  sweep    `python -m sweeper` of that one run (sweeper.reuse=false: each pair runs it; launcher=local,
+           launcher.max_log_mb=null: with the default 16 MiB
            cap a million-line log is cut and its curve thinned by design): the run's wall under sweeper (its summary's
            wall_time_s: from the run command's start of the script, forked, to the end of the ingest of its output;
            status.json's `started` is rewritten by the run's finish, so started -> ended is the finish alone), the
@@ -78,7 +79,7 @@ def under_sweeper(proj: Path, name: str = "sw") -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SWEEPER_PROGRESS": "plain"}
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "sweeper", "--config-dir", "conf", "+experiment=ingest", "seeds=0",
-                        f"sweeper.dir={name}", "sweeper.report=false", "launcher=local",
+                        f"sweeper.dir={name}", "sweeper.report=false", "sweeper.reuse=false", "launcher=local",
                         "launcher.max_log_mb=null"], cwd=proj, env=env,
                        capture_output=True, text=True, timeout=3600)
     wall = time.perf_counter() - t0
