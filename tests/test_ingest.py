@@ -123,7 +123,9 @@ def test_a_tail_feeds_the_lines_as_they_are_written_and_refuses_a_log_changed_un
     assert fed == [b'{"step": 1, "a": 1}\n'] and rest == data[len(fed[0]):]
     assert b"".join(fed) + rest == data
     other = LogTail(str(log), 0, [].append).start()
-    time.sleep(0.2)
+    deadline = time.monotonic() + 10
+    while not other.read and time.monotonic() < deadline:      # until it has read (a loaded machine is slow)
+        time.sleep(0.01)
     other.stop()
     assert other.read > 0 and other.stop(b"X" + log.read_bytes()[1:]) is None     # not what it read: None
 
