@@ -29,6 +29,7 @@ code without it gets python and numpy RNG states and pickle checkpoints.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -175,6 +176,17 @@ class Run(RankedRun, RunSeeds, RunCheckpoints, RunEnding, RunUsage):
         if self.is_main and records:
             self.dir.append_metrics_many(records, default=_json_value)
             self._last_step = int(records[-1]["step"])
+
+    def log_lines(self, data: bytes, last_step: int | None) -> None:
+        """Metrics lines already JSON (a zero-glue run's reported step lines: each one object with an integer
+        step, sweeper.run.stdout_metrics), appended as they are: one write, one fsync, no re-encoding. With the
+        live monitor or TensorBoard on, record by record through run.log."""
+        if self._health is not None or self._tb_enabled:
+            self.log_many([json.loads(line) for line in data.splitlines()])
+            return
+        if self.is_main and data:
+            self.dir.append_metrics_lines(data)
+            self._last_step = last_step
 
     def health(self, model: Any, *, num_classes: int | None = None, interval: int = 10, preflight=None,
                thresholds=None, optimizer=None, total_steps: int | None = None, val_keys=None,

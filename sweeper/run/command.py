@@ -29,6 +29,7 @@ import stat
 import subprocess
 import sys
 import time
+from operator import itemgetter
 from pathlib import Path
 
 import yaml
@@ -37,13 +38,15 @@ from sweeper.run import init
 from sweeper.run.envrefs import resolve_env_refs
 from sweeper.run.evaluation import EVAL_KEY
 from sweeper.run.files.atomic import atomic_write_text
-from sweeper.run.files.logcap import MARK, LogMark, read_since
+from sweeper.run.files.logcap import MARK, LogMark, read_since_bytes
 from sweeper.run.files.rundir import RunDir
 from sweeper.run.files.status_values import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, Status
 from sweeper.run.files.usage import REPORTED
 from sweeper.run.folder_watch import FolderWatch
+from sweeper.run.log_tail import LogTail
 from sweeper.run.provenance import script_of, set_project_sources, set_script
-from sweeper.run.reported import read_reported
+from sweeper.run.reported import STDOUT, read_reported
+from sweeper.run.stdout_metrics import StdoutMetrics
 
 OUT = "out"                      # RUN_DIR/out: the folder a zero-glue script writes to ({out_dir})
 PYTHONS = ("python", "python3")
@@ -116,12 +119,12 @@ def _exit_code(e: SystemExit) -> int:
     return 1
 
 
-def run_python(words: list[str]) -> int:
+def run_python(words: list[str], tail: LogTail | None = None) -> int:
     """Run `python script.py ARGS` / `python -m module ARGS` as `__main__`, in a fork of this process (its
     imports kept): however the script ends (os._exit, sys.exit in an atexit handler, its stdout or stderr
     closed or pointed at /dev/null, a signal) this process outlives it and records what it reported. Its exit
     status as a subprocess gives it (-SIG when killed). In this process only when a fork would be unsafe here (a
-    thread or CUDA already started)."""
+    thread or CUDA already started). `tail`: started once the fork is made (a thread: never before a fork)."""
     if _unsafe_to_fork():
         with _streams_kept():
             return _run_here(words)
@@ -137,6 +140,8 @@ def run_python(words: list[str]) -> int:
         finally:
             _flush_quietly()
             os._exit(code)
+    if tail is not None:
+        tail.start()
     return _wait(pid)
 
 
@@ -219,9 +224,12 @@ def _flush_quietly() -> None:
             pass
 
 
-def run_program(words: list[str]) -> int:
-    """Any other program, as a child in this process group (a stop signal to the group reaches it too)."""
+def run_program(words: list[str], tail: LogTail | None = None) -> int:
+    """Any other program, as a child in this process group (a stop signal to the group reaches it too); `tail`
+    started once it runs."""
     proc = subprocess.Popen(words, stdin=subprocess.DEVNULL)
+    if tail is not None:
+        tail.start()
     try:
         return proc.wait()
     except Stopped:
@@ -242,17 +250,18 @@ def _log_path() -> str | None:
         return None
 
 
-def _read_from(log: str | None, mark: LogMark) -> str:
+def _read_from(log: str | None, mark: LogMark) -> bytes:
     """Our output since `mark`, cuts of the log included (sweeper.run.files.logcap.read_since: no race with
     the launcher cutting it, metric lines of a cut part kept)."""
     if log is None:
-        return ""
+        return b""
     sys.stdout.flush()
     sys.stderr.flush()
-    return read_since(log, mark)
+    return read_since_bytes(log, mark)
 
 
-def _last_line(text: str) -> str:
+def _last_line(data: bytes) -> str:
+    text = data[-64 * 1024:].decode("utf-8", "replace")          # the last line is in the output's tail
     lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("=== sweeper")]
     return lines[-1][:300] if lines else ""
 
@@ -302,22 +311,26 @@ def _run_command(argv: list[str]) -> int:
     set_project_sources()                        # ... all of the project's sources: its imports are not ours to see
     watch = FolderWatch(rd.path)                  # what it changes outside its run dir (isolation.json)
     ours = _files(rd)                                # what the run dir holds: a script that deletes it is named
+    parsed = StdoutMetrics(prefix) if STDOUT in sources else None   # its stdout lines, parsed as they come:
+    tail = LogTail(log, mark.size, parsed.feed) if log is not None and parsed is not None else None
     previous = {sig: signal.signal(sig, _stop) for sig in STOP_SIGNALS}
     stopped = None
     try:
-        code = run_python(words) if in_process(words) else run_program(words)
+        code = run_python(words, tail) if in_process(words) else run_program(words, tail)
     except Stopped as e:
         stopped, code = str(e), EXIT_INTERRUPTED
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         watch.done()
+        if tail is not None:
+            tail.stop()
     _flush_quietly()
     gone = sorted(ours - _files(rd))
     if gone:
         return _deleted(rd, gone, code, stopped)
     record = rd.read_status()
-    text = _read_from(log, mark)
+    text = _read_from(log, mark)                     # the run's output (bytes)
     if record.started != t0 or record.status is not Status.RUNNING:     # the script ran its own run (the run API)
         return _api_exit(rd, code, stopped, _last_line(text))
     if stopped:
@@ -328,7 +341,12 @@ def _run_command(argv: list[str]) -> int:
     if code != 0:
         rd.update_status(Status.FAILED, ended=time.time(), exit_code=code, error=failure_line(code, _last_line(text)))
         return code
-    return _finish(rd, text, sources, prefix, out_dir, t0, decision_metric(argv))
+    if parsed is not None:
+        rest = tail.stop(text) if tail is not None else None
+        if rest is None:                             # no thread ran, or the log changed under it: all again
+            parsed, rest = StdoutMetrics(prefix), text
+        parsed.feed(rest)
+    return _finish(rd, text, parsed, sources, prefix, out_dir, t0, decision_metric(argv))
 
 
 def _files(rd: RunDir) -> set[str]:
@@ -369,10 +387,12 @@ def decision_metric(argv: list[str]) -> str | None:
     return head[head.index("--metric") + 1] if "--metric" in head[:-1] else None
 
 
-def _finish(rd, text: str, sources: list[str], prefix: str | None, out_dir: Path, t0: float,
-            metric: str | None = None) -> int:
-    """Exit 0 without the run API: final metrics and curves from what the script reported; status finished."""
-    got = read_reported(text, sources, prefix, base=out_dir, out_dir=out_dir, metric=metric)
+def _finish(rd, text: bytes, parsed: StdoutMetrics | None, sources: list[str], prefix: str | None, out_dir: Path,
+            t0: float, metric: str | None = None) -> int:
+    """Exit 0 without the run API: final metrics and curves from what the script reported (`parsed`: its
+    stdout lines, already parsed); status finished."""
+    got = read_reported(parsed if parsed is not None else b"", sources, prefix, base=out_dir, out_dir=out_dir,
+                        metric=metric)
     for note in got.notes:
         print(f"sweeper: {note}", flush=True)
     evaluated = got.final.pop(EVAL_KEY, None)        # the documented key: what it was evaluated on, not a metric
@@ -382,11 +402,11 @@ def _finish(rd, text: str, sources: list[str], prefix: str | None, out_dir: Path
     if evaluated is not None:
         run.eval_fingerprint(fingerprint=str(evaluated))
     drop = (EVAL_KEY, *REPORTED)                     # documented keys: what it was evaluated on and used, not metrics
-    records = [r for r in ({k: v for k, v in rec.items() if k not in drop} for rec in got.steps) if len(r) > 1]
-    run.log_many(records)                            # one write: a million lines in about a second
+    last = max(map(itemgetter("step"), got.steps), default=None)
+    run.log_lines(got.metrics_lines(drop), last)   # one write: the stdout lines as they came, not re-encoded
     run.extra["reported_by"] = "command output (zero glue)"
     run.extra["metric_sources"] = got.sources        # the summary's record of where each final was read
-    cut = MARK.search(text.encode(errors="replace"))
+    cut = MARK.search(text)
     if cut:
         run.extra["log_cut_bytes"] = int(cut.group(1))    # named by a "no decision metric" stop (metric_check)
     run.finish(got.final, steps=max((r["step"] for r in got.steps), default=None))

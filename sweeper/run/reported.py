@@ -37,11 +37,11 @@ import csv
 import io
 import json
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+
+from sweeper.run.stdout_metrics import StdoutMetrics, flatten, is_step, iter_json_objects
 
 STDOUT = "stdout"
 FILE_KINDS = (".json", ".jsonl", ".csv")
@@ -51,82 +51,27 @@ BIG_FILE = 2 ** 20           # an out/ file larger than this is read only when i
 MAX_JSON = 64 * 2 ** 20      # a .json file is parsed whole: larger ones are not metrics files
 
 
-def flatten(obj: dict, prefix: str = "") -> dict:
-    """{"val": {"loss": 1}} -> {"val.loss": 1}; lists and scalars stay values."""
-    out = {}
-    for key, value in obj.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(flatten(value, f"{name}."))
-        else:
-            out[name] = value
-    return out
-
-
 @dataclass
 class Reported:
     final: dict = field(default_factory=dict)      # key -> its last value
     steps: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)   # key -> where its final value was read
+    stdout: StdoutMetrics | None = None            # the stdout source as parsed (its lines kept for the run's metrics)
+
+    def metrics_lines(self, drop=()) -> bytes:
+        """The step records as the run's metrics lines, in order (the stdout lines as they came when unchanged;
+        `drop`: keys left out, a record left with its step alone is no line); see StdoutMetrics.metrics_lines."""
+        head = self.stdout.metrics_lines(drop) if self.stdout is not None else b""
+        rest = self.steps[len(self.stdout.steps):] if self.stdout is not None else self.steps
+        records = [r for r in ({k: v for k, v in o.items() if k not in drop} for o in rest) if len(r) > 1]
+        return head + b"".join(json.dumps(r, sort_keys=True, default=str).encode() + b"\n" for r in records)
 
 
 def json_objects(text, prefix: str | None = None) -> list[dict]:
     """The JSON objects of a text (or an iterable of lines), one per line (with a prefix: only the lines that
     start with it)."""
     return [obj for _, _, obj in iter_json_objects(text.splitlines() if isinstance(text, str) else text, prefix)]
-
-
-def iter_json_objects(lines, prefix: str | None = None):
-    """(line number from 1, the line, its object) for each line of `lines` that holds one JSON object."""
-    for number, raw in enumerate(lines, 1):
-        line = raw.strip()
-        if prefix:
-            at = line.find(prefix.strip())
-            if at < 0:
-                continue
-            line = line[at + len(prefix.strip()):].strip()
-        if not (line.startswith("{") and line.endswith("}")):
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            yield number, raw.strip(), flatten(obj)
-
-
-_LINE_OBJECT = re.compile(r"^[^\S\n]*(\{.*\})[^\S\n]*$", re.M)     # a line that is one {...}, spaces around
-_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")   # line breaks of splitlines() beyond \r, \n
-
-
-def text_objects(text: str, prefix: str | None = None) -> tuple[list[tuple[int, str, dict]], Callable[[int], int]]:
-    """iter_json_objects over a whole text, at C speed for the common case (no prefix): the candidate lines found
-    by one regex and parsed by one json.loads of them all (line by line only when one is not JSON), flattened only
-    when nested. ([(position, the line, its object)], position -> the line number iter_json_objects counts): the
-    number is worked out only for the few lines a report names."""
-    if prefix or _OTHER_BREAKS.search(text):
-        return list(iter_json_objects(text.splitlines(), prefix)), int
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")           # the breaks splitlines() counts
-    found = list(_LINE_OBJECT.finditer(text))
-    lines = [m.group(1) for m in found]
-    try:
-        objects = json.loads("[" + ",".join(lines) + "]")
-    except ValueError:
-        objects = []
-    if len(objects) != len(lines):                 # a line that is not JSON (or holds "}, {"): line by line
-        objects = [_loads(line) for line in lines]
-    out = [(m.start(), line, flatten(obj) if line.count("{") > 1 else obj)
-           for m, line, obj in zip(found, lines, objects) if type(obj) is dict]
-    return out, lambda offset: text.count("\n", 0, offset) + 1
-
-
-def _loads(line: str):
-    try:
-        return json.loads(line)
-    except ValueError:
-        return None
 
 
 def _number(text: str):
@@ -195,10 +140,6 @@ def _can_hold(path: Path, metric: str | None) -> bool:
     return path.suffix == ".jsonl" or metric in csv_header(path)
 
 
-def is_step(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
 def _where(path: Path, base: Path) -> str:
     """A metrics file as the report names it: relative to the run dir (base is its out/ folder)."""
     try:
@@ -207,11 +148,12 @@ def _where(path: Path, base: Path) -> str:
         return str(path)
 
 
-def read_reported(log_text: str, sources: list[str], prefix: str | None, base: Path,
+def read_reported(log_text: str | bytes | StdoutMetrics, sources: list[str], prefix: str | None, base: Path,
                   out_dir: Path | None = None, metric: str | None = None) -> Reported:
     """Final metrics, step records, notes and each final's source (see the module docstring). With no file
     source named, the .json/.jsonl/.csv files the run wrote in out_dir are read too (oldest first; large ones only
-    when they can hold `metric`, the decision metric, and stdout did not carry it)."""
+    when they can hold `metric`, the decision metric, and stdout did not carry it). log_text: the run's output,
+    or its stdout lines already parsed (sweeper.run.stdout_metrics, fed as the output came)."""
     got = Reported()
     counts: Counter = Counter()
     last: dict = {}                # key -> (where, step) of its last value: worded once, at the end
@@ -227,12 +169,18 @@ def read_reported(log_text: str, sources: list[str], prefix: str | None, base: P
                 steps.append(obj)
         final.pop("step", None)
 
-    paths, line_number = [], int
+    paths = []
     for source in sources:
-        if source == STDOUT:
-            objects, line_number = text_objects(log_text, prefix)
-            fold(((n, line), obj) for n, line, obj in objects)
-        else:
+        if source == STDOUT and got.stdout is None:
+            got.stdout = parsed = _parsed(log_text, prefix)
+            got.final.update(parsed.final)
+            got.final.pop("step", None)
+            counts.update(parsed.counts)
+            for key in parsed.counts:                   # in the order the keys first came, as files' keys are
+                number, line, step = parsed.last[key]
+                last[key] = ((number, line), step)
+            got.steps += parsed.steps
+        elif source != STDOUT:
             paths.append(Path(source) if Path(source).is_absolute() else base / source)
     looked = out_dir is not None and not paths and out_dir.is_dir()
     if looked:
@@ -262,11 +210,19 @@ def read_reported(log_text: str, sources: list[str], prefix: str | None, base: P
         if key == "step":
             continue
         if isinstance(where, tuple):                  # a stdout line: (its position, its text)
-            where = f"stdout line {line_number(where[0])} of the run's output `{_clip(where[1])}`, key {{}}"
+            where = f"stdout line {where[0]} of the run's output `{_clip(where[1])}`, key {{}}"
         n = counts[key]
         got.sources[key] = (where.replace("{}", key) + (f" (step {step})" if is_step(step) else "")
                             + (": the only value" if n == 1 else f": the last of {n} values"))
     return got
+
+
+def _parsed(log_text: str | bytes | StdoutMetrics, prefix: str | None) -> StdoutMetrics:
+    if isinstance(log_text, StdoutMetrics):
+        return log_text
+    parsed = StdoutMetrics(prefix)
+    parsed.feed(log_text.encode("utf-8", "surrogatepass") if isinstance(log_text, str) else log_text)
+    return parsed
 
 
 def _clip(line: str, limit: int = 80) -> str:

@@ -186,6 +186,16 @@ def append_jsonl_many(path: str | Path, records: list[dict], default: Callable[[
         os.fsync(f.fileno())
 
 
+def append_lines(path: str | Path, data: bytes) -> None:
+    """Append lines already encoded (whole lines, each ending in a newline): one write and one fsync."""
+    if not data:
+        return
+    with os.fdopen(open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def read_jsonl(path: str | Path) -> list[dict]:
     """Every complete, parseable line; a truncated or corrupt line is skipped."""
     out = []

@@ -3,6 +3,7 @@
     cut = cap_log(run_dir / "stdout.log", limit=16 * 2**20)        # bytes cut now (0: under the limit)
     cap_log(path, limit, pause=stopped_group(pid))                 # a writer that must hold still for a rewrite
     mark = LogMark.now(path); ...; text = read_since(path, mark)   # a run's own output since `mark`, cuts or not
+    read_since_bytes(path, mark)                                   # the same, as bytes
 
 The run's process writes stdout.log itself (an inherited O_APPEND descriptor), so nothing sits between it and
 its output. The launcher calls cap_log while the run runs (each tick of the local pool, each poll of a Slurm
@@ -237,10 +238,15 @@ def _mark(fd: int) -> tuple[int, int]:
 def read_since(path, mark: LogMark) -> str:
     """The run's output since `mark` as text (bad bytes replaced): what the log still holds of it and, where a
     cut took part of it, the marker line and the metric lines kept from the cut. "" when there is no log."""
+    return read_since_bytes(path, mark).decode("utf-8", "replace")
+
+
+def read_since_bytes(path, mark: LogMark) -> bytes:
+    """read_since, as the bytes of the log (b"" when there is no log)."""
     try:
         fd = open_nofollow(path, os.O_RDONLY)
     except OSError:
-        return ""
+        return b""
     try:
         fcntl.flock(fd, fcntl.LOCK_SH)                    # no cut while this reads (cap_log waits a tick)
         size = os.fstat(fd).st_size
@@ -255,7 +261,7 @@ def read_since(path, mark: LogMark) -> str:
             data = before + line.rstrip(b" \n") + b"\n" + kept + os.pread(fd, size - start, start)
     finally:
         os.close(fd)
-    return data.decode("utf-8", "replace")
+    return data
 
 
 def _read_from(path: Path, offset: int) -> bytes:

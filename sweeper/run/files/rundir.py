@@ -38,6 +38,7 @@ from sweeper.errors import not_text
 from sweeper.run.files.atomic import (
     append_jsonl,
     append_jsonl_many,
+    append_lines,
     atomic_write_json,
     atomic_write_text,
     open_nofollow,
@@ -212,6 +213,12 @@ class RunDir:
                 raise ValueError(f"a metrics line needs an integer 'step', got {step!r}")
         self.path.mkdir(parents=True, exist_ok=True)
         append_jsonl_many(self.metrics_path, records, default)
+
+    def append_metrics_lines(self, data: bytes) -> None:
+        """Metrics lines already JSON, appended as they are (one write, one fsync): a zero-glue run's reported
+        step lines, each one JSON object with an integer step (sweeper.run.stdout_metrics checked them)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        append_lines(self.metrics_path, data)
 
     def read_metrics(self) -> tuple[list[dict], int]:
         """(every complete line with an integer step, the number of truncated or corrupt lines skipped)."""
