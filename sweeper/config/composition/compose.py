@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import math
+import pickle
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -86,7 +87,10 @@ class Composed:
         """A copy with Hydra's own step for value overrides applied (`parsed`: Hydra Override objects of
         `overrides`, none of them a config group), as composing self.overrides + overrides would apply them.
         Its plain() checks only `overrides`: self.overrides are checked by self.plain(), which the caller runs."""
-        node = copy.deepcopy(self.node)
+        try:                          # OmegaConf pickles a node whole (flags, types, parents): deepcopy, at half
+            node = pickle.loads(pickle.dumps(self.node, protocol=pickle.HIGHEST_PROTOCOL))     # the cost
+        except Exception:  # noqa: BLE001 - a schema class pickle cannot name (a local class): deepcopy
+            node = copy.deepcopy(self.node)
         with _strict_boolean_nodes():
             ConfigLoaderImpl._apply_overrides_to_config(parsed, node)
         return Composed(node, self.overrides + list(overrides), self.groups, self.repo, checked=len(self.overrides))
