@@ -79,7 +79,8 @@ class Composed:
     def plain(self) -> dict:
         """The checked plain dict (consumes the node: keep_env_refs escapes it in place)."""
         _strict_booleans(self.node, [o for o in self.overrides[self.checked:] if key_of(o) not in self.groups])
-        _finite_floats(self.node)
+        new = self.overrides[self.checked:]       # a copy of a checked base: only the top-level keys they set
+        _finite_floats(self.node, only={key_of(o).split(".")[0] for o in new} if self.checked else None)
         keep_env_refs(self.node, skip=RESERVED)  # ${oc.env:SECRET} of the run config stays a reference on disk
         return OmegaConf.to_container(self.node, resolve=True)
 
@@ -158,12 +159,14 @@ def _strict_booleans(cfg: Any, overrides: list[str]) -> None:
             raise UsageError(f"{key}={show(value)}: expected a boolean (true or false)")
 
 
-def _finite_floats(node: Any, prefix: str = "") -> None:
+def _finite_floats(node: Any, prefix: str = "", only: set[str] | None = None) -> None:
     """Every typed float key of every schema (sweeper's, the launchers', the trainer's groups, a user's
     `sweeper.schemas` groups) holds a finite number: inf or nan would mean "never" or nothing (a grace period
     that never ends, a learning rate that is not a number). Untyped keys (plain YAML) are the user's own."""
     items = node.items_ex(resolve=False) if isinstance(node, DictConfig) else enumerate(node)
     for key, _ in list(items):
+        if only is not None and key not in only:
+            continue
         child = node._get_node(key)
         name = f"{prefix}{key}" if isinstance(node, DictConfig) else f"{prefix[:-1]}[{key}]"
         if isinstance(child, (DictConfig, ListConfig)):
