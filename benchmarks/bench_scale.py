@@ -17,8 +17,12 @@ Every run is a tiny user task (a script that calls sweeper.init and finishes at 
            to exit 130, and the CPU time (user + system) the command used before the first run starts (the
            same command uninterrupted, stopped at its first `start` line)
   typo     (--typo) 200 variants, a key typo in the last: seconds and CPU to the one-line refusal
+  issue48  (--issue48) 200 variants x 3 seeds `sweeper.dry_run=true` (CPU s; Hydra composes once, each variant's
+           value overrides applied to a copy), and `sweeper.report DIR --no-plots` on 10,000 finished runs written
+           through the run contract's writers (CPU s): results/bench_scale_issue48.{json,md}
 Targets (issue 16): per-run overhead <= 50 ms at 1,000 runs; the report of 10,000 runs <= 10 s. Issue 40: Ctrl-C
 answered within 1.5 s at any moment of a 10,000-run plan; a typo in the 200th variant named within 2 s (idle).
+Issue 48: 200 variants plan and dry-run in <= 5 s; a 10,000-run sweep reports in <= 10 s.
 """
 from __future__ import annotations
 
@@ -293,7 +297,11 @@ def main() -> int:
     ap.add_argument("--no-write", action="store_true", help="do not write benchmarks/results")
     ap.add_argument("--ctrl-c", type=int, default=None, help="runs of the Ctrl-C trial (default 10000; 0: none)")
     ap.add_argument("--typo", action="store_true", help="only the Ctrl-C and 200-variant typo figures (issue 40)")
+    ap.add_argument("--issue48", action="store_true", help="only the 200-variant dry run and the big report (issue 48)")
+    ap.add_argument("--report-runs", type=int, default=10000, help="runs of the --issue48 report (0: none)")
     args = ap.parse_args()
+    if args.issue48:
+        return issue48(args)
     if args.typo:
         return issue40(args)
     sizes = [int(s) for s in (args.sizes or ("100,1000" if args.quick else "1000,10000")).split(",")]
@@ -356,6 +364,72 @@ def issue40(args) -> int:
     if not args.no_write:
         (RESULTS / "bench_scale_issue40.json").write_text(json.dumps(out, indent=2) + "\n")
         (RESULTS / "bench_scale_issue40.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+def _child_run(cmd: list[str], cwd: Path) -> dict:
+    """Wall and CPU (user + system of the child) of one command."""
+    before, t0 = os.times(), time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    wall, after = time.perf_counter() - t0, os.times()
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return {"exit": r.returncode, "wall_s": wall, "cpu_s": cpu, "tail": (r.stdout + r.stderr)[-300:]}
+
+
+def many_variants(work: Path, n: int = 200) -> dict:
+    """n variants (one value override each) x 3 seeds, dry run: wall and CPU of the whole command."""
+    root = work / "many"
+    (root / "conf" / "experiment").mkdir(parents=True, exist_ok=True)
+    lines = ["# @package _global_", "defaults:", "  - override /task: custom", "task:", "  command: [python, t.py]",
+             "width: 0", "experiment:", "  name: many", "  baseline: v0", "  metric: val_loss",
+             "  lower_is_better: true", "  variants:"] + [f"    v{i}: [width={i}]" for i in range(n)]
+    (root / "conf" / "experiment" / "many.yaml").write_text("\n".join(lines) + "\n")
+    (root / "t.py").write_text("print('{\"val_loss\": 1}')\n")
+    out = _child_run([sys.executable, "-m", "sweeper", "--config-dir", "conf", "+experiment=many", "seeds=0-2",
+                      "sweeper.dry_run=true", f"sweeper.dir={root / 'sweep'}"], root)
+    return {"variants": n, "seeds": 3, **out}
+
+
+def big_report(work: Path, n: int = 10000, arms: int = 4) -> dict:
+    """A sweep dir of n finished runs (status, summary, manifest; tests/test_scale_stats.finished_sweep, the run
+    contract's writers), then `python -m sweeper.report DIR --no-plots`: wall and CPU."""
+    import numpy as np
+
+    from tests.test_scale_stats import finished_sweep
+    rng = np.random.default_rng(0)
+    sweep = work / f"report-{n}"
+    finished_sweep(sweep, {chr(97 + i): list(rng.normal(1.0 + 0.01 * i, 0.1, n // arms)) for i in range(arms)})
+    out = _child_run([sys.executable, "-m", "sweeper.report", str(sweep), "--no-plots"], work)
+    return {"runs": n, "arms": arms, **out}
+
+
+def issue48(args) -> int:
+    out = {"machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg()}}
+    with tempfile.TemporaryDirectory(prefix="bench_scale_") as tmp:
+        work = Path(tmp)
+        out["variants"] = many_variants(work)
+        print(json.dumps(out["variants"]), flush=True)
+        if args.report_runs:
+            out["report"] = big_report(work, args.report_runs)
+            print(json.dumps(out["report"]), flush=True)
+    out["machine"]["load_avg_end"] = os.getloadavg()
+    v = out["variants"]
+    lines = ["# bench_scale (issue 48): 200 variants dry-run, the report of 10,000 runs", "",
+             f"`python benchmarks/bench_scale.py --issue48` on {out['machine']['cpus']} CPUs, load average "
+             f"{', '.join(f'{x:.1f}' for x in out['machine']['load_avg'])} at start, "
+             f"{', '.join(f'{x:.1f}' for x in out['machine']['load_avg_end'])} at the end (the CPU seconds are the "
+             f"figure to read on a loaded machine).", "",
+             f"- {v['variants']} variants x {v['seeds']} seeds, `sweeper.dry_run=true`: exit {v['exit']}, "
+             f"{v['wall_s']:.1f} s wall, **{v['cpu_s']:.1f} s CPU** (target 5 s; before: one Hydra composition per "
+             f"variant and two more per variant for the ablation check, 34 s CPU at load 14)"]
+    if "report" in out:
+        r = out["report"]
+        lines.append(f"- `sweeper.report DIR --no-plots`, {r['runs']:,} finished runs in {r['arms']} arms: exit "
+                     f"{r['exit']}, {r['wall_s']:.1f} s wall, **{r['cpu_s']:.1f} s CPU** (target 10 s)")
+    if not args.no_write:
+        (RESULTS / "bench_scale_issue48.json").write_text(json.dumps(out, indent=2) + "\n")
+        (RESULTS / "bench_scale_issue48.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 

@@ -23,9 +23,10 @@ from pathlib import Path
 
 from sweeper.config.ablation import check_ablation
 from sweeper.config.composition.argv import key_of
-from sweeper.config.composition.compose import compose, missing_keys
+from sweeper.config.composition.compose import missing_keys
 from sweeper.config.composition.hydra_errors import missing_message, package_hint
 from sweeper.config.composition.search import available, experiment_file, where_searched
+from sweeper.config.composition.variants import VariantComposer
 from sweeper.config.fields import build, keys_of, show, unknown_key
 from sweeper.config.integrity import CHECK_NAMES, direction_warnings
 from sweeper.config.launchers import launcher_conf
@@ -135,12 +136,13 @@ def compose_sweep(overrides: list[str], start_checks: bool = True) -> Sweep:
     its import probe (check_task_started). Raises UsageError before anything is written.
     start_checks=False: the caller runs check_task_started itself once its own cheap checks have passed (the
     plan, the sweep dir), so that no process starts for a command line that is bad anywhere."""
+    compose = VariantComposer(overrides)              # Hydra composes the command line once, not per variant
     cfg = compose(overrides)
     check_schemas(cfg)
     experiment = read_experiment(cfg, overrides)
     task = read_task(cfg)
     seeds = Seeds.parse(cfg.get("seeds"))             # the sweep's seeds=, once, before composing each variant
-    sweep = _compose_variants(cfg, overrides, experiment, task, seeds)
+    sweep = _compose_variants(cfg, overrides, experiment, task, seeds, compose)
     _check_missing(sweep)
     if start_checks:
         check_task_started(sweep)
@@ -170,7 +172,7 @@ def check_task_started(sweep: Sweep, alongside=None) -> None:
 
 
 def _compose_variants(cfg: dict, overrides: list[str], experiment: Experiment, task: TaskSpec,
-                      seeds: Seeds) -> Sweep:
+                      seeds: Seeds, compose: VariantComposer) -> Sweep:
     """Every variant's run config and seeds, and the ablation check: nothing started, nothing written."""
     sweep = Sweep(overrides=list(overrides), cfg=cfg, experiment=experiment, task=task, seeds=seeds,
                   resources=read_resources(cfg["experiment"], experiment.variants, overrides))
