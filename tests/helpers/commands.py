@@ -44,7 +44,11 @@ def sweeper_here(*args: str, cwd: Path, module: str = "sweeper") -> Result:
     import importlib
 
     main = importlib.import_module(MAINS[module]).main
-    return run_in_process(main, list(args), cwd=cwd)
+    path = list(sys.path)
+    try:
+        return run_in_process(main, list(args), cwd=cwd)
+    finally:
+        sys.path[:] = path          # a task hook's folder (sweeper.config.sweep.load_hook) leaves with the test
 
 
 def sweeper_cli(*args: str, cwd: Path, real: bool = False, module: str = "sweeper") -> Result:
