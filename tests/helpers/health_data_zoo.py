@@ -479,7 +479,7 @@ CASES = {c.name: c for c in [
     Case("lm_padding_mask_inverted", "target_share", ("fail",), "counts only the padding", _seeded(_mask_inverted),
          _prove_mask_inverted),
     Case("ignore_index_is_a_real_class", "target_share", ("warn",), "drops class 0", _seeded(_ignore_real_class),
-         _prove_ignore_real_class),
+         _prove_ignore_real_class, slow_proof=True),
     Case("one_based_labels", "labels", ("fail",), "1-based", _seeded(_one_based), _prove_one_based),
     Case("regression_sorted_by_target", "class_mix", ("warn",), "sorted by its target", _seeded(_sorted_regression),
          _prove_sorted_regression),
