@@ -10,7 +10,7 @@ from sweeper.config.config_diff import MISSING, Change, Declared, describe, diff
 from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError
 from sweeper.run.files.manifest import read_manifest
-from tests.helpers.commands import TINY, run_sweeper
+from tests.helpers.commands import TINY, run_sweeper, sweeper_cli
 from tests.helpers.local_pool import run, user_project
 
 TWO = "+experiment.variants.both=['model.pos_encoding=none','train.lr=0.01']"
@@ -109,29 +109,30 @@ def test_a_declared_bundle_does_not_warn_and_one_change_error_refuses_an_undecla
     assert compose_sweep(["+experiment=rope", TWO, "sweeper.one_change=off"]).warnings == []
 
 
-@pytest.mark.parametrize(
-    "overrides, message",
-    [
-        (
-            ["+experiment.variants.same=['model.rope_impl=auto']"],
-            "variant same is identical to the baseline rope (its run config is the same; overrides: "
-            "model.rope_impl=auto)",
-        ),
-        (["+experiment.variants.again=[]"], "variant again is identical to the baseline rope"),
-        (["+experiment.variants.dup=['model.pos_encoding=none']"], "variant dup is identical to variant nope"),
-        (["+experiment.variants.seeds_only=['seeds=[5,6]']"], "variant seeds_only is identical to the baseline rope"),
-        (["+experiment.controls=[nada]"], "experiment.controls names 'nada', which is not a variant"),
-        (["+experiment.bundles=[rope]"], "experiment.bundles names the baseline 'rope'"),
-        (["+experiment.notes={x: hi}"], "experiment.notes names 'x', which is not a variant"),
-        (["sweeper.one_change=sometimes"], "sweeper.one_change='sometimes': accepted values are warn, error, off"),
-    ],
-)
+BAD_DECLARATIONS = [
+    (
+        ["+experiment.variants.same=['model.rope_impl=auto']"],
+        "variant same is identical to the baseline rope (its run config is the same; overrides: "
+        "model.rope_impl=auto)",
+    ),
+    (["+experiment.variants.again=[]"], "variant again is identical to the baseline rope"),
+    (["+experiment.variants.dup=['model.pos_encoding=none']"], "variant dup is identical to variant nope"),
+    (["+experiment.variants.seeds_only=['seeds=[5,6]']"], "variant seeds_only is identical to the baseline rope"),
+    (["+experiment.controls=[nada]"], "experiment.controls names 'nada', which is not a variant"),
+    (["+experiment.bundles=[rope]"], "experiment.bundles names the baseline 'rope'"),
+    (["+experiment.notes={x: hi}"], "experiment.notes names 'x', which is not a variant"),
+    (["sweeper.one_change=sometimes"], "sweeper.one_change='sometimes': accepted values are warn, error, off"),
+]
+
+
+@pytest.mark.parametrize("overrides, message", BAD_DECLARATIONS)
 def test_twins_and_bad_declarations_are_one_line_exit_2_nothing_written(tmp_path, overrides, message):
     d = tmp_path / "sweep"
-    proc = run_sweeper("+experiment=rope", *overrides, f"sweeper.dir={d}", "seeds=0")
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
-    assert not d.exists() and proc.stdout == ""
+    real = overrides is BAD_DECLARATIONS[0][0]      # one case through `python -m sweeper`, the rest in process
+    res = sweeper_cli("+experiment=rope", *overrides, f"sweeper.dir={d}", "seeds=0", cwd=tmp_path, real=real)
+    assert res.code == 2, res.stdout + res.stderr
+    assert message in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    assert not d.exists() and res.stdout == "" and res.written == [] and res.started in ([], None)
 
 
 @pytest.mark.slow

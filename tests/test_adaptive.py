@@ -121,6 +121,7 @@ def test_predictive_power_against_its_closed_form():
     assert ad.predictive_power(st, t, c) == pytest.approx(want, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_levels_beyond_the_stored_robust_ones_spend_alpha_on_t_p_values_in_an_independent_simulation():
     ns = (18, 20, 22, 24, 26)      # above calibration.MAX_N: the robust test decides at levels calibrated on t
     fr = tuple(n / 26 for n in ns)
@@ -225,6 +226,7 @@ def test_look_stat_is_the_fixed_designs_test():
     assert ad.look_stat("paired", d, np.zeros(10), level=ad.Level(1e-4, False)).pvalue == pytest.approx(2 / 1024)
 
 
+@pytest.mark.slow
 def test_benchmark_script_runs_and_writes_its_results(tmp_path):
     import importlib.util
     from pathlib import Path

@@ -12,7 +12,7 @@ import pytest
 
 from sweeper.plan.looks import read_looks
 from sweeper.run.files.manifest import read_manifest
-from tests.helpers.commands import ROOT, run_sweeper
+from tests.helpers.commands import ROOT, run_sweeper, sweeper_cli
 
 FIXTURE = ROOT / "tests" / "fixtures" / "adaptive"
 ARGS = ["--config-dir", str(FIXTURE / "conf"), "+experiment=ad", "seeds=adaptive", "sweeper.adaptive.start=3",
@@ -96,11 +96,12 @@ def test_interrupted_during_a_look_resumes_with_its_looks_intact(adaptive_sweep,
 ])
 def test_bad_adaptive_settings_are_one_line_and_exit_2(tmp_path, extra, message):
     sweep_dir = tmp_path / "never"
-    proc = _sweep(sweep_dir, *extra, timeout=120)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], proc.stderr
-    assert not sweep_dir.exists()
+    real = extra == ["~experiment.min_effect"]      # one case through `python -m sweeper`, the rest in process
+    res = sweeper_cli(*ARGS, *LOCAL, f"sweeper.dir={sweep_dir}", *extra, cwd=FIXTURE, real=real)
+    assert res.code == 2, res.stdout + res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], res.stderr
+    assert not sweep_dir.exists() and res.started in ([], None)
 
 
 @pytest.mark.slow

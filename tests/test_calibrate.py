@@ -37,6 +37,7 @@ def test_quick_calibration_writes_every_cell(tmp_path):
     assert json.loads((tmp_path / "again" / "calibrate.json").read_text())["cells"] == result["cells"]
 
 
+@pytest.mark.slow
 def test_bad_reps_is_one_line_and_exit_2(tmp_path):
     proc = _run("--reps", "0", "--out", str(tmp_path))
     assert proc.returncode == 2 and proc.stderr.strip() == "--reps=0: accepted values are positive integers"

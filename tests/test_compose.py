@@ -96,6 +96,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needle)
     assert list(tmp_path.iterdir()) == []          # no sweeps/ folder either
 
 
+@pytest.mark.slow
 def test_an_error_every_variant_shares_is_named_once_without_a_variant():
     with pytest.raises(UsageError) as e:
         compose_sweep(["+experiment=rope", "train.steps=0"])
@@ -159,6 +160,7 @@ def user_project(root, command="[python, toy.py]"):
     return root
 
 
+@pytest.mark.slow
 def test_user_config_dir_experiment_and_own_group(tmp_path, monkeypatch):
     user_project(tmp_path)
     monkeypatch.chdir(tmp_path)

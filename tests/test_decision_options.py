@@ -124,6 +124,7 @@ def test_a_comparison_of_two_sweeps_reads_each_manifest_once(tmp_path, manifest_
     assert sorted(manifest_reads) == sorted([new / "sweep.json", old / "sweep.json"])
 
 
+@pytest.mark.slow
 def test_the_sweeps_decision_options_decide_its_report(tmp_path, capsys):
     """sweeper.decision reaches the verdict: at alpha 0.05 rope beats nope on 5 + 5 seeds, at 0.001 it does not,
     and min_seeds=6 makes the same arms insufficient."""

@@ -296,6 +296,7 @@ def test_the_same_command_redoes_a_run_whose_summary_vanished(tmp_path):
     assert json.loads((run_dir(d, "b", 1) / "summary.json").read_text())["final"] == before
 
 
+@pytest.mark.slow
 def test_against_another_experiment_is_refused_unless_asked(tmp_path):
     new = write_sweep(tmp_path / "new", {"a": [1.0, 1.1, 1.2], "b": [1.5, 1.6, 1.4]}, name="alpha")
     old = write_sweep(tmp_path / "old", {"a": [1.0, 1.1, 1.2], "b": [1.5, 1.6, 1.4]}, name="beta")
@@ -340,6 +341,7 @@ def _finished(root: Path) -> Path:
     return write_sweep(root, {"a": [1.0, 1.1, 1.2, 1.05], "b": [1.5, 1.6, 1.4, 1.55]})
 
 
+@pytest.mark.slow
 def test_the_report_of_a_full_disk_prints_the_table_and_names_what_was_not_written(tmp_path, monkeypatch):
     """The same fault as a full disk, raised by the write of report.md (portable: no mount needed)."""
     import sweeper.report.write as write

@@ -71,6 +71,7 @@ def test_other_seeds_and_sizes(name, seed):
 
 
 # ---- item 3: the inputs named as the cause of the checks they break -----------------------------------------------
+@pytest.mark.slow
 def test_raw_pixels_blame_the_inputs_not_the_last_layer_or_the_learning_rate():
     report = preflight(**CASES["raw_pixels"].build(True, 0))
     inputs = report["inputs"]
@@ -90,6 +91,7 @@ def test_raw_pixels_blame_the_inputs_not_the_last_layer_or_the_learning_rate():
     assert all(twin[name].status == "pass" for name in consequences), str(twin)
 
 
+@pytest.mark.slow
 def test_a_check_that_fails_for_its_own_reason_keeps_its_diagnosis():
     """Raw pixels AND a learning rate of 50: with standardized inputs update_ratio still fails, so it keeps its
     own cause and only notes the inputs."""
@@ -166,6 +168,7 @@ def _check(health_json, name):
     return next(c for c in health_json["checks"] if c["name"] == name)
 
 
+@pytest.mark.slow
 def test_run_health_checks_the_evaluation_and_the_trained_batchnorm(tmp_path):
     model, health = _run_cnn(tmp_path, "ok", evaluation="proper", train_calls_train=True)
     assert _check(health, "eval_determinism")["status"] == "pass"
@@ -174,6 +177,7 @@ def test_run_health_checks_the_evaluation_and_the_trained_batchnorm(tmp_path):
     assert int(model.bn1.num_batches_tracked) == 30
 
 
+@pytest.mark.slow
 def test_run_that_trains_in_eval_mode_is_named(tmp_path):
     """evaluate() calls model.eval() and nothing calls model.train() again: from step 10 on, dropout is off and
     BatchNorm stops tracking. Real: the running statistics stopped at 10 updates."""

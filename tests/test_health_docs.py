@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 import torch
 
 import sweeper.health
@@ -16,6 +17,7 @@ from sweeper.health import CheckResult, HealthReport
 from tests.helpers.commands import ROOT
 
 
+@pytest.mark.slow
 def test_module_docstring_example_runs():
     torch_threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -20,12 +20,14 @@ def logits(seed=0):
     return torch.randn(4, C, generator=torch.Generator().manual_seed(seed))
 
 
+@pytest.mark.slow
 def test_plain_cross_entropy_can_reach_zero():
     f = loss_floors(F.cross_entropy, logits(), LABELS)
     assert f.constant == pytest.approx(math.log(4), abs=1e-4)
     assert f.free < 1e-3 and f.saturating                   # zero, approached at infinite logits
 
 
+@pytest.mark.slow
 def test_label_smoothing_floor_is_the_target_entropy_at_finite_logits():
     eps = 0.1
     f = loss_floors(lambda o, t: F.cross_entropy(o, t, label_smoothing=eps), logits(), LABELS)
@@ -35,6 +37,7 @@ def test_label_smoothing_floor_is_the_target_entropy_at_finite_logits():
     assert not f.saturating
 
 
+@pytest.mark.slow
 def test_softmax_before_cross_entropy_has_a_saturating_floor():
     f = loss_floors(lambda o, t: F.cross_entropy(o.softmax(-1), t), logits(), LABELS)
     assert f.free == pytest.approx(math.log(math.e + C - 1) - 1, abs=2e-3)   # probabilities one-hot at best

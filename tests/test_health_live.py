@@ -155,6 +155,7 @@ def _measured_ratio(lr, steps=3):
     return best
 
 
+@pytest.mark.slow
 def test_update_ratio_bands_as_the_checklist_states_them():
     for lr, status in ((1e-3, "warn"), (2e-5, "fail"), (0.05, "pass")):
         model, b, make = _ratio_model(lr)
@@ -304,6 +305,7 @@ def test_read_diagnosis_from_a_run_dir(tmp_path):
 
 
 # ---- the run API -----------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_run_api_takes_validation_metrics_by_convention_and_writes_the_diagnosis(tmp_path):
     import sweeper
 
@@ -340,6 +342,7 @@ def test_run_api_val_keys_declares_other_names_and_rejects_bad_ones(tmp_path):
     assert health.monitor.val_loss.points() == [(10, 1.5)] and not health.monitor.val_acc.points()
 
 
+@pytest.mark.slow
 def test_builtin_trainer_gives_the_monitor_its_optimizer_and_total_steps(tmp_path):
     import sweeper.train as train
     from tests.helpers.train_runs import tiny_config
@@ -366,6 +369,7 @@ class ZeroHead(nn.Module):
         return self.head(h if self.reach else h.detach() * 0)
 
 
+@pytest.mark.slow
 def test_zero_initialised_output_layer_is_not_called_disconnected():
     torch.manual_seed(0)
     x, y = torch.randn(16, 10), torch.randint(0, 5, (16,))
@@ -387,6 +391,7 @@ class Bigram(nn.Module):
         return self.head(e * 0 + self.emb.weight.mean(0) if self.blind else e)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_one_token_context_lm_passes_at_the_floor_its_context_allows(seed):
     g = torch.Generator().manual_seed(seed)

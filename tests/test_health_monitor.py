@@ -140,6 +140,7 @@ def test_new_warning_appears_in_the_metrics_of_its_step():
     assert rec["health/warning"].startswith("grad-norm spike at step 6")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("split", [20, 21])     # 21: right after interval step 20, whose checks are still due
 def test_state_dict_resume_gives_the_same_report(split):
     reference = make_model()

@@ -126,6 +126,7 @@ def adam(lr):
 
 
 # ---- healthy unseen models pass ------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_cnn_with_batchnorm_and_dropout_passes_with_the_batchnorm_coupling_named():
     """Train-mode BatchNorm couples examples by design: named in a pass (never a leak FAIL, no false alarm on a
     healthy BatchNorm model, issue 37); batchnorm_coupling='warn' flags it where it matters."""
@@ -215,6 +216,7 @@ def test_gradient_flow_names_unused_and_detached_parameters_only():
     assert sorted(report["param_movement"].details["unchanged"]) == ["gate", "unused.bias", "unused.weight"]
 
 
+@pytest.mark.slow
 def test_parameter_missing_from_the_optimizer_never_moves():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 3))
@@ -230,6 +232,7 @@ def test_parameter_missing_from_the_optimizer_never_moves():
     assert report["gradient_flow"].status == "pass"
 
 
+@pytest.mark.slow
 def test_fused_projection_with_blocked_rows_is_named_with_the_rows():
     class Fused(nn.Module):
         def __init__(self):
@@ -246,6 +249,7 @@ def test_fused_projection_with_blocked_rows_is_named_with_the_rows():
     assert "qkv.weight: 16/24 output rows get exactly zero gradient (rows 0..15" in flow.message
 
 
+@pytest.mark.slow
 def test_tied_head_with_default_embedding_init_fails_init_loss():
     torch.manual_seed(0)
     model = TiedLM()
@@ -385,6 +389,7 @@ def test_more_unseen_models_pass_with_the_default_optimizer():
         assert not_passing(report) == {}, f"{name}:\n{report}"
 
 
+@pytest.mark.slow
 def test_position_table_is_not_mistaken_for_examples_when_batch_equals_length():
     torch.manual_seed(0)
     report = preflight(TiedLM(), ce, lm_batch(n=12, T=12), num_classes=20, sequence_dim=1, skip=["overfit_batch"])

@@ -44,6 +44,7 @@ def metrics(run_dir):
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_rope_frozen_qk_run_is_caught_though_its_loss_falls(tmp_path):
     summary = train.run(variant_config("rope_frozen_qk"), tmp_path / "frozen")
     assert summary["status"] == "finished"
@@ -62,6 +63,7 @@ def test_rope_frozen_qk_run_is_caught_though_its_loss_falls(tmp_path):
     assert all(r["health/layer_grad_norm"]["blocks.0.attn.v_proj"] > 0 for r in logged)
 
 
+@pytest.mark.slow
 def test_healthy_rope_run_passes_with_monitor_metrics_at_the_interval(tmp_path):
     train.run(variant_config("rope"), tmp_path / "rope")
     report = HealthReport.read(tmp_path / "rope" / "health.json")
@@ -87,6 +89,7 @@ def test_sweep_preflight_mode_judges_each_variant(variant):
         assert report["kernel_agreement"].status == ("pass" if variant == "rope" else "skip")
 
 
+@pytest.mark.slow
 def test_preflight_config_leaves_the_callers_rng_alone():
     state = torch.get_rng_state()
     preflight_config(variant_config("nope"))

@@ -12,6 +12,7 @@ from sweeper.report.plots import paired_differences, write_plots
 from tests.helpers.synthetic_sweep import write_sweep
 
 
+@pytest.mark.slow
 def test_paired_differences_are_per_seed_variant_minus_baseline_on_common_seeds(tmp_path):
     finals = {"base": [3.0, 3.1, 3.2, 3.05], "new": [2.5, None, 2.62, 2.58]}
     root = write_sweep(tmp_path / "s", finals, baseline="base", status={("new", 1): "failed"})
@@ -27,6 +28,7 @@ def test_paired_differences_are_per_seed_variant_minus_baseline_on_common_seeds(
     assert mpimg.imread(png).shape[0] > 100
 
 
+@pytest.mark.slow
 def test_grad_flow_heatmap_shows_each_layers_share_per_variant_and_a_dead_layer(tmp_path):
     """grad_flow.png reads the monitor's health/grad_share/LAYER scalars: mean over seeds per (layer, step)."""
     import pandas as pd

@@ -20,6 +20,7 @@ def _run(*args, timeout=900):
                           text=True, timeout=timeout, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_bad_reps_is_one_line_and_exit_2(tmp_path):
     proc = _run("--reps", "0", "--out", str(tmp_path))
     assert proc.returncode == 2 and proc.stderr.strip() == "--reps=0: accepted values are positive integers"

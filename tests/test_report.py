@@ -28,6 +28,7 @@ def _by_variant(analysis):
     return {c.variant: c for c in analysis.comparisons}
 
 
+@pytest.mark.slow
 def test_four_seed_rope_sweep_reaches_a_decision(tmp_path):
     root = write_sweep(tmp_path / "s", ROPE, baseline="rope")
     text = report_sweep(root, plots=True, **FAST)
@@ -157,6 +158,7 @@ def test_different_data_order_means_independent(tmp_path):
     assert c.design == "independent" and "data_order_hash" in c.notes[0]
 
 
+@pytest.mark.slow
 def test_interrupted_partial_sweep_reports_what_it_has(tmp_path):
     root = write_sweep(tmp_path / "s", ROPE, status={("nope", 3): "interrupted", ("frozen", 2): "running",
                                                      ("frozen", 3): "missing"})
@@ -206,6 +208,7 @@ def report_cli(*args):
     return run_sweeper(*map(str, args), "--no-plots", "--resamples", "500", module="sweeper.report")
 
 
+@pytest.mark.slow
 def test_every_damaged_file_is_a_warning_line_on_the_terminal(tmp_path):
     root = write_sweep(tmp_path / "s", ROPE)
     damaged = {root / "runs/rope/seed_0/status.json": b"{not json",

@@ -135,6 +135,7 @@ def test_extend_seeds_keeps_old_runs_and_resume_module(sweep_dir, tmp_path):
 
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("override, says", [("sweeper.report=maybe", "sweeper.report='maybe': expected a boolean"),
                                             ("sweeper.report=1", "sweeper.report='1': expected a boolean"),
                                             ("launcher.max_parallel=0", "launcher.max_parallel=0: must be a positive")])

@@ -23,7 +23,7 @@ from sweeper.config.schema import SweeperConf, TaskConf
 from sweeper.errors import UsageError
 from sweeper.run.files.experiment import Experiment
 from sweeper.train.config import HealthConfig, ModelConfig, StdlibData, TextData, TrainConfig
-from tests.helpers.commands import ROOT, run_sweeper
+from tests.helpers.commands import ROOT, run_sweeper, sweeper_cli
 
 BASE = ["+experiment=rope"]
 # (prefix, schema, overrides that select it): every field of each is in the tables below
@@ -303,9 +303,10 @@ def test_an_out_of_range_value_is_one_line_naming_the_key(key, args, says, tmp_p
     ],
 )
 def test_the_cli_prints_one_line_exit_2_and_writes_nothing(args, line, tmp_path):
-    proc = run_sweeper(*BASE, *args, f"sweeper.dir={tmp_path / 's'}", cwd=tmp_path)
-    assert (proc.returncode, proc.stderr, proc.stdout) == (2, f"sweeper: error: {line}\n", "")
-    assert list(tmp_path.iterdir()) == []
+    real = args == ["sweeper.report=maybe"]           # one case through `python -m sweeper`, the rest in process
+    res = sweeper_cli(*BASE, *args, f"sweeper.dir={tmp_path / 's'}", cwd=tmp_path, real=real)
+    assert (res.code, res.stderr, res.stdout) == (2, f"sweeper: error: {line}\n", "")
+    assert list(tmp_path.iterdir()) == [] and res.started in ([], None)
 
 
 def test_cfg_prints_every_key_of_every_schema_with_its_default():
@@ -402,9 +403,9 @@ def test_the_command_line_takes_the_list_forms_from_dict_takes(args, key, value)
     ],
 )
 def test_a_comma_list_elsewhere_is_one_line(args, line, tmp_path):
-    proc = run_sweeper(*BASE, *args, f"sweeper.dir={tmp_path / 's'}", cwd=tmp_path)
-    assert (proc.returncode, proc.stderr, proc.stdout) == (2, f"sweeper: error: {line}\n", "")
-    assert list(tmp_path.iterdir()) == []
+    res = sweeper_cli(*BASE, *args, f"sweeper.dir={tmp_path / 's'}", cwd=tmp_path, real=args == ["train.steps=1,2"])
+    assert (res.code, res.stderr, res.stdout) == (2, f"sweeper: error: {line}\n", "")
+    assert list(tmp_path.iterdir()) == [] and res.started in ([], None)
 
 
 @pytest.mark.parametrize(
@@ -428,9 +429,11 @@ def test_a_boolean_in_an_experiment_file_is_true_or_false_too(yaml_text, line, t
     (tmp_path / "conf" / "experiment" / "strict.yaml").write_text(
         f"# @package _global_\ndefaults: [rope]\n{yaml_text}\n"
     )
-    proc = run_sweeper("--config-dir", "conf", "+experiment=strict", "sweeper.dry_run=true", cwd=tmp_path)
-    assert (proc.returncode, proc.stdout) == (2, "") and proc.stderr.startswith(f"sweeper: error: {line}"), proc.stderr
-    assert len(proc.stderr.splitlines()) == 1 and sorted(p.name for p in tmp_path.iterdir()) == ["conf"]
+    res = sweeper_cli("--config-dir", "conf", "+experiment=strict", "sweeper.dry_run=true", cwd=tmp_path,
+                      real=yaml_text.startswith("sweeper:"))   # one case through `python -m sweeper`
+    assert (res.code, res.stdout) == (2, "") and res.stderr.startswith(f"sweeper: error: {line}"), res.stderr
+    assert len(res.stderr.splitlines()) == 1 and sorted(p.name for p in tmp_path.iterdir()) == ["conf"]
+    assert res.started in ([], None)
 
 
 def test_from_dict_takes_booleans_only():

@@ -26,13 +26,12 @@ import dataclasses
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sweeper.backends.base import Backend
 from sweeper.backends.failures import CONFIG, NO_RESULT, Failure, attempt_outcome
-from sweeper.backends.local.pool import Job, run_pool
 from sweeper.backends.local.schema import LocalLauncherConf
 from sweeper.backends.local.slots import available_cores, make_slots
-from sweeper.backends.local.warm import WarmStarts, warm_target
 from sweeper.backends.metric_check import MetricCheck
 from sweeper.backends.progress import Progress
 from sweeper.config.task import python_path
@@ -41,6 +40,9 @@ from sweeper.run.files.manifest import Launch
 from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.rundir import RunDir
 from sweeper.run.files.status_values import KEEP, LOST_SUMMARY, Status
+
+if TYPE_CHECKING:
+    from sweeper.backends.local.pool import Job
 
 
 def launch_settings(cfg: LocalLauncherConf, n_runs: int, ranks=()) -> Launch:
@@ -90,6 +92,8 @@ class RunAdapter:
         self.stop: str | None = None     # set when a finished run lacks the decision metric: the pool stops
 
     def job(self, run) -> Job:
+        from sweeper.backends.local.pool import Job  # deferred: the pool and its warm starts load when runs launch
+
         rd = run.rundir
         return Job(key=run.run_id, label=run.label, group=run.variant, argv=self.plan.argv(run),
                    log_path=rd.log_path, marker=str(rd.path), cwd=Path(self.plan.task.cwd), run_dir=rd.path,
@@ -169,6 +173,9 @@ def launch(plan, launcher_cfg: LocalLauncherConf | dict, progress: Progress | No
     slots = make_slots(cfg, len(todo), ranks=[plan.ranks_of(r.variant) for r in todo], notes=notes)
     for note in notes:                           # GPUs another process fills: named
         progress.log(f"note: {note}")
+    from sweeper.backends.local.pool import run_pool  # deferred: a bad command line never loads the pool
+    from sweeper.backends.local.warm import WarmStarts
+
     adapter = RunAdapter(plan, progress)
     one_rank = any(plan.ranks_of(r.variant) == 1 for r in todo)     # multi-rank runs start cold: no launcher
     warm = WarmStarts(*_warm(plan.task)) if one_rank else None
@@ -205,5 +212,7 @@ class LocalBackend(Backend):
 
 def _warm(task) -> tuple:
     """WarmStarts' arguments: what a slot's launcher serves (an entry, a python command, or None) and preloads."""
+    from sweeper.backends.local.warm import warm_target  # deferred: the warm starts load when runs launch
+
     target, preload = warm_target(task)
     return target, str(task.cwd), preload
