@@ -8,7 +8,7 @@ Measured side by side, in one process tree, so the machine's load touches every 
   sweep    `python -m sweeper` of that one run (launcher=local, launcher.max_log_mb=null: with the default 16 MiB
            cap a million-line log is cut and its curve thinned by design): the run's wall under sweeper (its status.json
            started -> ended), the ratio to the script alone (target <= 1.2x) and the sweep command's wall
-  ingest   in this process, on the same output: the run command's end (sweeper.run.reported.read_reported, then
+  ingest   in this process, on the same output: the run command's end (sweeper.run.observed.reported.read_reported, then
            Run.log_many writing metrics.jsonl), lines per CPU-second (target >= 200,000 on one core)
   old      the same lines written one run.log call (one fsync) each, as before issue 48, on the first OLD_LINES
 Every run is pinned by the pool to its slot; `uptime` is printed with the figures.
@@ -88,7 +88,7 @@ def under_sweeper(proj: Path) -> dict:
 def ingest(proj: Path, lines: int) -> dict:
     """The run command's end on the script's output, in this process: read_reported + Run.log_many."""
     from sweeper.run import init
-    from sweeper.run.reported import read_reported
+    from sweeper.run.observed.reported import read_reported
 
     text = (proj / "alone.log").read_text()
     work = Path(tempfile.mkdtemp(dir=proj))

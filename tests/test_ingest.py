@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from sweeper.run.files.atomic import append_jsonl, append_jsonl_many
-from sweeper.run.reported import iter_json_objects, read_reported, text_objects
+from sweeper.run.observed.reported import iter_json_objects, read_reported, text_objects
 from tests.helpers.local_pool import child_env, user_project
 
 TRICKY = "\n".join([

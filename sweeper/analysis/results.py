@@ -39,7 +39,6 @@ import pandas as pd
 
 from sweeper.config.config_diff import Declared, diff_configs
 from sweeper.health.result import HealthReport
-from sweeper.run.envinfo import git_state
 from sweeper.run.files.atomic import read_tail
 from sweeper.run.files.experiment import Experiment
 from sweeper.run.files.manifest import Manifest, RunEntry, read_manifest
@@ -47,6 +46,7 @@ from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.rundir import RunDir
 from sweeper.run.files.status_values import KEEP, STALE, Status, stale_hint
 from sweeper.run.files.usage import Usage
+from sweeper.run.observed.envinfo import git_state
 
 MISSING, UNKNOWN = "missing", "unknown"          # row states beyond a run's own status (see the docstring)
 FIXED_COLUMNS = ["variant", "seed", "run_id", "run_dir", "status", "error", "failure_class", "exit_code", "steps",

@@ -34,7 +34,7 @@ from sweeper.config.fields import show
 from sweeper.config.run_config import RESERVED
 from sweeper.config.schema import register
 from sweeper.errors import UsageError
-from sweeper.run.envrefs import keep_env_refs
+from sweeper.run.observed.envrefs import keep_env_refs
 
 MISSING = "???"
 

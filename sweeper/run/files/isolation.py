@@ -1,5 +1,5 @@
 """RUN_DIR/isolation.json: the one owner of that file, what a run changed in its working folder outside its run
-dir (sweeper.run.folder_watch measures it; sweeper.run.command writes it). Torch-free.
+dir (sweeper.run.observed.folder_watch measures it; sweeper.run.command writes it). Torch-free.
 
     write_isolation(run_dir, IsolationRecord(folder, started, ended, changed=[("ckpt.npz", "created", 812)]))
     read_isolation(run_dir)      # None when absent; UnreadableFile when damaged
