@@ -20,9 +20,9 @@ from sweeper.analysis.integrity.copies import change_no_effect, seeds_no_effect
 from sweeper.analysis.integrity.direction import metric_direction
 from sweeper.analysis.integrity.selection import selected_final
 from sweeper.analysis.integrity.spread import no_spread
-from sweeper.config.config_diff import Change, Declared
 from sweeper.config.decision import DecisionOptions
 from sweeper.config.integrity import CHECK_NAMES, check_direction, implied_direction
+from sweeper.config.variants.config_diff import Change, Declared
 from sweeper.run.files.experiment import Experiment
 
 

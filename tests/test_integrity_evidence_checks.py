@@ -19,7 +19,7 @@ from sweeper.analysis.integrity.determinism import nondeterminism as check_deter
 from sweeper.analysis.integrity.evaluation import evaluation_identity, evaluation_varies_with_seed, is_evaluation_key
 from sweeper.analysis.integrity.isolation import shared_checkpoint, writes_outside_run_dir
 from sweeper.analysis.integrity.provenance import mixed_code
-from sweeper.config.config_diff import Change
+from sweeper.config.variants.config_diff import Change
 from sweeper.plan.probe import PROBE
 from sweeper.run.files.experiment import Experiment
 from sweeper.run.files.isolation import IsolationRecord, read_isolation, write_isolation

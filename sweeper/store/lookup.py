@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweeper.config.config_diff import describe, diff_configs
+from sweeper.config.variants.config_diff import describe, diff_configs
 from sweeper.errors import UsageError
 from sweeper.plan.make import Plan, Reused, RunSpec, task_identity
 from sweeper.run.files.hashing import stable_hash

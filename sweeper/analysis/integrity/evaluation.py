@@ -22,7 +22,7 @@ from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.runs import usable
-from sweeper.config.config_diff import Change
+from sweeper.config.variants.config_diff import Change
 from sweeper.run.observed.evaluation import EVAL_KEY
 
 EVAL_WORDS = frozenset({"val", "valid", "validation", "eval", "evaluation", "evaluate", "test", "dev", "holdout",
