@@ -1,7 +1,7 @@
 """The layers of the code base, checked on the import graph: every import statement, those inside functions too.
 
     kernels < health < errors, interrupts, field_rules, docstrings, pasted, undecodable < run < train < config < plan
-            < store < analysis < report < backends < execute < adaptive < cli < the command names (sweeper.resume, ...)
+            < store < backends < analysis < report < execute < adaptive < cli < the command names (sweeper.resume, ...)
             < hydra_plugins
 
 A module's layer is its folder (sweeper/config/... is `config`; a __main__ is a command's name); the demo trainer and
@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # repo folder -> the package it installs as
 FOLDERS = {"sweeper": "sweeper", "train": "sweeper.train", "kernels": "sweeper.kernels",
            "hydra_plugins": "hydra_plugins"}
-ORDER = ("kernels", "health", "base", "run", "train", "config", "plan", "store", "backends", "execute", "analysis",
-         "report", "adaptive", "cli", "commands", "hydra_plugins")
+ORDER = ("kernels", "health", "base", "run", "train", "config", "plan", "store", "backends", "analysis", "report",
+         "execute", "adaptive", "cli", "commands", "hydra_plugins")
 BASE = ("sweeper.errors", "sweeper.interrupts", "sweeper.field_rules", "sweeper.docstrings",
         "sweeper.pasted", "sweeper.undecodable")
 REPORT_PATH = ("sweeper.report.write", "sweeper.report.html", "sweeper.analysis.results", "sweeper.analysis.stats",
