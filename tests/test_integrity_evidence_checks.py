@@ -15,10 +15,14 @@ import pandas as pd
 import pytest
 
 from sweeper.analysis.integrity import SweepEvidence, check_sweep
-from sweeper.analysis.integrity.determinism import nondeterminism as check_determinism
-from sweeper.analysis.integrity.evaluation import evaluation_identity, evaluation_varies_with_seed, is_evaluation_key
-from sweeper.analysis.integrity.isolation import shared_checkpoint, writes_outside_run_dir
-from sweeper.analysis.integrity.provenance import mixed_code
+from sweeper.analysis.integrity.numbers.determinism import nondeterminism as check_determinism
+from sweeper.analysis.integrity.records.evaluation import (
+    evaluation_identity,
+    evaluation_varies_with_seed,
+    is_evaluation_key,
+)
+from sweeper.analysis.integrity.records.isolation import shared_checkpoint, writes_outside_run_dir
+from sweeper.analysis.integrity.records.provenance import mixed_code
 from sweeper.config.variants.config_diff import Change
 from sweeper.plan.probe import PROBE
 from sweeper.run.files.experiment import Experiment

@@ -16,10 +16,10 @@ from omegaconf import OmegaConf
 
 import sweeper
 from sweeper.analysis.integrity import COVERAGE, Effect, SweepEvidence
-from sweeper.analysis.integrity.budget import budget_confound
-from sweeper.analysis.integrity.evaluation import evaluation_identity
-from sweeper.analysis.integrity.subset import limiting, train_subset
-from sweeper.analysis.integrity.usage import generator_unused, key_never_read, passed_as_arguments
+from sweeper.analysis.integrity.records.budget import budget_confound
+from sweeper.analysis.integrity.records.evaluation import evaluation_identity
+from sweeper.analysis.integrity.records.subset import limiting, train_subset
+from sweeper.analysis.integrity.records.usage import generator_unused, key_never_read, passed_as_arguments
 from sweeper.analysis.results import used_columns
 from sweeper.config.variants.config_diff import Change
 from sweeper.run.files.experiment import Experiment

@@ -14,7 +14,7 @@ import sys
 import pytest
 import yaml
 
-from sweeper.analysis.integrity.concerns import several_concerns, several_concerns_coverage
+from sweeper.analysis.integrity.records.concerns import several_concerns, several_concerns_coverage
 from sweeper.config.variants.concerns import by_concern, concern_of, swap_group
 from sweeper.config.variants.config_diff import Change, Declared
 from sweeper.run.files.experiment import Experiment

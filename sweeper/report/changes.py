@@ -11,7 +11,7 @@ sweeper.config.variants.ablation).
 """
 from __future__ import annotations
 
-from sweeper.analysis.integrity.evaluation import evaluation_keys, is_evaluation_key
+from sweeper.analysis.integrity.records.evaluation import evaluation_keys, is_evaluation_key
 from sweeper.config.variants.concerns import by_concern
 from sweeper.config.variants.config_diff import Change, Declared, describe, group_changes, show
 

@@ -6,7 +6,7 @@ dir (sweeper.run.observed.folder_watch measures it; sweeper.run.command writes i
 
 `watched` is False when the folder was too big to watch (nothing is known then); `changed` is cut at MAX_LISTED
 entries (`n_changed` counts them all). The report's run-isolation check reads it
-(sweeper.analysis.integrity.isolation).
+(sweeper.analysis.integrity.records.isolation).
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import re
 from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
-from sweeper.analysis.integrity.usage import task_block
+from sweeper.analysis.integrity.records.usage import task_block
 from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.rundir import RunDir
 
