@@ -4,7 +4,8 @@ no spread, a broken baseline, mixed code, runs that share files). Every report r
 
     findings = check_sweep(SweepEvidence(sweep_dir, experiment, runs, curves, changes))
 
-Each check is a function `(SweepEvidence) -> list[Finding]` in a module of this package, listed in CHECKS; its
+Each check is a function `(SweepEvidence) -> list[Finding]` in a module of numbers/ (it reads what the runs
+measured) or records/ (how they ran), listed in CHECKS; its
 __name__ is the name its findings carry, listed in sweeper.config.integrity.CHECK_NAMES (the keys that
 experiment.silence accepts at plan time). sweeper.analysis.analyze runs them on every report and applies their
 effects (sweeper.analysis.integrity.effects); docs/sweep-integrity.md lists them for users.
