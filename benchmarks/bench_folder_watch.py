@@ -1,4 +1,4 @@
-"""What the run-isolation snapshot costs on a big project: sweeper.run.folder_watch.snapshot (taken twice per
+"""What the run-isolation snapshot costs on a big project: sweeper.run.observed.folder_watch.snapshot (taken twice per
 run, before and after) and changed() on a folder of 10,000 files, 10% of them in a hidden `.cache/`, with a
 virtual environment and a .git folder beside them (skipped, as a real project has them).
 
@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
-import sweeper.run.folder_watch as folder_watch  # noqa: E402
+import sweeper.run.observed.folder_watch as folder_watch  # noqa: E402
 from benchmarks._results import write_results  # noqa: E402
 
 

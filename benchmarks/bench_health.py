@@ -228,7 +228,7 @@ def data_zoo(args) -> None:
     import torch
 
     from sweeper.health import preflight
-    from sweeper.health.checks.data_checks import DATA_CHECKS, EVAL_CHECKS
+    from sweeper.health.data_checks import DATA_CHECKS, EVAL_CHECKS
     from tests.helpers import health_data_zoo
 
     torch.set_num_threads(1)

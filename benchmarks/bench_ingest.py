@@ -95,8 +95,8 @@ def ingest(proj: Path, lines: int) -> dict:
     """The run command's ingest on the script's output, in this process, all of it after the script's end:
     StdoutMetrics.feed + read_reported + Run.log_lines (what sweeper.run.command does with the output)."""
     from sweeper.run import init
-    from sweeper.run.reported import read_reported
-    from sweeper.run.stdout_metrics import StdoutMetrics
+    from sweeper.run.observed.reported import read_reported
+    from sweeper.run.observed.stdout_metrics import StdoutMetrics
 
     data = (proj / "alone.log").read_bytes()
     work = Path(tempfile.mkdtemp(dir=proj))

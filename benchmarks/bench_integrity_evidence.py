@@ -23,10 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
 from sweeper.analysis.integrity import SweepEvidence  # noqa: E402
-from sweeper.analysis.integrity.determinism import nondeterminism  # noqa: E402
-from sweeper.analysis.integrity.evaluation import evaluation_identity, evaluation_varies_with_seed  # noqa: E402
-from sweeper.analysis.integrity.isolation import shared_checkpoint, writes_outside_run_dir  # noqa: E402
-from sweeper.analysis.integrity.provenance import mixed_code  # noqa: E402
+from sweeper.analysis.integrity.numbers.determinism import nondeterminism  # noqa: E402
+from sweeper.analysis.integrity.records.evaluation import evaluation_identity, evaluation_varies_with_seed  # noqa: E402
+from sweeper.analysis.integrity.records.isolation import shared_checkpoint, writes_outside_run_dir  # noqa: E402
+from sweeper.analysis.integrity.records.provenance import mixed_code  # noqa: E402
 from sweeper.analysis.results import (  # noqa: E402
     load_curves,
     load_experiment,

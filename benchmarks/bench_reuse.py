@@ -106,7 +106,7 @@ def part_plan(root: Path, repeats: int, sweeps: int, runs: int) -> dict:
         raise SystemExit(alone.stderr[-3000:])
     return {"earlier_sweeps": sweeps, "runs_each": runs, "dry_run_reuse_on_s": on, "dry_run_reuse_off_s": off,
             "added_s": statistics.median(on) - statistics.median(off), "reuse_line": line,
-            "lookup_s": json.loads(alone.stdout.splitlines()[-1])}
+            **dict(zip(("lookup_s", "lookup_cpu_s"), json.loads(alone.stdout.splitlines()[-1])))}
 
 
 LOOKUP = """
@@ -117,16 +117,17 @@ from sweeper.config.sweep import compose_sweep
 from sweeper.plan.pipeline import plan_sweep
 from sweeper.run.files.manifest import Launch
 from sweeper.store.lookup import find_reuse
-times = []
+times, cpu = [], []
 for _ in range(int(sys.argv[1])):
     argv = with_config_dirs(["+experiment=tiny", "seeds=0-3", "launcher.threads_per_run=1"], [os.path.abspath("conf")])
     plan = plan_sweep(compose_sweep(argv, start_checks=False))
     plan.launch = Launch(threads_per_run=1)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     find_reuse(plan)
     times.append(time.perf_counter() - t)
+    cpu.append(time.process_time() - c)
     assert len(plan.reused) == 8, plan.reused
-print(json.dumps(times))
+print(json.dumps([times, cpu]))
 """
 
 
@@ -154,7 +155,8 @@ def main() -> None:
             plan = result["plan"] = part_plan(Path(tmp) / "plan", args.repeats, args.sweeps, args.runs)
             md += [f"- planning over {plan['earlier_sweeps']} earlier sweeps of {plan['runs_each']} runs: reuse adds "
                    f"{plan['added_s']:.2f} s to the dry run ({plan['reuse_line']}; target <= 1 s); the lookup alone "
-                   f"{statistics.median(plan['lookup_s']):.2f} s (median of {len(plan['lookup_s'])})"]
+                   f"{statistics.median(plan['lookup_s']):.2f} s wall, "
+                   f"{statistics.median(plan['lookup_cpu_s']):.2f} CPU-s (median of {len(plan['lookup_s'])})"]
     result["load_after"] = load()
     md += ["", f"load average before/after: {result['load_before']} / {result['load_after']} on {os.cpu_count()} CPUs"]
     print("\n".join(md))

@@ -6,8 +6,16 @@ import json
 
 import pytest
 
-from sweeper.config.config_diff import MISSING, Change, Declared, describe, diff_configs, flatten, group_changes
 from sweeper.config.sweep import compose_sweep
+from sweeper.config.variants.config_diff import (
+    MISSING,
+    Change,
+    Declared,
+    describe,
+    diff_configs,
+    flatten,
+    group_changes,
+)
 from sweeper.errors import UsageError
 from sweeper.run.files.manifest import read_manifest
 from tests.helpers.commands import TINY, run_sweeper, sweeper_cli

@@ -16,7 +16,7 @@ import sweeper.run.files.manifest as manifest_mod
 from sweeper.config.decision import DecisionOptions, ReportFlags
 from sweeper.config.schema import SweeperConf
 from sweeper.errors import UsageError
-from sweeper.report.end import finish
+from sweeper.execute.end import finish
 from sweeper.report.write import compare_sweeps, report_sweep
 from tests.helpers.commands import ROOT, run_sweeper
 from tests.helpers.synthetic_sweep import write_sweep

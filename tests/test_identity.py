@@ -9,8 +9,8 @@ import dataclasses
 
 import pytest
 
-from sweeper.run.envinfo import numbers_env
-from sweeper.run.provenance import file_sha256
+from sweeper.run.observed.envinfo import numbers_env
+from sweeper.run.observed.provenance import file_sha256
 from sweeper.store.identity import ENV_INPUTS, INPUTS, Inputs, first_difference, run_key
 
 

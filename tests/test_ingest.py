@@ -14,9 +14,9 @@ import pytest
 
 from sweeper.run import stdout_metrics
 from sweeper.run.files.atomic import append_jsonl, append_jsonl_many
-from sweeper.run.log_tail import LogTail
-from sweeper.run.reported import read_reported
-from sweeper.run.stdout_metrics import StdoutMetrics, iter_json_objects, text_objects
+from sweeper.run.observed.log_tail import LogTail
+from sweeper.run.observed.reported import read_reported
+from sweeper.run.observed.stdout_metrics import StdoutMetrics, iter_json_objects, text_objects
 from tests.helpers.local_pool import child_env, user_project
 
 TRICKY = "\n".join([

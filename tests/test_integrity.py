@@ -14,15 +14,15 @@ import pandas as pd
 import sweeper.analysis.integrity.effects as effects
 import sweeper.analysis.verdict as verdict
 from sweeper.analysis.integrity import CHECKS, Effect, SweepEvidence, check_sweep
-from sweeper.analysis.integrity.baseline import broken_baseline
-from sweeper.analysis.integrity.budget import budget_confound, budget_key
-from sweeper.analysis.integrity.copies import change_no_effect, seeds_no_effect
-from sweeper.analysis.integrity.direction import metric_direction
-from sweeper.analysis.integrity.selection import selected_final
-from sweeper.analysis.integrity.spread import no_spread
-from sweeper.config.config_diff import Change, Declared
+from sweeper.analysis.integrity.numbers.baseline import broken_baseline
+from sweeper.analysis.integrity.numbers.copies import change_no_effect, seeds_no_effect
+from sweeper.analysis.integrity.numbers.direction import metric_direction
+from sweeper.analysis.integrity.numbers.selection import selected_final
+from sweeper.analysis.integrity.numbers.spread import no_spread
+from sweeper.analysis.integrity.records.budget import budget_confound, budget_key
 from sweeper.config.decision import DecisionOptions
 from sweeper.config.integrity import CHECK_NAMES, check_direction, implied_direction
+from sweeper.config.variants.config_diff import Change, Declared
 from sweeper.run.files.experiment import Experiment
 
 

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from sweeper.analysis.integrity import COVERAGE, Coverage, sweep_coverage
-from sweeper.analysis.integrity.isolation import isolation_coverage
+from sweeper.analysis.integrity.records.isolation import isolation_coverage
 from sweeper.report.integrity import markdown_section
 from sweeper.report.tables import integrity_lines
 from sweeper.run.files.isolation import IsolationRecord, write_isolation

@@ -1,7 +1,7 @@
 """Unit tests of the checks across runs of classes 4, 7, 10, 11 (sweeper.analysis.integrity: evaluation,
 determinism, provenance, isolation) on hand-made evidence, and of the run-side records they read
-(sweeper.run.evaluation, sweeper.run.provenance, sweeper.run.folder_watch). The twins through the real CLI:
-tests/test_integrity_evidence.py.
+(sweeper.run.observed.evaluation, sweeper.run.observed.provenance, sweeper.run.observed.folder_watch). The twins
+through the real CLI: tests/test_integrity_evidence.py.
 
     python -m pytest -q -n 0 -p no:cacheprovider tests/test_integrity_evidence_checks.py
 """
@@ -15,20 +15,24 @@ import pandas as pd
 import pytest
 
 from sweeper.analysis.integrity import SweepEvidence, check_sweep
-from sweeper.analysis.integrity.determinism import nondeterminism as check_determinism
-from sweeper.analysis.integrity.evaluation import evaluation_identity, evaluation_varies_with_seed, is_evaluation_key
-from sweeper.analysis.integrity.isolation import shared_checkpoint, writes_outside_run_dir
-from sweeper.analysis.integrity.provenance import mixed_code
-from sweeper.config.config_diff import Change
+from sweeper.analysis.integrity.numbers.determinism import nondeterminism as check_determinism
+from sweeper.analysis.integrity.records.evaluation import (
+    evaluation_identity,
+    evaluation_varies_with_seed,
+    is_evaluation_key,
+)
+from sweeper.analysis.integrity.records.isolation import shared_checkpoint, writes_outside_run_dir
+from sweeper.analysis.integrity.records.provenance import mixed_code
+from sweeper.config.variants.config_diff import Change
 from sweeper.plan.probe import PROBE
-from sweeper.run.evaluation import fingerprint_of
 from sweeper.run.files.experiment import Experiment
 from sweeper.run.files.isolation import IsolationRecord, read_isolation, write_isolation
 from sweeper.run.files.records import Summary
 from sweeper.run.files.rundir import RunDir
 from sweeper.run.files.status_values import Status
-from sweeper.run.folder_watch import changed, snapshot
-from sweeper.run.provenance import file_sha256, script_of
+from sweeper.run.observed.evaluation import fingerprint_of
+from sweeper.run.observed.folder_watch import changed, snapshot
+from sweeper.run.observed.provenance import file_sha256, script_of
 
 EXP = Experiment(name="e", baseline="base", metric="val_loss", lower_is_better=True,
                  variants={"base": [], "wide": ["width=8"]})
@@ -308,7 +312,7 @@ def test_a_read_after_the_last_write_is_seen_by_its_access_time_and_listed_after
 
 
 def test_a_folder_past_the_bound_is_not_watched(tmp_path, monkeypatch):
-    monkeypatch.setattr("sweeper.run.folder_watch.MAX_FILES", 3)
+    monkeypatch.setattr("sweeper.run.observed.folder_watch.MAX_FILES", 3)
     for i in range(5):
         (tmp_path / f"f{i}").write_text("x")
     assert snapshot(tmp_path) is None and changed(None, {}) is None

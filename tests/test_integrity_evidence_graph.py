@@ -16,12 +16,12 @@ import pandas as pd
 import sweeper.analysis.integrity.effects as effects
 import sweeper.analysis.verdict as verdict
 from sweeper.analysis.integrity import COVERAGE, Effect, SweepEvidence, check_sweep
-from sweeper.analysis.integrity.coarse import coarse_metric, grid_step, unpromise
-from sweeper.analysis.integrity.copies import change_no_effect, seeds_no_effect
-from sweeper.analysis.integrity.direction import metric_direction, read_directions
 from sweeper.analysis.integrity.graph import RunGraph, fine
-from sweeper.analysis.integrity.selection import selected_final
-from sweeper.analysis.integrity.series import eval_is_train
+from sweeper.analysis.integrity.numbers.coarse import coarse_metric, grid_step, unpromise
+from sweeper.analysis.integrity.numbers.copies import change_no_effect, seeds_no_effect
+from sweeper.analysis.integrity.numbers.direction import metric_direction, read_directions
+from sweeper.analysis.integrity.numbers.selection import selected_final
+from sweeper.analysis.integrity.numbers.series import eval_is_train
 from sweeper.config.decision import DecisionOptions
 from sweeper.run.files.experiment import Experiment
 

@@ -16,12 +16,12 @@ from omegaconf import OmegaConf
 
 import sweeper
 from sweeper.analysis.integrity import COVERAGE, Effect, SweepEvidence
-from sweeper.analysis.integrity.budget import budget_confound
-from sweeper.analysis.integrity.evaluation import evaluation_identity
-from sweeper.analysis.integrity.subset import limiting, train_subset
-from sweeper.analysis.integrity.usage import generator_unused, key_never_read, passed_as_arguments
+from sweeper.analysis.integrity.records.budget import budget_confound
+from sweeper.analysis.integrity.records.evaluation import evaluation_identity
+from sweeper.analysis.integrity.records.subset import limiting, train_subset
+from sweeper.analysis.integrity.records.usage import generator_unused, key_never_read, passed_as_arguments
 from sweeper.analysis.results import used_columns
-from sweeper.config.config_diff import Change
+from sweeper.config.variants.config_diff import Change
 from sweeper.run.files.experiment import Experiment
 from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.usage import Usage, was_read

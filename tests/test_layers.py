@@ -1,7 +1,7 @@
 """The layers of the code base, checked on the import graph: every import statement, those inside functions too.
 
     kernels < health < errors, interrupts, field_rules, docstrings, pasted, undecodable < run < train < config < plan
-            < store < analysis < report < backends < execute < adaptive < cli < the command names (sweeper.resume, ...)
+            < store < backends < analysis < report < execute < adaptive < cli < the command names (sweeper.resume, ...)
             < hydra_plugins
 
 A module's layer is its folder (sweeper/config/... is `config`; a __main__ is a command's name); the demo trainer and
@@ -10,7 +10,7 @@ sweeper.train and sweeper.kernels from the repo's train/ and kernels/. A module 
 layer or a lower one, no two modules import each other (directly or round a circle: 0 circles, imports inside
 functions counted), an import inside a function says why on its line or the line above (it defers a heavy
 dependency), the report path reads files only (no backend, no train, no torch), and only the run contract
-spells the names of its files.
+spells the names of its files. No folder holds more than 12 modules (MAX_MODULES).
 """
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # repo folder -> the package it installs as
 FOLDERS = {"sweeper": "sweeper", "train": "sweeper.train", "kernels": "sweeper.kernels",
            "hydra_plugins": "hydra_plugins"}
-ORDER = ("kernels", "health", "base", "run", "train", "config", "plan", "store", "backends", "execute", "analysis",
-         "report", "adaptive", "cli", "commands", "hydra_plugins")
+ORDER = ("kernels", "health", "base", "run", "train", "config", "plan", "store", "backends", "analysis", "report",
+         "execute", "adaptive", "cli", "commands", "hydra_plugins")
 BASE = ("sweeper.errors", "sweeper.interrupts", "sweeper.field_rules", "sweeper.docstrings",
         "sweeper.pasted", "sweeper.undecodable")
 REPORT_PATH = ("sweeper.report.write", "sweeper.report.html", "sweeper.analysis.results", "sweeper.analysis.stats",
@@ -138,6 +138,35 @@ def cycles_of(g: dict[str, set[str]]) -> list[list[str]]:
 def test_every_module_has_a_known_layer():
     unknown = [m for m in MODULES if layer(m) == "unknown"]
     assert not unknown, f"modules in a folder that is no layer (add it to ORDER): {unknown}"
+
+
+MAX_MODULES = 12     # a folder a reader takes in at a glance (issue 47); __init__ and __main__ not counted
+
+
+def oversized_folders(roots: list[Path]) -> list[str]:
+    """Every package folder under `roots` holding more than MAX_MODULES modules, with its count."""
+    out = []
+    for folder in sorted({p.parent for root in roots for p in root.rglob("*.py")}):
+        n = sum(1 for p in folder.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+        if n > MAX_MODULES:
+            out.append(f"{rel(folder)}: {n} modules")
+    return out
+
+
+def test_no_folder_holds_more_than_12_modules():
+    """One concept a folder: a folder that grows past MAX_MODULES splits into subfolders by what its modules do
+    (as run/observed, config/variants, analysis/integrity/numbers and records did), whole files moved."""
+    bad = oversized_folders([ROOT / folder for folder in FOLDERS])
+    assert not bad, f"folders over {MAX_MODULES} modules (split them by concept):\n" + "\n".join(bad)
+
+
+def test_an_oversized_folder_is_caught(tmp_path):
+    for i in range(MAX_MODULES + 1):
+        (tmp_path / "pkg" / "sub").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "pkg" / f"m{i}.py").write_text("")
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "a.py").write_text("")
+    assert oversized_folders([tmp_path / "pkg"]) == [f"pkg: {MAX_MODULES + 1} modules"]
 
 
 def test_every_import_goes_to_the_same_or_a_lower_layer():

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from sweeper.run.reported import read_reported
+from sweeper.run.observed.reported import read_reported
 from tests.helpers.commands import run_sweeper
 
 # What PyTorch Lightning's CSVLogger writes: one header of every key, a row per log call, empty cells for the keys

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from sweeper.run.reported import read_reported
+from sweeper.run.observed.reported import read_reported
 from tests.helpers.glue import glue_project, sweep
 
 # The script caps its own address space (RLIMIT_AS) at what it uses now plus 150 MB: reading a 30 MB CSV whole

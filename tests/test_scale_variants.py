@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from sweeper.config.composition.compose import compose
-from sweeper.config.composition.variants import VariantComposer
+from sweeper.config.composition.variant_composer import VariantComposer
 from sweeper.config.run_config import run_config
 from sweeper.config.sweep import compose_sweep
 from sweeper.errors import UsageError

@@ -14,9 +14,9 @@ import sys
 import pytest
 import yaml
 
-from sweeper.analysis.integrity.concerns import several_concerns, several_concerns_coverage
-from sweeper.config.concerns import by_concern, concern_of, swap_group
-from sweeper.config.config_diff import Change, Declared
+from sweeper.analysis.integrity.records.concerns import several_concerns, several_concerns_coverage
+from sweeper.config.variants.concerns import by_concern, concern_of, swap_group
+from sweeper.config.variants.config_diff import Change, Declared
 from sweeper.run.files.experiment import Experiment
 from tests.helpers.integrity_evidence_projects import make_project, user_env
 from tests.test_integrity_evidence_checks import evidence, grid

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from sweeper.analysis.integrity.shared_state import shared_state
+from sweeper.analysis.integrity.records.shared_state import shared_state
 from sweeper.run.files.isolation import IsolationRecord, write_isolation
 from tests.helpers.integrity_evidence_projects import findings_of, make_project, sweep
 from tests.test_integrity_evidence_checks import evidence, grid

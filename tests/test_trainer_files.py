@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from sweeper.run.reported import read_reported
+from sweeper.run.observed.reported import read_reported
 from tests.helpers.glue import glue_project, sweep
 
 HISTORY = [{"loss": 2.0, "step": 1}, {"eval_loss": 1.9, "step": 2}, {"loss": 1.6, "step": 3},

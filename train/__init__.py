@@ -1,6 +1,6 @@
 """The built-in trainer: a small character-level transformer, deterministic and resumable, on the run API
 (sweeper.run.init, run.log, run.finish) as a user's training code is; being sweeper's own demo, it also reuses the
-run layer's RNG streams (sweeper.run.streams), version record (sweeper.run.envinfo) and file helpers
+run layer's RNG streams (sweeper.run.streams), version record (sweeper.run.observed.envinfo) and file helpers
 (sweeper.run.files) for its bitwise resume and the resume audit.
 
     python -m sweeper.run sweeper.train:main RUN_DIR      # what a sweep launches (conf/task/train.yaml: task.entry)

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from sweeper.health.thresholds import Thresholds
-from sweeper.run.envinfo import versions
+from sweeper.run.observed.envinfo import versions
 from sweeper.run.streams import SeedStreams, dropped_states
 from sweeper.train.batches import EpochSampler, eval_starts, tensor_hash, windows
 from sweeper.train.config import RunConfig

@@ -33,7 +33,6 @@ from omegaconf import OmegaConf
 
 from hydra_plugins.sweeper_pool._options import Options, option_keys
 from sweeper.config.fields import unknown_key
-from sweeper.run.envrefs import keep_env_refs
 from sweeper.run.files.experiment import Experiment
 from sweeper.run.files.hashing import stable_hash
 from sweeper.run.files.manifest import Manifest, RunEntry, write_manifest
@@ -41,6 +40,7 @@ from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.records import Summary
 from sweeper.run.files.rundir import RunDir
 from sweeper.run.files.status_values import KEEP, Status
+from sweeper.run.observed.envrefs import keep_env_refs
 
 log = logging.getLogger(__name__)
 DEFAULT_VARIANT = "default"
@@ -134,7 +134,7 @@ def _select(config: dict, dotted: str) -> Any:
 def task_config(sweep_config) -> dict:
     """The job's config without `hydra`, as plain YAML-able data (interpolations resolved when they can be)."""
     task = OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
-    keep_env_refs(task)          # ${oc.env:SECRET} stays a reference in config.yaml (sweeper.run.envrefs)
+    keep_env_refs(task)          # ${oc.env:SECRET} stays a reference in config.yaml (sweeper.run.observed.envrefs)
     try:
         return OmegaConf.to_container(task, resolve=True, enum_to_str=True)
     except Exception:       # e.g. ${hydra:runtime.output_dir}, only known inside the job

@@ -25,11 +25,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from sweeper.run import RUN_DIR_ENV
-from sweeper.run.envinfo import environment_record
 from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.records import Summary
 from sweeper.run.files.rundir import RunDir
 from sweeper.run.files.status_values import Status
+from sweeper.run.observed.envinfo import environment_record
 
 
 def _number(value: Any) -> float | int | None:

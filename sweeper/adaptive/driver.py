@@ -20,13 +20,13 @@ import sys
 from sweeper.adaptive import design as adaptive
 from sweeper.backends.progress import Progress
 from sweeper.errors import UsageError
+from sweeper.execute.end import finish
 from sweeper.execute.launch import PreflightRefused, fix_launch, launch_plan
 from sweeper.plan.lock import sweep_lock
 from sweeper.plan.looks import looks_path, read_looks, write_looks
 from sweeper.plan.make import make_plan, reconcile
 from sweeper.plan.paths import check_paths
 from sweeper.plan.size import check_size
-from sweeper.report.end import finish
 from sweeper.run.files.reading import UnreadableFile
 
 LOOK_MIN_SEEDS = 2     # a look's analysis: arms with 2 seeds are read (sweeper.adaptive.start may be 2); the look

@@ -19,7 +19,7 @@ import pandas as pd
 import sweeper.analysis.integrity.effects as integrity_effects
 import sweeper.analysis.verdict as verdict
 from sweeper.analysis.integrity import Coverage, Finding, SweepEvidence, check_sweep, sweep_coverage
-from sweeper.analysis.integrity.coarse import unpromise
+from sweeper.analysis.integrity.numbers.coarse import unpromise
 from sweeper.analysis.results import (
     declared_changes,
     load_code_state,

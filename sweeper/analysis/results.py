@@ -37,9 +37,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sweeper.config.config_diff import Declared, diff_configs
+from sweeper.config.variants.config_diff import Declared, diff_configs
 from sweeper.health.result import HealthReport
-from sweeper.run.envinfo import git_state
 from sweeper.run.files.atomic import read_tail
 from sweeper.run.files.experiment import Experiment
 from sweeper.run.files.manifest import Manifest, RunEntry, read_manifest
@@ -47,6 +46,7 @@ from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.rundir import RunDir
 from sweeper.run.files.status_values import KEEP, STALE, Status, stale_hint
 from sweeper.run.files.usage import Usage
+from sweeper.run.observed.envinfo import git_state
 
 MISSING, UNKNOWN = "missing", "unknown"          # row states beyond a run's own status (see the docstring)
 FIXED_COLUMNS = ["variant", "seed", "run_id", "run_dir", "status", "error", "failure_class", "exit_code", "steps",
@@ -300,7 +300,7 @@ def load_variant_changes(sweep_dir: str | Path, manifest: Manifest | None,
                          baseline: str) -> tuple[dict[str, list], list[str]]:
     """Per variant, its config_diff.Change list against `baseline`, from the runs' frozen config.yaml (each
     variant's first readable one), and problems (an unreadable config is named, its variant left out). The
-    manifest's declared changes group the keys (sweeper.config.ablation recorded them at plan time)."""
+    manifest's declared changes group the keys (sweeper.config.variants.ablation recorded them at plan time)."""
     sweep_dir = Path(sweep_dir)
     configs, problems = {}, []
     for entry in _planned_runs(sweep_dir, manifest):

@@ -18,7 +18,7 @@ from sweeper.run.files.logcap import cut_so_far
 from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.rundir import RunDir
 from sweeper.run.files.status_values import Status
-from sweeper.run.reported import describe
+from sweeper.run.observed.reported import describe
 
 
 def is_number(value) -> bool:

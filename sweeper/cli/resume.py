@@ -24,11 +24,11 @@ from sweeper.cli.boundary import run_command
 from sweeper.config.launchers import backend_of
 from sweeper.docstrings import docstring
 from sweeper.errors import UsageError
+from sweeper.execute.end import run_to_end
 from sweeper.execute.launch import fix_launch
 from sweeper.pasted import pasted
 from sweeper.plan.from_manifest import plan_from_manifest
 from sweeper.plan.make import Plan, recorded
-from sweeper.report.end import run_to_end
 from sweeper.run.files.manifest import MANIFEST
 
 USAGE = "usage: python -m sweeper.resume SWEEP_DIR [launcher.KEY=VALUE ...] [sweeper.report=true|false]"

@@ -33,11 +33,11 @@ from sweeper.config.launchers import backend_of
 from sweeper.config.sweep import Sweep, check_task_started, compose_sweep
 from sweeper.docstrings import docstring
 from sweeper.errors import UsageError
+from sweeper.execute.end import run_to_end
 from sweeper.execute.launch import fix_launch
 from sweeper.execute.preflight import check_preflight_options
 from sweeper.plan.make import Plan, format_plan
 from sweeper.plan.pipeline import plan_sweep
-from sweeper.report.end import run_to_end
 from sweeper.store.lookup import find_reuse, format_reuse, store_folders
 
 USAGE = "\n\n".join(docstring(sys.modules[__name__]).split("\n\n")[:3])

@@ -75,7 +75,7 @@ def implied_direction(metric: str) -> str | None:
 
 def check_direction(metric: str, lower_is_better: bool, confirmed: bool, where: str) -> str | None:
     """A warning when the name of `metric` reads the other way than declared (unless confirmed), else None. The
-    name only warns: the report decides from the runs' own curves (sweeper.analysis.integrity.direction)."""
+    name only warns: the report decides from the runs' own curves (sweeper.analysis.integrity.numbers.direction)."""
     implied = implied_direction(metric)
     declared = "lower" if lower_is_better else "higher"
     if confirmed or implied is None or implied == declared:

@@ -21,22 +21,22 @@ import sys
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from sweeper.config.ablation import check_ablation
 from sweeper.config.composition.argv import key_of
 from sweeper.config.composition.compose import missing_keys
 from sweeper.config.composition.hydra_errors import missing_message, package_hint
 from sweeper.config.composition.search import available, experiment_file, where_searched
-from sweeper.config.composition.variants import VariantComposer
+from sweeper.config.composition.variant_composer import VariantComposer
 from sweeper.config.fields import build, keys_of, show, unknown_key
 from sweeper.config.integrity import CHECK_NAMES, direction_warnings
 from sweeper.config.launchers import launcher_conf
 from sweeper.config.names import check_name
-from sweeper.config.resources import effective_resources, read_resources
 from sweeper.config.run_config import run_config
 from sweeper.config.schema import SweeperConf
 from sweeper.config.seeds import Seeds
 from sweeper.config.task import TaskCheck, TaskSpec, check_command, parse_task
-from sweeper.config.variant_overrides import check_variant_overrides
+from sweeper.config.variants.ablation import check_ablation
+from sweeper.config.variants.resources import effective_resources, read_resources
+from sweeper.config.variants.variant_overrides import check_variant_overrides
 from sweeper.errors import UsageError
 from sweeper.run.entry import call_problem, load_entry
 from sweeper.run.files.experiment import Experiment
@@ -52,7 +52,7 @@ class Sweep:
     variant_configs: dict[str, dict] = field(default_factory=dict)   # variant -> run config (seed 0)
     variant_seeds: dict[str, Seeds | None] = field(default_factory=dict)  # variant -> its own seeds= or None
     changes: dict[str, list] = field(default_factory=dict)    # variant -> [config_diff.Declared] vs the baseline
-    resources: dict[str, dict] = field(default_factory=dict)  # experiment.resources, checked (config/resources.py)
+    resources: dict[str, dict] = field(default_factory=dict)  # experiment.resources, checked (variants/resources.py)
     warnings: list[str] = field(default_factory=list)         # what the user should hear before launch
 
     @functools.cached_property

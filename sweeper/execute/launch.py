@@ -4,7 +4,7 @@
     with sweep_lock(plan.sweep_dir):                             # an adaptive sweep, look by look:
         statuses = launch_plan(plan, backend, conf, argv, progress, state, preflight=first_look)
 
-What follows a sweep (its report, the exit status) is sweeper.report.end, a later stage. A UsageError raised here
+What follows a sweep (its report, the exit status) is sweeper.execute.end (run_to_end). A UsageError raised here
 is bad input (another sweeper holds the dir, the dir holds another plan, the backend refuses the launch);
 PreflightRefused says a preflight refused the launch. Ctrl-C / SIGTERM propagate as KeyboardInterrupt: the
 command's boundary prints `interrupted` (sweeper.cli.boundary).

@@ -1,6 +1,6 @@
 """The determinism probe (sweeper.determinism_probe=true): after the sweep's runs, the first finished baseline
 seed runs again in its own dir inside the sweep dir (sweeper.plan.probe), through the sweep's backend; the report
-compares it with the original bitwise (sweeper.analysis.integrity.determinism).
+compares it with the original bitwise (sweeper.analysis.integrity.numbers.determinism).
 
     run_probe(plan, backend, conf, statuses)     # after launch_plan, under the sweep lock
 

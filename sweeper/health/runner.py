@@ -25,14 +25,6 @@ import torch
 from torch import nn
 
 from sweeper.health.checks.attribution import attribute_to_inputs
-from sweeper.health.checks.data_checks import (
-    DATA_CHECKS,
-    EVAL_CHECKS,
-    data_hint,
-    read_data,
-    run_data_checks,
-    run_eval_checks,
-)
 from sweeper.health.checks.dependence import batch_independence_check, causality_check, target_shift_check
 from sweeper.health.checks.gradients import gradient_flow_check, init_loss_check, kernel_agreement_check
 from sweeper.health.checks.training import training_checks
@@ -44,6 +36,14 @@ from sweeper.health.common.context import (
     default_optimizer_factory,
     normalize_train_step,
     stepped_copy,
+)
+from sweeper.health.data_checks import (
+    DATA_CHECKS,
+    EVAL_CHECKS,
+    data_hint,
+    read_data,
+    run_data_checks,
+    run_eval_checks,
 )
 from sweeper.health.result import CheckResult, HealthReport
 from sweeper.health.thresholds import DEFAULT_THRESHOLDS, Thresholds

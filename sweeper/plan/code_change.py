@@ -1,6 +1,6 @@
 """`sweeper.extend=true` onto changed code: the runs already in the sweep dir recorded the code they ran (their
 summaries' code_commit, code_dirty, code_diff, script_sha256 and code_files, every project source file they ran:
-sweeper.run.provenance); this command would run the new seeds on the code as it is now. A difference is one
+sweeper.run.observed.provenance); this command would run the new seeds on the code as it is now. A difference is one
 warning line naming the files, printed before anything starts. Torch-free.
 
     line = code_change(plan)      # None, or "sweeper.extend=true onto changed code: ..."
@@ -8,9 +8,9 @@ warning line naming the files, printed before anything starts. Torch-free.
 from __future__ import annotations
 
 from sweeper.plan.make import Plan
-from sweeper.run.envinfo import git_state
 from sweeper.run.files.reading import UnreadableFile
-from sweeper.run.provenance import changed_files, diff_sha256, file_sha256, script_of
+from sweeper.run.observed.envinfo import git_state
+from sweeper.run.observed.provenance import changed_files, diff_sha256, file_sha256, script_of
 
 
 def recorded_code(plan: Plan, files: dict[str, str | None] | None = None) -> set[tuple]:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sweeper.config.config_diff import Declared
 from sweeper.config.seeds import Seeds
 from sweeper.config.sweep import Sweep
 from sweeper.config.task import TaskSpec
+from sweeper.config.variants.config_diff import Declared
 from sweeper.errors import UsageError
 from sweeper.plan.make import Plan, RunSpec
 from sweeper.run.files.hashing import stable_hash

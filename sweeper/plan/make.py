@@ -20,7 +20,7 @@ a seed list is built (sweeper.plan.size). Writing the
 plan is idempotent (every file atomic, the manifest last; Ctrl-C waits until it is complete), so a write cut
 short by SIGKILL is completed by the same command.
 
-Resources per variant (sweeper.config.resources: experiment.resources, else launcher.ranks_per_run) are part of
+Resources per variant (sweeper.config.variants.resources: experiment.resources, else launcher.ranks_per_run) are part of
 the plan: plan.ranks_of(variant) is how many ranks each of its runs has, recorded in the manifest (`resources`)
 and shown by the dry run; a plan with a run of more than one rank has them in its identity (the sweep dir's
 hash), so the same command with another world size is another sweep, never a resume of this one.
@@ -32,12 +32,12 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from sweeper.config.config_diff import describe, diff_configs
 from sweeper.config.decision import DecisionOptions
-from sweeper.config.resources import effective_resources, ranks_of
 from sweeper.config.seeds import Seeds, format_seeds
 from sweeper.config.sweep import Sweep
 from sweeper.config.task import BUILTIN, LEGACY_BUILTIN, TaskSpec
+from sweeper.config.variants.config_diff import describe, diff_configs
+from sweeper.config.variants.resources import effective_resources, ranks_of
 from sweeper.errors import UsageError
 from sweeper.interrupts import held_interrupts
 from sweeper.pasted import pasted

@@ -1,6 +1,6 @@
 """Where the determinism probe runs (sweeper.determinism_probe=true): SWEEP_DIR/probe/<variant>/seed_<k>, one
 baseline seed run again after the sweep's runs (sweeper.execute.probe runs it); the report compares it with the
-original bitwise (sweeper.analysis.integrity.determinism). Torch-free, light (the report path reads it).
+original bitwise (sweeper.analysis.integrity.numbers.determinism). Torch-free, light (the report path reads it).
 
     probe_dir(sweep_dir, "base", 0)        # the probe's run dir
     probe_dirs(sweep_dir)                  # [(variant, seed, RunDir)] of the probes there

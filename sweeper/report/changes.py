@@ -6,13 +6,14 @@
 
 `changes` is variant -> [config_diff.Change] (sweeper.analysis.results.load_variant_changes, from the runs'
 config.yaml);
-`declared` is variant -> [config_diff.Declared] (recorded in the manifest at plan time by sweeper.config.ablation).
+`declared` is variant -> [config_diff.Declared] (recorded in the manifest at plan time by
+sweeper.config.variants.ablation).
 """
 from __future__ import annotations
 
-from sweeper.analysis.integrity.evaluation import evaluation_keys, is_evaluation_key
-from sweeper.config.concerns import by_concern
-from sweeper.config.config_diff import Change, Declared, describe, group_changes, show
+from sweeper.analysis.integrity.records.evaluation import evaluation_keys, is_evaluation_key
+from sweeper.config.variants.concerns import by_concern
+from sweeper.config.variants.config_diff import Change, Declared, describe, group_changes, show
 
 
 def n_declared(changes: list[Change], declared: list[Declared]) -> int:

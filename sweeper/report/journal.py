@@ -23,8 +23,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from sweeper.config.config_diff import describe
 from sweeper.config.seeds import format_seeds
+from sweeper.config.variants.config_diff import describe
 from sweeper.errors import UsageError, not_text
 from sweeper.pasted import pasted
 from sweeper.run.files.atomic import atomic_write_text

@@ -40,15 +40,15 @@ from typing import Any, Mapping
 from sweeper.run.checkpoint import CorruptCheckpoint, FingerprintMismatch
 from sweeper.run.checkpointing import RunCheckpoints
 from sweeper.run.ending import RunEnding, plain
-from sweeper.run.envinfo import environment_record, numbers_env
-from sweeper.run.envrefs import keep_env_refs
-from sweeper.run.evaluation import EVAL_KEY, fingerprint_of
 from sweeper.run.files.hashing import stable_hash
 from sweeper.run.files.owner import process_identity
 from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.rundir import RunDir
 from sweeper.run.files.status_values import KEEP, Status
-from sweeper.run.provenance import code_record
+from sweeper.run.observed.envinfo import environment_record, numbers_env
+from sweeper.run.observed.envrefs import keep_env_refs
+from sweeper.run.observed.evaluation import EVAL_KEY, fingerprint_of
+from sweeper.run.observed.provenance import code_record
 from sweeper.run.ranks import RankedRun, Ranks
 from sweeper.run.seeding import RunSeeds
 from sweeper.run.stopping import StopRequest
@@ -126,7 +126,7 @@ class Run(RankedRun, RunSeeds, RunCheckpoints, RunEnding, RunUsage):
             if not rundir.has_checkpoint():
                 rundir.keep_metrics_until(None)       # a fresh start: earlier lines would be duplicates
         self.record_env()
-        self._recorded.update(code_record(self.env.get("git")))     # the code it runs (sweeper.run.provenance)
+        self._recorded.update(code_record(self.env.get("git")))     # the code it runs (sweeper.run.observed.provenance)
         self._recorded["environment"] = numbers_env()     # what changes its numbers (its identity key)
         if threading.current_thread() is threading.main_thread():
             self.stop.__enter__()
@@ -179,7 +179,7 @@ class Run(RankedRun, RunSeeds, RunCheckpoints, RunEnding, RunUsage):
 
     def log_lines(self, data: bytes, last_step: int | None) -> None:
         """Metrics lines already JSON (a zero-glue run's reported step lines: each one object with an integer
-        step, sweeper.run.stdout_metrics), appended as they are: one write, one fsync, no re-encoding. With the
+        step, sweeper.run.observed.stdout_metrics), appended as they are: one write, one fsync, no re-encoding. With the
         live monitor or TensorBoard on, record by record through run.log."""
         if self._health is not None or self._tb_enabled:
             self.log_many([json.loads(line) for line in data.splitlines()])
@@ -218,7 +218,7 @@ class Run(RankedRun, RunSeeds, RunCheckpoints, RunEnding, RunUsage):
 
     def eval_fingerprint(self, data: Any = None, *, fingerprint: str | None = None, size: int | None = None) -> str:
         """Hash what this run is evaluated on, once per run (where the validation set is built): the examples,
-        a map-style dataset or their ids (sweeper.run.evaluation.fingerprint_of), or your own `fingerprint`
+        a map-style dataset or their ids (sweeper.run.observed.evaluation.fingerprint_of), or your own `fingerprint`
         string. The summary records it (fingerprint.eval_fingerprint) and the report checks that every arm and
         seed was evaluated on the same data. `size`: the number of evaluation examples (default: len(data) when
         data has one); the summary records it (used.eval_size) and the report compares it across arms too.

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from sweeper.run.checkpoint import check_fingerprint, checkpoint_path, save_checkpoint
-from sweeper.run.envinfo import cuda_device_count, device_model, thread_count, versions
+from sweeper.run.observed.envinfo import cuda_device_count, device_model, thread_count, versions
 from sweeper.run.ranks import barrier, gather_to_main, grouped
 from sweeper.run.streams import capture_rng_states, restore_rng_states
 

@@ -5,7 +5,7 @@ task.command, as a sweep launches it (sweeper.config.task builds this command li
 
 A script that calls `sweeper.init()` itself (the run API) owns its run: what it records stands. A script that
 does not (zero glue: arguments in, metrics out) gets its run recorded here: status `running` while it runs; at
-its end, its final metrics are the last value of each key it reported (sweeper.run.reported: JSON lines on
+its end, its final metrics are the last value of each key it reported (sweeper.run.observed.reported: JSON lines on
 stdout, or the metrics files named by --metrics, or the documented metrics files under RUN_DIR/out/), with
 where each was read (the summary's `metric_sources`), its lines with a "step" become the run's metrics curves;
 exit 0 -> finished, any other exit status -> failed with the last line of its output. SIGTERM/SIGINT/SIGUSR1/
@@ -35,18 +35,18 @@ from pathlib import Path
 import yaml
 
 from sweeper.run import init
-from sweeper.run.envrefs import resolve_env_refs
-from sweeper.run.evaluation import EVAL_KEY
 from sweeper.run.files.atomic import atomic_write_text
 from sweeper.run.files.logcap import MARK, LogMark, read_since_bytes
 from sweeper.run.files.rundir import RunDir
 from sweeper.run.files.status_values import EXIT_CONFIG, EXIT_INTERRUPTED, KEEP, TERMINAL, Status
 from sweeper.run.files.usage import REPORTED
-from sweeper.run.folder_watch import FolderWatch
-from sweeper.run.log_tail import LogTail
-from sweeper.run.provenance import script_of, set_project_sources, set_script
-from sweeper.run.reported import STDOUT, read_reported
-from sweeper.run.stdout_metrics import StdoutMetrics
+from sweeper.run.observed.envrefs import resolve_env_refs
+from sweeper.run.observed.evaluation import EVAL_KEY
+from sweeper.run.observed.folder_watch import FolderWatch
+from sweeper.run.observed.log_tail import LogTail
+from sweeper.run.observed.provenance import script_of, set_project_sources, set_script
+from sweeper.run.observed.reported import STDOUT, read_reported
+from sweeper.run.observed.stdout_metrics import StdoutMetrics
 
 OUT = "out"                      # RUN_DIR/out: the folder a zero-glue script writes to ({out_dir})
 PYTHONS = ("python", "python3")
@@ -307,7 +307,7 @@ def _run_command(argv: list[str]) -> int:
     rd.update_status(Status.RUNNING, started=t0, ended=None, error=None, exit_code=None, pid=os.getpid(),
                      glue="command")
     words = [resolve_env_refs(w) for w in words]     # ${oc.env:SECRET}: resolved here, never on disk
-    set_script(script_of(words))                 # the code it runs, for its summary (sweeper.run.provenance)
+    set_script(script_of(words))                 # the code it runs, for its summary (sweeper.run.observed.provenance)
     set_project_sources()                        # ... all of the project's sources: its imports are not ours to see
     watch = FolderWatch(rd.path)                  # what it changes outside its run dir (isolation.json)
     ours = _files(rd)                                # what the run dir holds: a script that deletes it is named

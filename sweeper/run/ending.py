@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from sweeper.run.files.records import Summary
 from sweeper.run.files.status_values import EXIT_INTERRUPTED, Status
-from sweeper.run.provenance import code_files
+from sweeper.run.observed.provenance import code_files
 from sweeper.run.ranks import any_rank, leave_group
 
 

@@ -23,8 +23,8 @@ from sweeper.run import ConfigError, FingerprintMismatch, init
 from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.rundir import RunDir
 from sweeper.run.files.status_values import EXIT_CONFIG, EXIT_INTERRUPTED, Status
-from sweeper.run.folder_watch import FolderWatch
-from sweeper.run.provenance import set_script
+from sweeper.run.observed.folder_watch import FolderWatch
+from sweeper.run.observed.provenance import set_script
 
 ENTRY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
@@ -79,7 +79,7 @@ def run_entry(entry: str, run_dir: str) -> int:
         RunDir(run_dir).update_status(Status.FAILED, error=f"entry point {entry} does not load: "
                                       f"{type(e).__name__}: {e}", exit_code=EXIT_CONFIG)
         return EXIT_CONFIG
-    set_script(_source_file(fn))                  # the code it runs, for its summary (sweeper.run.provenance)
+    set_script(_source_file(fn))                  # the code it runs, for its summary (sweeper.run.observed.provenance)
     watch = FolderWatch(run_dir)                  # what it changes outside its run dir (isolation.json)
     try:
         return _run(fn, entry, run_dir)

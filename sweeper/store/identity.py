@@ -10,9 +10,11 @@ The inputs, in the order a difference is named (INPUTS):
   task         the code the task starts: task.entry or task.command and its args (sweeper.plan.make.task_identity)
   config       the resolved run config, seed included (its config hash)
   ranks        the processes of a data-parallel run
-  code         every project source file the earlier run ran, hashed (sweeper.run.provenance.code_files): the same
-               files must hash the same now; a task.command's run also needs the project's source file list unchanged
-  python, torch, numpy, cuda, cudnn, sweeper    library versions, as installed (sweeper.run.envinfo.numbers_env)
+  code         every project source file the earlier run ran, hashed (sweeper.run.observed.provenance.code_files): the
+               same files must hash the same now; a task.command's run also needs the project's source file list
+               unchanged
+  python, torch, numpy, cuda, cudnn, sweeper    library versions, as installed
+               (sweeper.run.observed.envinfo.numbers_env)
   device       the host's device models (GPU models, else the CPU model)
   determinism  CUBLAS_WORKSPACE_CONFIG, PYTHONHASHSEED, NVIDIA_TF32_OVERRIDE (the config's own flags are in config)
   threads      the thread count every run gets (the plan's launch settings)
@@ -24,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sweeper.run.files.hashing import stable_hash
-from sweeper.run.provenance import changed_files
+from sweeper.run.observed.provenance import changed_files
 
 ENV_INPUTS = ("python", "torch", "numpy", "cuda", "cudnn", "sweeper", "device", "determinism", "threads")
 INPUTS = ("task", "config", "ranks", "code", *ENV_INPUTS)

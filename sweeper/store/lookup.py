@@ -16,16 +16,16 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweeper.config.config_diff import describe, diff_configs
+from sweeper.config.variants.config_diff import describe, diff_configs
 from sweeper.errors import UsageError
 from sweeper.plan.make import Plan, Reused, RunSpec, task_identity
-from sweeper.run.envinfo import numbers_env
 from sweeper.run.files.hashing import stable_hash
 from sweeper.run.files.manifest import MANIFEST, ManifestScan
 from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.rundir import RunDir
 from sweeper.run.files.status_values import KEEP
-from sweeper.run.provenance import project_sources
+from sweeper.run.observed.envinfo import numbers_env
+from sweeper.run.observed.provenance import project_sources
 from sweeper.store.identity import Inputs, first_difference, run_key
 
 

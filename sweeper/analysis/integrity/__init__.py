@@ -4,7 +4,8 @@ no spread, a broken baseline, mixed code, runs that share files). Every report r
 
     findings = check_sweep(SweepEvidence(sweep_dir, experiment, runs, curves, changes))
 
-Each check is a function `(SweepEvidence) -> list[Finding]` in a module of this package, listed in CHECKS; its
+Each check is a function `(SweepEvidence) -> list[Finding]` in a module of numbers/ (it reads what the runs
+measured) or records/ (how they ran), listed in CHECKS; its
 __name__ is the name its findings carry, listed in sweeper.config.integrity.CHECK_NAMES (the keys that
 experiment.silence accepts at plan time). sweeper.analysis.analyze runs them on every report and applies their
 effects (sweeper.analysis.integrity.effects); docs/sweep-integrity.md lists them for users.
@@ -54,36 +55,36 @@ def _run(check: Check, ev: SweepEvidence) -> list[Finding]:
 
 
 # -- registration: each check in the order its findings are shown --------------------------------------------------
-from sweeper.analysis.integrity.baseline import broken_baseline, broken_baseline_coverage  # noqa: E402  (the checks import the types above)
-from sweeper.analysis.integrity.budget import budget_confound, budget_confound_coverage  # noqa: E402
-from sweeper.analysis.integrity.coarse import coarse_metric, coarse_metric_coverage  # noqa: E402
-from sweeper.analysis.integrity.concerns import several_concerns, several_concerns_coverage  # noqa: E402
-from sweeper.analysis.integrity.copies import (  # noqa: E402
+from sweeper.analysis.integrity.numbers.baseline import broken_baseline, broken_baseline_coverage  # noqa: E402  (the checks import the types above)
+from sweeper.analysis.integrity.numbers.coarse import coarse_metric, coarse_metric_coverage  # noqa: E402
+from sweeper.analysis.integrity.numbers.copies import (  # noqa: E402
     change_no_effect,
     change_no_effect_coverage,
     seeds_no_effect,
     seeds_no_effect_coverage,
 )
-from sweeper.analysis.integrity.determinism import nondeterminism, nondeterminism_coverage  # noqa: E402
-from sweeper.analysis.integrity.direction import metric_direction, metric_direction_coverage  # noqa: E402
-from sweeper.analysis.integrity.evaluation import (  # noqa: E402
+from sweeper.analysis.integrity.numbers.determinism import nondeterminism, nondeterminism_coverage  # noqa: E402
+from sweeper.analysis.integrity.numbers.direction import metric_direction, metric_direction_coverage  # noqa: E402
+from sweeper.analysis.integrity.numbers.selection import selected_final, selected_final_coverage  # noqa: E402
+from sweeper.analysis.integrity.numbers.series import eval_is_train, eval_is_train_coverage  # noqa: E402
+from sweeper.analysis.integrity.numbers.spread import no_spread, no_spread_coverage  # noqa: E402
+from sweeper.analysis.integrity.records.budget import budget_confound, budget_confound_coverage  # noqa: E402
+from sweeper.analysis.integrity.records.concerns import several_concerns, several_concerns_coverage  # noqa: E402
+from sweeper.analysis.integrity.records.evaluation import (  # noqa: E402
     evaluation_identity,
     evaluation_identity_coverage,
     evaluation_varies_with_seed,
     evaluation_varies_with_seed_coverage,
 )
-from sweeper.analysis.integrity.isolation import (  # noqa: E402
+from sweeper.analysis.integrity.records.isolation import (  # noqa: E402
     isolation_coverage,
     shared_checkpoint,
     writes_outside_run_dir,
 )
-from sweeper.analysis.integrity.provenance import mixed_code, mixed_code_coverage  # noqa: E402
-from sweeper.analysis.integrity.selection import selected_final, selected_final_coverage  # noqa: E402
-from sweeper.analysis.integrity.series import eval_is_train, eval_is_train_coverage  # noqa: E402
-from sweeper.analysis.integrity.shared_state import shared_state  # noqa: E402
-from sweeper.analysis.integrity.spread import no_spread, no_spread_coverage  # noqa: E402
-from sweeper.analysis.integrity.subset import train_subset, train_subset_coverage  # noqa: E402
-from sweeper.analysis.integrity.usage import (  # noqa: E402
+from sweeper.analysis.integrity.records.provenance import mixed_code, mixed_code_coverage  # noqa: E402
+from sweeper.analysis.integrity.records.shared_state import shared_state  # noqa: E402
+from sweeper.analysis.integrity.records.subset import train_subset, train_subset_coverage  # noqa: E402
+from sweeper.analysis.integrity.records.usage import (  # noqa: E402
     generator_unused,
     generator_unused_coverage,
     key_never_read,

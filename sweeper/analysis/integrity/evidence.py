@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweeper.config.config_diff import Change, Declared
 from sweeper.config.decision import DecisionOptions
+from sweeper.config.variants.config_diff import Change, Declared
 from sweeper.run.files.experiment import Experiment
 
 

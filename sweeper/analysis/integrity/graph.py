@@ -14,7 +14,7 @@ of any variant echoed back as results (a script that prints its arguments): they
 
 A record is distinctive when two independent runs cannot share it by chance: it holds a value off every coarse
 grid (not k/q for any q <= 1000: a loss, not an accuracy on 20 examples), or at least MIN_COARSE distinct coarse
-values. Two equal records that are not distinctive are evidence only in bulk (copies.py). Torch-free.
+values. Two equal records that are not distinctive are evidence only in bulk (numbers/copies.py). Torch-free.
 """
 from __future__ import annotations
 

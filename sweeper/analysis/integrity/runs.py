@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from sweeper.analysis.integrity.evidence import SweepEvidence, memo
-from sweeper.config.config_diff import group_changes
+from sweeper.config.variants.config_diff import group_changes
 from sweeper.run.files.status_values import Status
 
 RTOL, ATOL = 1e-7, 1e-12        # "to float rounding" (float32: 1.2e-7): a reordered sum, not a trained difference

@@ -38,7 +38,7 @@ from sweeper.config.fields import show
 from sweeper.config.run_config import RESERVED
 from sweeper.config.schema import register
 from sweeper.errors import UsageError
-from sweeper.run.envrefs import keep_env_refs
+from sweeper.run.observed.envrefs import keep_env_refs
 
 MISSING = "???"
 
@@ -49,8 +49,8 @@ def compose(overrides: list[str]) -> dict:
 
 
 def compose_node(overrides: list[str]) -> Composed:
-    """The composition of `overrides` before it becomes a plain dict (sweeper.config.composition.variants applies
-    each variant's value overrides to it instead of composing again); errors as compose's."""
+    """The composition of `overrides` before it becomes a plain dict (sweeper.config.composition.variant_composer
+    applies each variant's value overrides to it instead of composing again); errors as compose's."""
     return _explained(overrides, _compose_node)
 
 

@@ -1,2 +1,3 @@
 """The preflight's checks, one module per family (gradients, training, dependence, inputs, labels,
-probes, evaluation, BatchNorm), the data half's order, and the root cause when several fail."""
+probes, evaluation, BatchNorm), and the root cause when several fail (the data half's order:
+sweeper.health.data_checks)."""

@@ -1,12 +1,12 @@
 """RUN_DIR/isolation.json: the one owner of that file, what a run changed in its working folder outside its run
-dir (sweeper.run.folder_watch measures it; sweeper.run.command writes it). Torch-free.
+dir (sweeper.run.observed.folder_watch measures it; sweeper.run.command writes it). Torch-free.
 
     write_isolation(run_dir, IsolationRecord(folder, started, ended, changed=[("ckpt.npz", "created", 812)]))
     read_isolation(run_dir)      # None when absent; UnreadableFile when damaged
 
 `watched` is False when the folder was too big to watch (nothing is known then); `changed` is cut at MAX_LISTED
 entries (`n_changed` counts them all). The report's run-isolation check reads it
-(sweeper.analysis.integrity.isolation).
+(sweeper.analysis.integrity.records.isolation).
 """
 from __future__ import annotations
 

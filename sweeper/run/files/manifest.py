@@ -83,7 +83,7 @@ class Manifest:
     variant_seeds: dict[str, list[int]] = field(default_factory=dict)   # variants whose seeds differ from `seeds`
     changes: dict[str, list[dict]] = field(default_factory=dict)   # variant -> its declared changes vs the baseline
     resources: dict[str, dict] = field(default_factory=dict)   # variant -> {"ranks_per_run": N}; none recorded: 1
-    extra: dict = field(default_factory=dict)                      # ([{override, keys}], sweeper.config.ablation)
+    extra: dict = field(default_factory=dict)       # ([{override, keys}], sweeper.config.variants.ablation)
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra",)}

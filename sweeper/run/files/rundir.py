@@ -216,7 +216,7 @@ class RunDir:
 
     def append_metrics_lines(self, data: bytes) -> None:
         """Metrics lines already JSON, appended as they are (one write, one fsync): a zero-glue run's reported
-        step lines, each one JSON object with an integer step (sweeper.run.stdout_metrics checked them)."""
+        step lines, each one JSON object with an integer step (sweeper.run.observed.stdout_metrics checked them)."""
         self.path.mkdir(parents=True, exist_ok=True)
         append_lines(self.metrics_path, data)
 

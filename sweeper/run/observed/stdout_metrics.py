@@ -6,7 +6,7 @@
     parsed.steps                                   # the objects with an integer step (and another key), in order
     parsed.metrics_lines(drop={"eval_fingerprint"})  # those as the run's metrics lines (bytes) (dropped keys removed)
 
-What a line is, is sweeper.run.reported's rule (a line that is one JSON object; with a prefix, the text after
+What a line is, is sweeper.run.observed.reported's rule (a line that is one JSON object; with a prefix, the text after
 it). The common shape, every line of a chunk one JSON object with nothing else on it, is parsed by ONE
 json.loads of the chunk (its newlines turned into commas, inside brackets) and folded into the finals by C-level
 calls (no Python code per line); the chunk's own bytes are then its metrics lines, written as they came (no
@@ -32,7 +32,7 @@ CHUNK = 4 * 2 ** 20            # bytes parsed by one json.loads (a chunk with a 
 
 
 class StdoutMetrics:
-    """The stdout source of sweeper.run.reported, fed in chunks of whole lines, in order."""
+    """The stdout source of sweeper.run.observed.reported, fed in chunks of whole lines, in order."""
 
     def __init__(self, prefix: str | None = None):
         self.prefix = prefix

@@ -22,7 +22,7 @@ from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.runs import arm_values, usable
 from sweeper.analysis.results import load_manifest
-from sweeper.config.config_diff import Change
+from sweeper.config.variants.config_diff import Change
 from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.usage import was_read
 

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from importlib import metadata
 
-from sweeper.run.envrefs import as_written
+from sweeper.run.observed.envrefs import as_written
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY")
 

@@ -20,7 +20,7 @@ A key's concern is decided from evidence that does not depend on one project's s
   5. the leaf's words as a hint (width, depth, layers, heads, dropout, activation: model; shuffle, subset,
      augment, n_train: data);
   6. otherwise `other`.
-Pure functions on key names and the declared changes (sweeper.config.config_diff.Declared): torch- and
+Pure functions on key names and the declared changes (sweeper.config.variants.config_diff.Declared): torch- and
 Hydra-free, so the report path uses them too.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from sweeper.config.config_diff import Declared
+from sweeper.config.variants.config_diff import Declared
 
 CONCERNS = ("model", "optimizer", "data", "evaluation", "budget", "other")
 

@@ -1,6 +1,6 @@
 """The evaluation fingerprint: a short hash of the examples a run is evaluated on (or of their ids), hashed once
 per run, so the report can check that every arm and seed of a sweep was evaluated on the same data
-(sweeper.analysis.integrity.evaluation). Torch-free; numpy only when the data is an array.
+(sweeper.analysis.integrity.records.evaluation). Torch-free; numpy only when the data is an array.
 
     run.eval_fingerprint(x_val)             # the run API (sweeper.run.Run): records it in the run's summary
     fingerprint_of([17, 42, 99])            # ids, arrays, tensors, lists, dicts, str/bytes, a map-style dataset

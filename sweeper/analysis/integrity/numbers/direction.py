@@ -25,8 +25,8 @@ from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.graph import curve_index
+from sweeper.analysis.integrity.numbers.series import kind
 from sweeper.analysis.integrity.runs import MetricCurves, shown, usable
-from sweeper.analysis.integrity.series import kind
 from sweeper.config.integrity import implied_direction
 
 MIN_POINTS = 4            # a curve with fewer points has no direction worth reading

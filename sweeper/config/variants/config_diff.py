@@ -6,7 +6,7 @@
 
 Configs are nested mappings (a run's config.yaml); lists are compared whole (a list is one value). `seed` is
 never a change: every run has its own. Pure functions on plain data: the report path uses them without torch or
-Hydra; the plan-time check (sweeper.config.ablation) attributes keys to the overrides that made them.
+Hydra; the plan-time check (sweeper.config.variants.ablation) attributes keys to the overrides that made them.
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.runs import arm_values, metric_column, shown, usable, what_changes
-from sweeper.config.config_diff import Change
+from sweeper.config.variants.config_diff import Change
 
 BUDGET = re.compile(r"^(max_|num_|n_|total_|train_|training_)*(steps|iters|iterations|epochs|epoch|tokens|timesteps|"
                     r"updates|time_limit|time|budget|samples|minutes|hours|steps_per_epoch)(_s|_min|_h)?$")

@@ -3,7 +3,7 @@ dirty tree and a clean one, or two different diffs), or with different script ha
 comparison spanning them gets the verdict `mixed code`. So do runs that recorded one project source file (a module
 they imported, in or out of git: code_files) with different hashes; the files are named. Runs on one dirty tree
 with one diff ran one code: quiet (the journal says "dirty"). Torch-free; reads the runs' recorded fingerprints
-(sweeper.run.provenance: code_commit, code_dirty, code_diff, script_sha256, code_files): a reused run's own.
+(sweeper.run.observed.provenance: code_commit, code_dirty, code_diff, script_sha256, code_files): a reused run's own.
 
     mixed_code(ev)            # [Finding("mixed_code", ...)] or []
     mixed_code_coverage(ev)   # Coverage: how many runs recorded their code, and their project files

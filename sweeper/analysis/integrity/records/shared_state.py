@@ -1,8 +1,8 @@
 """State shared between runs through the project folder: a file outside the run dirs (hidden folders such as a
 `.cache/` included) that one run wrote and a later run (started after the writer ended) read or wrote again. The
 later run's result may then depend on which runs ran before it. Checkpoint-like files are shared_checkpoint's
-(sweeper.analysis.integrity.isolation); this check names every other file. Evidence: each run's isolation.json
-(what it created, modified and read in its working folder, with its start and end: sweeper.run.folder_watch).
+(sweeper.analysis.integrity.records.isolation); this check names every other file. Evidence: each run's isolation.json
+(what it created, modified and read in its working folder, with its start and end: sweeper.run.observed.folder_watch).
 
     shared_state(ev)        # [Finding]: a warning beside the verdicts of the later runs' arms
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
-from sweeper.analysis.integrity.isolation import SHOWN, Event, file_events
-from sweeper.run.folder_watch import CHECKPOINT
+from sweeper.analysis.integrity.records.isolation import SHOWN, Event, file_events
+from sweeper.run.observed.folder_watch import CHECKPOINT
 
 USED = {"read": "read", "created": "rewritten", "modified": "rewritten"}
 

@@ -11,7 +11,7 @@ are not changes of the run.
 - A variant whose run config equals the baseline's, or another variant's, is refused (exit 2) unless it is
   named in experiment.controls (a deliberate A/A control).
 - A variant with more than one declared change, or whose changed keys touch more than one concern (model,
-  optimizer, data, evaluation, budget, other: sweeper.config.concerns; a group swap `model=big` that also sets
+  optimizer, data, evaluation, budget, other: sweeper.config.variants.concerns; a group swap `model=big` that also sets
   `optim.lr` is one change in two concerns), gets a warning naming them (sweeper.one_change=error refuses it,
   =off says nothing) unless it is named in experiment.bundles.
 - An override that changes nothing (the value is already the baseline's) is a warning.
@@ -21,9 +21,9 @@ from __future__ import annotations
 from typing import Callable
 
 from sweeper.config.composition.argv import key_of
-from sweeper.config.concerns import by_concern, describe_concerns
-from sweeper.config.config_diff import Declared, diff_configs
 from sweeper.config.run_config import RESERVED, run_config
+from sweeper.config.variants.concerns import by_concern, describe_concerns
+from sweeper.config.variants.config_diff import Declared, diff_configs
 from sweeper.errors import UsageError
 from sweeper.run.files.hashing import stable_hash
 

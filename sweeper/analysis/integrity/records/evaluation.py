@@ -1,5 +1,5 @@
 """Evaluation identity: the arms of a comparison must be evaluated on the same data. Two kinds of evidence:
-each run's evaluation fingerprint (sweeper.run.evaluation: the run API's run.eval_fingerprint(...), or the
+each run's evaluation fingerprint (sweeper.run.observed.evaluation: the run API's run.eval_fingerprint(...), or the
 `eval_fingerprint` JSON key a task.command prints) compared across arms at each seed, and the variant's config
 changes that touch evaluation keys (a val/eval/test/valid name, directly or through a group swap); and each run's
 evaluation size (used.eval_size: run.eval_fingerprint(data) records len(data), a script reports `eval_size`; where
@@ -24,8 +24,8 @@ from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
 from sweeper.analysis.integrity.runs import arm_rows, usable
-from sweeper.config.config_diff import Change
-from sweeper.run.evaluation import EVAL_KEY
+from sweeper.config.variants.config_diff import Change
+from sweeper.run.observed.evaluation import EVAL_KEY
 
 EVAL_WORDS = frozenset({"val", "valid", "validation", "eval", "evaluation", "evaluate", "test", "dev", "holdout",
                         "heldout"})

@@ -1,7 +1,7 @@
 """Run isolation: runs must write only into their own run dir. Evidence: each run's RUN_DIR/isolation.json (what
 changed in its working folder outside its run dir while it ran, hidden folders included, and the files it read:
-sweeper.run.folder_watch), and the task's command (a per-run path, {out_dir} or {run_dir}, in its words or not).
-Torch-free; never follows a link out of the sweep dir.
+sweeper.run.observed.folder_watch), and the task's command (a per-run path, {out_dir} or {run_dir}, in its words or
+not). Torch-free; never follows a link out of the sweep dir.
 
     shared_checkpoint(ev), writes_outside_run_dir(ev)     # the two checks (their findings' names)
     file_events(ev)                                       # path -> what each run did to it (shared_state reads it)
@@ -26,7 +26,7 @@ from sweeper.analysis.results import load_manifest
 from sweeper.run.files.isolation import IsolationRecord, read_isolation
 from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.status_values import TERMINAL
-from sweeper.run.folder_watch import CHECKPOINT, STRONG
+from sweeper.run.observed.folder_watch import CHECKPOINT, STRONG
 
 PER_RUN = ("{out_dir}", "{run_dir}")
 ENDED = [s.value for s in TERMINAL]

@@ -21,7 +21,7 @@ import pandas as pd
 from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence, memo
 from sweeper.analysis.integrity.finding import Effect, Finding
-from sweeper.analysis.integrity.usage import task_block
+from sweeper.analysis.integrity.records.usage import task_block
 from sweeper.run.files.reading import UnreadableFile
 from sweeper.run.files.rundir import RunDir
 

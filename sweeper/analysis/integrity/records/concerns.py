@@ -1,6 +1,6 @@
 """Several concerns in one variant: a variant whose changed keys touch more than one concern (model, optimizer,
-data, evaluation, budget, other: sweeper.config.concerns), directly or through a group swap (`model=big` that also
-sets `optim.lr`), and that is not a declared bundle (experiment.bundles). Its result cannot say which change
+data, evaluation, budget, other: sweeper.config.variants.concerns), directly or through a group swap (`model=big`
+that also sets `optim.lr`), and that is not a declared bundle (experiment.bundles). Its result cannot say which change
 mattered. Evidence: each variant's config changes against the baseline (the runs' config.yaml) and the declared
 change that made each key (the manifest).
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from sweeper.analysis.integrity.coverage import Coverage
 from sweeper.analysis.integrity.evidence import SweepEvidence
 from sweeper.analysis.integrity.finding import Effect, Finding
-from sweeper.config.concerns import by_concern, describe_concerns
+from sweeper.config.variants.concerns import by_concern, describe_concerns
 
 
 def _compared(ev: SweepEvidence) -> list[str]:

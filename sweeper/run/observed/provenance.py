@@ -17,7 +17,8 @@ and sweep dirs). Paths inside the project folder are relative to it, others abso
 The script is the task.command's script (`python script.py`, `python -m module`), the task.entry's module, or
 else the `__main__` file of a script that called sweeper.init() itself. The summary's fingerprint records it
 (sweeper.run.Run), so the report can name runs of one sweep that ran different code
-(sweeper.analysis.integrity.provenance), and `sweeper.extend=true` can warn before it adds seeds onto changed code.
+(sweeper.analysis.integrity.records.provenance), and `sweeper.extend=true` can warn before it adds seeds onto
+changed code.
 """
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweeper.run.stdout_metrics import StdoutMetrics, flatten, is_step, iter_json_objects
+from sweeper.run.observed.stdout_metrics import StdoutMetrics, flatten, is_step, iter_json_objects
 
 STDOUT = "stdout"
 FILE_KINDS = (".json", ".jsonl", ".csv")
@@ -153,7 +153,7 @@ def read_reported(log_text: str | bytes | StdoutMetrics, sources: list[str], pre
     """Final metrics, step records, notes and each final's source (see the module docstring). With no file
     source named, the .json/.jsonl/.csv files the run wrote in out_dir are read too (oldest first; large ones only
     when they can hold `metric`, the decision metric, and stdout did not carry it). log_text: the run's output,
-    or its stdout lines already parsed (sweeper.run.stdout_metrics, fed as the output came)."""
+    or its stdout lines already parsed (sweeper.run.observed.stdout_metrics, fed as the output came)."""
     got = Reported()
     counts: Counter = Counter()
     last: dict = {}                # key -> (where, step) of its last value: worded once, at the end
