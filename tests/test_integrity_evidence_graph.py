@@ -166,12 +166,30 @@ def test_overfitting_is_not_an_inverted_direction_and_an_inverted_one_is():
     acc = {(v, s): {"val_acc": [0.5 + 0.05 * i + 0.001 * s for i in range(8)], "train_loss": loss(s, v, 1.0)}
            for v in ("base", "new") for s in range(3)}
     [f] = metric_direction(build(acc, metric="val_acc", lower=True))
-    assert f.effect is Effect.INVALID and "moves with the training objective train_loss" in f.evidence
+    assert f.effect is Effect.INVALID and "as the training objective train_loss improves" in f.evidence
     # a name that says nothing: the objective decides
     score = {(v, s): {"score": [0.5 + 0.05 * i + 0.001 * s for i in range(8)], "train_loss": loss(s, v, 1.0)}
              for v in ("base", "new") for s in range(3)}
     assert len(metric_direction(build(score, metric="score", lower=True))) == 1
     assert metric_direction(build(score, metric="score", lower=False)) == []
+
+
+def test_the_objective_decides_a_neutral_metric_that_jumps_with_it_then_drifts_back():
+    """A metric that improves in one jump with the objective's big first move, then drifts back (overfitting) by
+    less or by more than it gained: its overall trend says nothing or the opposite; the joint moves decide."""
+    nll = [0.69, 0.16, 0.10, 0.07, 0.056, 0.046, 0.039, 0.034]
+    sag = {(v, s): {"agreement": [0.5, 0.65, 0.64, 0.635, 0.63, 0.625, 0.62, 0.62 - 0.002 * s - 0.004 * k],
+                    "train_nll": [y * (1 + 0.01 * s) for y in nll]}
+           for k, v in enumerate(("base", "new")) for s in range(3)}
+    [f] = metric_direction(build(sag, metric="agreement", lower=True))
+    assert f.effect is Effect.INVALID and "training raises it in 6 of 6 runs" in f.evidence
+    assert metric_direction(build(sag, metric="agreement", lower=False)) == []
+    drift = {(v, s): {"distortion": [5.0, 2.4, 2.5, 2.7, 3.0, 3.4, 3.9, 4.5 + 0.01 * s + 0.02 * k],
+                      "loss": [5.8, 0.97, 0.71, 0.62, 0.57, 0.53, 0.5, 0.49 - 0.001 * s]}
+             for k, v in enumerate(("base", "new")) for s in range(3)}
+    ev = build(drift, metric="distortion", lower=True)                 # overfits past its start: healthy
+    assert metric_direction(ev) == [] and set(read_directions(ev)[0].values()) == {"overfits"}
+    assert len(metric_direction(build(drift, metric="distortion", lower=False))) == 1
 
 
 def test_a_coarse_metric_is_named_and_no_seeds_are_promised_but_a_fine_grid_is_quiet():

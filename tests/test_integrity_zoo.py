@@ -23,9 +23,6 @@ CASES = load_cases()
 # What the checks miss: measured on branch zoo as created (benchmarks/results/integrity_zoo_before.md: 28 missed), then
 # on main after the second round (b431892): these 11 still missed; the other 17 are caught and now guard.
 KNOWN_MISSES: dict[str, str] = {
-    "direction_agreement_cmd": "bug missed (nothing named)",
-    "direction_confirmed_cmd": "bug missed (nothing named)",
-    "direction_distortion_api": "bug missed (nothing named)",
     "eval_train_batches_api": "bug missed (nothing named)",
     "evalset_batch_count_cmd": "bug missed (nothing named)",
     "select_unlogged_cmd": "bug missed (nothing named)",
