@@ -209,6 +209,29 @@ def test_a_coarse_metric_is_named_and_no_seeds_are_promised_but_a_fine_grid_is_q
     assert abs(grid_step(np.array([0.85, 0.9, 1.0])) - 0.05) < 1e-9 and grid_step(np.array([1.0])) == 0.0
 
 
+def test_a_final_selected_over_a_trailing_window_or_hidden_behind_its_own_record_at_the_last_step():
+    runs = healthy()
+    for (variant, seed), series in runs.items():                  # an accuracy-like noisy curve, lower is better
+        series["val_loss"] = [2.0, 1.5, 1.0, 1.4, 1.1 + 0.01 * seed, 1.3, 1.25, 1.35]   # best: not in the window
+        series["final"] = min(series["val_loss"][-5:])             # the best of the last 5 evaluations
+    [f] = selected_final(build(runs))
+    assert f.effect is Effect.INVALID and f.variants == ("base", "new") and "base: 4 of 4 runs" in f.evidence
+    assert selected_final(build(runs, steps=1000)) == []          # the curve stops early: a later evaluation may tie
+    # a command's final line repeats the last step: the curve holds the final there, the evaluation was overwritten
+    hidden = healthy()
+    for series in hidden.values():
+        series["final"] = min(series["val_loss"]) - 0.05
+    ev = build({k: {**v, "val_loss": v["val_loss"][:-1] + [v["final"]]} for k, v in hidden.items()})
+    assert selected_final(ev) == []                                # the final looks like the last evaluation
+    ev.curves.attrs["overwritten"] = tuple((f"{v}-s{s}", v, s, STEPS[-1], "val_loss", series["val_loss"][-1])
+                                           for (v, s), series in hidden.items())
+    [f] = selected_final(ev)
+    assert "beats every logged point" in f.evidence
+    ev.curves.attrs["overwritten"] = tuple((f"{v}-s{s}", v, s, STEPS[-1], "val_loss", series["final"])
+                                           for (v, s), series in hidden.items())   # the final line repeats it
+    assert selected_final(ev) == []
+
+
 def test_a_coarse_grid_is_named_on_every_arm_without_a_majority_of_ties_and_a_fine_print_is_quiet():
     """4 seeds an arm, a loss printed to one decimal: 5 distinct values over 8 runs (few ties), step 0.1 against
     a seed sd of 0.15; the same losses printed to 4 decimals are a fine grid."""

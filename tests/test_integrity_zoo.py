@@ -25,8 +25,6 @@ CASES = load_cases()
 KNOWN_MISSES: dict[str, str] = {
     "eval_train_batches_api": "bug missed (nothing named)",
     "evalset_batch_count_cmd": "bug missed (nothing named)",
-    "select_unlogged_cmd": "bug missed (nothing named)",
-    "select_window_max_api": "bug missed (nothing named)",
     "subset_hardcoded_slice_api": "bug missed (nothing named)",
     "subset_limit_key_cmd": "bug missed (nothing named)",
 }
