@@ -137,16 +137,16 @@ def test_metric_direction_by_name_and_by_curve():
     assert check_direction("val_loss", False, True, "x") is None          # confirmed
     assert check_direction("objective", False, False, "x") is None        # no opinion
     [f] = metric_direction(evidence(HEALTHY, lower=False))                # the curve confirms the name
-    assert f.effect is Effect.INVALID and "falls over training in 8 of 8 runs" in f.evidence
+    assert f.effect is Effect.INVALID and "training lowers it in 8 of 8 runs" in f.evidence
     [f] = metric_direction(evidence(HEALTHY, {v: [[]] * 4 for v in HEALTHY}, lower=False))   # no curve: the name
     assert f.effect is Effect.WARN and "name reads lower-is-better, and no curve decides" in f.evidence
     rising = {v: [curve(x, s, v)[::-1] for s, x in enumerate(vals)] for v, vals in HEALTHY.items()}
     assert metric_direction(evidence(HEALTHY, rising, lower=False, confirm=True)) == []
     [f] = metric_direction(evidence(HEALTHY, lower=False, confirm=True))   # confirmed, yet it falls as it trains
-    assert "falls over training in 8 of 8 runs" in f.evidence
+    assert "training lowers it in 8 of 8 runs" in f.evidence
     # a metric whose name says nothing: its curve falls in every run, declared higher-is-better
     [f] = metric_direction(evidence(HEALTHY, metric="objective", lower=False))
-    assert "falls over training in 8 of 8 runs" in f.evidence
+    assert "training lowers it in 8 of 8 runs" in f.evidence
     assert metric_direction(evidence(HEALTHY, metric="objective", lower=True)) == []
 
 

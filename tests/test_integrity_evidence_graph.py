@@ -184,12 +184,30 @@ def test_overfitting_is_not_an_inverted_direction_and_an_inverted_one_is():
     acc = {(v, s): {"val_acc": [0.5 + 0.05 * i + 0.001 * s for i in range(8)], "train_loss": loss(s, v, 1.0)}
            for v in ("base", "new") for s in range(3)}
     [f] = metric_direction(build(acc, metric="val_acc", lower=True))
-    assert f.effect is Effect.INVALID and "moves with the training objective train_loss" in f.evidence
+    assert f.effect is Effect.INVALID and "as the training objective train_loss improves" in f.evidence
     # a name that says nothing: the objective decides
     score = {(v, s): {"score": [0.5 + 0.05 * i + 0.001 * s for i in range(8)], "train_loss": loss(s, v, 1.0)}
              for v in ("base", "new") for s in range(3)}
     assert len(metric_direction(build(score, metric="score", lower=True))) == 1
     assert metric_direction(build(score, metric="score", lower=False)) == []
+
+
+def test_the_objective_decides_a_neutral_metric_that_jumps_with_it_then_drifts_back():
+    """A metric that improves in one jump with the objective's big first move, then drifts back (overfitting) by
+    less or by more than it gained: its overall trend says nothing or the opposite; the joint moves decide."""
+    nll = [0.69, 0.16, 0.10, 0.07, 0.056, 0.046, 0.039, 0.034]
+    sag = {(v, s): {"agreement": [0.5, 0.65, 0.64, 0.635, 0.63, 0.625, 0.62, 0.62 - 0.002 * s - 0.004 * k],
+                    "train_nll": [y * (1 + 0.01 * s) for y in nll]}
+           for k, v in enumerate(("base", "new")) for s in range(3)}
+    [f] = metric_direction(build(sag, metric="agreement", lower=True))
+    assert f.effect is Effect.INVALID and "training raises it in 6 of 6 runs" in f.evidence
+    assert metric_direction(build(sag, metric="agreement", lower=False)) == []
+    drift = {(v, s): {"distortion": [5.0, 2.4, 2.5, 2.7, 3.0, 3.4, 3.9, 4.5 + 0.01 * s + 0.02 * k],
+                      "loss": [5.8, 0.97, 0.71, 0.62, 0.57, 0.53, 0.5, 0.49 - 0.001 * s]}
+             for k, v in enumerate(("base", "new")) for s in range(3)}
+    ev = build(drift, metric="distortion", lower=True)                 # overfits past its start: healthy
+    assert metric_direction(ev) == [] and set(read_directions(ev)[0].values()) == {"overfits"}
+    assert len(metric_direction(build(drift, metric="distortion", lower=False))) == 1
 
 
 def test_a_coarse_metric_is_named_and_no_seeds_are_promised_but_a_fine_grid_is_quiet():
@@ -207,6 +225,40 @@ def test_a_coarse_metric_is_named_and_no_seeds_are_promised_but_a_fine_grid_is_q
                  for v in ("base", "new") for s in range(5)}     # an accuracy on 1,000 examples
     assert coarse_metric(build(fine_grid, metric="val_acc", lower=False)) == []
     assert abs(grid_step(np.array([0.85, 0.9, 1.0])) - 0.05) < 1e-9 and grid_step(np.array([1.0])) == 0.0
+
+
+def test_a_final_selected_over_a_trailing_window_or_hidden_behind_its_own_record_at_the_last_step():
+    runs = healthy()
+    for (variant, seed), series in runs.items():                  # an accuracy-like noisy curve, lower is better
+        series["val_loss"] = [2.0, 1.5, 1.0, 1.4, 1.1 + 0.01 * seed, 1.3, 1.25, 1.35]   # best: not in the window
+        series["final"] = min(series["val_loss"][-5:])             # the best of the last 5 evaluations
+    [f] = selected_final(build(runs))
+    assert f.effect is Effect.INVALID and f.variants == ("base", "new") and "base: 4 of 4 runs" in f.evidence
+    assert selected_final(build(runs, steps=1000)) == []          # the curve stops early: a later evaluation may tie
+    # a command's final line repeats the last step: the curve holds the final there, the evaluation was overwritten
+    hidden = healthy()
+    for series in hidden.values():
+        series["final"] = min(series["val_loss"]) - 0.05
+    ev = build({k: {**v, "val_loss": v["val_loss"][:-1] + [v["final"]]} for k, v in hidden.items()})
+    assert selected_final(ev) == []                                # the final looks like the last evaluation
+    ev.curves.attrs["overwritten"] = tuple((f"{v}-s{s}", v, s, STEPS[-1], "val_loss", series["val_loss"][-1])
+                                           for (v, s), series in hidden.items())
+    [f] = selected_final(ev)
+    assert "beats every logged point" in f.evidence
+    ev.curves.attrs["overwritten"] = tuple((f"{v}-s{s}", v, s, STEPS[-1], "val_loss", series["final"])
+                                           for (v, s), series in hidden.items())   # the final line repeats it
+    assert selected_final(ev) == []
+
+
+def test_a_coarse_grid_is_named_on_every_arm_without_a_majority_of_ties_and_a_fine_print_is_quiet():
+    """4 seeds an arm, a loss printed to one decimal: 5 distinct values over 8 runs (few ties), step 0.1 against
+    a seed sd of 0.15; the same losses printed to 4 decimals are a fine grid."""
+    fine4 = {"base": [0.5874, 0.6652, 0.4248, 0.5208], "new": [0.825, 0.7333, 0.3773, 0.6318]}
+    coarse = {(v, s): {"val_loss": round(x, 1)} for v, xs in fine4.items() for s, x in enumerate(xs)}
+    assert len({v["val_loss"] for v in coarse.values()}) * 2 > len(coarse)       # most runs do not tie
+    [f] = coarse_metric(build(coarse))
+    assert f.variants == ("base", "new") and "on a grid of step 0.1" in f.evidence
+    assert coarse_metric(build({(v, s): {"val_loss": x} for v, xs in fine4.items() for s, x in enumerate(xs)})) == []
 
 
 def test_a_final_better_than_every_logged_point_is_a_selection_when_the_curve_reaches_the_last_step():

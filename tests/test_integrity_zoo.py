@@ -21,15 +21,9 @@ from tests.helpers.integrity_zoo import CHECK_NAMES, load_cases, run_pair
 CASES = load_cases()
 
 # What the checks miss: measured on branch zoo as created (benchmarks/results/integrity_zoo_before.md: 28 missed), then
-# on main after the second round (b431892): these 11 still missed; the other 17 are caught and now guard.
+# on main after the second round (b431892): 11 still missed; the other 17 are caught and now guard. Since caught
+# and guarding: coarse_rounded_cmd, coarse_tiny_holdout_cmd, direction_*, select_unlogged_cmd, select_window_max_api.
 KNOWN_MISSES: dict[str, str] = {
-    "coarse_rounded_cmd": "bug missed (nothing named)",
-    "coarse_tiny_holdout_cmd": "bug missed (nothing named)",
-    "direction_agreement_cmd": "bug missed (nothing named)",
-    "direction_confirmed_cmd": "bug missed (nothing named)",
-    "direction_distortion_api": "bug missed (nothing named)",
-    "select_unlogged_cmd": "bug missed (nothing named)",
-    "select_window_max_api": "bug missed (nothing named)",
     "subset_hardcoded_slice_api": "bug missed (nothing named): no evidence; the run records neither the size of "
                                   "what it trained on nor of the split it was cut from (docs/sweep-integrity.md, "
                                   "train_subset)",

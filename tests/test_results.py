@@ -60,6 +60,16 @@ def test_curves_long_table_matches_the_written_lines(sweep):
     assert "frozen-s1" not in set(curves["run_id"])                            # missing run: no curve
 
 
+def test_a_step_logged_twice_keeps_its_last_value_and_the_earlier_one_is_kept_aside(sweep):
+    path = sweep / "runs/rope/seed_0/metrics.jsonl"
+    last = json.loads(path.read_text().splitlines()[-1])
+    path.write_text(path.read_text() + json.dumps({"step": last["step"], "val_loss": 0.5}) + "\n")   # a final line
+    curves = load_curves(sweep, load_runs(sweep, load_manifest(sweep)))
+    val = curves[(curves["run_id"] == "rope-s0") & (curves["metric"] == "val_loss")]
+    assert val["value"].iloc[-1] == 0.5 and val["step"].is_unique
+    assert curves.attrs["overwritten"] == (("rope-s0", "rope", 0, last["step"], "val_loss", last["val_loss"]),)
+
+
 def test_truncated_last_line_and_corrupt_files_are_named_never_skipped_silently(sweep):
     rope0, rope1, nope0 = (sweep / "runs" / v / f"seed_{k}" for v, k in (("rope", 0), ("rope", 1), ("nope", 0)))
     path = rope0 / "metrics.jsonl"

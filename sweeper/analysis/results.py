@@ -248,7 +248,9 @@ def load_curves(sweep_dir: str | Path, runs: pd.DataFrame) -> pd.DataFrame:
     """Long table of every logged metric: run_id, variant, seed, step, metric, value (absent or null: no row).
 
     `runs` is load_runs'; a run whose metrics have truncated or corrupt lines gets them named in its
-    `problems` there. attrs["problems"] and attrs["damaged"]: those messages.
+    `problems` there. attrs["problems"] and attrs["damaged"]: those messages. A (run, metric, step) logged more than
+    once keeps its last value; attrs["overwritten"]: the earlier ones, (run_id, variant, seed, step, metric, value)
+    tuples (a command's final line that repeats the last step beside the evaluation logged there: selected_final).
     """
     sweep_dir = Path(sweep_dir)
     records: list = []
@@ -290,9 +292,10 @@ def load_curves(sweep_dir: str | Path, runs: pd.DataFrame) -> pd.DataFrame:
         "metric": np.concatenate([np.full(len(v), n, dtype=object) for _, _, n, v in blocks]),
         "value": np.concatenate([v for _, _, _, v in blocks]),
     })
-    out = out.drop_duplicates(["run_id", "metric", "step"], keep="last")   # a resumed run may repeat steps
-    out = out.sort_values(["run_id", "metric", "step"], kind="stable").reset_index(drop=True)
-    out.attrs.update(problems=problems, damaged=list(problems))
+    again = out.duplicated(["run_id", "metric", "step"], keep="last")    # a resumed run may repeat steps
+    overwritten = tuple(out[again].itertuples(index=False, name=None)) if again.any() else ()
+    out = out[~again].sort_values(["run_id", "metric", "step"], kind="stable").reset_index(drop=True)
+    out.attrs.update(problems=problems, damaged=list(problems), overwritten=overwritten)
     return out
 
 
