@@ -69,3 +69,24 @@ def test_numbers_env_reads_threads_and_determinism_variables():
     assert numbers_env(threads="2", environ={"OMP_NUM_THREADS": "4"})["threads"] == "2"
     assert env["torch"] and env["python"] and env["device"]
     assert set(INPUTS) == {"task", "config", "ranks", "code", *env}
+
+
+def test_sweeper_s_own_code_is_part_of_its_version(tmp_path, monkeypatch):
+    """Other sweeper code (an edited checkout, a new seed derivation) is another environment: the `sweeper` input
+    carries a digest of our own source files; bytecode caches and other files do not move it."""
+    from sweeper.run.observed import envinfo
+    pkg = tmp_path / "ownpkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "streams.py").write_text("SEED_BITS = 32\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(envinfo, "OWN_PACKAGES", ("ownpkg",))
+    first = envinfo.own_code.__wrapped__()
+    (pkg / "__pycache__").mkdir()
+    (pkg / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    (pkg / "README.txt").write_text("notes")
+    assert envinfo.own_code.__wrapped__() == first
+    (pkg / "sub" / "streams.py").write_text("SEED_BITS = 64\n")
+    second = envinfo.own_code.__wrapped__()
+    assert second != first and second.split("+src.")[0] == first.split("+src.")[0]
+    assert numbers_env()["sweeper"] == envinfo.own_code() and "+src." in envinfo.own_code()

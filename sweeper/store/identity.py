@@ -13,7 +13,8 @@ The inputs, in the order a difference is named (INPUTS):
   code         every project source file the earlier run ran, hashed (sweeper.run.observed.provenance.code_files): the
                same files must hash the same now; a task.command's run also needs the project's source file list
                unchanged
-  python, torch, numpy, cuda, cudnn, sweeper    library versions, as installed
+  python, torch, numpy, cuda, cudnn, sweeper    library versions, as installed (sweeper's with a digest of its
+               own source files: sweeper.run.observed.envinfo.own_code)
                (sweeper.run.observed.envinfo.numbers_env)
   device       the host's device models (GPU models, else the CPU model)
   determinism  CUBLAS_WORKSPACE_CONFIG, PYTHONHASHSEED, NVIDIA_TF32_OVERRIDE (the config's own flags are in config)

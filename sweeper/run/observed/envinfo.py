@@ -8,6 +8,8 @@ Torch facts (thread count, CUDA devices) are read only when the run's code has i
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib.util
 import os
 import platform
 import shutil
@@ -103,6 +105,32 @@ def _first_version(dists: tuple[str, ...]) -> str | None:
     return next((v for v in map(_version, dists) if v is not None), None)
 
 
+OWN_PACKAGES = ("sweeper", "sweeper.train", "sweeper.kernels", "sweeper.conf")   # what a run of ours executes
+
+
+@functools.lru_cache(maxsize=1)
+def own_code() -> str:
+    """This installation of sweeper, to the byte: its version and a digest of every source file of the packages
+    a run executes (the run API, the seed streams, the demo, the kernels, the configs). Part of a run's identity:
+    a run made by other sweeper code (a new way to derive seeds, a fixed kernel) is never reused, whatever the
+    version says; an editable checkout with edits is other code. About 20 ms, once per process."""
+    digest = hashlib.sha256()
+    for name in OWN_PACKAGES:
+        spec = importlib.util.find_spec(name)           # imports the parent `sweeper` only, never torch
+        for root in sorted(spec.submodule_search_locations or []) if spec else []:
+            for folder, dirs, files in os.walk(root):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                for f in sorted(f for f in files if f.endswith((".py", ".yaml"))):
+                    path = os.path.join(folder, f)
+                    digest.update(os.path.relpath(path, root).encode("utf-8", "surrogateescape") + b"\0")
+                    try:
+                        with open(path, "rb") as fh:
+                            digest.update(fh.read())
+                    except OSError:
+                        digest.update(b"?")
+    return f"{_version('seed-sweeper')}+src.{digest.hexdigest()[:12]}"
+
+
 @functools.lru_cache(maxsize=1)
 def host_devices() -> str:
     """The devices of this host a run can compute on: the distinct GPU models (nvidia-smi), else "cpu: MODEL"."""
@@ -127,12 +155,13 @@ def host_devices() -> str:
 def numbers_env(threads: str | None = None, environ: dict | None = None) -> dict:
     """What of the environment changes a run's numbers, in the order a difference is named: library versions
     (python, torch, numpy, CUDA, cuDNN as installed: a CUDA torch names its CUDA in its version), this package's
-    version, the host's device models, the determinism variables, the thread count (OMP_NUM_THREADS; `threads`:
-    the one a planned run will get). A run records it at its start; a plan computes it for the runs it plans
-    (sweeper.store.identity); both from the same installation when the run and the plan share one."""
+    version and source digest (own_code), the host's device models, the determinism variables, the thread count
+    (OMP_NUM_THREADS; `threads`: the one a planned run will get). A run records it at its start; a plan computes
+    it for the runs it plans (sweeper.store.identity); both from the same installation when the run and the plan
+    share one."""
     environ = os.environ if environ is None else environ
     return {"python": platform.python_version(), "torch": _version("torch"), "numpy": _version("numpy"),
             "cuda": _first_version(CUDA_DISTS), "cudnn": _first_version(CUDNN_DISTS),
-            "sweeper": _version("seed-sweeper"), "device": host_devices(),
+            "sweeper": own_code(), "device": host_devices(),
             "determinism": {k: environ.get(k) for k in NUMBERS_VARS if environ.get(k) is not None},
             "threads": threads if threads is not None else environ.get("OMP_NUM_THREADS")}
