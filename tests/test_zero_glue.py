@@ -83,6 +83,8 @@ def test_the_unmodified_argparse_script_sweeps_and_gets_the_decision_table(proje
         reported = {REPORTED[k]: written.pop(k) for k in list(written) if k in REPORTED}   # consumed: no metrics
         assert summary["status"] == "finished" and summary["final"] == written
         assert summary["used"] == reported and reported["examples"] == 64 * reported["steps"]
+        status = json.loads((run_dir / "status.json").read_text())     # started when the script did, not at its end
+        assert status["ended"] - status["started"] >= summary["wall_time_s"] - 0.01, (status, summary["wall_time_s"])
         env = json.loads((run_dir / "env.json").read_text())
         variant, seed = run_dir.parent.name, int(run_dir.name.split("_")[1])
         width, act = {"relu": (32, "relu"), "wide": (128, "relu"), "linear": (32, "none")}[variant]
