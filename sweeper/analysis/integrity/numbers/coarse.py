@@ -9,8 +9,10 @@ needed".
 
 The grid's step: the float gcd of the gaps between the distinct finals (each distinct run once: copies are
 seeds_no_effect's). Coarse: step >= STEP_OF_SPREAD x the pooled within-arm sd (or every arm constant while arms
-differ). Ties are not required: with 4 seeds an arm, a grid of step 0.6 sd leaves 5 distinct values over 8 runs
-(a loss printed to one decimal, an accuracy on 6 examples), yet neighbouring values tie as often as they differ.
+differ), and at least two distinct runs tie. A majority of ties is not required: with 4 seeds an arm, a grid of
+step 0.6 sd leaves 5 distinct values over 8 runs (a loss printed to one decimal, an accuracy on 6 examples), yet
+neighbouring values tie as often as they differ; with no tie at all the grid has decided nothing (3 runs on a 0.1
+grid with sd 0.1, all different).
 An accuracy on 1,000 examples (step 0.001, spread 0.01), a loss printed to 4 decimals, are not coarse.
 Torch-free.
 """
@@ -80,6 +82,8 @@ def coarse_metric(ev: SweepEvidence) -> list[Finding]:
     if read is None:
         return []
     step, sd, distinct, runs = read
+    if distinct == runs:             # no two distinct runs tie: the grid has not decided anything yet
+        return []
     if not (step > 0 and (sd == 0 or step >= STEP_OF_SPREAD * sd)):
         return []
     metric = ev.experiment.metric
