@@ -44,6 +44,7 @@ from sweeper.analysis.stats import (
     _finite,
     _paired_differences,
     _t_pvalue,
+    comb,
     countable,
     paired_t_test,
     smallest_p,
@@ -67,7 +68,7 @@ PAIRED_NAME = "sign-flip max-type test (t and Huber t)"
 
 def floor(paired: bool, n_a: int, n_b: int) -> float:
     """Smallest two-sided p the exact permutation (sign-flip) test can return at this n."""
-    return smallest_p("signflip", n_a) if paired else min(1.0, 2 / math.comb(n_a + n_b, n_a))   # int / int: no overflow
+    return smallest_p("signflip", n_a) if paired else min(1.0, 2 / comb(n_a + n_b, n_a))   # int / int: no overflow
 
 
 def spread(a, b, paired: bool, permutation: bool) -> float:
@@ -177,7 +178,7 @@ def independent_test(a, b, n_resamples: int = DEFAULT.n_resamples, seed: int = D
     ca, cb = clip_pooled(a, b)
     x = np.concatenate([ca, cb])
     total, total_sq = float(x.sum()), float((x * x).sum())
-    exact = math.comb(na + nb, na) <= max_exact
+    exact = comb(na + nb, na) <= max_exact
     if exact:
         member = _membership(na + nb, na)
         sa, qa = member @ x, member @ (x * x)
@@ -199,7 +200,7 @@ def splits(n: int, na: int, n_resamples: int = DEFAULT.n_resamples, seed: int = 
            max_exact: int = MAX_EXACT_SPLITS) -> tuple[np.ndarray, bool]:
     """(membership, exact): every split of n pooled values into arm a (1.0) and b when there are at most
     max_exact, else the observed split and n_resamples random ones (fixed seed); row 0 is the observed split."""
-    if math.comb(n, na) <= max_exact:
+    if comb(n, na) <= max_exact:
         return _membership(n, na), True
     return random_splits.matrix(n, na, n_resamples + 1, seed), False
 
@@ -290,7 +291,7 @@ def deciding_test(a, b, paired: bool, family_size: int = 1, alpha: float = DEFAU
         least = floor(False, a.size, b.size)
         p = 1.0 if diff == 0 else least
         return TestResult("exact permutation test (zero spread)", diff, p, min_p=least,
-                          exact=True, n_resamples=countable(math.comb(a.size + b.size, a.size)),
+                          exact=True, n_resamples=countable(comb(a.size + b.size, a.size)),
                           note="every seed of each arm has the same value")
     if uses_permutation(paired, a.size, b.size, family_size, alpha):
         return (paired_test if paired else independent_test)(a, b, n_resamples=n_resamples, seed=seed)
