@@ -445,3 +445,18 @@ def test_stale_running_runs_are_shown_as_stale_and_interrupted_ones_by_their_res
     assert runs.loc[("new", 2), "status"] == "stale" and runs.loc[("new", 3), "resume_step"] == 36
     assert stale.liveness() == "stale" and live.liveness() == "live"
     assert runs.loc[("base", 0), "status"] == "finished"          # its summary says so, whatever the status
+
+
+def test_sources_table_names_where_each_final_value_was_read():
+    """report.md's sources section, built column-wise: a run without the metric is left out, a run without a
+    source says run.finish(), a float keeps 4 significant digits; every run through run.finish(): one line."""
+    from sweeper.report.markdown import _sources_md
+    runs = pd.DataFrame({"variant": ["a", "a", "b"], "seed": [0, 1, 2], "final_loss": [0.123456, math.nan, 2.0],
+                         "source_loss": ["out.csv column loss, row 7 (last)", None, None]})
+    lines = _sources_md(runs, "loss")
+    assert lines[0].startswith("The final `loss` of each run is the last value it reported")
+    assert lines[2].splitlines()[2:] == ["| a/seed_0 | 0.1235 | out.csv column loss, row 7 (last) |",
+                                         "| b/seed_2 | 2 | run.finish() (the run API) |"]
+    assert _sources_md(runs.drop(columns="source_loss"), "loss") == [
+        "Every run reported `loss` with run.finish() (the run API)."]
+    assert _sources_md(runs, "acc") == ["No run has a final `acc` yet."]

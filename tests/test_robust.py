@@ -180,3 +180,29 @@ def test_monte_carlo_interval_excludes_zero_exactly_when_the_decision_rejects(pa
         assert r.exact is False                                           # beyond the exact limits
         est, low, high = robust.decision_interval(a, b, paired, 0.05)
         assert (low > 0 or high < 0) == (r.pvalue < 0.05) and low <= est <= high
+
+
+def _old_random_membership(n, na, n_resamples, seed):
+    """The splits as the decision drew them before the block evaluation: one (B + 1, n) float matrix."""
+    rng = np.random.default_rng(seed)
+    order = rng.permuted(np.broadcast_to(np.arange(n), (n_resamples, n)), axis=1)[:, :na]
+    member = np.zeros((n_resamples + 1, n))
+    member[0, :na] = 1.0
+    np.put_along_axis(member[1:], order, 1.0, axis=1)
+    return member
+
+
+@pytest.mark.parametrize("n,na", [(301, 150), (40, 17)])
+def test_block_sums_are_the_bits_of_the_whole_matrix_product(n, na):
+    """random_splits.sums draws the same splits as one (B + 1, n) matrix and gives the same bits as its product,
+    whether the short interval request (1,001 rows) comes before or after the decision's 10,001 (a fresh seed per
+    order so neither finds the other's draws cached)."""
+    from sweeper.analysis import random_splits
+    x = np.random.default_rng(n).normal(1.0, 0.1, n)
+    for seed, order in ((101 + n, (1001, 3001)), (202 + n, (3001, 1001))):
+        for rows in order:
+            ref = _old_random_membership(n, na, rows - 1, seed)
+            sa, qa = random_splits.sums(x, na, rows, seed)
+            assert sa.shape == (rows,)
+            assert np.array_equal(sa, ref @ x) and np.array_equal(qa, ref @ (x * x))
+        assert np.array_equal(random_splits.matrix(n, na, 2049, seed), _old_random_membership(n, na, 2048, seed))

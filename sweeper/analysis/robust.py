@@ -38,11 +38,13 @@ import math
 import numpy as np
 from scipy import special
 
+from sweeper.analysis import random_splits
 from sweeper.analysis.stats import (
     TestResult,
     _finite,
     _paired_differences,
     _t_pvalue,
+    comb,
     countable,
     paired_t_test,
     smallest_p,
@@ -66,7 +68,7 @@ PAIRED_NAME = "sign-flip max-type test (t and Huber t)"
 
 def floor(paired: bool, n_a: int, n_b: int) -> float:
     """Smallest two-sided p the exact permutation (sign-flip) test can return at this n."""
-    return smallest_p("signflip", n_a) if paired else min(1.0, 2 / math.comb(n_a + n_b, n_a))   # int / int: no overflow
+    return smallest_p("signflip", n_a) if paired else min(1.0, 2 / comb(n_a + n_b, n_a))   # int / int: no overflow
 
 
 def spread(a, b, paired: bool, permutation: bool) -> float:
@@ -176,9 +178,13 @@ def independent_test(a, b, n_resamples: int = DEFAULT.n_resamples, seed: int = D
     ca, cb = clip_pooled(a, b)
     x = np.concatenate([ca, cb])
     total, total_sq = float(x.sum()), float((x * x).sum())
-    member, exact = splits(na + nb, na, n_resamples, seed, max_exact)
-    sa, qa = member @ x, member @ (x * x)
-    floor = 2.0 / member.shape[0] if exact else 1.0 / member.shape[0]
+    exact = comb(na + nb, na) <= max_exact
+    if exact:
+        member = _membership(na + nb, na)
+        sa, qa = member @ x, member @ (x * x)
+    else:                          # the same fixed-seed draws as splits(), summed a block of rows at a time
+        sa, qa = random_splits.sums(x, na, n_resamples + 1, seed)
+    floor = 2.0 / sa.shape[0] if exact else 1.0 / sa.shape[0]
     t = np.abs(_welch_of_sums(sa, qa, total, total_sq, na, nb))
     observed = t[0]
     hits = np.count_nonzero(t >= observed * (1 - _TOL)) if np.isfinite(observed) else np.count_nonzero(t == np.inf)
@@ -194,20 +200,9 @@ def splits(n: int, na: int, n_resamples: int = DEFAULT.n_resamples, seed: int = 
            max_exact: int = MAX_EXACT_SPLITS) -> tuple[np.ndarray, bool]:
     """(membership, exact): every split of n pooled values into arm a (1.0) and b when there are at most
     max_exact, else the observed split and n_resamples random ones (fixed seed); row 0 is the observed split."""
-    if math.comb(n, na) <= max_exact:
+    if comb(n, na) <= max_exact:
         return _membership(n, na), True
-    return _random_membership(n, na, n_resamples, seed), False
-
-
-@functools.lru_cache(maxsize=4)
-def _random_membership(n: int, na: int, n_resamples: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    order = rng.permuted(np.broadcast_to(np.arange(n), (n_resamples, n)), axis=1)[:, :na]     # (B, na)
-    member = np.zeros((n_resamples + 1, n))
-    member[0, :na] = 1.0
-    np.put_along_axis(member[1:], order, 1.0, axis=1)
-    member.setflags(write=False)
-    return member
+    return random_splits.matrix(n, na, n_resamples + 1, seed), False
 
 
 # ----------------------------------------------------------------------------- paired arms
@@ -296,7 +291,7 @@ def deciding_test(a, b, paired: bool, family_size: int = 1, alpha: float = DEFAU
         least = floor(False, a.size, b.size)
         p = 1.0 if diff == 0 else least
         return TestResult("exact permutation test (zero spread)", diff, p, min_p=least,
-                          exact=True, n_resamples=countable(math.comb(a.size + b.size, a.size)),
+                          exact=True, n_resamples=countable(comb(a.size + b.size, a.size)),
                           note="every seed of each arm has the same value")
     if uses_permutation(paired, a.size, b.size, family_size, alpha):
         return (paired_test if paired else independent_test)(a, b, n_resamples=n_resamples, seed=seed)

@@ -205,6 +205,12 @@ def paired_t_test(a, b, alternative: str = "two-sided", confidence: float = DEFA
 
 
 # ----------------------------------------------------------------------------- resampling tests
+@functools.lru_cache(maxsize=256)
+def comb(n: int, k: int) -> int:
+    """math.comb, remembered: C(5,000, 2,500) has 1,500 digits and the deciding test asks for it ~100 times."""
+    return math.comb(n, k)
+
+
 def smallest_p(test: str, n_a: int, n_b: int | None = None, alternative: str = "two-sided") -> float:
     """Smallest p-value an exact rank/permutation test can return at this n, whatever the data.
 
@@ -220,7 +226,7 @@ def smallest_p(test: str, n_a: int, n_b: int | None = None, alternative: str = "
             raise ValueError(f"smallest_p({test!r}) needs n_b, the size of the second arm")
         if test == "permutation" and n_a != n_b:
             sides = 1      # with unequal arms the two extreme splits give different |mean difference|
-        return min(1.0, sides / math.comb(n_a + n_b, n_a))
+        return min(1.0, sides / comb(n_a + n_b, n_a))
     raise ValueError(f"test={test!r}: accepted values are mannwhitney, permutation, signflip, wilcoxon")
 
 
@@ -274,7 +280,7 @@ def permutation_test(a, b, alternative: str = "two-sided", n_resamples: int = DE
     x = np.concatenate([a, b])
     n, na, nb = x.size, a.size, b.size
     observed = a.mean() - b.mean()
-    if math.comb(n, na) <= max_exact:
+    if comb(n, na) <= max_exact:
         order = _splits(n, na)                                                    # (C, N)
         batch = x[order]                                                          # (C, N)
         null = batch[:, :na].mean(axis=-1) - batch[:, na:].mean(axis=-1)         # (C,)
