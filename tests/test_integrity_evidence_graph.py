@@ -268,3 +268,24 @@ def test_a_final_better_than_every_logged_point_is_a_selection_when_the_curve_re
     [f] = selected_final(build(runs))
     assert f.effect is Effect.INVALID and "beats every logged point" in f.evidence
     assert selected_final(build(runs, steps=1000)) == []         # the curve stops early: the final may be later
+
+
+def test_a_selection_over_unlogged_evaluations_where_one_run_was_best_at_its_last_point():
+    """Evaluated every epoch, logged every 5th, final = the best of all: 3 runs beat every logged point, the 4th's
+    best was its last point (final == last: no evidence either way). A final on other data that beats the best
+    logged point in half the runs, or finals equal to the last point, stay quiet."""
+    runs = healthy()
+    for (variant, seed), series in runs.items():
+        if seed == 2:
+            series["val_loss"] = sorted(series["val_loss"], reverse=True)     # still improving at the end
+            series["final"] = series["val_loss"][-1]
+        else:
+            series["final"] = min(series["val_loss"]) - 3e-4
+    [f] = selected_final(build(runs))
+    assert f.variants == ("base", "new") and "beats every logged point" in f.evidence
+    for (variant, seed), series in runs.items():                # a full-set evaluation after the curve: half beat
+        series["final"] = min(series["val_loss"]) + (-3e-4 if seed % 2 else 0.02)
+    assert selected_final(build(runs)) == []
+    for series in runs.values():
+        series["final"] = series["val_loss"][-1]                   # honest: the last evaluation
+    assert selected_final(build(runs)) == []
