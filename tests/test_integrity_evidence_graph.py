@@ -268,3 +268,41 @@ def test_a_final_better_than_every_logged_point_is_a_selection_when_the_curve_re
     [f] = selected_final(build(runs))
     assert f.effect is Effect.INVALID and "beats every logged point" in f.evidence
     assert selected_final(build(runs, steps=1000)) == []         # the curve stops early: the final may be later
+
+
+def test_a_selection_over_unlogged_evaluations_where_one_run_was_best_at_its_last_point():
+    """Evaluated every epoch, logged every 5th, final = the best of all: 3 runs beat every logged point, the 4th's
+    best was its last point (final == last: no evidence either way). A final on other data that beats the best
+    logged point in half the runs, or finals equal to the last point, stay quiet."""
+    runs = healthy()
+    for (variant, seed), series in runs.items():
+        if seed == 2:
+            series["val_loss"] = sorted(series["val_loss"], reverse=True)     # still improving at the end
+            series["final"] = series["val_loss"][-1]
+        else:
+            series["final"] = min(series["val_loss"]) - 3e-4
+    [f] = selected_final(build(runs))
+    assert f.variants == ("base", "new") and "beats every logged point" in f.evidence
+    for (variant, seed), series in runs.items():                # a full-set evaluation after the curve: half beat
+        series["final"] = min(series["val_loss"]) + (-3e-4 if seed % 2 else 0.02)
+    assert selected_final(build(runs)) == []
+    for series in runs.values():
+        series["final"] = series["val_loss"][-1]                   # honest: the last evaluation
+    assert selected_final(build(runs)) == []
+
+
+def test_a_grid_that_already_ties_the_runs_is_coarse_below_half_the_sd_and_a_fine_grid_with_ties_is_not():
+    """An accuracy on 20 examples: step 0.05 against a pooled seed sd of 0.11 (under half of it), yet one arm's
+    seeds sit on 2 values; two arms meeting on a grid of 0.01 (ties across arms only), an accuracy on 1,000
+    examples with two ties (step 0.001, sd 0.007): no coarse grid."""
+    quick = {"base": [0.8, 0.85, 0.7, 0.5], "new": [0.75, 0.75, 0.75, 0.8]}
+    ev = build({(v, s): {"val_acc": x} for v, xs in quick.items() for s, x in enumerate(xs)}, metric="val_acc",
+               lower=False)
+    [f] = coarse_metric(ev)
+    assert "5 distinct values over 8 runs, on a grid of step 0.05" in f.evidence
+    across = {"base": [0.57, 0.49, 0.54], "new": [0.48, 0.49, 0.54]}    # an accuracy on 100 examples: the arms
+    assert coarse_metric(build({(v, s): {"val_acc": x} for v, xs in across.items() for s, x in enumerate(xs)},
+                               metric="val_acc", lower=False)) == []      # meet on the grid, no arm ties itself
+    fine = {"base": [0.912, 0.905, 0.921, 0.905], "new": [0.930, 0.917, 0.930, 0.925]}
+    assert coarse_metric(build({(v, s): {"val_acc": x} for v, xs in fine.items() for s, x in enumerate(xs)},
+                               metric="val_acc", lower=False)) == []

@@ -132,6 +132,11 @@ def test_budget_confound_reads_the_ledger_whatever_key_moved_it(tmp_path):
     assert f.effect is Effect.NOT_COMPARABLE and "480 examples" in f.evidence and "160" in f.evidence
     within = Usage(examples=140, steps=35)                       # early stopping within the tolerance
     assert budget_confound(evidence(tmp_path, {"base": base, "big": within})) == []
+    # the same examples in 4x fewer optimizer steps (gradient accumulation): the change itself, not more budget;
+    # steps decide only where no run counted its data
+    assert budget_confound(evidence(tmp_path, {"base": base, "big": Usage(examples=160, steps=10)})) == []
+    [f] = budget_confound(evidence(tmp_path, {"base": Usage(steps=40), "big": Usage(steps=10)}))
+    assert "10 optimizer steps" in f.evidence
     # a budget-named key that the ledger shows moved nothing: the hint gives way to the evidence
     assert budget_confound(evidence(tmp_path, {"base": base, "big": base}, {"big": [Change("max_steps", 9, 40)]})) == []
     assert budget_confound(evidence(tmp_path, {"base": Usage(), "big": Usage()},
@@ -185,6 +190,14 @@ def test_train_subset_from_config_keys_and_command_flags(tmp_path):
     [f] = train_subset(evidence(tmp_path, {"base": drew, "big": Usage(examples=2560)}, seeds=(0,)))
     assert "limit=2000 in big" in f.evidence and f.variants == ("big",)
     assert limiting("data.limit", 200) and limiting("debug", True) and limiting("train_fraction", 0.05)
+    # the class, not one spelling: a row limit, a sampled share of the data, a smoke-test switch (even on the command)
+    assert limiting("nrows", 150) and limiting("data.sample_frac", 0.1) and limiting("smoke-test", True)
+    assert limiting("data.subsample_ratio", 0.25) and limiting("max_rows", 500) and limiting("train_pct", 10)
+    assert not any(limiting(k, v) for k, v in (("nrows", None), ("data.sample_frac", 1.0), ("dropout_frac", 0.1),
+                                               ("mask_ratio", 0.5), ("val_frac", 0.2), ("eval.smoke_test", True)))
+    [f] = train_subset(evidence(tmp_path / "none", {"base": small, "big": small},
+                                task={"command": ["python", "t.py", "--smoke-test"]}))
+    assert "task.command passes --smoke-test" in f.evidence
     assert not any(limiting(k, v) for k, v in (("data.limit", None), ("debug", False), ("eval.limit", 200),
                                                ("train_fraction", 1.0), ("limit", -1), ("val_subset", 100),
                                                ("limit_train_batches", 1.0), ("dataset.n_train", 20000)))

@@ -27,17 +27,20 @@ KNOWN_MISSES: dict[str, str] = {
     "subset_hardcoded_slice_api": "bug missed (nothing named): no evidence; the run records neither the size of "
                                   "what it trained on nor of the split it was cut from (docs/sweep-integrity.md, "
                                   "train_subset)",
-    # red team round 3 (branch zoo2, on main a329634; benchmarks/results/integrity_zoo_r3.md): 39 new pairs,
-    # these 9 missed, named by another check only, or alarmed on their healthy twin
-    "r3_budget_grad_accum_cmd": "twin alarm: accum4: not comparable (budget_confound)",
-    "r3_budget_patience_api": "bug other (named: several_concerns)",
-    "r3_coarse_quick_eval_cmd": "bug missed (nothing named)",
-    "r3_eval_val_inside_train_cmd": "bug missed (nothing named)",
-    "r3_evalset_dedup_split_cmd": "bug missed (nothing named)",
-    "r3_select_eval_every_api": "bug missed (nothing named)",
-    "r3_subset_nrows_cmd": "bug missed (nothing named)",
-    "r3_subset_sample_frac_api": "bug missed (nothing named)",
-    "r3_subset_smoke_flag_cmd": "bug missed (nothing named)",
+    # red team round 3 (branch zoo2, on main a329634; benchmarks/results/integrity_zoo_r3.md): 39 new pairs, 9 missed,
+    # named by another check only, or alarmed on their healthy twin; caught since (int3): budget_grad_accum_cmd,
+    # coarse_quick_eval_cmd, select_eval_every_api, subset_nrows_cmd, subset_sample_frac_api, subset_smoke_flag_cmd
+    "r3_budget_patience_api": "bug other (named: several_concerns): the bug never bites: with patience=1 the tuned "
+                              "runs still train all 60 epochs (the validation loss falls by more than 1e-4 every "
+                              "epoch), so both arms' ledgers read 24,000 examples and 480 steps; no budget differs, "
+                              "and several_concerns (lr and patience) is the right finding. The pair needs a script "
+                              "whose validation loss turns",
+    "r3_eval_val_inside_train_cmd": "bug missed (nothing named): no evidence; val_loss below the epoch's running "
+                                    "train_loss is also what a healthy run with a disjoint validation set shows "
+                                    "when the training set is large (the twin's script on 3,000 training examples: "
+                                    "15 of 15 epochs at lr 0.05 and 0.2), so a curve rule would alarm on it",
+    "r3_evalset_dedup_split_cmd": "bug missed (nothing named): no evidence; the script records no evaluation "
+                                  "size or fingerprint (evaluation_identity's coverage line says 'not checked')",
 }
 
 

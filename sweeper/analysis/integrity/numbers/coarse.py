@@ -9,10 +9,13 @@ needed".
 
 The grid's step: the float gcd of the gaps between the distinct finals (each distinct run once: copies are
 seeds_no_effect's). Coarse: step >= STEP_OF_SPREAD x the pooled within-arm sd (or every arm constant while arms
-differ), and at least two distinct runs tie. A majority of ties is not required: with 4 seeds an arm, a grid of
-step 0.6 sd leaves 5 distinct values over 8 runs (a loss printed to one decimal, an accuracy on 6 examples), yet
-neighbouring values tie as often as they differ; with no tie at all the grid has decided nothing (3 runs on a 0.1
-grid with sd 0.1, all different).
+differ). Ties are not required: with 4 seeds an arm, a grid of step 0.6 sd leaves 5 distinct values over 8 runs
+(a loss printed to one decimal, an accuracy on 6 examples), yet neighbouring values tie as often as they differ.
+Where seeds of one arm already tie (at least TIED_SHARE of the runs repeat a value of their own arm), a step of
+STEP_WITH_TIES x the sd is enough: the ties are the grid biting (an accuracy on 20 examples, step 0.05 against a
+seed sd of 0.11, one arm's seeds on 2 values); a continuous metric never ties, a fine grid rarely, and not with a
+step that large. Ties across arms are no such evidence (two close arms meet on the grid). With no tie at all
+(every distinct run a different value) the grid has decided nothing and the sweep is not judged coarse.
 An accuracy on 1,000 examples (step 0.001, spread 0.01), a loss printed to 4 decimals, are not coarse.
 Torch-free.
 """
@@ -30,6 +33,8 @@ from sweeper.analysis.integrity.graph import run_graph
 from sweeper.analysis.integrity.runs import metric_column, shown, usable
 
 STEP_OF_SPREAD = 0.5       # a step at least half the seed sd: neighbouring values tie most of the time
+STEP_WITH_TIES = 0.25      # a quarter of the sd, when the runs already tie:
+TIED_SHARE = 0.25          # ... at least this share of the runs repeat a value of their own arm
 MIN_RUNS = 4               # distinct usable runs, over at least 2 arms
 
 
@@ -62,8 +67,9 @@ def _arms(ev: SweepEvidence) -> dict[str, np.ndarray]:
     return out
 
 
-def _read(ev: SweepEvidence) -> tuple[float, float, int, int] | None:
-    """(step, pooled within-arm sd, distinct values, runs) when the sweep can be judged, else None."""
+def _read(ev: SweepEvidence) -> tuple[float, float, int, int, int] | None:
+    """(step, pooled within-arm sd, distinct values, runs, runs repeating a value of their own arm) when the sweep
+    can be judged, else None."""
     arms = {v: x for v, x in _arms(ev).items() if len(x)}
     values = np.concatenate(list(arms.values())) if arms else np.zeros(0)
     k = scaling.exponent(values)        # finals near 1e308: ranges, sums and squares on values / 2^k (exact)
@@ -74,17 +80,27 @@ def _read(ev: SweepEvidence) -> tuple[float, float, int, int] | None:
     dof = sum(len(x) - 1 for x in arms.values())
     ss = sum(float(((x - x.mean()) ** 2).sum()) for x in arms.values())
     sd = math.sqrt(ss / dof) if dof > 0 else math.nan
-    return scaling.up(grid_step(values), k), scaling.up(sd, k), len(np.unique(values)), len(values)
+    tied = sum(len(x) - len(np.unique(x)) for x in arms.values())
+    return scaling.up(grid_step(values), k), scaling.up(sd, k), len(np.unique(values)), len(values), tied
+
+
+def coarse(step: float, sd: float, tied: int, runs: int) -> bool:
+    """A grid step large against the seed sd, or a quarter of it where the grid already ties seeds of one arm (an
+    accuracy on 20 examples: step 0.05 against an sd of 0.11, one arm's 4 seeds on 2 values). Ties across arms are
+    no such evidence: two close arms meet on the grid."""
+    if not step > 0:
+        return False
+    return sd == 0 or step >= STEP_OF_SPREAD * sd or (tied >= TIED_SHARE * runs and step >= STEP_WITH_TIES * sd)
 
 
 def coarse_metric(ev: SweepEvidence) -> list[Finding]:
     read = _read(ev)
     if read is None:
         return []
-    step, sd, distinct, runs = read
+    step, sd, distinct, runs, tied = read
     if distinct == runs:             # no two distinct runs tie: the grid has not decided anything yet
         return []
-    if not (step > 0 and (sd == 0 or step >= STEP_OF_SPREAD * sd)):
+    if not coarse(step, sd, tied, runs):
         return []
     metric = ev.experiment.metric
     spread = f"seed sd within arms {shown(sd)}" if sd > 0 else "no spread within any arm"
@@ -126,6 +142,6 @@ def coarse_metric_coverage(ev: SweepEvidence) -> Coverage:
     if read is None:
         return Coverage("coarse_metric", f"fewer than {MIN_RUNS} distinct usable runs over 2 arms, or no spread: not "
                                          f"checked", False)
-    step, sd, distinct, runs = read
+    step, sd, distinct, runs, _ = read
     return Coverage("coarse_metric", f"{distinct} distinct finals over {runs} runs; grid step {shown(step)} "
                                      f"against the seed sd {shown(sd)}", True)

@@ -13,10 +13,12 @@ compared with.
 
     selected_final(ev)     # [Finding] naming the arms whose finals are selections
 
-The second kind needs every run of the arm whose curve reaches the last step (at least MIN_BEYOND): a final
-evaluated on other data than the logged curve (a full validation set after a subset) beats the best logged point
-in about half the runs, a selection in every one. A trailing-window best needs the curve to reach the last step:
-a final evaluated after the last logged point may tie an earlier point of a coarse metric by chance.
+The second kind needs every telling run of the arm to be a selection (at least MIN_BEYOND of them, one at least
+beyond the logged points): a run tells when its curve reaches the last step and its final differs from its last
+logged point (a final equal to the last point, the best being last, fits a selection and an honest run alike). A
+final evaluated on other data than the logged curve (a full validation set after a subset) beats the best logged
+point in about half the runs, a selection in every telling one. A trailing-window best needs the curve to reach
+the last step: a final evaluated after the last logged point may tie an earlier point of a coarse metric by chance.
 """
 from __future__ import annotations
 
@@ -78,11 +80,14 @@ def selected_final(ev: SweepEvidence) -> list[Finding]:
     margin = RTOL * np.maximum(np.abs(final), np.abs(best)) + ATOL
     beyond = reaches & ((best - final > margin) if lower else (final - best > margin))
     selected = logged | beyond
+    # a final equal to the last point is what an honest run reports and what a selection gives when the best was
+    # last: no evidence either way; the runs that tell (final != last) must all be selections
+    telling = reaches & ~np.isclose(final, last, rtol=RTOL, atol=ATOL)
     flagged, examples = [], []
     for variant in dict.fromkeys(variants.tolist()):
         mine = variants == variant
-        k, reach = int(logged[mine].sum()), int(reaches[mine].sum())
-        every_beyond = reach >= MIN_BEYOND and bool(beyond[mine & reaches].all())
+        k, tell = int(logged[mine].sum()), mine & telling
+        every_beyond = int(tell.sum()) >= MIN_BEYOND and bool(selected[tell].all()) and bool(beyond[tell].any())
         if k >= 2 and k > mine.sum() / 2 or every_beyond:
             count = int(selected[mine].sum())
             flagged.append((str(variant), count, int(mine.sum())))

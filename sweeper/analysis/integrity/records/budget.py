@@ -7,7 +7,9 @@ the common budget: the decision metric at the largest step every run of both arm
 
 The evidence, strongest first: the compute ledger every run recorded (examples, tokens, optimizer steps consumed:
 the summary's `used` block, sweeper.run.usage), compared by the arms' medians, whatever key moved it (a batch
-size, examples per step, a wall-clock limit); then the runs' own last steps (early stopping). Arms within
+size, examples per step, a wall-clock limit, early stopping): the data consumed (examples, tokens) first, optimizer
+steps only where no run counted its data (accumulating 4 micro-batches a step over the same examples is the change
+under test, not more budget); where a ledger was recorded it decides alone; else the runs' own last steps. Arms within
 TOLERANCE of each other are the same budget. Only where no run recorded a ledger do budget-named keys in the
 variant's changes (steps/epochs/tokens/time) decide, a hint kept from the plan.
 """
@@ -94,10 +96,14 @@ def ledger(ev: SweepEvidence, variant: str) -> dict[str, np.ndarray]:
 
 
 def _ledger_why(ev: SweepEvidence, variant: str) -> tuple[bool, str | None]:
-    """(whether both arms have a ledger quantity in common, why they differ or None)."""
+    """(whether both arms have a ledger quantity in common, why they differ or None). The data consumed decides
+    (examples, tokens): arms that saw the same data within TOLERANCE had the same budget, whatever their optimizer
+    steps (a larger effective batch by accumulation takes fewer steps over the same examples: that is the change
+    itself). Optimizer steps decide only where no run of both arms counted its data."""
     mine, base = ledger(ev, variant), ledger(ev, ev.experiment.baseline)
     common = [(n, label) for n, label in LEDGER if n in mine and n in base]
-    for name, label in common:
+    data = [c for c in common if c[0] != "steps"]
+    for name, label in data or common:
         a, b = float(np.median(mine[name])), float(np.median(base[name]))
         if (a > 0 or b > 0) and (min(a, b) <= 0 or max(a, b) / min(a, b) >= TOLERANCE):
             return True, (f"the runs' compute ledger differs: {variant} consumed {a:g} {label} (median of "
@@ -110,8 +116,10 @@ def _why(ev: SweepEvidence, variant: str, changes: list[Change], steps: dict[str
     has_ledger, why = _ledger_why(ev, variant)
     if why:
         return why
+    if has_ledger:              # what the runs consumed decides: keys and last steps are weaker evidence
+        return None
     keys = [c for c in changes if budget_key(c.key)]
-    if keys and not has_ledger:                  # the plan-time hint, where no run recorded what it consumed
+    if keys:                    # the plan-time hint, where no run recorded what it consumed
         return f"{variant} changes the training budget: " + what_changes(ev, variant, keys)
     mine, base = steps.get(variant, np.zeros(0)), steps.get(ev.experiment.baseline, np.zeros(0))
     if not mine.size or not base.size:

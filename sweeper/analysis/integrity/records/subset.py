@@ -28,9 +28,18 @@ from sweeper.run.files.rundir import RunDir
 # Keys made to cut the training data down (not its size: n_train, num_samples declare a dataset, they limit nothing).
 COUNT = re.compile(r"^(limit|limit_train|train_limit|subset|subset_size|train_subset|max_train_(samples|examples|size)|"
                    r"train_(samples|examples|size)_limit|debug_(samples|examples|size|subset)|limit_train_batches|"
-                   r"overfit_batches)$")
-FRACTION = re.compile(r"^(train_)?(fraction|frac|subsample|data_fraction|subset_fraction|percent|train_percent)$")
-FLAG = re.compile(r"^(debug|debug_mode|fast_dev_run|smoke_test|quick|dry_run_data)$")
+                   r"overfit_batches|nrows|max_rows|row_limit|limit_rows|max_(samples|examples|items|records)|"
+                   r"(samples|examples|items|records)_limit)$")
+# A share of the data kept: `train_fraction`, `data.sample_frac`, `subsample_ratio`, `subset_pct` (a noun of the
+# data before it, or the key alone: `fraction`; `dropout_frac`, `mask_ratio` name no data and stay quiet).
+FRACTION = re.compile(r"^((train|training|data|dataset|sample|subsample|subset|keep|use)_)*"
+                      r"(fraction|frac|subsample|percent|pct|ratio|portion|share)$")
+_LONE_RATIO = re.compile(r"^(ratio|share|portion)$")      # too vague alone: a ratio of the data only under `data.`
+_DATA = re.compile(r"^(data|dataset|train|training|train_data)$")
+# Switches that swap in a debug-sized dataset: `debug`, `fast_dev_run`, `--smoke-test`, `sanity_check`, `tiny`.
+FLAG = re.compile(r"^(debug|debug_mode|debug_data|fast_dev_run|smoke|smoke_test|smoketest|smoke_run|quick|quick_test|"
+                  r"quick_run|dry_run_data|sanity|sanity_check|tiny|tiny_data|mini|mini_data|toy|dev_run|"
+                  r"fast_run|subset_data|use_subset)$")
 NOT_TRAIN = re.compile(r"(^|_)(eval|evaluation|val|valid|validation|test|dev|holdout|log|logging|print|ckpt|"
                        r"checkpoint|save|plot|grad|gradient|clip|memory|threads|workers|retries|time|timeout)(_|$)")
 _ARG = re.compile(r"^--?([A-Za-z][\w.-]*)(?:=(.*))?$")
@@ -39,15 +48,17 @@ _ARG = re.compile(r"^--?([A-Za-z][\w.-]*)(?:=(.*))?$")
 def limiting(key: str, value) -> bool:
     """`data.limit`=200, `debug`=True, `train_fraction`=0.1: True; null, false, 0, -1, 1.0, `eval.limit`: False."""
     parts = [p.lower().replace("-", "_") for p in key.split(".")]
-    if any(NOT_TRAIN.search(p) for p in parts[:-1]) or NOT_TRAIN.search(parts[-1]):
+    if any(NOT_TRAIN.search(p) for p in parts[:-1]):
         return False
     name = parts[-1]
-    if FLAG.match(name):
+    if FLAG.match(name):                   # before the eval/test words: `smoke_test` is a switch, not a test set
         return value is True or str(value).lower() in ("true", "1", "yes")
+    if NOT_TRAIN.search(name) or (_LONE_RATIO.match(name) and not (len(parts) > 1 and _DATA.match(parts[-2]))):
+        return False
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return False
     if FRACTION.match(name):
-        return 0 < value < (100 if "percent" in name else 1)
+        return 0 < value < (100 if "percent" in name or "pct" in name else 1)
     if name == "limit_train_batches" and isinstance(value, float):     # Lightning: 1.0 is all of it
         return 0 < value < 1
     return bool(COUNT.match(name)) and value > 0
@@ -114,7 +125,8 @@ def _command_flags(task: dict, room: float = math.inf) -> list[str]:
         if isinstance(parsed, float) and parsed.is_integer() and "." not in value:
             parsed = int(parsed)
         if limiting(m.group(1), parsed) and _bites(m.group(1), parsed, room):
-            out.append(word if m.group(2) is not None else f"{word} {value}")
+            alone = m.group(2) is not None or i + 1 == len(words) or words[i + 1] != value   # a bare switch
+            out.append(word if alone else f"{word} {value}")
     return out
 
 
