@@ -14,8 +14,9 @@ differ). Ties are not required: with 4 seeds an arm, a grid of step 0.6 sd leave
 Where seeds of one arm already tie (at least TIED_SHARE of the runs repeat a value of their own arm), a step of
 STEP_WITH_TIES x the sd is enough: the ties are the grid biting (an accuracy on 20 examples, step 0.05 against a
 seed sd of 0.11, one arm's seeds on 2 values); a continuous metric never ties, a fine grid rarely, and not with a
-step that large. Ties across arms are no such evidence (two close arms meet on the grid). With no tie at all
-(every distinct run a different value) the grid has decided nothing and the sweep is not judged coarse.
+step that large. Ties across arms are no such evidence (two close arms meet on the grid).
+The seed sd needs at least 2 arms with 2 or more distinct usable runs each (one arm's 3 seeds against a lone run
+of the other judge nothing: that comparison is insufficient anyway).
 An accuracy on 1,000 examples (step 0.001, spread 0.01), a loss printed to 4 decimals, are not coarse.
 Torch-free.
 """
@@ -75,7 +76,7 @@ def _read(ev: SweepEvidence) -> tuple[float, float, int, int, int] | None:
     k = scaling.exponent(values)        # finals near 1e308: ranges, sums and squares on values / 2^k (exact)
     arms = {v: scaling.down(x, k) for v, x in arms.items()}
     values = scaling.down(values, k)
-    if len(arms) < 2 or len(values) < MIN_RUNS or np.ptp(values) == 0:
+    if sum(len(x) >= 2 for x in arms.values()) < 2 or len(values) < MIN_RUNS or np.ptp(values) == 0:
         return None
     dof = sum(len(x) - 1 for x in arms.values())
     ss = sum(float(((x - x.mean()) ** 2).sum()) for x in arms.values())
@@ -98,8 +99,6 @@ def coarse_metric(ev: SweepEvidence) -> list[Finding]:
     if read is None:
         return []
     step, sd, distinct, runs, tied = read
-    if distinct == runs:             # no two distinct runs tie: the grid has not decided anything yet
-        return []
     if not coarse(step, sd, tied, runs):
         return []
     metric = ev.experiment.metric
@@ -140,8 +139,8 @@ def analysis_metric(findings: list[Finding], analysis) -> str:
 def coarse_metric_coverage(ev: SweepEvidence) -> Coverage:
     read = _read(ev)
     if read is None:
-        return Coverage("coarse_metric", f"fewer than {MIN_RUNS} distinct usable runs over 2 arms, or no spread: not "
-                                         f"checked", False)
+        return Coverage("coarse_metric", f"fewer than {MIN_RUNS} distinct usable runs, fewer than 2 arms with 2 "
+                                         f"or more, or no spread: not checked", False)
     step, sd, distinct, runs, _ = read
     return Coverage("coarse_metric", f"{distinct} distinct finals over {runs} runs; grid step {shown(step)} "
                                      f"against the seed sd {shown(sd)}", True)
