@@ -398,7 +398,7 @@ def _finish(rd, text: bytes, parsed: StdoutMetrics | None, sources: list[str], p
     evaluated = got.final.pop(EVAL_KEY, None)        # the documented key: what it was evaluated on, not a metric
     run = init(rd.path, record_crashes=False)
     run._t0 = t0                                     # wall time of the script, not of this bookkeeping
-    rd.update_status(started=t0)                     # status.json too: started when the script did, not now
+    rd.update_status(started=t0)                     # the status record too: started when the script did
     run._reads = None                                # the script got its config as arguments: reads not known
     if evaluated is not None:
         run.eval_fingerprint(fingerprint=str(evaluated))
