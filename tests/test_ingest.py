@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from sweeper.run import stdout_metrics
 from sweeper.run.files.atomic import append_jsonl, append_jsonl_many
+from sweeper.run.observed import stdout_metrics
 from sweeper.run.observed.log_tail import LogTail
 from sweeper.run.observed.reported import read_reported
 from sweeper.run.observed.stdout_metrics import StdoutMetrics, iter_json_objects, text_objects

@@ -81,14 +81,21 @@ if __name__ == "__main__":
 """ % WHAT
 
 
-def make_venv(root: Path) -> Path:
-    """A venv that sees the system's site-packages folders and holds its own `kernels` and `train` packages."""
+def make_venv(root: Path, install: Path | None = None) -> Path:
+    """A venv that sees the system's site-packages folders and holds its own `kernels` and `train` packages;
+    `install`: a checkout installed editable into it first. First, because the test extras bring Hugging Face's
+    real `kernels` distribution into the system's folders, whose setuptools entry point (an egg_info writer in
+    `kernels._internals`) every build imports: with the user's own same-named package in front of it, no
+    project could be built in this environment at all (ours included), which is not what these tests are about."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
     python = root / "bin" / "python"
     own = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                               capture_output=True, text=True, check=True).stdout.strip())
     system = [p for p in (*site.getsitepackages(), site.getusersitepackages()) if os.path.isdir(p)]
     (own / "system_site_folders.pth").write_text("".join(p + "\n" for p in system))
+    if install is not None:
+        run(Path(sys.executable), "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-build-isolation",
+            "--no-index", "-q", "-e", str(install), cwd=root.parent)
     for name in ("kernels", "train"):
         (own / name).mkdir()
         (own / name / "__init__.py").write_text(f"WHO = 'the user environment\\'s {name}'\n")
@@ -121,9 +128,7 @@ def editable(tmp_path_factory):
     """(the venv's python, the checkout copy, the user's project, what `python probe.py` sees there)."""
     root = tmp_path_factory.mktemp("editable")
     src = copy_checkout(root / "src")
-    python = make_venv(root / "venv")
-    run(Path(sys.executable), "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-build-isolation",
-        "--no-index", "-q", "-e", str(src), cwd=root)
+    python = make_venv(root / "venv", install=src)
     proj = project(root / "project")
     run(python, "probe.py", "--out", "direct", "--seed=0", cwd=proj)
     return python, src, proj, json.loads((proj / "direct" / "seen.json").read_text())
