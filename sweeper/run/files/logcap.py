@@ -264,6 +264,16 @@ def read_since_bytes(path, mark: LogMark) -> bytes:
     return data
 
 
+def read_locked(fd: int, offset: int, size: int) -> bytes:
+    """Up to `size` bytes at `offset` of a run's open log, under the shared lock (no cut while it reads: cap_log
+    waits a tick): the reader's side of the protocol, for a reader that follows the log as it grows (LogTail)."""
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    try:
+        return os.pread(fd, size, offset)
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
 def _read_from(path: Path, offset: int) -> bytes:
     try:
         with os.fdopen(open_nofollow(path, os.O_RDONLY), "rb") as f:

@@ -6,23 +6,24 @@
     data = read_since_bytes(log_path, mark)            # its whole output, once it has ended
     rest = tail.stop(data)                             # data[tail's bytes:]: feed it; None: feed all of data
 
-The script writes its log itself (sweeper.run.files.logcap: nothing sits between a script and its output), so
-this thread only reads: up to CHUNK bytes at a time under the log's shared lock (a cut of the log waits for
-the next tick, as with read_since), up to the last newline, while the script runs, so that parsing overlaps
-the script instead of following it. What it read is checked at the end against the run's output as read_since
-gives it (length and CRC-32 of the same prefix): a log cut while the run ran (its middle moved into
-stdout.kept.log), a write over the log or any error of this thread makes stop() answer None, and the whole
-output is parsed again from the start, as if no thread had run. Torch-free, stdlib only.
+The script writes its log itself (sweeper.run.files.logcap: nothing sits between a script and its output), so this
+thread only reads: up to CHUNK bytes at a time through the log owner's locked read (logcap.read_locked: a cut of the
+log waits for the next tick, as with read_since), up to the last newline, while the script runs, so that parsing
+overlaps the script instead of following it. What it read is checked at the end against the run's output as
+read_since gives it (length and CRC-32 of the same prefix): a log cut while the run ran (its middle moved into
+stdout.kept.log), a write over the log or any error of this thread makes stop() answer None, and the whole output is
+parsed again from the start, as if no thread had run.
+Torch-free, stdlib only.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import threading
 import zlib
 from typing import Callable
 
 from sweeper.run.files.atomic import open_nofollow
+from sweeper.run.files.logcap import read_locked
 
 CHUNK = 8 * 2 ** 20         # bytes read at a time
 POLL_S = 0.05               # the wait at the end of the log before reading again
@@ -51,11 +52,7 @@ class LogTail:
             return
         try:
             while not self._done.is_set():          # the rest, once the run has ended, is the caller's
-                fcntl.flock(fd, fcntl.LOCK_SH)
-                try:
-                    data = os.pread(fd, CHUNK, self.offset + self.read)
-                finally:
-                    fcntl.flock(fd, fcntl.LOCK_UN)
+                data = read_locked(fd, self.offset + self.read, CHUNK)
                 whole = data.rfind(b"\n") + 1
                 if whole:
                     chunk = data[:whole] if whole < len(data) else data
