@@ -18,12 +18,10 @@ values. Two equal records that are not distinctive are evidence only in bulk (nu
 """
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 import pandas as pd
 
-from sweeper.analysis.integrity.evidence import SweepEvidence
+from sweeper.analysis.integrity.evidence import SweepEvidence, memo
 from sweeper.analysis.integrity.runs import COST, SEED, finals_matrix, result_columns, usable
 
 MANTISSA_BITS = 22            # "to float rounding": float32 keeps 24 bits; a reordered sum differs in the last few
@@ -31,7 +29,6 @@ MAX_DENOMINATOR = 1000        # a value k/q with q up to this is on a coarse gri
 TOL = 6e-8                    # float32 rounding of a k/q computed on a GPU; tighter than the fractions' spacing
 FINE_TRIES = 4                # values per run tested for fineness (a loss is fine at its first value)
 MIN_COARSE = 3                # distinct coarse values a record needs to be distinctive without a fine one
-_CACHE: dict[tuple[int, type], tuple[weakref.ref, object]] = {}
 
 
 def echo_columns(ev: SweepEvidence, columns: list[str]) -> set[str]:
@@ -216,23 +213,11 @@ class CurveIndex:
         return dict(zip(self.names, counts.tolist()))
 
 
-def _cached(ev: SweepEvidence, kind: type):
-    """One `kind(ev)` per evidence object (every check of one report shares it)."""
-    hit = _CACHE.get((id(ev), kind))
-    if hit is not None and hit[0]() is ev:
-        return hit[1]
-    value = kind(ev)
-    for key in [k for k, (ref, _) in _CACHE.items() if ref() is None]:
-        del _CACHE[key]
-    _CACHE[(id(ev), kind)] = (weakref.ref(ev), value)
-    return value
-
-
 def run_graph(ev: SweepEvidence) -> RunGraph:
     """The graph of `ev`, built once per evidence object."""
-    return _cached(ev, RunGraph)
+    return memo(ev, RunGraph)
 
 
 def curve_index(ev: SweepEvidence) -> CurveIndex:
     """ev.curves as integers, built once per evidence object."""
-    return _cached(ev, CurveIndex)
+    return memo(ev, CurveIndex)
